@@ -1,0 +1,226 @@
+//! The checks, their registry, and the engine that runs them.
+//!
+//! A check judges the inventory and returns findings; it never reads files. `ALL` is the
+//! registry: its order is the order of `gdrdoctor list` and of every report, from what the rest
+//! depends on (GPU driver, peer memory) to what depends on everything (access from a process).
+
+mod gpu_driver;
+mod iommu;
+mod peer_memory;
+mod rdma_access;
+mod rdma_gid;
+mod rdma_link;
+
+use crate::config::Config;
+use crate::inventory::Inventory;
+use crate::model::{Code, Finding, Status};
+use serde::Serialize;
+
+/// What a check sees: the node's facts and the site's policy.
+pub struct Context<'a> {
+    pub inv: &'a Inventory,
+    pub config: &'a Config,
+}
+
+pub trait Check: Sync {
+    /// Stable kebab-case ID, as `--select`, `--skip` and `gdrdoctor explain` take it.
+    fn id(&self) -> &'static str;
+    /// One line for `gdrdoctor list` and report headings.
+    fn title(&self) -> &'static str;
+    /// Every code this check can emit.
+    fn codes(&self) -> &'static [Code];
+    /// `checks/<id>/README.md`: what `gdrdoctor explain <id>` prints.
+    fn readme(&self) -> &'static str;
+    /// Needs the running system (device nodes, this process's limits, libraries); skipped on a
+    /// captured root.
+    fn live_only(&self) -> bool {
+        false
+    }
+    /// Judges the node. Always returns at least one finding.
+    fn run(&self, cx: &Context) -> Vec<Finding>;
+}
+
+pub static ALL: &[&dyn Check] = &[
+    &gpu_driver::GpuDriver,
+    &peer_memory::PeerMemory,
+    &iommu::IommuCheck,
+    &rdma_link::RdmaLink,
+    &rdma_gid::RdmaGid,
+    &rdma_access::RdmaAccess,
+];
+
+pub fn find(id: &str) -> Option<&'static dyn Check> {
+    ALL.iter().copied().find(|c| c.id() == id)
+}
+
+/// The check that emits a finding code, and the code's description.
+pub fn find_code(code: &str) -> Option<(&'static dyn Check, &'static Code)> {
+    ALL.iter().find_map(|c| c.codes().iter().find(|k| k.id == code).map(|k| (*c, k)))
+}
+
+pub const NOT_SELECTED: &str = "not selected (--select)";
+
+/// Which checks to run: `--select` (only these), `--skip` and the config's `skip`.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub select: Vec<String>,
+    pub skip: Vec<String>,
+}
+
+impl Selection {
+    /// Every ID named must be a check; a typo must not silently run nothing.
+    pub fn validate(&self) -> Result<(), String> {
+        for id in self.select.iter().chain(&self.skip) {
+            if find(id).is_none() {
+                let known: Vec<&str> = ALL.iter().map(|c| c.id()).collect();
+                return Err(format!("unknown check {id:?}; checks are: {}", known.join(", ")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Why a check does not run, if it does not.
+    fn excluded(&self, check: &dyn Check, config: &Config) -> Option<String> {
+        if !self.select.is_empty() && !self.select.iter().any(|s| s == check.id()) {
+            return Some(NOT_SELECTED.into());
+        }
+        if self.skip.iter().any(|s| s == check.id()) {
+            return Some("skipped (--skip)".into());
+        }
+        if config.skip.iter().any(|s| s == check.id()) {
+            return Some("skipped (config: skip)".into());
+        }
+        None
+    }
+
+    /// Whether a check will run at all; the inventory reads live-only facts only when needed.
+    pub fn runs(&self, id: &str, config: &Config) -> bool {
+        find(id).is_some_and(|c| self.excluded(c, config).is_none())
+    }
+}
+
+/// One check's outcome in a report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckResult {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub status: Status,
+    /// Why the check did not run, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    pub findings: Vec<Finding>,
+}
+
+/// Runs the selected checks in registry order and applies the config's severity overrides.
+pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<CheckResult> {
+    let cx = Context { inv, config };
+    ALL.iter()
+        .map(|check| {
+            let reason = selection.excluded(*check, config).or_else(|| {
+                (check.live_only() && !inv.live).then(|| "live only: not run on a captured root".to_owned())
+            });
+            if let Some(reason) = reason {
+                return CheckResult { id: check.id(), title: check.title(), status: Status::Skip, skipped: Some(reason), findings: Vec::new() };
+            }
+            let mut findings = check.run(&cx);
+            if findings.is_empty() {
+                // A check that says nothing has a bug; never let that read as a pass.
+                findings.push(Finding::unknown("check-silent", "gdrdoctor", format!("check {} produced no finding", check.id())));
+            }
+            for f in &mut findings {
+                debug_assert!(f.code == "check-silent" || check.codes().iter().any(|c| c.id == f.code), "{} emits undeclared code {}", check.id(), f.code);
+                if let Some(&status) = config.severity.get(f.code) {
+                    if status != f.status {
+                        f.original_status = Some(f.status);
+                        f.status = status;
+                    }
+                }
+            }
+            let status = findings.iter().map(|f| f.status).max().unwrap_or(Status::Unknown);
+            CheckResult { id: check.id(), title: check.title(), status, skipped: None, findings }
+        })
+        .collect()
+}
+
+/// Shell-quotes a value for a fix command, unless it is plainly safe. Values in fixes come from
+/// sysfs, which in a captured root is untrusted.
+pub(crate) fn sh(value: &str) -> String {
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:/=@,+".contains(&b)) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+/// Kernel command line fix: add words to GRUB_CMDLINE_LINUX (idempotently), regenerate the grub
+/// config with whichever tool the distribution has, then reboot.
+pub(crate) fn grub_fix(fix: crate::model::Fix, add: &[&str], remove: &[&str]) -> crate::model::Fix {
+    let mut fix = fix;
+    for word in remove {
+        fix = fix.persistent(format!(
+            "sed -i -E 's/^(GRUB_CMDLINE_LINUX=\"[^\"]*)\\b{}\\b ?/\\1/' /etc/default/grub",
+            word.replace('.', "\\.")
+        ));
+    }
+    for word in add {
+        fix = fix.persistent(format!(
+            "grep -q '^GRUB_CMDLINE_LINUX=.*\\b{w}\\b' /etc/default/grub || sed -i -E 's/^(GRUB_CMDLINE_LINUX=\"[^\"]*)\"/\\1 {w}\"/' /etc/default/grub",
+            w = word
+        ));
+    }
+    fix.persistent("if command -v update-grub >/dev/null; then update-grub; else grub2-mkconfig -o /boot/grub2/grub.cfg; fi")
+        .disruptive("systemctl reboot")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn ids_and_codes_are_unique_kebab_case() {
+        let mut ids = HashSet::new();
+        let mut codes = HashSet::new();
+        let kebab = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') && !s.starts_with('-') && !s.ends_with('-') && !s.contains("--");
+        for c in ALL {
+            assert!(kebab(c.id()), "{}", c.id());
+            assert!(ids.insert(c.id()), "duplicate check id {}", c.id());
+            assert!(!c.codes().is_empty(), "{} declares no codes", c.id());
+            for code in c.codes() {
+                assert!(kebab(code.id), "{}", code.id);
+                assert!(codes.insert(code.id), "duplicate code {}", code.id);
+                assert!(!code.summary.is_empty());
+            }
+        }
+        assert!(!codes.contains("check-silent"));
+    }
+
+    #[test]
+    fn every_check_documents_itself_and_every_code() {
+        for c in ALL {
+            let readme = c.readme();
+            assert!(readme.starts_with(&format!("# {}", c.id())), "checks/{}/README.md must start with its id", c.id());
+            for code in c.codes() {
+                assert!(readme.contains(&format!("`{}`", code.id)), "checks/{}/README.md does not document `{}`", c.id(), code.id);
+            }
+            for section in ["## What it checks", "## Why it matters", "## Fix"] {
+                assert!(readme.contains(section), "checks/{}/README.md lacks {section}", c.id());
+            }
+        }
+    }
+
+    #[test]
+    fn selection_rejects_unknown_ids() {
+        assert!(Selection { select: vec!["iommu".into()], skip: vec![] }.validate().is_ok());
+        let e = Selection { select: vec![], skip: vec!["iommuu".into()] }.validate().unwrap_err();
+        assert!(e.contains("unknown check \"iommuu\""), "{e}");
+    }
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(sh("0000:3b:00.0"), "0000:3b:00.0");
+        assert_eq!(sh("x;rm -rf /"), "'x;rm -rf /'");
+        assert_eq!(sh("it's"), r"'it'\''s'");
+        assert_eq!(sh(""), "''");
+    }
+}

@@ -1,0 +1,320 @@
+//! `peer-memory`: which path lets a NIC reach GPU memory on this node, and which one NCCL takes.
+//!
+//! NCCL (src/transport/net_ib*): a NIC gets `NCCL_PTR_DMABUF` when a dummy `ibv_reg_dmabuf_mr`
+//! does not fail with EOPNOTSUPP, and `NCCL_PTR_CUDA` (peermem) when
+//! `/sys/kernel/mm/memory_peers/nv_mem/version` (or `nv_mem_nc`, or
+//! `/sys/module/nvidia_peermem/version`) exists. With `NCCL_DMABUF_ENABLE=1` (the default), CUDA
+//! >= 11.7 and `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`, buffers are registered through DMA-BUF,
+//! falling through to the peermem path otherwise. Neither: NCCL silently stages through host
+//! memory.
+
+use super::{Check, Context};
+use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
+use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
+use crate::model::{Code, Evidence, Finding, Fix, Status};
+use crate::parse::kernel::KernelVersion;
+
+pub struct PeerMemory;
+
+const CODES: &[Code] = &[
+    Code { id: "gdr-path-dmabuf", summary: "the DMA-BUF path is available: NCCL will register GPU memory through it" },
+    Code { id: "gdr-path-peermem", summary: "the peer-memory path (nvidia_peermem / amd_peer_mem) is available and NCCL will use it" },
+    Code { id: "peermem-not-loaded", summary: "no DMA-BUF path and nvidia_peermem is not loaded: no GPUDirect RDMA at all" },
+    Code { id: "peermem-not-registered", summary: "nvidia_peermem is loaded but registered no peer-memory client with the RDMA core" },
+    Code { id: "amd-no-gdr-path", summary: "AMD GPUs have neither the DMA-BUF prerequisites nor amd_peer_mem" },
+    Code { id: "gdr-path-unknown", summary: "the facts needed to tell the GDR path could not be read, or the accelerator is unknown" },
+    Code { id: "nic-no-dmabuf", summary: "an RDMA device whose driver cannot register dma-bufs, on a node whose GPUs rely on DMA-BUF" },
+    Code { id: "peer-memory-no-gpu", summary: "no GPU, so no GPU memory path to judge" },
+];
+
+/// The earliest kernel with dma-buf memory regions in the RDMA core (ib_umem_dmabuf, 5.12).
+const DMABUF_KERNEL: KernelVersion = KernelVersion(5, 12, 0);
+/// NVIDIA exports dma-bufs of device memory from R515 (CUDA 11.7), open kernel modules only.
+const DMABUF_NVIDIA_MAJOR: u32 = 515;
+
+impl Check for PeerMemory {
+    fn id(&self) -> &'static str {
+        "peer-memory"
+    }
+    fn title(&self) -> &'static str {
+        "A GPU memory path for the NIC (DMA-BUF or peermem)"
+    }
+    fn codes(&self) -> &'static [Code] {
+        CODES
+    }
+    fn readme(&self) -> &'static str {
+        include_str!("../../checks/peer-memory/README.md")
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let inv = cx.inv;
+        let mut out = Vec::new();
+        let count = |v: GpuVendor| inv.gpus.iter().filter(|g| g.vendor == v).count();
+        let (nvidia, amd, other) = (count(GpuVendor::Nvidia), count(GpuVendor::Amd), count(GpuVendor::Other));
+        let peermem = nvidia_peermem(inv);
+
+        let mut dmabuf_relied_on = false;
+        if nvidia > 0 {
+            let (finding, uses_dmabuf) = judge_nvidia(inv, nvidia, &peermem);
+            dmabuf_relied_on |= uses_dmabuf;
+            out.push(finding);
+        }
+        if amd > 0 {
+            let (finding, uses_dmabuf) = judge_amd(inv, amd);
+            dmabuf_relied_on |= uses_dmabuf;
+            out.push(finding);
+        }
+        if other > 0 {
+            let names: Vec<String> = inv.gpus.iter().filter(|g| g.vendor == GpuVendor::Other).map(|g| g.bdf.to_string()).collect();
+            out.push(Finding::unknown(
+                "gdr-path-unknown",
+                "declared accelerators",
+                format!("{} ({}) are of a vendor gdrdoctor has no GDR rules for; only a GDR write test can tell", names.join(", "), plural(other, "accelerator")),
+            ));
+        }
+        // A loaded but unregistered nvidia_peermem is worth saying even when another path covers
+        // for it: it is the inbox-RDMA-stack trap (nccl#1939), and it breaks any job that sets
+        // NCCL_DMABUF_ENABLE=0.
+        if let Peermem::LoadedUnregistered(module) = &peermem {
+            if !out.iter().any(|f| f.code == "peermem-not-registered") {
+                out.push(unregistered(inv, module, Status::Warn, "no GPU relies on it now".into()));
+            }
+        }
+        if dmabuf_relied_on {
+            for dev in &inv.rdma {
+                if nic_dmabuf(dev) == Some(false) {
+                    out.push(
+                        Finding::warn(
+                            "nic-no-dmabuf",
+                            dev.name.clone(),
+                            format!("{} ({}) cannot register dma-bufs (its driver returns EOPNOTSUPP): GPU memory cannot be registered with it", dev.name, dev.driver.as_deref().unwrap_or("software RDMA")),
+                        )
+                        .evidence(dev.class_path(), format!("driver {}", dev.driver.as_deref().unwrap_or("unknown")))
+                        .fix(Fix::new("Use an RDMA NIC whose driver supports dma-buf memory regions (mlx5 does) for GPU traffic", "Nothing to run: this is a property of the NIC driver.").manual("rdma link show")),
+                    );
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(Finding::skip("peer-memory-no-gpu", "node", "no GPU found (see gpu-driver)"));
+        }
+        out
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
+}
+
+/// Where the GPU side of the DMA-BUF path stands.
+enum Possible {
+    Yes(String),
+    No(Vec<String>),
+    Unknown(Vec<String>),
+}
+
+enum Peermem {
+    /// Registered with the RDMA core: the `memory_peers` entry and its version.
+    Registered(String, String),
+    LoadedUnregistered(String),
+    NotLoaded,
+}
+
+fn nvidia_peermem(inv: &Inventory) -> Peermem {
+    let k = &inv.kernel;
+    // nvidia_peermem registers `nv_mem`; some driver branches add `nv_mem_nc` (NCCL checks both).
+    if let Some((name, fact)) = k.memory_peers.iter().find(|(n, _)| n.starts_with("nv_mem")) {
+        return Peermem::Registered(name.clone(), fact.shown());
+    }
+    for module in ["nvidia_peermem", "nv_peer_mem"] {
+        if k.module(module).is_some_and(|m| m.live()) {
+            return Peermem::LoadedUnregistered(module.into());
+        }
+    }
+    Peermem::NotLoaded
+}
+
+fn kernel_ok(inv: &Inventory, reasons_no: &mut Vec<String>, reasons_unknown: &mut Vec<String>) -> Option<KernelVersion> {
+    match inv.kernel.version {
+        Some(v) if v >= DMABUF_KERNEL => Some(v),
+        Some(v) => {
+            reasons_no.push(format!("kernel {v} is older than {DMABUF_KERNEL} (no dma-buf memory regions)"));
+            None
+        }
+        None => {
+            reasons_unknown.push(format!("kernel release unreadable ({})", inv.kernel.release.problem().unwrap_or_default()));
+            None
+        }
+    }
+}
+
+fn nvidia_dmabuf(inv: &Inventory) -> Possible {
+    let (mut no, mut unknown) = (Vec::new(), Vec::new());
+    let nv = &inv.kernel.nvidia;
+    let mut driver = None;
+    match nv.value() {
+        Some(v) if !v.open => no.push(format!("the NVIDIA {} kernel module is the proprietary one; DMA-BUF needs the open kernel modules", v.version)),
+        Some(v) if v.major < DMABUF_NVIDIA_MAJOR => no.push(format!("NVIDIA driver {} predates dma-buf export (R{DMABUF_NVIDIA_MAJOR})", v.version)),
+        Some(v) => driver = Some(v.version.clone()),
+        None if nv.is_missing() => no.push(format!("the NVIDIA driver is not loaded ({NVIDIA_VERSION} missing)")),
+        None => unknown.push(nv.problem().unwrap_or_default()),
+    }
+    let kernel = kernel_ok(inv, &mut no, &mut unknown);
+    if let Some(c) = &inv.kernel.config {
+        if !c.enabled("CONFIG_DMA_SHARED_BUFFER") {
+            no.push(format!("{}: {}", c.path, c.shown("CONFIG_DMA_SHARED_BUFFER")));
+        }
+    }
+    if !no.is_empty() {
+        Possible::No(no)
+    } else if !unknown.is_empty() {
+        Possible::Unknown(unknown)
+    } else {
+        Possible::Yes(format!("open kernel module {}, kernel {} (>= {DMABUF_KERNEL})", driver.unwrap_or_default(), kernel.map(|k| k.to_string()).unwrap_or_default()))
+    }
+}
+
+fn kernel_evidence(inv: &Inventory) -> Evidence {
+    inv.kernel.release.evidence()
+}
+
+fn peers_evidence(inv: &Inventory) -> Evidence {
+    let peers = &inv.kernel.memory_peers;
+    Evidence {
+        path: MEMORY_PEERS.into(),
+        value: if peers.is_empty() {
+            "<no peer-memory clients>".into()
+        } else {
+            peers.iter().map(|(n, f)| format!("{n} (version {})", f.shown())).collect::<Vec<_>>().join(", ")
+        },
+    }
+}
+
+fn no_rdma_note(inv: &Inventory) -> &'static str {
+    if inv.rdma.is_empty() { "; no RDMA device to use it with yet (see rdma-link)" } else { "" }
+}
+
+/// The NVIDIA verdict, and whether it relies on DMA-BUF.
+fn judge_nvidia(inv: &Inventory, n: usize, peermem: &Peermem) -> (Finding, bool) {
+    let gpus = plural(n, "NVIDIA GPU");
+    let subject = "NVIDIA GPUs";
+    let evidence = [inv.kernel.nvidia.evidence(), kernel_evidence(inv), peers_evidence(inv), inv.kernel.module_evidence("nvidia_peermem")];
+    let dmabuf = nvidia_dmabuf(inv);
+    match (&dmabuf, peermem) {
+        (Possible::Yes(why), _) => {
+            let also = match peermem {
+                Peermem::Registered(name, _) => format!("; nvidia_peermem is registered too ({name}), the fallback"),
+                _ => String::new(),
+            };
+            (Finding::pass("gdr-path-dmabuf", subject, format!("NCCL will use the DMA-BUF path for the {gpus}: {why}{also}{}", no_rdma_note(inv))).with(evidence), true)
+        }
+        (_, Peermem::Registered(name, version)) => {
+            let why_not = match &dmabuf {
+                Possible::No(r) => format!("DMA-BUF is unavailable: {}", r.join("; ")),
+                Possible::Unknown(r) => format!("DMA-BUF unknown: {}", r.join("; ")),
+                Possible::Yes(_) => unreachable!("handled above"),
+            };
+            (Finding::pass("gdr-path-peermem", subject, format!("NCCL will use the peer-memory path for the {gpus}: nvidia_peermem registered as {name} (version {version}); {why_not}")).with(evidence), false)
+        }
+        (Possible::Unknown(r), _) => (
+            Finding::unknown("gdr-path-unknown", subject, format!("cannot tell whether the DMA-BUF path works for the {gpus} ({}), and nvidia_peermem is not registered", r.join("; "))).with(evidence),
+            false,
+        ),
+        (Possible::No(r), Peermem::LoadedUnregistered(module)) => (unregistered(inv, module, Status::Fail, format!("and DMA-BUF is unavailable: {}: the {gpus} have no GDR path", r.join("; "))), false),
+        (Possible::No(r), Peermem::NotLoaded) => (
+            Finding::fail(
+                "peermem-not-loaded",
+                subject,
+                format!("no GPUDirect RDMA path for the {gpus}: nvidia_peermem is not loaded, and DMA-BUF is unavailable: {}. NCCL will silently copy through host memory", r.join("; ")),
+            )
+            .with(evidence)
+            .fix(
+                Fix::new(
+                    "Load nvidia-peermem now and at every boot (or move to the open kernel modules, R515+, on kernel >= 5.12 for the DMA-BUF path)",
+                    "nvidia-peermem needs the peer-memory API of MLNX_OFED/DOCA-OFED's ib_core; on an inbox RDMA stack it fails with 'Unknown symbol ib_register_peer_memory_client'.",
+                )
+                .runtime("modprobe nvidia-peermem")
+                .persistent("echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf"),
+            ),
+            false,
+        ),
+    }
+}
+
+fn unregistered(inv: &Inventory, module: &str, status: Status, consequence: String) -> Finding {
+    Finding::new(
+        "peermem-not-registered",
+        status,
+        module.to_owned(),
+        format!("{module} is loaded but registered no peer-memory client ({MEMORY_PEERS}/nv_mem missing): the RDMA core lacks the peer-memory API (an inbox RDMA stack), so ibv_reg_mr on GPU memory fails; {consequence}"),
+    )
+    .with([inv.kernel.module_evidence(module), peers_evidence(inv)])
+    .fix(
+        Fix::new(
+            "Use an RDMA stack with the peer-memory API (MLNX_OFED / DOCA-OFED) and reload the module, or use the DMA-BUF path (open kernel modules R515+, kernel >= 5.12) and unload it",
+            "Reloading nvidia_peermem is safe while no job holds GPU memory registrations.",
+        )
+        .runtime(format!("modprobe -r {module} && modprobe {module}"))
+        .manual("# install DOCA-OFED (or MLNX_OFED) so that ib_core exports ib_register_peer_memory_client"),
+    )
+}
+
+fn amd_dmabuf(inv: &Inventory) -> Possible {
+    let (mut no, mut unknown) = (Vec::new(), Vec::new());
+    let kernel = kernel_ok(inv, &mut no, &mut unknown);
+    // perftest's ROCm path checks the same two options.
+    let wanted = ["CONFIG_DMABUF_MOVE_NOTIFY", "CONFIG_PCI_P2PDMA"];
+    match &inv.kernel.config {
+        Some(c) => no.extend(wanted.iter().filter(|o| !c.enabled(o)).map(|o| format!("{}: {}", c.path, c.shown(o)))),
+        None => unknown.push(format!("kernel config unreadable (tried {})", inv.kernel.config_tried.join(", "))),
+    }
+    if !no.is_empty() {
+        Possible::No(no)
+    } else if !unknown.is_empty() {
+        Possible::Unknown(unknown)
+    } else {
+        Possible::Yes(format!("kernel {} with CONFIG_DMABUF_MOVE_NOTIFY and CONFIG_PCI_P2PDMA", kernel.map(|k| k.to_string()).unwrap_or_default()))
+    }
+}
+
+fn config_evidence(c: Option<&KernelConfig>, options: &[&str]) -> Vec<Evidence> {
+    c.map(|c| options.iter().map(|o| Evidence { path: c.path.clone(), value: c.shown(o) }).collect()).unwrap_or_default()
+}
+
+fn judge_amd(inv: &Inventory, n: usize) -> (Finding, bool) {
+    let gpus = plural(n, "AMD GPU");
+    let subject = "AMD GPUs";
+    let mut evidence = vec![kernel_evidence(inv)];
+    evidence.extend(config_evidence(inv.kernel.config.as_ref(), &["CONFIG_DMABUF_MOVE_NOTIFY", "CONFIG_PCI_P2PDMA"]));
+    evidence.push(inv.kernel.module_evidence("amd_peer_mem"));
+    let legacy = ["amd_peer_mem", "amdp2p"].into_iter().find(|m| inv.kernel.module(m).is_some_and(|m| m.live()));
+    match (amd_dmabuf(inv), legacy) {
+        (Possible::Yes(why), _) => (Finding::pass("gdr-path-dmabuf", subject, format!("the DMA-BUF path is available for the {gpus}: {why}{}", no_rdma_note(inv))).with(evidence), true),
+        (_, Some(m)) => (Finding::pass("gdr-path-peermem", subject, format!("the peer-memory path is available for the {gpus}: {m} is loaded")).with(evidence), false),
+        (Possible::Unknown(r), None) => (Finding::unknown("gdr-path-unknown", subject, format!("cannot tell whether the DMA-BUF path works for the {gpus}: {}", r.join("; "))).with(evidence), false),
+        (Possible::No(r), None) => (
+            Finding::fail("amd-no-gdr-path", subject, format!("no GPUDirect RDMA path for the {gpus}: DMA-BUF is unavailable ({}) and amd_peer_mem is not loaded", r.join("; ")))
+                .with(evidence)
+                .fix(
+                    Fix::new(
+                        "Boot a kernel built with CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y (the kernels ROCm supports are), or install the legacy amd_peer_mem module",
+                        "A kernel change needs a reboot into the new kernel.",
+                    )
+                    .manual("grep -E 'DMABUF_MOVE_NOTIFY|PCI_P2PDMA' /boot/config-$(uname -r)")
+                    .disruptive("systemctl reboot"),
+                ),
+            false,
+        ),
+    }
+}
+
+/// Whether an RDMA device's driver can register dma-bufs: mlx5 can (since 5.12, when the RDMA
+/// core got dma-buf MRs); the software devices cannot (rxe returned EOPNOTSUPP in the lab).
+/// Others: not known here; the GDR write test tells.
+fn nic_dmabuf(dev: &RdmaDevice) -> Option<bool> {
+    match dev.driver.as_deref()? {
+        "mlx5_core" => Some(true),
+        "rxe" | "siw" => Some(false),
+        _ => None,
+    }
+}

@@ -1,0 +1,157 @@
+//! `rdma-access` (live only): can a process on this node actually use RDMA? Device nodes,
+//! locked-memory limit, libibverbs and a provider for every device.
+
+use super::{Check, Context};
+use crate::ffi::verbs::SONAME;
+use crate::inventory::access::{Access, CLASS_VERBS, DEV_INFINIBAND};
+use crate::model::{Code, Finding, Fix};
+
+pub struct RdmaAccess;
+
+const CODES: &[Code] = &[
+    Code { id: "uverbs-ok", summary: "every RDMA device has a verbs device node this process can open" },
+    Code { id: "uverbs-missing", summary: "an RDMA device has no /dev/infiniband/uverbs* node" },
+    Code { id: "uverbs-no-access", summary: "a verbs device node exists but this process cannot open it" },
+    Code { id: "memlock-ok", summary: "RLIMIT_MEMLOCK is unlimited" },
+    Code { id: "memlock-limited", summary: "RLIMIT_MEMLOCK is finite: large registrations may fail" },
+    Code { id: "memlock-low", summary: "RLIMIT_MEMLOCK is below the threshold: ibv_reg_mr fails with ENOMEM" },
+    Code { id: "memlock-unknown", summary: "the locked-memory limit could not be read" },
+    Code { id: "libibverbs-ok", summary: "libibverbs loads, with ibv_reg_dmabuf_mr" },
+    Code { id: "libibverbs-missing", summary: "libibverbs.so.1 cannot be loaded" },
+    Code { id: "libibverbs-no-dmabuf", summary: "libibverbs lacks ibv_reg_dmabuf_mr (rdma-core < 34): no DMA-BUF path" },
+    Code { id: "rdma-provider-missing", summary: "libibverbs has no provider for an RDMA device, so userspace cannot open it" },
+];
+
+impl Check for RdmaAccess {
+    fn id(&self) -> &'static str {
+        "rdma-access"
+    }
+    fn title(&self) -> &'static str {
+        "RDMA usable from a process: device nodes, memlock, libibverbs"
+    }
+    fn codes(&self) -> &'static [Code] {
+        CODES
+    }
+    fn readme(&self) -> &'static str {
+        include_str!("../../checks/rdma-access/README.md")
+    }
+    fn live_only(&self) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let Some(access) = &cx.inv.access else {
+            return vec![Finding::unknown("memlock-unknown", "node", "access facts were not probed")];
+        };
+        let mut out = Vec::new();
+        out.extend(uverbs(cx, access));
+        out.push(memlock(cx, access));
+        out.extend(library(cx, access));
+        out
+    }
+}
+
+fn uverbs(cx: &Context, access: &Access) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for dev in &cx.inv.rdma {
+        let node = access.uverbs.iter().find(|u| u.ibdev.as_deref() == Some(dev.name.as_str()));
+        match node {
+            None => out.push(
+                Finding::fail("uverbs-missing", dev.name.clone(), format!("{} has no verbs device node: userspace (NCCL, perftest) cannot open it", dev.name))
+                    .evidence(CLASS_VERBS, access.uverbs.iter().map(|u| format!("{}->{}", u.name, u.ibdev.as_deref().unwrap_or("?"))).collect::<Vec<_>>().join(" "))
+                    .fix(
+                        Fix::new("Load ib_uverbs; in a container, pass the device nodes in", "Loading ib_uverbs is harmless.")
+                            .runtime("modprobe ib_uverbs")
+                            .manual("# containers: --device=/dev/infiniband (docker) or the RDMA device plugin (Kubernetes)"),
+                    ),
+            ),
+            Some(u) => match &u.open {
+                Ok(()) => out.push(
+                    Finding::pass("uverbs-ok", dev.name.clone(), format!("{DEV_INFINIBAND}/{} opens read-write", u.name)).evidence(format!("{DEV_INFINIBAND}/{}", u.name), "opened"),
+                ),
+                Err(e) => out.push(
+                    Finding::fail("uverbs-no-access", dev.name.clone(), format!("cannot open {}: {}", e.path(), e.reason()))
+                        .evidence(e.path().to_owned(), format!("<{}>", e.reason()))
+                        .fix(
+                            Fix::new("Let this user open the verbs device (rdma-core's udev rules make it 0666), or pass it into the container", "Widening device permissions lets every local user register memory with the NIC.")
+                                .manual(format!("ls -l {DEV_INFINIBAND}/"))
+                                .manual("# containers: --device=/dev/infiniband/uverbsN, or the RDMA device plugin"),
+                        ),
+                ),
+            },
+        }
+    }
+    if let Some(e) = &access.uverbs_error {
+        out.push(Finding::fail("uverbs-missing", "node", format!("cannot list verbs devices: {e}")).evidence(e.path().to_owned(), format!("<{}>", e.reason())));
+    }
+    out
+}
+
+fn memlock(cx: &Context, access: &Access) -> Finding {
+    let fact = &access.memlock;
+    let Some(limit) = fact.value() else {
+        return Finding::unknown("memlock-unknown", "this process", format!("cannot read the locked-memory limit: {}", fact.problem().unwrap_or_default())).with([fact.evidence()]);
+    };
+    let min = cx.config.thresholds.memlock_min_mib;
+    let fix = Fix::new(
+        "Raise the locked-memory limit to unlimited for the jobs (and for this service)",
+        "Lets processes pin memory without bound; the scheduler's cgroup memory limits still apply.",
+    )
+    .persistent("printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/90-rdma-memlock.conf")
+    .manual("# slurmd: LimitMEMLOCK=infinity in its systemd unit, and PropagateResourceLimitsExcept=MEMLOCK in slurm.conf");
+    match limit.soft {
+        None => Finding::pass("memlock-ok", "this process", "RLIMIT_MEMLOCK is unlimited").with([fact.evidence()]),
+        Some(bytes) if bytes < min << 20 => Finding::fail(
+            "memlock-low",
+            "this process",
+            format!("RLIMIT_MEMLOCK is {} KiB (< {min} MiB): registering RDMA buffers fails with ENOMEM", bytes >> 10),
+        )
+        .with([fact.evidence()])
+        .fix(fix),
+        Some(bytes) => Finding::warn("memlock-limited", "this process", format!("RLIMIT_MEMLOCK is {} MiB: NVIDIA and the clouds recommend unlimited for RDMA", bytes >> 20)).with([fact.evidence()]).fix(fix),
+    }
+}
+
+fn library(cx: &Context, access: &Access) -> Vec<Finding> {
+    let probe = &access.verbs;
+    let lib_evidence = |v: String| crate::model::Evidence { path: format!("dlopen({SONAME})"), value: v };
+    if let Err(e) = &probe.library {
+        return vec![
+            Finding::fail("libibverbs-missing", "this process", format!("{SONAME} cannot be loaded ({e}): no RDMA from userspace, and NCCL falls back to TCP sockets"))
+                .with([lib_evidence(e.clone())])
+                .fix(
+                    Fix::new("Install rdma-core's libibverbs and providers", "Installing packages changes nothing that runs.")
+                        .persistent("if command -v apt-get >/dev/null; then apt-get install -y libibverbs1 ibverbs-providers; else dnf install -y libibverbs rdma-core; fi"),
+                ),
+        ];
+    }
+    let mut out = Vec::new();
+    let version = access.rdma_core.as_ref().map(|(v, file)| format!("rdma-core {v} ({file})")).unwrap_or_else(|| SONAME.to_owned());
+    if probe.reg_dmabuf_mr {
+        out.push(Finding::pass("libibverbs-ok", "this process", format!("{version} loads and exports ibv_reg_dmabuf_mr")).with([lib_evidence("loaded; ibv_reg_dmabuf_mr present".into())]));
+    } else {
+        out.push(
+            Finding::warn("libibverbs-no-dmabuf", "this process", format!("{version} has no ibv_reg_dmabuf_mr (added in rdma-core 34): the DMA-BUF path cannot be used from userspace"))
+                .with([lib_evidence("loaded; ibv_reg_dmabuf_mr absent".into())])
+                .fix(Fix::new("Upgrade rdma-core to 34 or later", "A package upgrade; restart RDMA users afterwards.").persistent("if command -v apt-get >/dev/null; then apt-get install -y --only-upgrade libibverbs1 ibverbs-providers; else dnf upgrade -y libibverbs rdma-core; fi")),
+        );
+    }
+    match &probe.devices {
+        Some(Ok(names)) => {
+            for dev in cx.inv.rdma.iter().filter(|d| !names.contains(&d.name)) {
+                out.push(
+                    Finding::fail(
+                        "rdma-provider-missing",
+                        dev.name.clone(),
+                        format!("libibverbs lists no {} (it lists: {}): no provider for its driver ({}) is installed", dev.name, if names.is_empty() { "nothing".into() } else { names.join(", ") }, dev.driver.as_deref().unwrap_or("unknown")),
+                    )
+                    .with([lib_evidence(format!("ibv_get_device_list: {}", names.join(" ")))])
+                    .fix(Fix::new("Install the rdma-core providers", "Installing packages changes nothing that runs.").persistent("if command -v apt-get >/dev/null; then apt-get install -y ibverbs-providers; else dnf install -y libibverbs; fi")),
+                );
+            }
+        }
+        Some(Err(e)) => out.push(Finding::fail("rdma-provider-missing", "this process", format!("ibv_get_device_list failed: {e}")).with([lib_evidence(e.clone())])),
+        None => {}
+    }
+    out
+}

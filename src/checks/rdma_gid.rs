@@ -1,0 +1,202 @@
+//! `rdma-gid`: every RoCE port has a RoCE v2 IPv4 GID (the `NCCL_IB_GID_INDEX` to use) and
+//! every InfiniBand port a LID from a subnet manager.
+
+use super::{Check, Context};
+use crate::inventory::rdma::GidEntry;
+use crate::inventory::Port;
+use crate::model::{Code, Evidence, Finding, Fix};
+use crate::parse::rdma::{GidFamily, GidType};
+use std::collections::BTreeMap;
+
+pub struct RdmaGid;
+
+const CODES: &[Code] = &[
+    Code { id: "roce-v2-ipv4", summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names" },
+    Code { id: "ib-lid-assigned", summary: "the InfiniBand port has a LID and a subnet manager" },
+    Code { id: "roce-v1-only", summary: "the RoCE port has only RoCE v1 GIDs: not routable, and NCCL prefers v2" },
+    Code { id: "roce-no-ipv4-gid", summary: "the RoCE port has RoCE v2 GIDs only for IPv6 addresses" },
+    Code { id: "roce-no-ip-gid", summary: "the RoCE port has only link-local GIDs: its netdev has no IP address" },
+    Code { id: "roce-no-gid", summary: "the RoCE port's GID table is empty" },
+    Code { id: "roce-gid-index-differs", summary: "the RoCE v2 IPv4 GID index differs between ports, so one NCCL_IB_GID_INDEX cannot fit all" },
+    Code { id: "ib-no-lid", summary: "the InfiniBand port has no LID (or no SM LID): no subnet manager configured it" },
+    Code { id: "rdma-gid-unreadable", summary: "the port's link layer or GID table could not be read" },
+    Code { id: "rdma-gid-no-device", summary: "no RDMA device, so no GID table to judge" },
+];
+
+impl Check for RdmaGid {
+    fn id(&self) -> &'static str {
+        "rdma-gid"
+    }
+    fn title(&self) -> &'static str {
+        "RoCE v2 GID index per port; InfiniBand LID and SM"
+    }
+    fn codes(&self) -> &'static [Code] {
+        CODES
+    }
+    fn readme(&self) -> &'static str {
+        include_str!("../../checks/rdma-gid/README.md")
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let inv = cx.inv;
+        if inv.rdma.is_empty() {
+            return vec![Finding::skip("rdma-gid-no-device", "node", "no RDMA device (see rdma-link)")];
+        }
+        let mut out = Vec::new();
+        // Port subject -> the RoCE v2 IPv4 index gdrdoctor would pick.
+        let mut chosen: BTreeMap<String, (u32, Evidence)> = BTreeMap::new();
+        for dev in &inv.rdma {
+            for port in &dev.ports {
+                let subject = port.subject(&dev.name);
+                if port.is_ethernet() {
+                    let (finding, index) = judge_roce(port, &subject);
+                    if let Some(i) = index {
+                        chosen.insert(subject, i);
+                    }
+                    out.push(finding);
+                } else if port.is_infiniband() {
+                    out.push(judge_ib(port, &subject));
+                } else {
+                    out.push(
+                        Finding::unknown("rdma-gid-unreadable", subject, format!("unknown link layer: {}", port.link_layer.problem().unwrap_or_default()))
+                            .with([port.link_layer.evidence()]),
+                    );
+                }
+            }
+        }
+        let distinct: std::collections::BTreeSet<u32> = chosen.values().map(|(i, _)| *i).collect();
+        if distinct.len() > 1 {
+            let mut by_index: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+            for (subject, (i, _)) in &chosen {
+                by_index.entry(*i).or_default().push(subject);
+            }
+            let summary: Vec<String> = by_index.iter().map(|(i, ports)| format!("index {i} on {}", ports.join(", "))).collect();
+            out.push(
+                Finding::warn(
+                    "roce-gid-index-differs",
+                    "RoCE ports",
+                    format!(
+                        "the RoCE v2 IPv4 GID sits at different indices ({}): a single NCCL_IB_GID_INDEX is wrong for some ports. Leave it unset (NCCL then picks the RoCE v2 IPv4 GID per port) or make the tables match",
+                        summary.join("; ")
+                    ),
+                )
+                .with(chosen.values().map(|(_, e)| e.clone()))
+                .fix(
+                    Fix::new("Do not pin NCCL_IB_GID_INDEX on this node; let NCCL choose per port (NCCL_IB_ROCE_VERSION_NUM=2, NCCL_IB_ADDR_FAMILY=AF_INET are the defaults)", "Only changes how jobs pick GIDs.")
+                        .manual("grep -rs NCCL_IB_GID_INDEX /etc/nccl.conf ~/.nccl.conf /etc/environment"),
+                ),
+            );
+        }
+        out
+    }
+}
+
+fn type_of(g: &GidEntry) -> Option<GidType> {
+    g.gid_type.value().copied()
+}
+
+fn describe(g: &GidEntry) -> String {
+    let ty = g.gid_type.value().map(|t| match t {
+        GidType::RoceV2 => "RoCE v2",
+        GidType::IbRoceV1 => "RoCE v1",
+    });
+    let ndev = g.ndev.value().map(|n| format!(" on {n}")).unwrap_or_default();
+    format!("index {} ({}, {}{ndev})", g.index, ty.unwrap_or("type unknown"), g.gid.address())
+}
+
+fn gid_evidence(port: &Port, g: &GidEntry) -> Evidence {
+    Evidence { path: g.path(&port.dir), value: format!("{} ({})", g.gid, g.gid_type.shown()) }
+}
+
+fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) {
+    let table_evidence: Vec<Evidence> = port.gids.iter().map(|g| gid_evidence(port, g)).collect();
+    if port.gids.is_empty() {
+        let why = port.problems.first().map(|p| format!(" ({}: {})", p.path, p.message)).unwrap_or_default();
+        let finding = if port.problems.is_empty() {
+            Finding::fail("roce-no-gid", subject.to_owned(), format!("the GID table has no entries ({} slots, all zero): RoCE cannot address this port", port.gid_slots))
+                .evidence(format!("{}/gids", port.dir), format!("{} slots, all zero", port.gid_slots))
+                .fix(
+                    Fix::new("Bring the port's netdev up and give it an IP address; the kernel fills the GID table from it", "Bringing an interface up and addressing it changes this host's network configuration.")
+                        .manual(format!("ip -br addr show {}", port.netdev.as_ref().map(|n| n.name.as_str()).unwrap_or(""))),
+                )
+        } else {
+            Finding::unknown("rdma-gid-unreadable", subject.to_owned(), format!("cannot read the GID table{why}")).evidence(format!("{}/gids", port.dir), "<unreadable>")
+        };
+        return (finding, None);
+    }
+    let v2: Vec<&GidEntry> = port.gids.iter().filter(|g| type_of(g) == Some(GidType::RoceV2)).collect();
+    let v2_ipv4: Vec<&&GidEntry> = v2.iter().filter(|g| g.gid.family() == GidFamily::Ipv4).collect();
+    if let Some(best) = v2_ipv4.first() {
+        let others = if v2_ipv4.len() > 1 {
+            format!(" (also {})", v2_ipv4[1..].iter().map(|g| describe(g)).collect::<Vec<_>>().join(", "))
+        } else {
+            String::new()
+        };
+        let finding = Finding::pass("roce-v2-ipv4", subject.to_owned(), format!("RoCE v2 IPv4 GID at {}: NCCL_IB_GID_INDEX={}{others}", describe(best), best.index)).with(table_evidence);
+        return (finding, Some((best.index, gid_evidence(port, best))));
+    }
+    let v2_global6: Vec<&&GidEntry> = v2.iter().filter(|g| g.gid.family() == GidFamily::Ipv6).collect();
+    if let Some(best) = v2_global6.first() {
+        return (
+            Finding::warn(
+                "roce-no-ipv4-gid",
+                subject.to_owned(),
+                format!("no RoCE v2 IPv4 GID; the RoCE v2 GIDs are IPv6: {}. NCCL needs NCCL_IB_ADDR_FAMILY=AF_INET6 (or NCCL_IB_GID_INDEX={}) here", describe(best), best.index),
+            )
+            .with(table_evidence)
+            .fix(Fix::new("Give the netdev an IPv4 address, or run NCCL with NCCL_IB_ADDR_FAMILY=AF_INET6 on this fabric", "Changes addressing or job environment only.").manual("ip -br addr")),
+            None,
+        );
+    }
+    if v2.is_empty() && port.gids.iter().any(|g| type_of(g) == Some(GidType::IbRoceV1)) {
+        let listed: Vec<String> = port.gids.iter().map(describe).collect();
+        return (
+            Finding::fail(
+                "roce-v1-only",
+                subject.to_owned(),
+                format!("only RoCE v1 GIDs ({}): RoCE v1 is not IP-routable and NCCL looks for v2; RoCE v2 is disabled in the NIC or its driver", listed.join("; ")),
+            )
+            .with(table_evidence)
+            .fix(
+                Fix::new("Enable RoCE v2 in the NIC (firmware or driver setting), then reload the driver", "Firmware changes on the NIC need a reset or reboot.")
+                    .manual("# ConnectX: mlxconfig -d <bdf> query | grep -i roce ; update the firmware if RoCE v2 is missing")
+                    .manual("cma_roce_mode -d <device> -p 1   # rdma_cm's default RoCE mode (show)"),
+            ),
+            None,
+        );
+    }
+    if port.gids.iter().all(|g| g.gid.family() == GidFamily::LinkLocal) {
+        let netdev = port.netdev.as_ref().map(|n| n.name.clone()).unwrap_or_else(|| "its netdev".into());
+        return (
+            Finding::fail("roce-no-ip-gid", subject.to_owned(), format!("only link-local GIDs: {netdev} has no IP address, so there is no routable RoCE v2 GID"))
+                .with(table_evidence)
+                .fix(Fix::new(format!("Give {netdev} its IP address (netplan / NetworkManager / ifcfg)"), "Changes this host's network configuration.").manual(format!("ip -br addr show {netdev}"))),
+            None,
+        );
+    }
+    (
+        Finding::unknown("rdma-gid-unreadable", subject.to_owned(), format!("GID entries whose types could not be read: {}", port.gids.iter().map(describe).collect::<Vec<_>>().join("; "))).with(table_evidence),
+        None,
+    )
+}
+
+fn judge_ib(port: &Port, subject: &str) -> Finding {
+    let evidence = [port.lid.evidence(), port.sm_lid.evidence()];
+    match (port.lid.value(), port.sm_lid.value()) {
+        (Some(&lid), Some(&sm)) if lid != 0 && sm != 0 => {
+            Finding::pass("ib-lid-assigned", subject.to_owned(), format!("LID {lid:#x}, subnet manager at LID {sm:#x}")).with(evidence)
+        }
+        (Some(&lid), Some(&sm)) => Finding::fail(
+            "ib-no-lid",
+            subject.to_owned(),
+            format!("LID {lid:#x}, SM LID {sm:#x}: no subnet manager has configured this port, so no InfiniBand traffic can reach it"),
+        )
+        .with(evidence)
+        .fix(
+            Fix::new("Make sure a subnet manager runs on the fabric (on a managed switch, or opensm on one host)", "Starting opensm on a fabric that already has an SM is harmless; it joins the election.")
+                .manual("sminfo")
+                .manual("systemctl enable --now opensm   # only if this fabric has no SM"),
+        ),
+        _ => Finding::unknown("rdma-gid-unreadable", subject.to_owned(), format!("cannot read the LID: {}", port.lid.problem().or_else(|| port.sm_lid.problem()).unwrap_or_default())).with(evidence),
+    }
+}

@@ -1,0 +1,130 @@
+//! The command line: argument parsing and the wiring from arguments to a report.
+
+use anyhow::{Context as _, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use gdrdoctor::checks::{self, Selection};
+use gdrdoctor::config::Config;
+use gdrdoctor::inventory::{self, Inventory};
+use gdrdoctor::report;
+use gdrdoctor::root::Root;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "gdrdoctor", version, about = "Is this GPU node ready for GPUDirect RDMA? What is wrong, and what fixes it.")]
+#[command(after_help = "Exit codes: 0 ready, 1 not ready (a check failed; with --strict also a warning or unknown), 2 could not run.")]
+pub struct Cli {
+    /// Read a captured copy of a node (a directory with sys/, proc/, dev/) instead of this one.
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Site policy (YAML). Default: /etc/gdrdoctor/config.yaml when it exists.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Colour in human output (NO_COLOR is honoured by `auto`).
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    color: Color,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the checks and report.
+    Check(CheckArgs),
+    /// List the checks, in the order they run.
+    List {
+        /// Also list every finding code each check can report.
+        #[arg(long)]
+        codes: bool,
+    },
+    /// Show what a check (or the check behind a finding code) looks at, and how to fix it.
+    Explain {
+        /// A check ID (`iommu`) or a finding code (`iommu-translated`).
+        id: String,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct CheckArgs {
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Show the evidence (file and value) behind every finding.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Run only these checks (comma-separated IDs).
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    select: Vec<String>,
+    /// Do not run these checks (comma-separated IDs).
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    skip: Vec<String>,
+    /// Count warnings and unknowns as failures in the exit code.
+    #[arg(long)]
+    strict: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.color {
+        Color::Always => owo_colors::set_override(true),
+        Color::Never => owo_colors::set_override(false),
+        Color::Auto => {}
+    }
+    match &cli.command {
+        Command::Check(args) => check(&cli, args),
+        Command::List { codes } => {
+            for c in checks::ALL {
+                let live = if c.live_only() { "  (live only)" } else { "" };
+                println!("{:<14} {}{live}", c.id(), c.title());
+                if *codes {
+                    for code in c.codes() {
+                        println!("    {:<28} {}", code.id, code.summary);
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { id } => {
+            let check = checks::find(id).or_else(|| checks::find_code(id).map(|(c, _)| c));
+            match check {
+                Some(c) => {
+                    print!("{}", c.readme());
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => bail!("no check or finding code named {id:?} (see `gdrdoctor list --codes`)"),
+            }
+        }
+    }
+}
+
+fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let selection = Selection { select: args.select.clone(), skip: args.skip.clone() };
+    selection.validate().map_err(anyhow::Error::msg)?;
+    let (config, _path) = Config::load(cli.config.as_deref())?;
+    let (root, display) = match &cli.root {
+        Some(dir) => (Root::captured(dir).context("cannot use --root")?, dir.display().to_string()),
+        None => (Root::live(), "/".to_owned()),
+    };
+    let options = inventory::Options { access: selection.runs("rdma-access", &config) };
+    let inv = Inventory::load(&root, &config, options);
+    let results = checks::run(&inv, &config, &selection);
+    let report = report::build(&inv, results, &report::Options { strict: args.strict, root_display: display });
+    let text = match args.format {
+        Format::Human => report::human::render(&report, &report::human::Style { verbose: args.verbose }),
+        Format::Json => report::json::render(&report),
+    };
+    print!("{text}");
+    Ok(ExitCode::from(report.verdict.exit_code))
+}

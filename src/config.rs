@@ -1,0 +1,252 @@
+//! The site's policy: what a node of theirs should have, which accelerators count, which
+//! findings matter how much. YAML, from `--config FILE` or `/etc/gdrdoctor/config.yaml`.
+//!
+//! The config is the operator's, never the node's: with `--root`, the captured tree's
+//! `/etc/gdrdoctor/config.yaml` is ignored, so a capture cannot lower its own severities.
+
+use crate::model::Status;
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_PATH: &str = "/etc/gdrdoctor/config.yaml";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// What this node should have; fewer is a failure.
+    #[serde(default)]
+    pub expect: Expect,
+    /// PCI devices to treat as GPUs besides NVIDIA and AMD display/3D/accelerator functions.
+    #[serde(default)]
+    pub accelerators: Vec<Accelerator>,
+    /// Finding code -> status, replacing the check's own verdict for that code.
+    #[serde(default)]
+    pub severity: BTreeMap<String, Status>,
+    /// Check IDs never to run.
+    #[serde(default)]
+    pub skip: Vec<String>,
+    #[serde(default)]
+    pub thresholds: Thresholds,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub gpus: Option<usize>,
+    pub rdma_devices: Option<usize>,
+    /// Every RDMA port should run at least this rate (Gb/s), e.g. 400 for NDR / 400GbE.
+    pub port_rate_gbps: Option<f64>,
+}
+
+/// Selects PCI functions by vendor, and optionally device and class prefix.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Accelerator {
+    pub vendor: PciId,
+    pub device: Option<PciId>,
+    /// Class code prefix in hex: `12` (base), `0380` (base + subclass) or `038000`.
+    pub class: Option<ClassPrefix>,
+    /// How reports name it, e.g. `lab stand-in GPU`.
+    pub name: Option<String>,
+}
+
+impl Accelerator {
+    pub fn matches(&self, vendor: u16, device: u16, class: u32) -> bool {
+        self.vendor.0 == vendor
+            && self.device.as_ref().is_none_or(|d| d.0 == device)
+            && self.class.as_ref().is_none_or(|c| c.matches(class))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Thresholds {
+    /// RLIMIT_MEMLOCK below this (MiB) fails `rdma-access`; any finite limit warns.
+    pub memlock_min_mib: u64,
+    /// A RoCE port whose netdev MTU gives an active IB MTU below this warns in `rdma-link`.
+    pub roce_min_active_mtu: u32,
+}
+
+impl Default for Thresholds {
+    fn default() -> Thresholds {
+        // 64 MiB: NCCL registers its host-side buffers (proxy FIFOs, bounce buffers for non-GDR
+        // paths) per connection; below this even small jobs fail ibv_reg_mr with ENOMEM.
+        // NVIDIA's and every cloud's guidance is `unlimited`, hence the warning above it.
+        Thresholds { memlock_min_mib: 64, roce_min_active_mtu: 4096 }
+    }
+}
+
+/// A 16-bit PCI ID written as a quoted hex string: `"10de"` or `"0x10de"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PciId(pub u16);
+
+impl<'de> Deserialize<'de> for PciId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PciId, D::Error> {
+        // Unquoted `1050` would be read as decimal by YAML and silently select the wrong device,
+        // so numbers are refused.
+        let v = serde_norway::Value::deserialize(d)?;
+        let s = match v {
+            serde_norway::Value::String(s) => s,
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "PCI IDs must be quoted hex strings such as \"10de\", not {}",
+                    serde_norway::to_string(&other).unwrap_or_default().trim()
+                )));
+            }
+        };
+        crate::parse::hex_u16(&s)
+            .map(PciId)
+            .ok_or_else(|| serde::de::Error::custom(format!("{s:?} is not a 16-bit hex PCI ID")))
+    }
+}
+
+/// A class code prefix: 2, 4 or 6 hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassPrefix {
+    value: u32,
+    digits: u32,
+}
+
+impl ClassPrefix {
+    pub fn matches(&self, class: u32) -> bool {
+        class >> (4 * (6 - self.digits)) == self.value
+    }
+}
+
+impl<'de> Deserialize<'de> for ClassPrefix {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ClassPrefix, D::Error> {
+        let v = serde_norway::Value::deserialize(d)?;
+        let serde_norway::Value::String(s) = v else {
+            return Err(serde::de::Error::custom("class must be a quoted hex string such as \"0302\" or \"12\""));
+        };
+        let digits = s.trim_start_matches("0x");
+        if ![2, 4, 6].contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(serde::de::Error::custom(format!("{s:?} is not a class prefix of 2, 4 or 6 hex digits")));
+        }
+        Ok(ClassPrefix { value: u32::from_str_radix(digits, 16).unwrap_or(0), digits: digits.len() as u32 })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read config: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Config {
+    /// Loads `--config FILE`, or the default file when it exists, or the built-in defaults.
+    /// The config is the tool's input, not node data, so it is read here and not through Root.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        let path = match explicit {
+            Some(p) => p.to_owned(),
+            None if Path::new(DEFAULT_PATH).exists() => PathBuf::from(DEFAULT_PATH),
+            None => return Ok((Config::default(), None)),
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+        Config::parse(&text, &path).map(|c| (c, Some(path)))
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        let config: Config = serde_norway::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+            // serde's message repeats the position; keep the file:line:column form only.
+            let message = e.to_string();
+            let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+            ConfigError::Syntax { path: path.to_owned(), line, column, message }
+        })?;
+        config.validate(text, path)?;
+        Ok(config)
+    }
+
+    /// Names that must refer to real checks and codes: a typo must not silently do nothing.
+    fn validate(&self, text: &str, path: &Path) -> Result<(), ConfigError> {
+        let position = |needle: &str| -> String {
+            text.lines()
+                .enumerate()
+                .find_map(|(i, l)| l.find(needle).map(|c| format!("{}:{}: ", i + 1, c + 1)))
+                .unwrap_or_default()
+        };
+        for id in &self.skip {
+            if crate::checks::find(id).is_none() {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!("{}skip: unknown check {id:?} (see `gdrdoctor list`)", position(id)),
+                });
+            }
+        }
+        for code in self.severity.keys() {
+            if crate::checks::find_code(code).is_none() {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!("{}severity: unknown finding code {code:?} (see `gdrdoctor list --codes`)", position(code)),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("test.yaml"))
+    }
+
+    #[test]
+    fn full_config() {
+        let c = parse(
+            "expect:\n  gpus: 8\n  rdma_devices: 8\naccelerators:\n  - vendor: \"1af4\"\n    device: \"0x1050\"\n    class: \"0380\"\n    name: lab GPU\nseverity:\n  roce-mtu-small: fail\nskip: [rdma-access]\nthresholds:\n  memlock_min_mib: 128\n",
+        )
+        .unwrap();
+        assert_eq!(c.expect.gpus, Some(8));
+        assert!(c.accelerators[0].matches(0x1af4, 0x1050, 0x038000));
+        assert!(!c.accelerators[0].matches(0x1af4, 0x1050, 0x020000));
+        assert_eq!(c.severity["roce-mtu-small"], Status::Fail);
+        assert_eq!(c.thresholds.memlock_min_mib, 128);
+        assert_eq!(c.thresholds.roce_min_active_mtu, 4096);
+    }
+
+    #[test]
+    fn errors_have_line_and_column() {
+        let e = parse("expect:\n  gpus: eight\n").unwrap_err();
+        let ConfigError::Syntax { line, column, .. } = e else { panic!("{e}") };
+        assert_eq!((line, column), (2, 9));
+        let e = parse("expct:\n  gpus: 8\n").unwrap_err().to_string();
+        assert!(e.starts_with("test.yaml:1:1: unknown field `expct`"), "{e}");
+        let e = parse("accelerators:\n  - vendor: 1050\n").unwrap_err().to_string();
+        assert!(e.contains("quoted hex"), "{e}");
+        let e = parse("skip: [rdma-acess]\n").unwrap_err().to_string();
+        assert!(e.contains("1:8: skip: unknown check \"rdma-acess\""), "{e}");
+        let e = parse("severity:\n  no-such-code: fail\n").unwrap_err().to_string();
+        assert!(e.contains("2:3: severity: unknown finding code"), "{e}");
+        let e = parse("severity:\n  rdma-no-device: loud\n").unwrap_err().to_string();
+        assert!(e.contains("test.yaml:2:"), "{e}");
+    }
+
+    #[test]
+    fn empty_is_default() {
+        assert!(parse("").unwrap().accelerators.is_empty());
+        assert!(parse("# nothing\n").unwrap().skip.is_empty());
+    }
+
+    #[test]
+    fn class_prefixes() {
+        let p = |s: &str| serde_norway::from_str::<ClassPrefix>(s);
+        assert!(p("\"12\"").unwrap().matches(0x120000));
+        assert!(p("\"0302\"").unwrap().matches(0x030200));
+        assert!(!p("\"0302\"").unwrap().matches(0x030000));
+        assert!(p("\"030200\"").unwrap().matches(0x030200));
+        assert!(p("\"123\"").is_err());
+        assert!(p("12").is_err());
+    }
+}

@@ -1,0 +1,100 @@
+//! libibverbs, loaded with dlopen: just enough to tell whether the library and a provider for
+//! each RDMA device load, and whether `ibv_reg_dmabuf_mr` (rdma-core >= 34) exists.
+
+use libloading::Library;
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+pub const SONAME: &str = "libibverbs.so.1";
+
+/// What loading libibverbs showed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// `Ok(())` when `libibverbs.so.1` loaded; else the loader's message.
+    pub library: Result<(), String>,
+    /// The `ibv_reg_dmabuf_mr` symbol (IBVERBS_1.12, rdma-core 34) is exported.
+    pub reg_dmabuf_mr: bool,
+    /// Devices `ibv_get_device_list` returned (each one has a provider that loaded); `None` when
+    /// the list was not asked for.
+    pub devices: Option<Result<Vec<String>, String>>,
+}
+
+type GetDeviceList = unsafe extern "C" fn(*mut c_int) -> *mut *mut c_void;
+type FreeDeviceList = unsafe extern "C" fn(*mut *mut c_void);
+type GetDeviceName = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+
+impl Probe {
+    /// Loads the library and looks up symbols, without asking for devices.
+    pub fn load_only() -> Probe {
+        Self::probe(false)
+    }
+
+    /// Loads the library and lists the devices its providers claim.
+    pub fn run() -> Probe {
+        Self::probe(true)
+    }
+
+    fn probe(list: bool) -> Probe {
+        // SAFETY: loading libibverbs runs its constructors, which only initialise its own state
+        // (rdma-core does not spawn threads or touch ours at load time).
+        let lib = match unsafe { Library::new(SONAME) } {
+            Ok(lib) => lib,
+            Err(e) => return Probe { library: Err(chain(&e)), reg_dmabuf_mr: false, devices: None },
+        };
+        // SAFETY: only the symbol's presence is tested; the pointer is never called.
+        let reg_dmabuf_mr = unsafe { lib.get::<*const c_void>(b"ibv_reg_dmabuf_mr\0") }.is_ok();
+        let devices = list.then(|| device_names(&lib));
+        // Keep the library (and the providers it loaded) mapped: unloading rdma-core providers
+        // at exit has crashed processes before, and the probe runs once.
+        std::mem::forget(lib);
+        Probe { library: Ok(()), reg_dmabuf_mr, devices }
+    }
+}
+
+/// libloading's message is "dlopen failed"; the loader's own words are in the source.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn device_names(lib: &Library) -> Result<Vec<String>, String> {
+    // SAFETY: the signatures match <infiniband/verbs.h>: struct ibv_device **
+    // ibv_get_device_list(int *num_devices); void ibv_free_device_list(struct ibv_device **);
+    // const char *ibv_get_device_name(struct ibv_device *). `ibv_device` stays opaque here.
+    let (get, free, name) = unsafe {
+        (
+            lib.get::<GetDeviceList>(b"ibv_get_device_list\0").map_err(|e| chain(&e))?,
+            lib.get::<FreeDeviceList>(b"ibv_free_device_list\0").map_err(|e| chain(&e))?,
+            lib.get::<GetDeviceName>(b"ibv_get_device_name\0").map_err(|e| chain(&e))?,
+        )
+    };
+    let mut n: c_int = 0;
+    // SAFETY: `n` is a valid out-pointer; a null return means failure with errno set.
+    let list = unsafe { get(&mut n) };
+    if list.is_null() {
+        return Err(format!("ibv_get_device_list failed: {}", std::io::Error::last_os_error()));
+    }
+    let mut names = Vec::new();
+    for i in 0..usize::try_from(n).unwrap_or(0) {
+        // SAFETY: the list holds `n` valid device pointers until it is freed below.
+        let dev = unsafe { *list.add(i) };
+        if dev.is_null() {
+            break;
+        }
+        // SAFETY: ibv_get_device_name returns a NUL-terminated name owned by the device, valid
+        // until the list is freed; it is copied out first.
+        let ptr = unsafe { name(dev) };
+        if !ptr.is_null() {
+            names.push(unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned());
+        }
+    }
+    // SAFETY: `list` came from ibv_get_device_list and is freed exactly once.
+    unsafe { free(list) };
+    names.sort();
+    Ok(names)
+}

@@ -1,0 +1,198 @@
+//! The kernel: release, command line, modules, the NVIDIA driver's view, kernel config, the
+//! peer-memory clients registered with the RDMA core.
+
+use super::{Fact, Problem, list};
+use crate::parse::kernel::{self as pk, KernelVersion, NvidiaVersion, Param};
+use crate::root::Root;
+use std::collections::BTreeMap;
+
+pub const PROC_MODULES: &str = "/proc/modules";
+pub const PROC_CMDLINE: &str = "/proc/cmdline";
+pub const NVIDIA_VERSION: &str = "/proc/driver/nvidia/version";
+pub const MEMORY_PEERS: &str = "/sys/kernel/mm/memory_peers";
+
+/// How a module is present.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Module {
+    /// The state column of `/proc/modules` (`Live`, `Loading`, `Unloading`), if listed there.
+    pub proc_state: Option<String>,
+    /// `/sys/module/<name>` exists: loaded, or built in (built-ins are not in /proc/modules).
+    pub sys_module: bool,
+}
+
+impl Module {
+    pub fn builtin(&self) -> bool {
+        self.proc_state.is_none() && self.sys_module
+    }
+
+    pub fn live(&self) -> bool {
+        self.proc_state.as_deref().is_none_or(|s| s == "Live")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct KernelConfig {
+    pub path: String,
+    pub options: BTreeMap<String, Option<String>>,
+}
+
+impl KernelConfig {
+    /// `Some(true)` for `=y`/`=m`, `Some(false)` for "is not set" or absent.
+    pub fn enabled(&self, name: &str) -> bool {
+        matches!(self.options.get(name), Some(Some(v)) if v == "y" || v == "m")
+    }
+
+    pub fn shown(&self, name: &str) -> String {
+        match self.options.get(name) {
+            Some(Some(v)) => format!("{name}={v}"),
+            Some(None) => format!("# {name} is not set"),
+            None => format!("{name} absent"),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Kernel {
+    /// `/proc/sys/kernel/osrelease`, or the release in `/proc/version`.
+    pub release: Fact<String>,
+    pub version: Option<KernelVersion>,
+    pub hostname: Option<String>,
+    pub cmdline: Fact<Vec<Param>>,
+    pub modules_file: Fact<()>,
+    pub modules: BTreeMap<String, Module>,
+    /// `/proc/driver/nvidia/version`; its absence means the NVIDIA module is not loaded.
+    pub nvidia: Fact<NvidiaVersion>,
+    /// `/proc/config.gz` or `/boot/config-<release>`, when readable.
+    pub config: Option<KernelConfig>,
+    pub config_tried: Vec<String>,
+    /// Peer-memory clients registered with the RDMA core (`nv_mem` from nvidia_peermem), with
+    /// their `version` file.
+    pub memory_peers: BTreeMap<String, Fact<String>>,
+    /// `x86_64`, `aarch64`, ... as far as the node tells, with where it was read.
+    pub arch: Option<(String, String)>,
+    /// `/sys/module/<m>/version` of the drivers reports name (out-of-tree modules have one).
+    pub driver_versions: BTreeMap<&'static str, Fact<String>>,
+}
+
+/// Modules whose version a report shows.
+const VERSIONED: [&str; 6] = ["nvidia", "nvidia_peermem", "amdgpu", "amd_peer_mem", "mlx5_core", "ib_core"];
+
+impl Kernel {
+    pub fn load(root: &Root, problems: &mut Vec<Problem>) -> Kernel {
+        let mut release = Fact::read(root, "/proc/sys/kernel/osrelease".into(), |s| (!s.is_empty()).then(|| s.to_owned()));
+        if release.value.is_none() {
+            let from_version = Fact::read(root, "/proc/version".into(), pk::release_from_proc_version);
+            if from_version.value.is_some() {
+                release = from_version;
+            }
+        }
+        let version = release.value().and_then(|r| pk::kernel_version(r));
+        let hostname = root.read_text("/proc/sys/kernel/hostname").ok().filter(|h| !h.is_empty() && h.len() <= 64);
+        let cmdline = Fact::read(root, PROC_CMDLINE.into(), |s| Some(pk::cmdline(s)));
+
+        let modules_file = Fact::read(root, PROC_MODULES.into(), |_| Some(()));
+        let mut modules: BTreeMap<String, Module> = BTreeMap::new();
+        if let Ok(text) = &modules_file.raw {
+            for m in pk::proc_modules(text) {
+                modules.insert(m.name, Module { proc_state: Some(m.state), sys_module: false });
+            }
+        }
+        for name in list(root, "/sys/module", problems) {
+            if pk::is_module_name(&name) {
+                modules.entry(name).or_insert(Module { proc_state: None, sys_module: false }).sys_module = true;
+            }
+        }
+
+        let nvidia = Fact::read(root, NVIDIA_VERSION.into(), pk::nvidia_version);
+
+        let mut config_tried = vec!["/proc/config.gz".to_owned()];
+        let mut config = read_config_gz(root, "/proc/config.gz", problems);
+        if config.is_none() {
+            if let Some(r) = release.value() {
+                let path = format!("/boot/config-{r}");
+                if !r.contains('/') {
+                    config = root
+                        .read_text(&path)
+                        .ok()
+                        .map(|text| KernelConfig { path: path.clone(), options: pk::kernel_config(&text) });
+                    config_tried.push(path);
+                }
+            }
+        }
+
+        let mut memory_peers = BTreeMap::new();
+        for name in list(root, MEMORY_PEERS, problems) {
+            let fact = Fact::read(root, format!("{MEMORY_PEERS}/{name}/version"), |s| Some(s.to_owned()));
+            memory_peers.insert(name, fact);
+        }
+
+        let arch = Self::arch(root, config.as_ref());
+        let driver_versions = VERSIONED
+            .into_iter()
+            .filter(|m| modules.get(*m).is_some_and(|m| m.sys_module))
+            .map(|m| (m, Fact::read(root, format!("/sys/module/{m}/version"), |s| (!s.is_empty() && s.len() < 64).then(|| s.to_owned()))))
+            .collect();
+        Kernel { release, version, hostname, cmdline, modules_file, modules, nvidia, config, config_tried, memory_peers, arch, driver_versions }
+    }
+
+    /// The machine architecture: `/proc/sys/kernel/arch` (Linux 6.1+), else the kernel config.
+    fn arch(root: &Root, config: Option<&KernelConfig>) -> Option<(String, String)> {
+        if let Ok(a) = root.read_text("/proc/sys/kernel/arch") {
+            if !a.is_empty() && a.len() < 32 && a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Some((a, "/proc/sys/kernel/arch".into()));
+            }
+        }
+        let config = config?;
+        [("CONFIG_X86_64", "x86_64"), ("CONFIG_ARM64", "aarch64"), ("CONFIG_PPC64", "ppc64le")]
+            .into_iter()
+            .find(|(opt, _)| config.enabled(opt))
+            .map(|(opt, arch)| (arch.to_owned(), format!("{} {}", config.path, config.shown(opt))))
+    }
+
+    pub fn module(&self, name: &str) -> Option<&Module> {
+        self.modules.get(name)
+    }
+
+    /// Evidence for whether a module is present: the /proc/modules line or /sys/module dir.
+    pub fn module_evidence(&self, name: &str) -> crate::model::Evidence {
+        let value = match self.modules.get(name) {
+            Some(Module { proc_state: Some(state), .. }) => format!("{name} listed ({state})"),
+            Some(m) if m.sys_module => format!("not listed; /sys/module/{name} exists (built in)"),
+            _ => match &self.modules_file.raw {
+                Ok(_) => format!("{name} not listed, no /sys/module/{name}"),
+                Err(e) => format!("<{}>", e.reason()),
+            },
+        };
+        crate::model::Evidence { path: PROC_MODULES.into(), value }
+    }
+
+    pub fn cmdline_param(&self, key: &str) -> Option<&Param> {
+        // The kernel applies parameters in order; the last one wins.
+        self.cmdline.value()?.iter().rev().find(|p| p.key == key)
+    }
+}
+
+/// /proc/config.gz, decompressed with a bound: a hostile capture's gzip bomb stops at 16 MiB.
+fn read_config_gz(root: &Root, path: &str, problems: &mut Vec<Problem>) -> Option<KernelConfig> {
+    use std::io::Read;
+    const MAX_DECOMPRESSED: u64 = 16 << 20;
+    let bytes = match root.read_limited(path, 4 << 20) {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return None,
+        Err(e) => {
+            problems.push(Problem::from_error(&e));
+            return None;
+        }
+    };
+    let mut text = String::new();
+    let mut decoder = flate2::read::GzDecoder::new(&bytes[..]).take(MAX_DECOMPRESSED + 1);
+    if let Err(e) = decoder.read_to_string(&mut text) {
+        problems.push(Problem { path: path.into(), message: format!("cannot decompress: {e}") });
+        return None;
+    }
+    if text.len() as u64 > MAX_DECOMPRESSED {
+        problems.push(Problem { path: path.into(), message: "decompresses to more than 16 MiB; ignored".into() });
+        return None;
+    }
+    Some(KernelConfig { path: path.into(), options: pk::kernel_config(&text) })
+}

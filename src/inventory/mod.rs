@@ -1,0 +1,158 @@
+//! What is on the node: typed facts, read once through a [`Root`], before any check runs.
+//!
+//! Checks never read files; they judge these facts. Each fact that a check may judge keeps the
+//! path it came from and the raw text, so every finding can show its evidence, and a file that
+//! could not be read or parsed stays visible as such instead of turning into a default.
+
+pub mod access;
+pub mod iommu;
+pub mod kernel;
+pub mod pci;
+pub mod rdma;
+
+use crate::config::Config;
+use crate::model::Evidence;
+use crate::parse::pci::Bdf;
+use crate::root::{ReadError, Root};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use iommu::Iommu;
+pub use kernel::Kernel;
+pub use pci::{Gpu, GpuVendor, PciFunction};
+pub use rdma::{Port, RdmaDevice};
+
+/// A value read from one file: the path, the raw text (or why it could not be read), and the
+/// parsed value when the text made sense.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact<T> {
+    pub path: String,
+    pub raw: Result<String, ReadError>,
+    pub value: Option<T>,
+}
+
+impl<T> Fact<T> {
+    pub fn read(root: &Root, path: String, parse: impl FnOnce(&str) -> Option<T>) -> Fact<T> {
+        let raw = root.read_text(&path);
+        let value = raw.as_ref().ok().and_then(|s| parse(s));
+        Fact { path, raw, value }
+    }
+
+    pub fn value(&self) -> Option<&T> {
+        self.value.as_ref()
+    }
+
+    pub fn is_missing(&self) -> bool {
+        matches!(&self.raw, Err(e) if e.is_not_found())
+    }
+
+    /// What was read, for a report: the text (its first line, for multi-line files), or why
+    /// there is none.
+    pub fn shown(&self) -> String {
+        match &self.raw {
+            Ok(s) => match s.split_once('\n') {
+                Some((first, rest)) => format!("{} (+{} more lines)", first.trim_end(), rest.lines().count()),
+                None => s.clone(),
+            },
+            Err(e) => format!("<{}>", e.reason()),
+        }
+    }
+
+    pub fn evidence(&self) -> Evidence {
+        Evidence { path: self.path.clone(), value: self.shown() }
+    }
+
+    /// Why there is no value: the read error, or that the text made no sense.
+    pub fn problem(&self) -> Option<String> {
+        match (&self.raw, &self.value) {
+            (_, Some(_)) => None,
+            (Err(e), None) => Some(e.to_string()),
+            (Ok(raw), None) => Some(format!("{}: cannot parse {}", self.path, crate::parse::shown(raw))),
+        }
+    }
+}
+
+/// Something the inventory could not read at all (a directory, an unidentifiable device).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn from_error(e: &ReadError) -> Problem {
+        Problem { path: e.path().to_owned(), message: e.reason() }
+    }
+}
+
+/// What to read beyond the static facts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Probe this process's access to RDMA (device nodes, memlock, libibverbs). Live roots only.
+    pub access: bool,
+}
+
+#[derive(Debug)]
+pub struct Inventory {
+    pub live: bool,
+    pub kernel: Kernel,
+    pub pci: BTreeMap<Bdf, PciFunction>,
+    pub gpus: Vec<Gpu>,
+    pub rdma: Vec<RdmaDevice>,
+    pub rdma_class: Result<(), Problem>,
+    pub iommu: Iommu,
+    /// PCI functions that could not be identified (no readable vendor/device/class).
+    pub unidentified: Vec<Problem>,
+    pub problems: Vec<Problem>,
+    pub access: Option<access::Access>,
+}
+
+impl Inventory {
+    pub fn load(root: &Root, config: &Config, options: Options) -> Inventory {
+        let mut problems = Vec::new();
+        let kernel = Kernel::load(root, &mut problems);
+        let (rdma, rdma_class) = rdma::load(root);
+        let (mut pci, unidentified) = pci::scan(root, &mut problems);
+        let gpus = pci::classify_gpus(root, &pci, config, &kernel);
+
+        // Details (full config space, NUMA, link, IOMMU group) only for the functions a check
+        // looks at: GPUs, RDMA NICs and every bridge above them. Reading 4 KiB of config space
+        // costs about a millisecond per function on real hardware; a node has hundreds.
+        let mut wanted: BTreeSet<Bdf> = BTreeSet::new();
+        let endpoints = gpus.iter().map(|g| g.bdf).chain(rdma.iter().filter_map(|d| d.pci));
+        for bdf in endpoints {
+            if let Some(f) = pci.get(&bdf) {
+                wanted.extend(crate::parse::pci::path_functions(&f.path));
+            }
+        }
+        for bdf in wanted {
+            if let Some(f) = pci.get_mut(&bdf) {
+                f.detail = Some(pci::PciDetail::load(root, &f.path));
+            }
+        }
+        let iommu = Iommu::load(root, &pci);
+        let access = (options.access && root.is_live()).then(|| access::Access::load(root, &rdma));
+        Inventory { live: root.is_live(), kernel, pci, gpus, rdma, rdma_class, iommu, unidentified, problems, access }
+    }
+
+    pub fn function(&self, bdf: Bdf) -> Option<&PciFunction> {
+        self.pci.get(&bdf)
+    }
+}
+
+/// Reads the names in a directory, turning a missing directory into an empty list and anything
+/// else into a problem.
+pub(crate) fn list(root: &Root, path: &str, problems: &mut Vec<Problem>) -> Vec<String> {
+    match root.read_dir(path) {
+        Ok(listing) => {
+            for bad in &listing.invalid {
+                problems.push(Problem { path: crate::root::join(path, bad), message: "name is not UTF-8; ignored".into() });
+            }
+            listing.names
+        }
+        Err(e) if e.is_not_found() => Vec::new(),
+        Err(e) => {
+            problems.push(Problem::from_error(&e));
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! PCI functions and which of them are GPUs.
+
+use super::{Fact, Problem, list};
+use crate::config::Config;
+use crate::parse::pci::{self as pp, Bdf, PortType};
+use crate::parse::{hex_u16, hex_u32, int};
+use crate::root::Root;
+use std::collections::BTreeMap;
+
+pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+pub const VENDOR_NVIDIA: u16 = 0x10de;
+pub const VENDOR_AMD: u16 = 0x1002;
+
+#[derive(Debug, Clone)]
+pub struct PciFunction {
+    pub bdf: Bdf,
+    /// The real sysfs directory: `/sys/devices/pci0000:17/0000:17:01.0/.../0000:1a:00.0`.
+    pub path: String,
+    pub vendor: u16,
+    pub device: u16,
+    pub class: u32,
+    /// The bound driver's name, from the `driver` link.
+    pub driver: Option<String>,
+    /// Read for GPUs, RDMA NICs and the bridges above them only.
+    pub detail: Option<PciDetail>,
+}
+
+impl PciFunction {
+    pub fn ids(&self) -> String {
+        format!("{:04x}:{:04x}", self.vendor, self.device)
+    }
+
+    pub fn driver_path(&self) -> String {
+        format!("{}/driver", self.path)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub current_speed: Fact<f64>,
+    pub current_width: Fact<u32>,
+    pub max_speed: Fact<f64>,
+    pub max_width: Fact<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PciDetail {
+    pub numa_node: Fact<i32>,
+    pub local_cpulist: Option<String>,
+    pub link: Link,
+    /// Configuration space as far as this process could read it: 64 bytes unprivileged, 256 or
+    /// 4096 as root.
+    pub config: Result<Vec<u8>, crate::root::ReadError>,
+    pub config_path: String,
+    pub port_type: Option<PortType>,
+    /// The `iommu_group` link's target number.
+    pub iommu_group: Option<u32>,
+}
+
+impl PciDetail {
+    pub fn load(root: &Root, dir: &str) -> PciDetail {
+        let config_path = format!("{dir}/config");
+        let config = root.read_prefix(&config_path, 4096);
+        let port_type = config.as_deref().ok().and_then(pp::pcie_port_type);
+        let numa_node = Fact::read(root, format!("{dir}/numa_node"), |s| int::<i32>(s).filter(|n| (-1..4096).contains(n)));
+        let local_cpulist = root.read_text(&format!("{dir}/local_cpulist")).ok().filter(|s| s.len() < 256);
+        let link = Link {
+            current_speed: Fact::read(root, format!("{dir}/current_link_speed"), pp::link_speed_gts),
+            current_width: Fact::read(root, format!("{dir}/current_link_width"), |s| int::<u32>(s).filter(|w| *w <= 32)),
+            max_speed: Fact::read(root, format!("{dir}/max_link_speed"), pp::link_speed_gts),
+            max_width: Fact::read(root, format!("{dir}/max_link_width"), |s| int::<u32>(s).filter(|w| *w <= 32)),
+        };
+        let iommu_group = root.link_name(&format!("{dir}/iommu_group")).ok().and_then(|n| int::<u32>(&n));
+        PciDetail { numa_node, local_cpulist, link, config, config_path, port_type, iommu_group }
+    }
+
+    /// The config bytes read, empty when unreadable.
+    pub fn config_bytes(&self) -> &[u8] {
+        self.config.as_deref().unwrap_or(&[])
+    }
+}
+
+/// Lists every PCI function with its identity, path and driver.
+pub fn scan(root: &Root, problems: &mut Vec<Problem>) -> (BTreeMap<Bdf, PciFunction>, Vec<Problem>) {
+    let mut functions = BTreeMap::new();
+    let mut unidentified = Vec::new();
+    for name in list(root, PCI_DEVICES, problems) {
+        let entry = format!("{PCI_DEVICES}/{name}");
+        let Some(bdf) = Bdf::parse(&name) else {
+            unidentified.push(Problem { path: entry, message: "not a PCI address; ignored".into() });
+            continue;
+        };
+        let path = match root.canonical(&entry) {
+            Ok(p) => p,
+            Err(e) => {
+                unidentified.push(Problem::from_error(&e));
+                continue;
+            }
+        };
+        // The last component of the real path must be the function itself.
+        if path.rsplit('/').next().and_then(Bdf::parse) != Some(bdf) {
+            unidentified.push(Problem { path: entry, message: format!("links to {path}, not to a directory named {bdf}") });
+            continue;
+        }
+        match identity(root, &path) {
+            Ok((vendor, device, class)) => {
+                let driver = root.link_name(&format!("{path}/driver")).ok();
+                functions.insert(bdf, PciFunction { bdf, path, vendor, device, class, driver, detail: None });
+            }
+            Err(p) => unidentified.push(p),
+        }
+    }
+    (functions, unidentified)
+}
+
+/// Vendor, device and class: from the config header (one read), else the sysfs attributes.
+fn identity(root: &Root, dir: &str) -> Result<(u16, u16, u32), Problem> {
+    if let Ok(bytes) = root.read_prefix(&format!("{dir}/config"), 64) {
+        if let Some(h) = pp::header(&bytes) {
+            return Ok((h.vendor, h.device, h.class));
+        }
+    }
+    let vendor = Fact::read(root, format!("{dir}/vendor"), hex_u16);
+    let device = Fact::read(root, format!("{dir}/device"), hex_u16);
+    let class = Fact::read(root, format!("{dir}/class"), |s| hex_u32(s).filter(|c| *c <= 0xff_ffff));
+    match (vendor.value, device.value, class.value) {
+        (Some(v), Some(d), Some(c)) => Ok((v, d, c)),
+        _ => {
+            let why = [vendor.problem(), device.problem(), class.problem()].into_iter().flatten().next();
+            Err(Problem { path: dir.to_owned(), message: format!("cannot identify PCI function: {}", why.unwrap_or_default()) })
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuVendor {
+    Nvidia,
+    Amd,
+    /// Declared in the config (`accelerators:`), vendor unknown to gdrdoctor.
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub struct Gpu {
+    pub bdf: Bdf,
+    pub vendor: GpuVendor,
+    /// `NVIDIA H200` from the NVIDIA driver, or the config's name for a declared accelerator.
+    pub model: Option<String>,
+    /// Selected by a config entry rather than by vendor and class.
+    pub declared: bool,
+}
+
+impl Gpu {
+    /// How reports name it: `GPU 0000:3b:00.0 (NVIDIA H200)`.
+    pub fn subject(&self) -> String {
+        match &self.model {
+            Some(m) => format!("GPU {} ({m})", self.bdf),
+            None => format!("GPU {}", self.bdf),
+        }
+    }
+}
+
+/// NVIDIA and AMD display (0x03), and processing-accelerator (0x12) functions, plus whatever
+/// the config declares. Audio functions and NVSwitches (bridge class) of the same vendors are not
+/// GPUs; neither is a BMC's VGA of another vendor.
+pub fn classify_gpus(root: &Root, pci: &BTreeMap<Bdf, PciFunction>, config: &Config, kernel: &super::Kernel) -> Vec<Gpu> {
+    let mut gpus = Vec::new();
+    for f in pci.values() {
+        let base = f.class >> 16;
+        let declared = config.accelerators.iter().find(|a| a.matches(f.vendor, f.device, f.class));
+        let vendor = match (f.vendor, base) {
+            (VENDOR_NVIDIA, 0x03 | 0x12) => GpuVendor::Nvidia,
+            (VENDOR_AMD, 0x03 | 0x12) => GpuVendor::Amd,
+            _ if declared.is_some() => match f.vendor {
+                VENDOR_NVIDIA => GpuVendor::Nvidia,
+                VENDOR_AMD => GpuVendor::Amd,
+                _ => GpuVendor::Other,
+            },
+            _ => continue,
+        };
+        let mut model = declared.and_then(|a| a.name.clone());
+        if vendor == GpuVendor::Nvidia && kernel.nvidia.value.is_some() {
+            let info = format!("/proc/driver/nvidia/gpus/{}/information", f.bdf);
+            if let Ok(text) = root.read_text(&info) {
+                model = crate::parse::kernel::nvidia_gpu_model(&text).filter(|m| m.len() < 80).or(model);
+            }
+        }
+        gpus.push(Gpu { bdf: f.bdf, vendor, model, declared: declared.is_some() });
+    }
+    gpus
+}

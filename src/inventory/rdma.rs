@@ -1,0 +1,264 @@
+//! RDMA devices from `/sys/class/infiniband`: their PCI function, ports, GID tables, netdevs.
+
+use super::{Fact, Problem};
+use crate::parse::pci::Bdf;
+use crate::parse::rdma::{self as pr, Gid, GidType, LinkLayer};
+use crate::parse::{int, shown};
+use crate::root::Root;
+
+pub const CLASS_INFINIBAND: &str = "/sys/class/infiniband";
+
+/// How the RDMA device reaches a PCI function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attachment {
+    /// `device` link to the PCI function (hardware NICs).
+    Pci,
+    /// Software device (rxe, siw) on a netdev, from the `parent` file; the PCI function, if any,
+    /// is the netdev's.
+    Netdev(String),
+    /// Neither could be followed.
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub struct RdmaDevice {
+    pub name: String,
+    /// The device's real sysfs directory.
+    pub path: String,
+    pub attachment: Attachment,
+    pub pci: Option<Bdf>,
+    /// The PCI function's driver (`mlx5_core`, `bnxt_en`, ...) or, for software devices, the name
+    /// of the RDMA driver guessed from the device name (`rxe`).
+    pub driver: Option<String>,
+    pub node_type: Option<String>,
+    pub fw_ver: Option<String>,
+    pub hca_type: Option<String>,
+    pub ports: Vec<Port>,
+    pub problems: Vec<Problem>,
+}
+
+impl RdmaDevice {
+    pub fn class_path(&self) -> String {
+        format!("{CLASS_INFINIBAND}/{}", self.name)
+    }
+
+    pub fn is_software(&self) -> bool {
+        matches!(self.attachment, Attachment::Netdev(_))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Netdev {
+    pub name: String,
+    /// Where the name came from (`gid_attrs/ndevs/3`, `parent`, the PCI function's `net/`).
+    pub found_in: String,
+    pub mtu: Fact<u32>,
+    pub operstate: Fact<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct GidEntry {
+    pub index: u32,
+    pub gid: Gid,
+    pub gid_type: Fact<GidType>,
+    /// `gid_attrs/ndevs/<i>`; absent on IB ports.
+    pub ndev: Fact<String>,
+}
+
+impl GidEntry {
+    pub fn path(&self, port_dir: &str) -> String {
+        format!("{port_dir}/gids/{}", self.index)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Port {
+    pub num: u32,
+    /// `/sys/class/infiniband/<dev>/ports/<n>`.
+    pub dir: String,
+    pub state: Fact<(u8, String)>,
+    pub phys_state: Fact<(u8, String)>,
+    pub link_layer: Fact<LinkLayer>,
+    pub rate: Fact<f64>,
+    pub lid: Fact<u16>,
+    pub sm_lid: Fact<u16>,
+    /// The used (non-zero) GID entries, by index.
+    pub gids: Vec<GidEntry>,
+    /// Slots in the table, used or not.
+    pub gid_slots: usize,
+    pub netdev: Option<Netdev>,
+    pub problems: Vec<Problem>,
+}
+
+impl Port {
+    pub fn subject(&self, dev: &str) -> String {
+        format!("{dev} port {}", self.num)
+    }
+
+    pub fn is_ethernet(&self) -> bool {
+        self.link_layer.value() == Some(&LinkLayer::Ethernet)
+    }
+
+    pub fn is_infiniband(&self) -> bool {
+        self.link_layer.value() == Some(&LinkLayer::InfiniBand)
+    }
+}
+
+/// Reads every RDMA device. `Err` when the class directory itself could not be read (missing
+/// is fine: it means no RDMA device, which the checks say).
+pub fn load(root: &Root) -> (Vec<RdmaDevice>, Result<(), Problem>) {
+    let names = match root.read_dir(CLASS_INFINIBAND) {
+        Ok(l) => l.names,
+        Err(e) if e.is_not_found() => return (Vec::new(), Ok(())),
+        Err(e) => return (Vec::new(), Err(Problem::from_error(&e))),
+    };
+    let devices = names.into_iter().filter(|n| is_device_name(n)).map(|n| device(root, n)).collect();
+    (devices, Ok(()))
+}
+
+/// RDMA device names are short kernel names (`mlx5_0`, `rocep1s0f0`, `rxe0`); anything else in
+/// a capture is not a device and must not reach a path or a script.
+fn is_device_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.') && s != "." && s != ".."
+}
+
+fn device(root: &Root, name: String) -> RdmaDevice {
+    let class_path = format!("{CLASS_INFINIBAND}/{name}");
+    let mut problems = Vec::new();
+    let path = root.canonical(&class_path).unwrap_or_else(|e| {
+        problems.push(Problem::from_error(&e));
+        class_path.clone()
+    });
+    let text = |attr: &str| root.read_text(&format!("{path}/{attr}")).ok().filter(|s| !s.is_empty() && s.len() < 256);
+
+    let mut attachment = Attachment::None;
+    let mut pci = None;
+    match root.canonical(&format!("{path}/device")) {
+        Ok(dev) => {
+            attachment = Attachment::Pci;
+            pci = dev.rsplit('/').next().and_then(Bdf::parse);
+        }
+        Err(e) if e.is_not_found() => {
+            // Soft-RoCE and siw have no `device` link; their `parent` file names the netdev
+            // (seen in the lab: /sys/class/infiniband/rxe0/parent = eth0).
+            if let Some(parent) = text("parent").filter(|p| is_netdev_name(p)) {
+                pci = root
+                    .canonical(&format!("/sys/class/net/{parent}/device"))
+                    .ok()
+                    .and_then(|d| d.rsplit('/').next().and_then(Bdf::parse));
+                attachment = Attachment::Netdev(parent);
+            }
+        }
+        Err(e) => problems.push(Problem::from_error(&e)),
+    }
+    let driver = match &attachment {
+        Attachment::Pci => root.link_name(&format!("{path}/device/driver")).ok(),
+        _ => Some(name.trim_end_matches(|c: char| c.is_ascii_digit()).to_owned()),
+    };
+
+    let ports_dir = format!("{path}/ports");
+    let mut port_nums: Vec<u32> = Vec::new();
+    match root.read_dir(&ports_dir) {
+        Ok(l) => port_nums.extend(l.names.iter().filter_map(|n| int::<u32>(n).filter(|p| *p > 0 && *p < 256))),
+        Err(e) => problems.push(Problem::from_error(&e)),
+    }
+    port_nums.sort_unstable();
+    let ports = port_nums.into_iter().map(|n| port(root, &class_path, n, &attachment)).collect();
+
+    RdmaDevice {
+        node_type: text("node_type"),
+        fw_ver: text("fw_ver"),
+        hca_type: text("hca_type"),
+        name,
+        path,
+        attachment,
+        pci,
+        driver,
+        ports,
+        problems,
+    }
+}
+
+/// Interface names: at most 15 bytes, no `/`, no whitespace (kernel: dev_valid_name()). We are
+/// stricter, since names end up in paths and fix commands.
+pub fn is_netdev_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 15 && s != "." && s != ".." && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.@:".contains(&b))
+}
+
+fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Port {
+    // Read through the class path operators type (`/sys/class/infiniband/mlx5_0/ports/1/state`),
+    // so evidence names it; the resolver caches the link, so this costs nothing extra.
+    let dir = format!("{class_path}/ports/{num}");
+    let at = |attr: &str| format!("{dir}/{attr}");
+    let mut problems = Vec::new();
+    let state = Fact::read(root, at("state"), pr::numbered_state);
+    let phys_state = Fact::read(root, at("phys_state"), pr::numbered_state);
+    let link_layer = Fact::read(root, at("link_layer"), pr::link_layer);
+    let rate = Fact::read(root, at("rate"), pr::rate_gbps);
+    let lid = Fact::read(root, at("lid"), pr::lid);
+    let sm_lid = Fact::read(root, at("sm_lid"), pr::lid);
+
+    // The GID table: every slot exists; unused ones read as zeros, and reading their types or
+    // ndevs fails with EINVAL (seen in the lab), so only used slots are asked about.
+    let mut gids = Vec::new();
+    let mut slots: Vec<u32> = Vec::new();
+    match root.read_dir(&at("gids")) {
+        Ok(l) => slots.extend(l.names.iter().filter_map(|n| int::<u32>(n).filter(|i| *i < 65536))),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => problems.push(Problem::from_error(&e)),
+    }
+    slots.sort_unstable();
+    for &index in &slots {
+        let path = at(&format!("gids/{index}"));
+        let gid = match root.read_text(&path) {
+            Ok(text) => match Gid::parse(&text) {
+                Some(g) => g,
+                None => {
+                    problems.push(Problem { path, message: format!("not a GID: {}", shown(&text)) });
+                    continue;
+                }
+            },
+            Err(e) => {
+                problems.push(Problem::from_error(&e));
+                continue;
+            }
+        };
+        if gid.is_zero() {
+            continue;
+        }
+        let gid_type = Fact::read(root, at(&format!("gid_attrs/types/{index}")), pr::gid_type);
+        let ndev = Fact::read(root, at(&format!("gid_attrs/ndevs/{index}")), |s| is_netdev_name(s).then(|| s.to_owned()));
+        gids.push(GidEntry { index, gid, gid_type, ndev });
+    }
+
+    let netdev = port_netdev(root, &gids, class_path, num, attachment);
+    Port { num, dir, state, phys_state, link_layer, rate, lid, sm_lid, gids, gid_slots: slots.len(), netdev, problems }
+}
+
+/// The netdev a RoCE port runs on: named in its GID table, else the software device's parent,
+/// else the single netdev of its PCI function (or the one whose `dev_port` matches the port).
+fn port_netdev(root: &Root, gids: &[GidEntry], class_path: &str, num: u32, attachment: &Attachment) -> Option<Netdev> {
+    let (name, found_in) = if let Some((g, name)) = gids.iter().find_map(|g| g.ndev.value().map(|n| (g, n))) {
+        (name.clone(), g.ndev.path.clone())
+    } else if let Attachment::Netdev(parent) = attachment {
+        (parent.clone(), format!("{class_path}/parent"))
+    } else if *attachment == Attachment::Pci {
+        let net = format!("{class_path}/device/net");
+        let names: Vec<String> = root.read_dir(&net).map(|l| l.names).unwrap_or_default().into_iter().filter(|n| is_netdev_name(n)).collect();
+        let pick = if names.len() == 1 {
+            names.into_iter().next()
+        } else {
+            names.into_iter().find(|n| root.read_text(&format!("{net}/{n}/dev_port")).ok().and_then(|s| int::<u32>(&s)) == Some(num - 1))
+        }?;
+        (pick, net)
+    } else {
+        return None;
+    };
+    let base = format!("/sys/class/net/{name}");
+    Some(Netdev {
+        mtu: Fact::read(root, format!("{base}/mtu"), |s| int::<u32>(s).filter(|m| *m > 0 && *m <= 1 << 20)),
+        operstate: Fact::read(root, format!("{base}/operstate"), |s| (s.len() < 32).then(|| s.to_owned())),
+        name,
+        found_in,
+    })
+}

@@ -1,0 +1,14 @@
+//! gdrdoctor: is this GPU node ready for GPUDirect RDMA, and if not, what fixes it.
+//!
+//! Data flows one way: [`root::Root`] (the only file access) -> [`inventory::Inventory`] (typed
+//! facts) -> [`checks`] (findings) -> [`report`] (formats). Live and captured roots take the same
+//! path, so a capture analysed offline gives the report the node itself would.
+
+pub mod checks;
+pub mod config;
+pub mod ffi;
+pub mod inventory;
+pub mod model;
+pub mod parse;
+pub mod report;
+pub mod root;

@@ -1,0 +1,176 @@
+//! What every check returns: findings with a status, evidence and, for problems, a fix.
+
+use serde::{Deserialize, Serialize};
+
+/// The verdict on one finding or one check.
+///
+/// Ordered by how much it should worry an operator, so that the worst finding of a check is its
+/// maximum: skip < pass < unknown < warn < fail. `Unknown` ranks above `Pass` because it is not a
+/// pass: it means gdrdoctor could not tell (say, ACS without root), and must never read as one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Skip,
+    Pass,
+    Unknown,
+    Warn,
+    Fail,
+}
+
+impl Status {
+    pub const ALL: [Status; 5] = [Status::Pass, Status::Warn, Status::Fail, Status::Unknown, Status::Skip];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Skip => "skip",
+            Status::Pass => "pass",
+            Status::Unknown => "unknown",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stable, documented finding code. Codes name the problem (or, for a pass, the fact), never
+/// the fix: `rdma-port-down`, not `bring-port-up`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code {
+    pub id: &'static str,
+    pub summary: &'static str,
+}
+
+/// One thing read off the node that a finding stands on: the path and what it held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    pub path: String,
+    pub value: String,
+}
+
+/// When a fix command takes effect, and what it costs. `gdrdoctor fix --apply` only ever runs
+/// `Runtime` commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FixClass {
+    /// Takes effect now, lost at reboot (`modprobe`, `setpci`).
+    Runtime,
+    /// Survives a reboot (a file under /etc, a kernel command line edit); often needs one.
+    Persistent,
+    /// Needs a driver reload or a reboot; never applied automatically.
+    Disruptive,
+    /// Work for a person (a cable, a BIOS setting, a switch port); shown as a comment.
+    Manual,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FixCommand {
+    pub class: FixClass,
+    pub run: String,
+}
+
+/// How to make a warning or failure go away.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fix {
+    /// One sentence: what the commands achieve.
+    pub summary: String,
+    pub commands: Vec<FixCommand>,
+    /// One line: what could go wrong by applying it.
+    pub safety: String,
+}
+
+impl Fix {
+    pub fn new(summary: impl Into<String>, safety: impl Into<String>) -> Fix {
+        Fix { summary: summary.into(), commands: Vec::new(), safety: safety.into() }
+    }
+
+    pub fn cmd(mut self, class: FixClass, run: impl Into<String>) -> Fix {
+        self.commands.push(FixCommand { class, run: run.into() });
+        self
+    }
+
+    pub fn runtime(self, run: impl Into<String>) -> Fix {
+        self.cmd(FixClass::Runtime, run)
+    }
+
+    pub fn persistent(self, run: impl Into<String>) -> Fix {
+        self.cmd(FixClass::Persistent, run)
+    }
+
+    pub fn disruptive(self, run: impl Into<String>) -> Fix {
+        self.cmd(FixClass::Disruptive, run)
+    }
+
+    pub fn manual(self, run: impl Into<String>) -> Fix {
+        self.cmd(FixClass::Manual, run)
+    }
+}
+
+/// One judgement about one subject (a GPU, a port, the node).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub code: &'static str,
+    pub status: Status,
+    /// What it is about: `GPU 0000:3b:00.0`, `mlx5_0 port 1`, `node`.
+    pub subject: String,
+    pub message: String,
+    pub evidence: Vec<Evidence>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Fix>,
+    /// Set when a severity override from the config changed the status; the check's own verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_status: Option<Status>,
+}
+
+impl Finding {
+    pub fn new(code: &'static str, status: Status, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+        Finding {
+            code,
+            status,
+            subject: subject.into(),
+            message: message.into(),
+            evidence: Vec::new(),
+            fix: None,
+            original_status: None,
+        }
+    }
+
+    pub fn pass(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+        Finding::new(code, Status::Pass, subject, message)
+    }
+
+    pub fn warn(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+        Finding::new(code, Status::Warn, subject, message)
+    }
+
+    pub fn fail(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+        Finding::new(code, Status::Fail, subject, message)
+    }
+
+    pub fn unknown(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+        Finding::new(code, Status::Unknown, subject, message)
+    }
+
+    pub fn skip(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+        Finding::new(code, Status::Skip, subject, message)
+    }
+
+    pub fn evidence(mut self, path: impl Into<String>, value: impl Into<String>) -> Finding {
+        self.evidence.push(Evidence { path: path.into(), value: value.into() });
+        self
+    }
+
+    pub fn with(mut self, evidence: impl IntoIterator<Item = Evidence>) -> Finding {
+        self.evidence.extend(evidence);
+        self
+    }
+
+    pub fn fix(mut self, fix: Fix) -> Finding {
+        self.fix = Some(fix);
+        self
+    }
+}

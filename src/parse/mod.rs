@@ -1,0 +1,57 @@
+//! Pure parsers: text or bytes in, typed values out. No I/O here; each parser names the kernel
+//! code that prints what it reads, and its tests feed it real captured text.
+
+pub mod kernel;
+pub mod pci;
+pub mod rdma;
+
+/// `0x10de` or `10de` (sysfs writes hex with `0x`; configs may not).
+pub fn hex_u32(s: &str) -> Option<u32> {
+    let s = s.trim();
+    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    if digits.is_empty() || digits.len() > 8 {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
+}
+
+pub fn hex_u16(s: &str) -> Option<u16> {
+    hex_u32(s).and_then(|v| u16::try_from(v).ok())
+}
+
+/// A decimal integer as sysfs prints it (`numa_node`, `mtu`, `current_link_width`).
+pub fn int<T: std::str::FromStr>(s: &str) -> Option<T> {
+    s.trim().parse().ok()
+}
+
+/// Shows a raw value in a message: quoted, control characters escaped, long values cut.
+pub fn shown(raw: &str) -> String {
+    const MAX: usize = 120;
+    let mut out: String = raw.chars().take(MAX).collect::<String>().escape_debug().to_string();
+    if raw.chars().count() > MAX {
+        out.push_str("...");
+    }
+    format!("\"{out}\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex() {
+        assert_eq!(hex_u16("0x10de"), Some(0x10de));
+        assert_eq!(hex_u16("10DE"), Some(0x10de));
+        assert_eq!(hex_u32("0x030200"), Some(0x030200));
+        assert_eq!(hex_u16("0x123456"), None);
+        assert_eq!(hex_u16("0x"), None);
+        assert_eq!(hex_u16("banana"), None);
+        assert_eq!(hex_u32("0x1234567890"), None);
+    }
+
+    #[test]
+    fn shown_escapes() {
+        assert_eq!(shown("a\nb"), "\"a\\nb\"");
+        assert!(shown(&"x".repeat(500)).ends_with("...\""));
+    }
+}

@@ -1,0 +1,102 @@
+//! The report for a person at a terminal: grouped by check, problems with their fixes, evidence
+//! with `-v`, and the verdict as the last line (what `tail -1` of a prolog log shows).
+
+use super::Report;
+use crate::model::{Finding, FixClass, Status};
+use owo_colors::{OwoColorize, Stream};
+use std::fmt::Write;
+
+pub struct Style {
+    pub verbose: bool,
+}
+
+fn label(s: Status) -> String {
+    let text = format!("{:<7}", s.as_str().to_uppercase());
+    let out = Stream::Stdout;
+    match s {
+        Status::Pass => text.if_supports_color(out, |t| t.green()).to_string(),
+        Status::Warn => text.if_supports_color(out, |t| t.yellow()).to_string(),
+        Status::Fail => text.if_supports_color(out, |t| t.red()).to_string(),
+        Status::Unknown => text.if_supports_color(out, |t| t.magenta()).to_string(),
+        Status::Skip => text.if_supports_color(out, |t| t.dimmed()).to_string(),
+    }
+}
+
+fn bold(s: &str) -> String {
+    s.if_supports_color(Stream::Stdout, |t| t.bold()).to_string()
+}
+
+fn dim(s: &str) -> String {
+    s.if_supports_color(Stream::Stdout, |t| t.dimmed()).to_string()
+}
+
+pub fn render(report: &Report, style: &Style) -> String {
+    let mut o = String::new();
+    let root = if report.root.live { "live system".to_owned() } else { format!("captured root {}", report.root.path) };
+    let _ = writeln!(o, "{} {} · {root}", bold("gdrdoctor"), report.gdrdoctor_version);
+    let node = &report.node;
+    let _ = writeln!(
+        o,
+        "node {} · kernel {} · {} GPU{} · {} RDMA device{}",
+        node.hostname.as_deref().unwrap_or("(hostname unknown)"),
+        node.kernel.as_deref().unwrap_or("unknown"),
+        node.gpus,
+        if node.gpus == 1 { "" } else { "s" },
+        node.rdma_devices,
+        if node.rdma_devices == 1 { "" } else { "s" },
+    );
+    o.push('\n');
+
+    // Checks left out by --select are noise here; JSON keeps them.
+    for check in report.checks.iter().filter(|c| c.skipped.as_deref() != Some(crate::checks::NOT_SELECTED)) {
+        let _ = writeln!(o, "{} {}  {}", label(check.status), bold(check.id), dim(check.title));
+        if let Some(reason) = &check.skipped {
+            let _ = writeln!(o, "        {}", dim(reason));
+            continue;
+        }
+        for f in &check.findings {
+            finding(&mut o, f, style);
+        }
+    }
+
+    if style.verbose && !report.inventory.problems.is_empty() {
+        let _ = writeln!(o, "\n{}", bold("unreadable"));
+        for p in &report.inventory.problems {
+            let _ = writeln!(o, "        {} {}", p.path, dim(&format!("({})", p.message)));
+        }
+    }
+
+    let v = &report.verdict;
+    let headline = if v.ready { "READY".if_supports_color(Stream::Stdout, |t| t.green()).to_string() } else { "NOT READY".if_supports_color(Stream::Stdout, |t| t.red()).to_string() };
+    let detail = v.summary.split_once(": ").map(|(_, d)| d).unwrap_or(&v.summary);
+    let _ = writeln!(o, "\n{} {detail}", bold(&headline));
+    o
+}
+
+fn finding(o: &mut String, f: &Finding, style: &Style) {
+    let problem = f.status > Status::Pass;
+    let status = if problem { format!("{} ", label(f.status).trim_end()) } else { String::new() };
+    let overridden = f.original_status.map(|s| dim(&format!(" (severity {s} overridden by config)"))).unwrap_or_default();
+    let line = format!("{status}{}: {}{overridden}", f.subject, f.message);
+    let _ = writeln!(o, "        {}", if problem { line } else { dim(&line) });
+    if style.verbose || problem {
+        if style.verbose {
+            for e in &f.evidence {
+                let _ = writeln!(o, "          {} {}", dim(&e.path), dim(&format!("= {}", e.value)));
+            }
+        }
+        if let Some(fix) = &f.fix {
+            let _ = writeln!(o, "          fix: {}", fix.summary);
+            for c in &fix.commands {
+                let tag = match c.class {
+                    FixClass::Runtime => "now",
+                    FixClass::Persistent => "persist",
+                    FixClass::Disruptive => "reboot",
+                    FixClass::Manual => "check",
+                };
+                let _ = writeln!(o, "            {} {}", dim(&format!("[{tag:<7}]")), c.run);
+            }
+            let _ = writeln!(o, "            {}", dim(&format!("safety: {}", fix.safety)));
+        }
+    }
+}

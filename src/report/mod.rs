@@ -1,0 +1,251 @@
+//! The report: check results plus what an operator needs around them (which node, which root,
+//! the verdict), rendered by one module per format.
+
+pub mod human;
+pub mod json;
+
+use crate::checks::CheckResult;
+use crate::inventory::{GpuVendor, Inventory, Problem};
+use crate::model::Status;
+use crate::parse::pci::Bdf;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Bumped when a field changes meaning or disappears; adding fields keeps the version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub schema_version: u32,
+    pub gdrdoctor_version: &'static str,
+    pub root: RootInfo,
+    pub node: NodeInfo,
+    pub verdict: Verdict,
+    pub counts: Counts,
+    pub checks: Vec<CheckResult>,
+    pub inventory: InventorySummary,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RootInfo {
+    /// The root as given (`/` when live).
+    pub path: String,
+    pub live: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NodeInfo {
+    pub hostname: Option<String>,
+    pub kernel: Option<String>,
+    pub gpus: usize,
+    pub rdma_devices: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Verdict {
+    pub ready: bool,
+    /// Warnings and unknowns counted as failures (`--strict`).
+    pub strict: bool,
+    pub exit_code: u8,
+    /// The checks that make the node not ready, with their worst codes.
+    pub blocking: Vec<Blocking>,
+    /// One line: what a scheduler's drain reason or a log line should say.
+    pub summary: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Blocking {
+    pub check: &'static str,
+    pub status: Status,
+    pub codes: Vec<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Counts {
+    pub checks: BTreeMap<Status, usize>,
+    pub findings: BTreeMap<Status, usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct InventorySummary {
+    pub gpus: Vec<GpuSummary>,
+    pub rdma_devices: Vec<RdmaSummary>,
+    /// Files and directories that could not be read or made no sense.
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GpuSummary {
+    pub bdf: Bdf,
+    pub vendor: GpuVendor,
+    pub ids: String,
+    pub model: Option<String>,
+    pub driver: Option<String>,
+    pub numa_node: Option<i32>,
+    pub link: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RdmaSummary {
+    pub name: String,
+    pub pci: Option<Bdf>,
+    pub driver: Option<String>,
+    pub fw_ver: Option<String>,
+    pub ports: Vec<PortSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PortSummary {
+    pub port: u32,
+    pub state: Option<String>,
+    pub phys_state: Option<String>,
+    pub link_layer: Option<String>,
+    pub rate_gbps: Option<f64>,
+    pub netdev: Option<String>,
+    pub mtu: Option<u32>,
+    pub gids: Vec<GidSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GidSummary {
+    pub index: u32,
+    pub gid: String,
+    #[serde(rename = "type")]
+    pub gid_type: Option<String>,
+    pub ndev: Option<String>,
+}
+
+pub struct Options {
+    pub strict: bool,
+    pub root_display: String,
+}
+
+pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Report {
+    let blocks = |s: Status| s == Status::Fail || (options.strict && matches!(s, Status::Warn | Status::Unknown));
+    let blocking: Vec<Blocking> = checks
+        .iter()
+        .filter(|c| blocks(c.status))
+        .map(|c| {
+            let mut codes: Vec<&'static str> = c.findings.iter().filter(|f| blocks(f.status)).map(|f| f.code).collect();
+            codes.dedup();
+            Blocking { check: c.id, status: c.status, codes }
+        })
+        .collect();
+    let ready = blocking.is_empty();
+    let mut counts = Counts { checks: BTreeMap::new(), findings: BTreeMap::new() };
+    for s in Status::ALL {
+        counts.checks.insert(s, checks.iter().filter(|c| c.status == s).count());
+        counts.findings.insert(s, checks.iter().flat_map(|c| &c.findings).filter(|f| f.status == s).count());
+    }
+    let summary = summary_line(ready, &blocking, &counts);
+    Report {
+        schema: "gdrdoctor.report",
+        schema_version: SCHEMA_VERSION,
+        gdrdoctor_version: env!("CARGO_PKG_VERSION"),
+        root: RootInfo { path: options.root_display.clone(), live: inv.live },
+        node: NodeInfo {
+            hostname: inv.kernel.hostname.clone(),
+            kernel: inv.kernel.release.value().cloned(),
+            gpus: inv.gpus.len(),
+            rdma_devices: inv.rdma.len(),
+        },
+        verdict: Verdict { ready, strict: options.strict, exit_code: if ready { 0 } else { 1 }, blocking, summary },
+        counts,
+        checks,
+        inventory: summarise(inv),
+    }
+}
+
+fn summary_line(ready: bool, blocking: &[Blocking], counts: &Counts) -> String {
+    let n = |s: Status| counts.checks.get(&s).copied().unwrap_or(0);
+    let tail = |skip_fail: bool| {
+        let mut parts = Vec::new();
+        if !skip_fail && n(Status::Fail) > 0 {
+            parts.push(format!("{} failed", n(Status::Fail)));
+        }
+        for (s, word) in [(Status::Warn, "warned"), (Status::Unknown, "unknown"), (Status::Pass, "passed"), (Status::Skip, "skipped")] {
+            if n(s) > 0 {
+                parts.push(format!("{} {word}", n(s)));
+            }
+        }
+        parts.join(", ")
+    };
+    if ready {
+        format!("ready: {}", tail(true))
+    } else {
+        let codes: Vec<String> = blocking.iter().map(|b| format!("{} ({})", b.check, b.codes.join(", "))).collect();
+        format!("not ready: {}; {}", codes.join("; "), tail(true))
+    }
+}
+
+fn summarise(inv: &Inventory) -> InventorySummary {
+    let gpus = inv
+        .gpus
+        .iter()
+        .map(|g| {
+            let f = inv.function(g.bdf);
+            let detail = f.and_then(|f| f.detail.as_ref());
+            GpuSummary {
+                bdf: g.bdf,
+                vendor: g.vendor,
+                ids: f.map(|f| f.ids()).unwrap_or_default(),
+                model: g.model.clone(),
+                driver: f.and_then(|f| f.driver.clone()),
+                numa_node: detail.and_then(|d| d.numa_node.value().copied()),
+                link: detail.and_then(|d| {
+                    let l = &d.link;
+                    Some(format!(
+                        "{} GT/s x{} (max {} GT/s x{})",
+                        l.current_speed.value()?,
+                        l.current_width.value()?,
+                        l.max_speed.value()?,
+                        l.max_width.value()?
+                    ))
+                }),
+            }
+        })
+        .collect();
+    let rdma_devices = inv
+        .rdma
+        .iter()
+        .map(|d| RdmaSummary {
+            name: d.name.clone(),
+            pci: d.pci,
+            driver: d.driver.clone(),
+            fw_ver: d.fw_ver.clone(),
+            ports: d
+                .ports
+                .iter()
+                .map(|p| PortSummary {
+                    port: p.num,
+                    state: p.state.value().map(|(_, n)| n.clone()),
+                    phys_state: p.phys_state.value().map(|(_, n)| n.clone()),
+                    link_layer: p.link_layer.value().map(|l| format!("{l:?}")),
+                    rate_gbps: p.rate.value().copied(),
+                    netdev: p.netdev.as_ref().map(|n| n.name.clone()),
+                    mtu: p.netdev.as_ref().and_then(|n| n.mtu.value().copied()),
+                    gids: p
+                        .gids
+                        .iter()
+                        .map(|g| GidSummary {
+                            index: g.index,
+                            gid: g.gid.to_string(),
+                            gid_type: g.gid_type.value().map(|t| serde_json::to_value(t).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()),
+                            ndev: g.ndev.value().cloned(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    let mut problems = inv.problems.clone();
+    problems.extend(inv.unidentified.iter().cloned());
+    for d in &inv.rdma {
+        problems.extend(d.problems.iter().cloned());
+        for p in &d.ports {
+            problems.extend(p.problems.iter().cloned());
+        }
+    }
+    InventorySummary { gpus, rdma_devices, problems }
+}

@@ -1,0 +1,472 @@
+//! The one door to the node's files: the live system (`/`) or a captured copy of it.
+//!
+//! Every read in gdrdoctor goes through a [`Root`]. Paths are always the node's own absolute
+//! paths (`/sys/class/infiniband`), whichever root they are read from, so evidence in a report
+//! reads the same live and offline.
+//!
+//! A captured root is untrusted input: it may come from a ticket or from a node that was tampered
+//! with. Symbolic links inside it are therefore resolved by us, one component at a time, with the
+//! semantics of `openat2(RESOLVE_IN_ROOT)`: an absolute target starts again at the root of the
+//! capture, and `..` never climbs above it. No read can leave the captured tree, whatever its
+//! links say. Only regular files are opened (a FIFO or device node in a capture would block or
+//! have side effects), and every read is bounded. The live root uses the same resolver, so the
+//! two modes differ only in where the tree is.
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Linux's limit on symbolic links followed in one lookup (MAXSYMLINKS).
+const MAX_LINKS: u32 = 40;
+/// Default cap on one file read. Sysfs attributes are at most a page; anything this large in a
+/// capture is hostile or broken.
+pub const DEFAULT_READ_LIMIT: u64 = 1 << 20;
+
+/// Why a read failed, always with the node path it was for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: not found")]
+    NotFound { path: String },
+    #[error("{path}: permission denied")]
+    PermissionDenied { path: String },
+    #[error("{path}: too many levels of symbolic links")]
+    Loop { path: String },
+    #[error("{path}: not a regular file ({kind})")]
+    NotRegular { path: String, kind: &'static str },
+    #[error("{path}: not a directory")]
+    NotDir { path: String },
+    #[error("{path}: larger than {limit} bytes")]
+    TooLarge { path: String, limit: u64 },
+    #[error("{path}: not UTF-8 text")]
+    NotUtf8 { path: String },
+    #[error("{path}: {message}")]
+    Io { path: String, errno: Option<i32>, message: String },
+}
+
+impl ReadError {
+    pub fn path(&self) -> &str {
+        match self {
+            ReadError::NotFound { path }
+            | ReadError::PermissionDenied { path }
+            | ReadError::Loop { path }
+            | ReadError::NotRegular { path, .. }
+            | ReadError::NotDir { path }
+            | ReadError::TooLarge { path, .. }
+            | ReadError::NotUtf8 { path }
+            | ReadError::Io { path, .. } => path,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ReadError::NotFound { .. })
+    }
+
+    /// The short reason without the path, for messages that name the path elsewhere.
+    pub fn reason(&self) -> String {
+        let full = self.to_string();
+        full.strip_prefix(self.path())
+            .and_then(|s| s.strip_prefix(": "))
+            .map(str::to_owned)
+            .unwrap_or(full)
+    }
+
+    fn from_io(path: &str, e: &std::io::Error) -> ReadError {
+        let path = path.to_owned();
+        match e.kind() {
+            ErrorKind::NotFound => ReadError::NotFound { path },
+            ErrorKind::PermissionDenied => ReadError::PermissionDenied { path },
+            ErrorKind::NotADirectory => ReadError::NotDir { path },
+            _ if e.raw_os_error() == Some(libc::ELOOP) => ReadError::Loop { path },
+            _ => ReadError::Io { path, errno: e.raw_os_error(), message: e.to_string() },
+        }
+    }
+}
+
+/// A directory listing: the names that are valid UTF-8, sorted, and the ones that were not.
+#[derive(Debug, Default, Clone)]
+pub struct Listing {
+    pub names: Vec<String>,
+    /// Entries whose names are not UTF-8 (shown lossily). Sysfs never makes these; a capture can.
+    pub invalid: Vec<String>,
+}
+
+/// The kind of a path's target, as far as a read needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    CharDevice,
+    Other(&'static str),
+}
+
+pub struct Root {
+    base: PathBuf,
+    live: bool,
+    /// Node directory path -> resolved node directory path (no links left in it).
+    dirs: Mutex<HashMap<String, String>>,
+}
+
+impl std::fmt::Debug for Root {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Root").field("base", &self.base).field("live", &self.live).finish()
+    }
+}
+
+/// Opening a root failed: the directory is not usable as a root at all.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    #[error("{0}: cannot open root: {1}")]
+    Open(PathBuf, std::io::Error),
+    #[error("{0}: not a directory")]
+    NotDir(PathBuf),
+    #[error("{0}: not a captured root: it has neither sys/ nor proc/")]
+    NotARoot(PathBuf),
+}
+
+impl Root {
+    /// The running system.
+    pub fn live() -> Root {
+        Root { base: PathBuf::from("/"), live: true, dirs: Mutex::default() }
+    }
+
+    /// A captured tree (with `sys/`, `proc/`, `dev/`). `/` itself means the live system.
+    pub fn captured(dir: &Path) -> Result<Root, RootError> {
+        let meta = std::fs::metadata(dir).map_err(|e| RootError::Open(dir.to_owned(), e))?;
+        if !meta.is_dir() {
+            return Err(RootError::NotDir(dir.to_owned()));
+        }
+        let canon = std::fs::canonicalize(dir).map_err(|e| RootError::Open(dir.to_owned(), e))?;
+        if canon == Path::new("/") {
+            return Ok(Root::live());
+        }
+        if !canon.join("sys").is_dir() && !canon.join("proc").is_dir() {
+            return Err(RootError::NotARoot(dir.to_owned()));
+        }
+        Ok(Root { base: canon, live: false, dirs: Mutex::default() })
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// Where the tree is on this machine (`/` when live).
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    fn host_path(&self, node_path: &str) -> PathBuf {
+        self.base.join(node_path.trim_start_matches('/'))
+    }
+
+    /// Resolves every link in `path`, inside the root. Returns the node path with no links left.
+    pub fn canonical(&self, path: &str) -> Result<String, ReadError> {
+        self.resolve(path, 0).map(|(p, _)| p)
+    }
+
+    pub fn kind(&self, path: &str) -> Result<Kind, ReadError> {
+        self.resolve(path, 0).map(|(_, k)| k)
+    }
+
+    pub fn exists(&self, path: &str) -> bool {
+        self.resolve(path, 0).is_ok()
+    }
+
+    pub fn is_dir(&self, path: &str) -> bool {
+        matches!(self.resolve(path, 0), Ok((_, Kind::Dir)))
+    }
+
+    /// Reads a regular file, at most `DEFAULT_READ_LIMIT` bytes.
+    pub fn read(&self, path: &str) -> Result<Vec<u8>, ReadError> {
+        self.read_limited(path, DEFAULT_READ_LIMIT)
+    }
+
+    /// Reads a regular file of at most `limit` bytes; a longer one is an error, not a truncation.
+    pub fn read_limited(&self, path: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
+        let buf = self.read_upto(path, limit + 1)?;
+        if buf.len() as u64 > limit {
+            return Err(ReadError::TooLarge { path: path.to_owned(), limit });
+        }
+        Ok(buf)
+    }
+
+    /// Reads the first `n` bytes of a regular file (fewer if it is shorter, or if the kernel
+    /// gives fewer: config space yields 64 bytes to an unprivileged reader).
+    pub fn read_prefix(&self, path: &str, n: u64) -> Result<Vec<u8>, ReadError> {
+        self.read_upto(path, n)
+    }
+
+    fn read_upto(&self, path: &str, n: u64) -> Result<Vec<u8>, ReadError> {
+        let (resolved, kind) = self.resolve(path, 0)?;
+        match kind {
+            Kind::File => {}
+            Kind::Dir => return Err(ReadError::NotRegular { path: path.to_owned(), kind: "directory" }),
+            Kind::CharDevice => {
+                return Err(ReadError::NotRegular { path: path.to_owned(), kind: "character device" });
+            }
+            Kind::Other(k) => return Err(ReadError::NotRegular { path: path.to_owned(), kind: k }),
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            // O_NOFOLLOW | O_NONBLOCK: even if the tree changed since we looked, never follow a
+            // link out of it and never block on a FIFO.
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.host_path(&resolved))
+            .map_err(|e| ReadError::from_io(path, &e))?;
+        let mut buf = Vec::new();
+        // Sysfs reports 4096 for every attribute whatever it holds: read to EOF, bounded.
+        file.take(n).read_to_end(&mut buf).map_err(|e| ReadError::from_io(path, &e))?;
+        Ok(buf)
+    }
+
+    /// Reads a file as UTF-8 text, with trailing whitespace (the kernel's newline) removed.
+    pub fn read_text(&self, path: &str) -> Result<String, ReadError> {
+        let bytes = self.read(path)?;
+        let mut s = String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8 { path: path.to_owned() })?;
+        let trimmed = s.trim_end().len();
+        s.truncate(trimmed);
+        Ok(s)
+    }
+
+    /// Lists a directory (after resolving links to it), sorted by name.
+    pub fn read_dir(&self, path: &str) -> Result<Listing, ReadError> {
+        let (resolved, kind) = self.resolve(path, 0)?;
+        if kind != Kind::Dir {
+            return Err(ReadError::NotDir { path: path.to_owned() });
+        }
+        let entries = std::fs::read_dir(self.host_path(&resolved)).map_err(|e| ReadError::from_io(path, &e))?;
+        let mut listing = Listing::default();
+        for entry in entries {
+            let entry = entry.map_err(|e| ReadError::from_io(path, &e))?;
+            match entry.file_name().into_string() {
+                Ok(name) => listing.names.push(name),
+                Err(raw) => listing.invalid.push(raw.to_string_lossy().into_owned()),
+            }
+        }
+        listing.names.sort();
+        listing.invalid.sort();
+        Ok(listing)
+    }
+
+    /// The target text of the link at `path` (not followed). Links in its parent are resolved.
+    pub fn read_link(&self, path: &str) -> Result<String, ReadError> {
+        let (parent, name) = split_last(path);
+        let dir = self.resolve_dir(parent, 0)?;
+        let target = std::fs::read_link(self.host_path(&join(&dir, name))).map_err(|e| match e.raw_os_error() {
+            Some(libc::EINVAL) => ReadError::Io { path: path.to_owned(), errno: Some(22), message: "not a symbolic link".into() },
+            _ => ReadError::from_io(path, &e),
+        })?;
+        target.into_os_string().into_string().map_err(|_| ReadError::NotUtf8 { path: path.to_owned() })
+    }
+
+    /// The last path component of a link's target, e.g. the driver name from `.../driver`.
+    pub fn link_name(&self, path: &str) -> Result<String, ReadError> {
+        let target = self.read_link(path)?;
+        let name = target.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+        if name.is_empty() || name == "." || name == ".." {
+            return Err(ReadError::Io { path: path.to_owned(), errno: None, message: format!("link target {target:?} names nothing") });
+        }
+        Ok(name.to_owned())
+    }
+
+    /// Opens a character device read-write and closes it again: can this process use it?
+    /// Live roots only; in a capture a device node is never opened.
+    pub fn probe_device(&self, path: &str) -> Result<(), ReadError> {
+        if !self.live {
+            return Err(ReadError::Io { path: path.to_owned(), errno: None, message: "device nodes are not opened in a captured root".into() });
+        }
+        let (resolved, kind) = self.resolve(path, 0)?;
+        if kind != Kind::CharDevice {
+            return Err(ReadError::NotRegular { path: path.to_owned(), kind: "not a character device" });
+        }
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.host_path(&resolved))
+            .map(drop)
+            .map_err(|e| ReadError::from_io(path, &e))
+    }
+
+    /// Resolves `path` fully. Returns the link-free node path and what it is.
+    fn resolve(&self, path: &str, links: u32) -> Result<(String, Kind), ReadError> {
+        let (parent, name) = split_last(path);
+        let dir = self.resolve_dir(parent, links)?;
+        self.step(&dir, name, path, links)
+    }
+
+    /// Resolves a directory path, memoised: sysfs lookups share long prefixes.
+    fn resolve_dir(&self, path: &str, links: u32) -> Result<String, ReadError> {
+        let key = normalise_slashes(path);
+        if key == "/" {
+            return Ok(key);
+        }
+        if let Some(hit) = self.dirs.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let (resolved, kind) = self.resolve(&key, links)?;
+        if kind != Kind::Dir {
+            return Err(ReadError::NotDir { path: key });
+        }
+        self.dirs.lock().unwrap_or_else(|p| p.into_inner()).insert(key, resolved.clone());
+        Ok(resolved)
+    }
+
+    /// One component `name` inside the already resolved directory `dir`.
+    fn step(&self, dir: &str, name: &str, original: &str, links: u32) -> Result<(String, Kind), ReadError> {
+        match name {
+            "" | "." => return Ok((dir.to_owned(), Kind::Dir)),
+            // Clamped at the root, as RESOLVE_IN_ROOT does.
+            ".." => return Ok((split_last(dir).0.to_owned(), Kind::Dir)),
+            _ => {}
+        }
+        let here = join(dir, name);
+        let meta = std::fs::symlink_metadata(self.host_path(&here)).map_err(|e| ReadError::from_io(original, &e))?;
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            if links >= MAX_LINKS {
+                return Err(ReadError::Loop { path: original.to_owned() });
+            }
+            let target = std::fs::read_link(self.host_path(&here)).map_err(|e| ReadError::from_io(original, &e))?;
+            let target = target.to_str().ok_or_else(|| ReadError::NotUtf8 { path: original.to_owned() })?;
+            let next = if target.starts_with('/') { target.to_owned() } else { join(dir, target) };
+            return self.resolve(&next, links + 1).map_err(|e| match e {
+                // Name the path the caller asked for, not an intermediate.
+                ReadError::NotFound { .. } => ReadError::NotFound { path: original.to_owned() },
+                ReadError::Loop { .. } => ReadError::Loop { path: original.to_owned() },
+                other => other,
+            });
+        }
+        let kind = if ft.is_file() {
+            Kind::File
+        } else if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_char_device() {
+            Kind::CharDevice
+        } else if ft.is_fifo() {
+            Kind::Other("FIFO")
+        } else if ft.is_socket() {
+            Kind::Other("socket")
+        } else {
+            Kind::Other("block device")
+        };
+        Ok((here, kind))
+    }
+}
+
+/// `a` joined with `b` using `/`; `a` is a node path.
+pub fn join(a: &str, b: &str) -> String {
+    if a.ends_with('/') { format!("{a}{b}") } else { format!("{a}/{b}") }
+}
+
+/// Splits a node path into its parent and last component: `/sys/class` -> (`/sys`, `class`).
+fn split_last(path: &str) -> (&str, &str) {
+    let trimmed = path.trim_end_matches('/');
+    match trimmed.rfind('/') {
+        Some(0) => ("/", &trimmed[1..]),
+        Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
+        None if trimmed.is_empty() => ("/", ""),
+        None => ("/", trimmed),
+    }
+}
+
+fn normalise_slashes(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 1);
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        out.push('/');
+        out.push_str(part);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn tree() -> (tempfile::TempDir, Root) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/devices/pci0000:00/0000:00:06.0")).unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/bus/pci/devices")).unwrap();
+        std::fs::write(dir.path().join("sys/devices/pci0000:00/0000:00:06.0/vendor"), "0x10de\n").unwrap();
+        symlink("../../../devices/pci0000:00/0000:00:06.0", dir.path().join("sys/bus/pci/devices/0000:00:06.0"))
+            .unwrap();
+        let root = Root::captured(dir.path()).unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn relative_links_resolve_inside() {
+        let (_d, root) = tree();
+        assert_eq!(root.read_text("/sys/bus/pci/devices/0000:00:06.0/vendor").unwrap(), "0x10de");
+        assert_eq!(root.canonical("/sys/bus/pci/devices/0000:00:06.0").unwrap(), "/sys/devices/pci0000:00/0000:00:06.0");
+    }
+
+    #[test]
+    fn absolute_link_stays_in_root() {
+        let (d, root) = tree();
+        // A capture's absolute link to the host's /etc/hostname must read the capture's copy.
+        std::fs::create_dir_all(d.path().join("etc")).unwrap();
+        std::fs::write(d.path().join("etc/hostname"), "captured\n").unwrap();
+        symlink("/etc/hostname", d.path().join("sys/evil")).unwrap();
+        assert_eq!(root.read_text("/sys/evil").unwrap(), "captured");
+        symlink("/etc/passwd", d.path().join("sys/evil2")).unwrap();
+        assert!(root.read_text("/sys/evil2").unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn dotdot_link_is_clamped_at_root() {
+        let (d, root) = tree();
+        symlink("../../../../../../../../etc/passwd", d.path().join("sys/devices/up")).unwrap();
+        let err = root.read_text("/sys/devices/up").unwrap_err();
+        assert_eq!(err, ReadError::NotFound { path: "/sys/devices/up".into() });
+        // And a path with .. in it cannot climb out either.
+        assert!(root.read_text("/../../../../etc/passwd").unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn loops_and_dangling_links_are_errors() {
+        let (d, root) = tree();
+        symlink("b", d.path().join("sys/a")).unwrap();
+        symlink("a", d.path().join("sys/b")).unwrap();
+        assert!(matches!(root.read_text("/sys/a"), Err(ReadError::Loop { .. })));
+        symlink("nowhere", d.path().join("sys/dangling")).unwrap();
+        assert!(root.read_text("/sys/dangling").unwrap_err().is_not_found());
+        assert_eq!(root.link_name("/sys/dangling").unwrap(), "nowhere");
+    }
+
+    #[test]
+    fn fifo_is_refused_without_blocking() {
+        let (d, root) = tree();
+        let fifo = d.path().join("sys/fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(matches!(root.read("/sys/fifo"), Err(ReadError::NotRegular { kind: "FIFO", .. })));
+    }
+
+    #[test]
+    fn oversized_file_is_an_error() {
+        let (d, root) = tree();
+        std::fs::write(d.path().join("sys/big"), vec![b'x'; 2048]).unwrap();
+        assert!(matches!(root.read_limited("/sys/big", 1024), Err(ReadError::TooLarge { .. })));
+        assert_eq!(root.read_limited("/sys/big", 2048).unwrap().len(), 2048);
+    }
+
+    #[test]
+    fn not_a_root() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(matches!(Root::captured(d.path()), Err(RootError::NotARoot(_))));
+        assert!(matches!(Root::captured(&d.path().join("missing")), Err(RootError::Open(..))));
+    }
+
+    #[test]
+    fn split_and_normalise() {
+        assert_eq!(split_last("/sys/class"), ("/sys", "class"));
+        assert_eq!(split_last("/sys"), ("/", "sys"));
+        assert_eq!(split_last("/"), ("/", ""));
+        assert_eq!(normalise_slashes("//sys///class/"), "/sys/class");
+    }
+}
