@@ -47,7 +47,7 @@ impl Check for IommuCheck {
         };
         let devices = subjects(inv);
         if devices.is_empty() {
-            return vec![Finding::skip("iommu-no-devices", "node", "no GPU or RDMA device (see gpu-driver, rdma-link)")];
+            return vec![Finding::skip("iommu-no-devices", "node", "no GPU or RDMA device (see gpu-driver, rdma-link)").with([units, cmdline])];
         }
         let any_group = devices.iter().any(|(_, bdf)| group_of(inv, *bdf).is_some());
         if inv.iommu.units.is_empty() && !any_group && inv.iommu.units_error.is_none() {

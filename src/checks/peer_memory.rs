@@ -4,9 +4,9 @@
 //! does not fail with EOPNOTSUPP, and `NCCL_PTR_CUDA` (peermem) when
 //! `/sys/kernel/mm/memory_peers/nv_mem/version` (or `nv_mem_nc`, or
 //! `/sys/module/nvidia_peermem/version`) exists. With `NCCL_DMABUF_ENABLE=1` (the default), CUDA
-//! >= 11.7 and `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`, buffers are registered through DMA-BUF,
-//! falling through to the peermem path otherwise. Neither: NCCL silently stages through host
-//! memory.
+//! 11.7 or later and `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`, buffers are registered through
+//! DMA-BUF, falling through to the peermem path otherwise. Neither: NCCL silently stages through
+//! host memory.
 
 use super::{Check, Context};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
@@ -96,7 +96,10 @@ impl Check for PeerMemory {
             }
         }
         if out.is_empty() {
-            out.push(Finding::skip("peer-memory-no-gpu", "node", "no GPU found (see gpu-driver)"));
+            out.push(
+                Finding::skip("peer-memory-no-gpu", "node", "no GPU found (see gpu-driver)")
+                    .evidence(crate::inventory::pci::PCI_DEVICES, format!("{} PCI functions, none a GPU", inv.pci.len())),
+            );
         }
         out
     }

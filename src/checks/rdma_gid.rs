@@ -40,7 +40,7 @@ impl Check for RdmaGid {
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
         if inv.rdma.is_empty() {
-            return vec![Finding::skip("rdma-gid-no-device", "node", "no RDMA device (see rdma-link)")];
+            return vec![Finding::skip("rdma-gid-no-device", "node", "no RDMA device (see rdma-link)").evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>")];
         }
         let mut out = Vec::new();
         // Port subject -> the RoCE v2 IPv4 index gdrdoctor would pick.

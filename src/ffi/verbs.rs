@@ -25,15 +25,15 @@ type GetDeviceName = unsafe extern "C" fn(*mut c_void) -> *const c_char;
 impl Probe {
     /// Loads the library and looks up symbols, without asking for devices.
     pub fn load_only() -> Probe {
-        Self::probe(false)
+        Self::load(false)
     }
 
     /// Loads the library and lists the devices its providers claim.
     pub fn run() -> Probe {
-        Self::probe(true)
+        Self::load(true)
     }
 
-    fn probe(list: bool) -> Probe {
+    fn load(list: bool) -> Probe {
         // SAFETY: loading libibverbs runs its constructors, which only initialise its own state
         // (rdma-core does not spawn threads or touch ours at load time).
         let lib = match unsafe { Library::new(SONAME) } {

@@ -76,7 +76,7 @@ pub struct KernelVersion(pub u32, pub u32, pub u32);
 
 impl std::fmt::Display for KernelVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+        if self.2 == 0 { write!(f, "{}.{}", self.0, self.1) } else { write!(f, "{}.{}.{}", self.0, self.1, self.2) }
     }
 }
 

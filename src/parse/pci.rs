@@ -53,7 +53,7 @@ pub fn path_functions(path: &str) -> Vec<Bdf> {
 /// `32.0 GT/s PCIe` -> 32.0. `Unknown` (seen on QEMU's switch downstream ports) -> None.
 /// kernel: drivers/pci/pci-sysfs.c current_link_speed_show(), pci_speed_string().
 pub fn link_speed_gts(s: &str) -> Option<f64> {
-    let num = s.trim().split_whitespace().next()?;
+    let num = s.split_whitespace().next()?;
     let v: f64 = num.parse().ok()?;
     (v.is_finite() && v > 0.0 && v < 1000.0).then_some(v)
 }

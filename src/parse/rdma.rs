@@ -25,9 +25,9 @@ pub const PHYS_LINK_UP: u8 = 5;
 
 /// `400 Gb/sec (4X NDR)` -> 400.0; `2.5 Gb/sec (1X SDR)` -> 2.5.
 pub fn rate_gbps(s: &str) -> Option<f64> {
-    let num = s.trim().split_whitespace().next()?;
+    let num = s.split_whitespace().next()?;
     let v: f64 = num.parse().ok()?;
-    (v.is_finite() && v >= 0.0 && v < 100_000.0).then_some(v)
+    (0.0..100_000.0).contains(&v).then_some(v)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
