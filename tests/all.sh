@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README and CI run it, from a fresh clone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "unit and integration tests"
+cargo test --locked
+
+step "lints (clippy.toml keeps file access inside src/root.rs)"
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy --locked --all-targets -- -D warnings
+else
+  echo "clippy is not installed here: lint step NOT run"
+fi
+
+step "fixtures match their generator"
+python3 fixtures/synth/synth.py --check
+
+step "release binary: no GPU or RDMA library linked, starts on a fresh node"
+cargo build --locked --release
+tests/release-binary.sh target/release/gdrdoctor
+
+echo
+echo "all tests passed"

@@ -1,0 +1,63 @@
+//! Helpers shared by the integration tests: run the built binary from the crate root.
+#![allow(clippy::disallowed_methods)] // tests read the repository, not a node
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs gdrdoctor with `args`, from the crate root, with colour off and no site config.
+pub fn gdrdoctor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args(args)
+        .current_dir(crate_dir())
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("FORCE_COLOR")
+        .output()
+        .expect("run gdrdoctor")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The exit code; a signal or a panic (101) fails the test with the output shown.
+pub fn code(o: &Output) -> i32 {
+    let c = o.status.code().unwrap_or_else(|| panic!("killed by a signal\nstderr:\n{}", stderr(o)));
+    assert_ne!(c, 101, "gdrdoctor panicked:\n{}", stderr(o));
+    assert!(!stderr(o).contains("panicked at"), "gdrdoctor panicked:\n{}", stderr(o));
+    c
+}
+
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\nstderr:\n{}", stdout(o), stderr(o)))
+}
+
+/// `check id -> status` from a JSON report.
+pub fn statuses(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["checks"]
+        .as_array()
+        .expect("checks array")
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap().to_owned(), c["status"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// Every finding code in a JSON report, with its status.
+pub fn codes(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["findings"].as_array().unwrap().iter())
+        .map(|f| (f["code"].as_str().unwrap().to_owned(), f["status"].as_str().unwrap().to_owned()))
+        .collect()
+}
