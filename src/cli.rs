@@ -11,8 +11,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(name = "gdrdoctor", version, about = "Is this GPU node ready for GPUDirect RDMA? What is wrong, and what fixes it.")]
-#[command(after_help = "Exit codes: 0 ready, 1 not ready (a check failed; with --strict also a warning or unknown), 2 could not run.")]
+#[command(
+    name = "gdrdoctor",
+    version,
+    about = "Is this GPU node ready for GPUDirect RDMA? What is wrong, and what fixes it."
+)]
+#[command(
+    after_help = "Exit codes: 0 ready, 1 not ready (a check failed; with --strict also a warning or unknown), 2 could not run."
+)]
 pub struct Cli {
     /// Read a captured copy of a node (a directory with sys/, proc/, dev/) instead of this one.
     #[arg(long, global = true, value_name = "DIR")]
@@ -103,26 +109,48 @@ pub fn run() -> anyhow::Result<ExitCode> {
                     print!("{}", c.readme());
                     Ok(ExitCode::SUCCESS)
                 }
-                None => bail!("no check or finding code named {id:?} (see `gdrdoctor list --codes`)"),
+                None => {
+                    bail!("no check or finding code named {id:?} (see `gdrdoctor list --codes`)")
+                }
             }
         }
     }
 }
 
 fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let selection = Selection { select: args.select.clone(), skip: args.skip.clone() };
+    let selection = Selection {
+        select: args.select.clone(),
+        skip: args.skip.clone(),
+    };
     selection.validate().map_err(anyhow::Error::msg)?;
     let (config, _path) = Config::load(cli.config.as_deref())?;
     let (root, display) = match &cli.root {
-        Some(dir) => (Root::captured(dir).context("cannot use --root")?, dir.display().to_string()),
+        Some(dir) => (
+            Root::captured(dir).context("cannot use --root")?,
+            dir.display().to_string(),
+        ),
         None => (Root::live(), "/".to_owned()),
     };
-    let options = inventory::Options { access: selection.runs("rdma-access", &config) };
+    let options = inventory::Options {
+        access: selection.runs("rdma-access", &config),
+    };
     let inv = Inventory::load(&root, &config, options);
     let results = checks::run(&inv, &config, &selection);
-    let report = report::build(&inv, results, &report::Options { strict: args.strict, root_display: display });
+    let report = report::build(
+        &inv,
+        results,
+        &report::Options {
+            strict: args.strict,
+            root_display: display,
+        },
+    );
     let text = match args.format {
-        Format::Human => report::human::render(&report, &report::human::Style { verbose: args.verbose }),
+        Format::Human => report::human::render(
+            &report,
+            &report::human::Style {
+                verbose: args.verbose,
+            },
+        ),
         Format::Json => report::json::render(&report),
     };
     print!("{text}");

@@ -73,7 +73,10 @@ impl Default for Thresholds {
         // 64 MiB: NCCL registers its host-side buffers (proxy FIFOs, bounce buffers for non-GDR
         // paths) per connection; below this even small jobs fail ibv_reg_mr with ENOMEM.
         // NVIDIA's and every cloud's guidance is `unlimited`, hence the warning above it.
-        Thresholds { memlock_min_mib: 64, roce_min_active_mtu: 4096 }
+        Thresholds {
+            memlock_min_mib: 64,
+            roce_min_active_mtu: 4096,
+        }
     }
 }
 
@@ -118,22 +121,37 @@ impl<'de> Deserialize<'de> for ClassPrefix {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ClassPrefix, D::Error> {
         let v = serde_norway::Value::deserialize(d)?;
         let serde_norway::Value::String(s) = v else {
-            return Err(serde::de::Error::custom("class must be a quoted hex string such as \"0302\" or \"12\""));
+            return Err(serde::de::Error::custom(
+                "class must be a quoted hex string such as \"0302\" or \"12\"",
+            ));
         };
         let digits = s.trim_start_matches("0x");
         if ![2, 4, 6].contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(serde::de::Error::custom(format!("{s:?} is not a class prefix of 2, 4 or 6 hex digits")));
+            return Err(serde::de::Error::custom(format!(
+                "{s:?} is not a class prefix of 2, 4 or 6 hex digits"
+            )));
         }
-        Ok(ClassPrefix { value: u32::from_str_radix(digits, 16).unwrap_or(0), digits: digits.len() as u32 })
+        Ok(ClassPrefix {
+            value: u32::from_str_radix(digits, 16).unwrap_or(0),
+            digits: digits.len() as u32,
+        })
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: cannot read config: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}:{column}: {message}")]
-    Syntax { path: PathBuf, line: usize, column: usize, message: String },
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -148,7 +166,10 @@ impl Config {
             None => return Ok((Config::default(), None)),
         };
         #[allow(clippy::disallowed_methods)] // the operator's file, not the node's
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
         Config::parse(&text, &path).map(|c| (c, Some(path)))
     }
 
@@ -157,11 +178,23 @@ impl Config {
             return Ok(Config::default());
         }
         let config: Config = serde_norway::from_str(text).map_err(|e| {
-            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((1, 1));
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((1, 1));
             // serde's message repeats the position; keep the file:line:column form only.
             let message = e.to_string();
-            let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
-            ConfigError::Syntax { path: path.to_owned(), line, column, message }
+            let message = message
+                .split(" at line ")
+                .next()
+                .unwrap_or(&message)
+                .to_owned();
+            ConfigError::Syntax {
+                path: path.to_owned(),
+                line,
+                column,
+                message,
+            }
         })?;
         config.validate(text, path)?;
         Ok(config)
@@ -179,7 +212,10 @@ impl Config {
             if crate::checks::find(id).is_none() {
                 return Err(ConfigError::Invalid {
                     path: path.to_owned(),
-                    message: format!("{}skip: unknown check {id:?} (see `gdrdoctor list`)", position(id)),
+                    message: format!(
+                        "{}skip: unknown check {id:?} (see `gdrdoctor list`)",
+                        position(id)
+                    ),
                 });
             }
         }
@@ -187,7 +223,10 @@ impl Config {
             if crate::checks::find_code(code).is_none() {
                 return Err(ConfigError::Invalid {
                     path: path.to_owned(),
-                    message: format!("{}severity: unknown finding code {code:?} (see `gdrdoctor list --codes`)", position(code)),
+                    message: format!(
+                        "{}severity: unknown finding code {code:?} (see `gdrdoctor list --codes`)",
+                        position(code)
+                    ),
                 });
             }
         }
@@ -220,17 +259,25 @@ mod tests {
     #[test]
     fn errors_have_line_and_column() {
         let e = parse("expect:\n  gpus: eight\n").unwrap_err();
-        let ConfigError::Syntax { line, column, .. } = e else { panic!("{e}") };
+        let ConfigError::Syntax { line, column, .. } = e else {
+            panic!("{e}")
+        };
         assert_eq!((line, column), (2, 9));
         let e = parse("expct:\n  gpus: 8\n").unwrap_err().to_string();
         assert!(e.starts_with("test.yaml:1:1: unknown field `expct`"), "{e}");
-        let e = parse("accelerators:\n  - vendor: 1050\n").unwrap_err().to_string();
+        let e = parse("accelerators:\n  - vendor: 1050\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("quoted hex"), "{e}");
         let e = parse("skip: [rdma-acess]\n").unwrap_err().to_string();
         assert!(e.contains("1:8: skip: unknown check \"rdma-acess\""), "{e}");
-        let e = parse("severity:\n  no-such-code: fail\n").unwrap_err().to_string();
+        let e = parse("severity:\n  no-such-code: fail\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("2:3: severity: unknown finding code"), "{e}");
-        let e = parse("severity:\n  rdma-no-device: loud\n").unwrap_err().to_string();
+        let e = parse("severity:\n  rdma-no-device: loud\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("test.yaml:2:"), "{e}");
     }
 

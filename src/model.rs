@@ -18,7 +18,13 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [Status::Pass, Status::Warn, Status::Fail, Status::Unknown, Status::Skip];
+    pub const ALL: [Status; 5] = [
+        Status::Pass,
+        Status::Warn,
+        Status::Fail,
+        Status::Unknown,
+        Status::Skip,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -85,11 +91,18 @@ pub struct Fix {
 
 impl Fix {
     pub fn new(summary: impl Into<String>, safety: impl Into<String>) -> Fix {
-        Fix { summary: summary.into(), commands: Vec::new(), safety: safety.into() }
+        Fix {
+            summary: summary.into(),
+            commands: Vec::new(),
+            safety: safety.into(),
+        }
     }
 
     pub fn cmd(mut self, class: FixClass, run: impl Into<String>) -> Fix {
-        self.commands.push(FixCommand { class, run: run.into() });
+        self.commands.push(FixCommand {
+            class,
+            run: run.into(),
+        });
         self
     }
 
@@ -127,7 +140,12 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(code: &'static str, status: Status, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+    pub fn new(
+        code: &'static str,
+        status: Status,
+        subject: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Finding {
         Finding {
             code,
             status,
@@ -139,28 +157,51 @@ impl Finding {
         }
     }
 
-    pub fn pass(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+    pub fn pass(
+        code: &'static str,
+        subject: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Finding {
         Finding::new(code, Status::Pass, subject, message)
     }
 
-    pub fn warn(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+    pub fn warn(
+        code: &'static str,
+        subject: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Finding {
         Finding::new(code, Status::Warn, subject, message)
     }
 
-    pub fn fail(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+    pub fn fail(
+        code: &'static str,
+        subject: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Finding {
         Finding::new(code, Status::Fail, subject, message)
     }
 
-    pub fn unknown(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+    pub fn unknown(
+        code: &'static str,
+        subject: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Finding {
         Finding::new(code, Status::Unknown, subject, message)
     }
 
-    pub fn skip(code: &'static str, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+    pub fn skip(
+        code: &'static str,
+        subject: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Finding {
         Finding::new(code, Status::Skip, subject, message)
     }
 
     pub fn evidence(mut self, path: impl Into<String>, value: impl Into<String>) -> Finding {
-        self.evidence.push(Evidence { path: path.into(), value: value.into() });
+        self.evidence.push(Evidence {
+            path: path.into(),
+            value: value.into(),
+        });
         self
     }
 

@@ -45,7 +45,11 @@ pub enum ReadError {
     #[error("{path}: not UTF-8 text")]
     NotUtf8 { path: String },
     #[error("{path}: {message}")]
-    Io { path: String, errno: Option<i32>, message: String },
+    Io {
+        path: String,
+        errno: Option<i32>,
+        message: String,
+    },
 }
 
 impl ReadError {
@@ -82,7 +86,11 @@ impl ReadError {
             ErrorKind::PermissionDenied => ReadError::PermissionDenied { path },
             ErrorKind::NotADirectory => ReadError::NotDir { path },
             _ if e.raw_os_error() == Some(libc::ELOOP) => ReadError::Loop { path },
-            _ => ReadError::Io { path, errno: e.raw_os_error(), message: e.to_string() },
+            _ => ReadError::Io {
+                path,
+                errno: e.raw_os_error(),
+                message: e.to_string(),
+            },
         }
     }
 }
@@ -113,7 +121,10 @@ pub struct Root {
 
 impl std::fmt::Debug for Root {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Root").field("base", &self.base).field("live", &self.live).finish()
+        f.debug_struct("Root")
+            .field("base", &self.base)
+            .field("live", &self.live)
+            .finish()
     }
 }
 
@@ -131,7 +142,11 @@ pub enum RootError {
 impl Root {
     /// The running system.
     pub fn live() -> Root {
-        Root { base: PathBuf::from("/"), live: true, dirs: Mutex::default() }
+        Root {
+            base: PathBuf::from("/"),
+            live: true,
+            dirs: Mutex::default(),
+        }
     }
 
     /// A captured tree (with `sys/`, `proc/`, `dev/`). `/` itself means the live system.
@@ -147,7 +162,11 @@ impl Root {
         if !canon.join("sys").is_dir() && !canon.join("proc").is_dir() {
             return Err(RootError::NotARoot(dir.to_owned()));
         }
-        Ok(Root { base: canon, live: false, dirs: Mutex::default() })
+        Ok(Root {
+            base: canon,
+            live: false,
+            dirs: Mutex::default(),
+        })
     }
 
     pub fn is_live(&self) -> bool {
@@ -189,7 +208,10 @@ impl Root {
     pub fn read_limited(&self, path: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
         let buf = self.read_upto(path, limit + 1)?;
         if buf.len() as u64 > limit {
-            return Err(ReadError::TooLarge { path: path.to_owned(), limit });
+            return Err(ReadError::TooLarge {
+                path: path.to_owned(),
+                limit,
+            });
         }
         Ok(buf)
     }
@@ -201,14 +223,27 @@ impl Root {
     }
 
     fn read_upto(&self, path: &str, n: u64) -> Result<Vec<u8>, ReadError> {
-        let (resolved, kind) = self.resolve(path, 0)?;
+        let (resolved, kind, size) = self.resolve_sized(path, 0)?;
         match kind {
             Kind::File => {}
-            Kind::Dir => return Err(ReadError::NotRegular { path: path.to_owned(), kind: "directory" }),
-            Kind::CharDevice => {
-                return Err(ReadError::NotRegular { path: path.to_owned(), kind: "character device" });
+            Kind::Dir => {
+                return Err(ReadError::NotRegular {
+                    path: path.to_owned(),
+                    kind: "directory",
+                });
             }
-            Kind::Other(k) => return Err(ReadError::NotRegular { path: path.to_owned(), kind: k }),
+            Kind::CharDevice => {
+                return Err(ReadError::NotRegular {
+                    path: path.to_owned(),
+                    kind: "character device",
+                });
+            }
+            Kind::Other(k) => {
+                return Err(ReadError::NotRegular {
+                    path: path.to_owned(),
+                    kind: k,
+                });
+            }
         }
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -218,15 +253,36 @@ impl Root {
             .open(self.host_path(&resolved))
             .map_err(|e| ReadError::from_io(path, &e))?;
         let mut buf = Vec::new();
-        // Sysfs reports 4096 for every attribute whatever it holds: read to EOF, bounded.
-        file.take(n).read_to_end(&mut buf).map_err(|e| ReadError::from_io(path, &e))?;
+        if !self.live && size < n {
+            // A capture lives on an ordinary file system, where the size is exact and a short
+            // read only happens at EOF: one read does it (syscalls dominate a check's time).
+            buf.resize(size as usize, 0);
+            let mut file = file;
+            let mut got = 0;
+            while got < buf.len() {
+                match file.read(&mut buf[got..]) {
+                    Ok(0) => break,
+                    Ok(k) => got += k,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Err(ReadError::from_io(path, &e)),
+                }
+            }
+            buf.truncate(got);
+            return Ok(buf);
+        }
+        // Sysfs reports 4096 for every attribute whatever it holds, procfs 0: read to EOF, bounded.
+        file.take(n)
+            .read_to_end(&mut buf)
+            .map_err(|e| ReadError::from_io(path, &e))?;
         Ok(buf)
     }
 
     /// Reads a file as UTF-8 text, with trailing whitespace (the kernel's newline) removed.
     pub fn read_text(&self, path: &str) -> Result<String, ReadError> {
         let bytes = self.read(path)?;
-        let mut s = String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8 { path: path.to_owned() })?;
+        let mut s = String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8 {
+            path: path.to_owned(),
+        })?;
         let trimmed = s.trim_end().len();
         s.truncate(trimmed);
         Ok(s)
@@ -236,9 +292,12 @@ impl Root {
     pub fn read_dir(&self, path: &str) -> Result<Listing, ReadError> {
         let (resolved, kind) = self.resolve(path, 0)?;
         if kind != Kind::Dir {
-            return Err(ReadError::NotDir { path: path.to_owned() });
+            return Err(ReadError::NotDir {
+                path: path.to_owned(),
+            });
         }
-        let entries = std::fs::read_dir(self.host_path(&resolved)).map_err(|e| ReadError::from_io(path, &e))?;
+        let entries = std::fs::read_dir(self.host_path(&resolved))
+            .map_err(|e| ReadError::from_io(path, &e))?;
         let mut listing = Listing::default();
         for entry in entries {
             let entry = entry.map_err(|e| ReadError::from_io(path, &e))?;
@@ -256,19 +315,38 @@ impl Root {
     pub fn read_link(&self, path: &str) -> Result<String, ReadError> {
         let (parent, name) = split_last(path);
         let dir = self.resolve_dir(parent, 0)?;
-        let target = std::fs::read_link(self.host_path(&join(&dir, name))).map_err(|e| match e.raw_os_error() {
-            Some(libc::EINVAL) => ReadError::Io { path: path.to_owned(), errno: Some(22), message: "not a symbolic link".into() },
+        let target = std::fs::read_link(self.host_path(&join(&dir, name))).map_err(|e| match e
+            .raw_os_error()
+        {
+            Some(libc::EINVAL) => ReadError::Io {
+                path: path.to_owned(),
+                errno: Some(22),
+                message: "not a symbolic link".into(),
+            },
             _ => ReadError::from_io(path, &e),
         })?;
-        target.into_os_string().into_string().map_err(|_| ReadError::NotUtf8 { path: path.to_owned() })
+        target
+            .into_os_string()
+            .into_string()
+            .map_err(|_| ReadError::NotUtf8 {
+                path: path.to_owned(),
+            })
     }
 
     /// The last path component of a link's target, e.g. the driver name from `.../driver`.
     pub fn link_name(&self, path: &str) -> Result<String, ReadError> {
         let target = self.read_link(path)?;
-        let name = target.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+        let name = target
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("");
         if name.is_empty() || name == "." || name == ".." {
-            return Err(ReadError::Io { path: path.to_owned(), errno: None, message: format!("link target {target:?} names nothing") });
+            return Err(ReadError::Io {
+                path: path.to_owned(),
+                errno: None,
+                message: format!("link target {target:?} names nothing"),
+            });
         }
         Ok(name.to_owned())
     }
@@ -277,11 +355,18 @@ impl Root {
     /// Live roots only; in a capture a device node is never opened.
     pub fn probe_device(&self, path: &str) -> Result<(), ReadError> {
         if !self.live {
-            return Err(ReadError::Io { path: path.to_owned(), errno: None, message: "device nodes are not opened in a captured root".into() });
+            return Err(ReadError::Io {
+                path: path.to_owned(),
+                errno: None,
+                message: "device nodes are not opened in a captured root".into(),
+            });
         }
         let (resolved, kind) = self.resolve(path, 0)?;
         if kind != Kind::CharDevice {
-            return Err(ReadError::NotRegular { path: path.to_owned(), kind: "not a character device" });
+            return Err(ReadError::NotRegular {
+                path: path.to_owned(),
+                kind: "not a character device",
+            });
         }
         std::fs::OpenOptions::new()
             .read(true)
@@ -294,6 +379,11 @@ impl Root {
 
     /// Resolves `path` fully. Returns the link-free node path and what it is.
     fn resolve(&self, path: &str, links: u32) -> Result<(String, Kind), ReadError> {
+        self.resolve_sized(path, links).map(|(p, k, _)| (p, k))
+    }
+
+    /// Like `resolve`, with the size a regular file had when it was looked at.
+    fn resolve_sized(&self, path: &str, links: u32) -> Result<(String, Kind, u64), ReadError> {
         let (parent, name) = split_last(path);
         let dir = self.resolve_dir(parent, links)?;
         self.step(&dir, name, path, links)
@@ -305,39 +395,87 @@ impl Root {
         if key == "/" {
             return Ok(key);
         }
-        if let Some(hit) = self.dirs.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(hit.clone());
+        if let Some(hit) = self.cached(&key) {
+            return Ok(hit);
         }
-        let (resolved, kind) = self.resolve(&key, links)?;
-        if kind != Kind::Dir {
-            return Err(ReadError::NotDir { path: key });
-        }
-        self.dirs.lock().unwrap_or_else(|p| p.into_inner()).insert(key, resolved.clone());
+        let (parent, name) = split_last(&key);
+        let parent = self.resolve_dir(parent, links)?;
+        // Also memoise by the physical path: `/sys/bus/pci/devices/../../../devices/pci0000:15`
+        // and `/sys/devices/pci0000:15` are one directory, looked at once.
+        let physical = join(&parent, name);
+        let resolved = match self.cached(&physical) {
+            Some(hit) => hit,
+            None => {
+                let (resolved, kind, _) = self.step(&parent, name, &key, links)?;
+                if kind != Kind::Dir {
+                    return Err(ReadError::NotDir { path: key });
+                }
+                if name != ".." && name != "." {
+                    self.dirs
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(physical, resolved.clone());
+                }
+                resolved
+            }
+        };
+        self.dirs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, resolved.clone());
         Ok(resolved)
     }
 
+    fn cached(&self, key: &str) -> Option<String> {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
     /// One component `name` inside the already resolved directory `dir`.
-    fn step(&self, dir: &str, name: &str, original: &str, links: u32) -> Result<(String, Kind), ReadError> {
+    fn step(
+        &self,
+        dir: &str,
+        name: &str,
+        original: &str,
+        links: u32,
+    ) -> Result<(String, Kind, u64), ReadError> {
         match name {
-            "" | "." => return Ok((dir.to_owned(), Kind::Dir)),
+            "" | "." => return Ok((dir.to_owned(), Kind::Dir, 0)),
             // Clamped at the root, as RESOLVE_IN_ROOT does.
-            ".." => return Ok((split_last(dir).0.to_owned(), Kind::Dir)),
+            ".." => return Ok((split_last(dir).0.to_owned(), Kind::Dir, 0)),
             _ => {}
         }
         let here = join(dir, name);
-        let meta = std::fs::symlink_metadata(self.host_path(&here)).map_err(|e| ReadError::from_io(original, &e))?;
+        let meta = std::fs::symlink_metadata(self.host_path(&here))
+            .map_err(|e| ReadError::from_io(original, &e))?;
         let ft = meta.file_type();
         if ft.is_symlink() {
             if links >= MAX_LINKS {
-                return Err(ReadError::Loop { path: original.to_owned() });
+                return Err(ReadError::Loop {
+                    path: original.to_owned(),
+                });
             }
-            let target = std::fs::read_link(self.host_path(&here)).map_err(|e| ReadError::from_io(original, &e))?;
-            let target = target.to_str().ok_or_else(|| ReadError::NotUtf8 { path: original.to_owned() })?;
-            let next = if target.starts_with('/') { target.to_owned() } else { join(dir, target) };
-            return self.resolve(&next, links + 1).map_err(|e| match e {
+            let target = std::fs::read_link(self.host_path(&here))
+                .map_err(|e| ReadError::from_io(original, &e))?;
+            let target = target.to_str().ok_or_else(|| ReadError::NotUtf8 {
+                path: original.to_owned(),
+            })?;
+            let next = if target.starts_with('/') {
+                target.to_owned()
+            } else {
+                join(dir, target)
+            };
+            return self.resolve_sized(&next, links + 1).map_err(|e| match e {
                 // Name the path the caller asked for, not an intermediate.
-                ReadError::NotFound { .. } => ReadError::NotFound { path: original.to_owned() },
-                ReadError::Loop { .. } => ReadError::Loop { path: original.to_owned() },
+                ReadError::NotFound { .. } => ReadError::NotFound {
+                    path: original.to_owned(),
+                },
+                ReadError::Loop { .. } => ReadError::Loop {
+                    path: original.to_owned(),
+                },
                 other => other,
             });
         }
@@ -354,13 +492,17 @@ impl Root {
         } else {
             Kind::Other("block device")
         };
-        Ok((here, kind))
+        Ok((here, kind, meta.len()))
     }
 }
 
 /// `a` joined with `b` using `/`; `a` is a node path.
 pub fn join(a: &str, b: &str) -> String {
-    if a.ends_with('/') { format!("{a}{b}") } else { format!("{a}/{b}") }
+    if a.ends_with('/') {
+        format!("{a}{b}")
+    } else {
+        format!("{a}/{b}")
+    }
 }
 
 /// Splits a node path into its parent and last component: `/sys/class` -> (`/sys`, `class`).
@@ -395,9 +537,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("sys/devices/pci0000:00/0000:00:06.0")).unwrap();
         std::fs::create_dir_all(dir.path().join("sys/bus/pci/devices")).unwrap();
-        std::fs::write(dir.path().join("sys/devices/pci0000:00/0000:00:06.0/vendor"), "0x10de\n").unwrap();
-        symlink("../../../devices/pci0000:00/0000:00:06.0", dir.path().join("sys/bus/pci/devices/0000:00:06.0"))
-            .unwrap();
+        std::fs::write(
+            dir.path()
+                .join("sys/devices/pci0000:00/0000:00:06.0/vendor"),
+            "0x10de\n",
+        )
+        .unwrap();
+        symlink(
+            "../../../devices/pci0000:00/0000:00:06.0",
+            dir.path().join("sys/bus/pci/devices/0000:00:06.0"),
+        )
+        .unwrap();
         let root = Root::captured(dir.path()).unwrap();
         (dir, root)
     }
@@ -405,8 +555,15 @@ mod tests {
     #[test]
     fn relative_links_resolve_inside() {
         let (_d, root) = tree();
-        assert_eq!(root.read_text("/sys/bus/pci/devices/0000:00:06.0/vendor").unwrap(), "0x10de");
-        assert_eq!(root.canonical("/sys/bus/pci/devices/0000:00:06.0").unwrap(), "/sys/devices/pci0000:00/0000:00:06.0");
+        assert_eq!(
+            root.read_text("/sys/bus/pci/devices/0000:00:06.0/vendor")
+                .unwrap(),
+            "0x10de"
+        );
+        assert_eq!(
+            root.canonical("/sys/bus/pci/devices/0000:00:06.0").unwrap(),
+            "/sys/devices/pci0000:00/0000:00:06.0"
+        );
     }
 
     #[test]
@@ -424,11 +581,24 @@ mod tests {
     #[test]
     fn dotdot_link_is_clamped_at_root() {
         let (d, root) = tree();
-        symlink("../../../../../../../../etc/passwd", d.path().join("sys/devices/up")).unwrap();
+        symlink(
+            "../../../../../../../../etc/passwd",
+            d.path().join("sys/devices/up"),
+        )
+        .unwrap();
         let err = root.read_text("/sys/devices/up").unwrap_err();
-        assert_eq!(err, ReadError::NotFound { path: "/sys/devices/up".into() });
+        assert_eq!(
+            err,
+            ReadError::NotFound {
+                path: "/sys/devices/up".into()
+            }
+        );
         // And a path with .. in it cannot climb out either.
-        assert!(root.read_text("/../../../../etc/passwd").unwrap_err().is_not_found());
+        assert!(
+            root.read_text("/../../../../etc/passwd")
+                .unwrap_err()
+                .is_not_found()
+        );
     }
 
     #[test]
@@ -436,7 +606,10 @@ mod tests {
         let (d, root) = tree();
         symlink("b", d.path().join("sys/a")).unwrap();
         symlink("a", d.path().join("sys/b")).unwrap();
-        assert!(matches!(root.read_text("/sys/a"), Err(ReadError::Loop { .. })));
+        assert!(matches!(
+            root.read_text("/sys/a"),
+            Err(ReadError::Loop { .. })
+        ));
         symlink("nowhere", d.path().join("sys/dangling")).unwrap();
         assert!(root.read_text("/sys/dangling").unwrap_err().is_not_found());
         assert_eq!(root.link_name("/sys/dangling").unwrap(), "nowhere");
@@ -446,23 +619,41 @@ mod tests {
     fn fifo_is_refused_without_blocking() {
         let (d, root) = tree();
         let fifo = d.path().join("sys/fifo");
-        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-        assert!(matches!(root.read("/sys/fifo"), Err(ReadError::NotRegular { kind: "FIFO", .. })));
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert!(matches!(
+            root.read("/sys/fifo"),
+            Err(ReadError::NotRegular { kind: "FIFO", .. })
+        ));
     }
 
     #[test]
     fn oversized_file_is_an_error() {
         let (d, root) = tree();
         std::fs::write(d.path().join("sys/big"), vec![b'x'; 2048]).unwrap();
-        assert!(matches!(root.read_limited("/sys/big", 1024), Err(ReadError::TooLarge { .. })));
+        assert!(matches!(
+            root.read_limited("/sys/big", 1024),
+            Err(ReadError::TooLarge { .. })
+        ));
         assert_eq!(root.read_limited("/sys/big", 2048).unwrap().len(), 2048);
     }
 
     #[test]
     fn not_a_root() {
         let d = tempfile::tempdir().unwrap();
-        assert!(matches!(Root::captured(d.path()), Err(RootError::NotARoot(_))));
-        assert!(matches!(Root::captured(&d.path().join("missing")), Err(RootError::Open(..))));
+        assert!(matches!(
+            Root::captured(d.path()),
+            Err(RootError::NotARoot(_))
+        ));
+        assert!(matches!(
+            Root::captured(&d.path().join("missing")),
+            Err(RootError::Open(..))
+        ));
     }
 
     #[test]

@@ -18,8 +18,21 @@ fn config_file(text: &str) -> tempfile::NamedTempFile {
 fn list_shows_every_check_in_order() {
     let out = gdrdoctor(&["list"]);
     assert_eq!(code(&out), 0);
-    let ids: Vec<String> = stdout(&out).lines().map(|l| l.split_whitespace().next().unwrap().to_owned()).collect();
-    assert_eq!(ids, ["gpu-driver", "peer-memory", "iommu", "rdma-link", "rdma-gid", "rdma-access"]);
+    let ids: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "gpu-driver",
+            "peer-memory",
+            "iommu",
+            "rdma-link",
+            "rdma-gid",
+            "rdma-access"
+        ]
+    );
     assert!(stdout(&out).contains("rdma-access") && stdout(&out).contains("(live only)"));
     let codes = stdout(&gdrdoctor(&["list", "--codes"]));
     assert!(codes.contains("    roce-gid-index-differs"), "{codes}");
@@ -29,33 +42,69 @@ fn list_shows_every_check_in_order() {
 fn explain_prints_the_check_readme_by_id_or_code() {
     let by_id = gdrdoctor(&["explain", "iommu"]);
     assert_eq!(code(&by_id), 0);
-    assert_eq!(stdout(&by_id), std::fs::read_to_string(crate_dir().join("checks/iommu/README.md")).unwrap());
+    assert_eq!(
+        stdout(&by_id),
+        std::fs::read_to_string(crate_dir().join("checks/iommu/README.md")).unwrap()
+    );
     let by_code = gdrdoctor(&["explain", "iommu-translated"]);
     assert_eq!(stdout(&by_code), stdout(&by_id));
     let unknown = gdrdoctor(&["explain", "nope"]);
     assert_eq!(code(&unknown), 2);
-    assert!(stderr(&unknown).contains("no check or finding code named \"nope\""), "{}", stderr(&unknown));
+    assert!(
+        stderr(&unknown).contains("no check or finding code named \"nope\""),
+        "{}",
+        stderr(&unknown)
+    );
 }
 
 #[test]
 fn select_and_skip() {
-    let out = gdrdoctor(&["--root", H200, "check", "--select", "gpu-driver,iommu", "--format", "json"]);
+    let out = gdrdoctor(&[
+        "--root",
+        H200,
+        "check",
+        "--select",
+        "gpu-driver,iommu",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code(&out), 0, "rdma-link is not selected, so nothing fails");
     let report = json(&out);
     let s = statuses(&report);
     assert!(s.contains(&("gpu-driver".into(), "pass".into())));
     assert!(s.contains(&("rdma-link".into(), "skip".into())));
     let human = stdout(&gdrdoctor(&["--root", H200, "check", "--select", "iommu"]));
-    assert!(!human.contains("rdma-link"), "unselected checks stay out of human output:\n{human}");
+    assert!(
+        !human.contains("rdma-link"),
+        "unselected checks stay out of human output:\n{human}"
+    );
 
-    let out = gdrdoctor(&["--root", H200, "check", "--skip", "rdma-link", "--format", "json"]);
+    let out = gdrdoctor(&[
+        "--root",
+        H200,
+        "check",
+        "--skip",
+        "rdma-link",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code(&out), 0);
-    let rdma = json(&out)["checks"].as_array().unwrap().iter().find(|c| c["id"] == "rdma-link").cloned().unwrap();
+    let rdma = json(&out)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "rdma-link")
+        .cloned()
+        .unwrap();
     assert_eq!(rdma["skipped"], "skipped (--skip)");
 
     let bad = gdrdoctor(&["--root", H200, "check", "--select", "acs-typo"]);
     assert_eq!(code(&bad), 2);
-    assert!(stderr(&bad).contains("unknown check \"acs-typo\""), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("unknown check \"acs-typo\""),
+        "{}",
+        stderr(&bad)
+    );
 }
 
 #[test]
@@ -65,14 +114,24 @@ fn strict_counts_warnings() {
     assert_eq!(code(&out), 1);
     let report = json(&out);
     assert_eq!(report["verdict"]["strict"], true);
-    assert_eq!(report["verdict"]["blocking"][0]["codes"][0], "roce-mtu-small");
+    assert_eq!(
+        report["verdict"]["blocking"][0]["codes"][0],
+        "roce-mtu-small"
+    );
 }
 
 #[test]
 fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", H200, "check"]));
-    assert_eq!(out.lines().last().unwrap(), "NOT READY rdma-link (rdma-no-device); 3 passed, 2 skipped");
-    let ok = stdout(&gdrdoctor(&["--root", "fixtures/healthy-8gpu-roce", "check"]));
+    assert_eq!(
+        out.lines().last().unwrap(),
+        "NOT READY rdma-link (rdma-no-device); 3 passed, 2 skipped"
+    );
+    let ok = stdout(&gdrdoctor(&[
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "check",
+    ]));
     assert!(ok.lines().last().unwrap().starts_with("READY "), "{ok}");
 }
 
@@ -81,7 +140,10 @@ fn verbose_shows_evidence() {
     let quiet = stdout(&gdrdoctor(&["--root", H200, "check"]));
     let verbose = stdout(&gdrdoctor(&["--root", H200, "check", "-v"]));
     assert!(!quiet.contains("/proc/sys/kernel/osrelease = "));
-    assert!(verbose.contains("/proc/sys/kernel/osrelease = 6.18.44-fc-v657-gpu"), "{verbose}");
+    assert!(
+        verbose.contains("/proc/sys/kernel/osrelease = 6.18.44-fc-v657-gpu"),
+        "{verbose}"
+    );
 }
 
 #[test]
@@ -89,11 +151,16 @@ fn colour_follows_flag_and_no_color() {
     let plain = stdout(&gdrdoctor(&["--root", H200, "check"]));
     assert!(!plain.contains('\u{1b}'), "NO_COLOR is set by the helper");
     let forced = stdout(&gdrdoctor(&["--color", "always", "--root", H200, "check"]));
-    assert!(forced.contains("\u{1b}["), "--color always forces ANSI colour");
+    assert!(
+        forced.contains("\u{1b}["),
+        "--color always forces ANSI colour"
+    );
     let never = stdout(&gdrdoctor(&["--color", "never", "--root", H200, "check"]));
     assert!(!never.contains('\u{1b}'));
     // JSON never carries colour.
-    let json_out = stdout(&gdrdoctor(&["--color", "always", "--root", H200, "check", "--format", "json"]));
+    let json_out = stdout(&gdrdoctor(&[
+        "--color", "always", "--root", H200, "check", "--format", "json",
+    ]));
     assert!(!json_out.contains('\u{1b}'));
 }
 
@@ -101,14 +168,26 @@ fn colour_follows_flag_and_no_color() {
 fn unusable_roots_exit_2() {
     let missing = gdrdoctor(&["--root", "fixtures/does-not-exist", "check"]);
     assert_eq!(code(&missing), 2);
-    assert!(stderr(&missing).contains("fixtures/does-not-exist"), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("fixtures/does-not-exist"),
+        "{}",
+        stderr(&missing)
+    );
     let empty = tempfile::tempdir().unwrap();
     let out = gdrdoctor(&["--root", empty.path().to_str().unwrap(), "check"]);
     assert_eq!(code(&out), 2);
-    assert!(stderr(&out).contains("not a captured root: it has neither sys/ nor proc/"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a captured root: it has neither sys/ nor proc/"),
+        "{}",
+        stderr(&out)
+    );
     let file = gdrdoctor(&["--root", "Cargo.toml", "check"]);
     assert_eq!(code(&file), 2);
-    assert!(stderr(&file).contains("not a directory"), "{}", stderr(&file));
+    assert!(
+        stderr(&file).contains("not a directory"),
+        "{}",
+        stderr(&file)
+    );
 }
 
 #[test]
@@ -121,42 +200,113 @@ fn bad_arguments_exit_2() {
 #[test]
 fn bad_config_exits_2_with_line_and_column() {
     let cfg = config_file("expect:\n  gpus: eight\n");
-    let out = gdrdoctor(&["--config", cfg.path().to_str().unwrap(), "--root", H200, "check"]);
+    let out = gdrdoctor(&[
+        "--config",
+        cfg.path().to_str().unwrap(),
+        "--root",
+        H200,
+        "check",
+    ]);
     assert_eq!(code(&out), 2);
     let err = stderr(&out);
-    assert!(err.contains(&format!("{}:2:9:", cfg.path().display())), "{err}");
-    let missing = gdrdoctor(&["--config", "/nonexistent/gdrdoctor.yaml", "--root", H200, "check"]);
+    assert!(
+        err.contains(&format!("{}:2:9:", cfg.path().display())),
+        "{err}"
+    );
+    let missing = gdrdoctor(&[
+        "--config",
+        "/nonexistent/gdrdoctor.yaml",
+        "--root",
+        H200,
+        "check",
+    ]);
     assert_eq!(code(&missing), 2);
-    assert!(stderr(&missing).contains("/nonexistent/gdrdoctor.yaml: cannot read config"), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("/nonexistent/gdrdoctor.yaml: cannot read config"),
+        "{}",
+        stderr(&missing)
+    );
 }
 
 #[test]
 fn severity_override_changes_the_verdict_and_says_so() {
     let cfg = config_file("severity:\n  rdma-no-device: warn\n");
-    let out = gdrdoctor(&["--config", cfg.path().to_str().unwrap(), "--root", H200, "check", "--format", "json"]);
+    let out = gdrdoctor(&[
+        "--config",
+        cfg.path().to_str().unwrap(),
+        "--root",
+        H200,
+        "check",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code(&out), 0);
     let report = json(&out);
     let f = &report["checks"][3]["findings"][0];
-    assert_eq!((f["code"].as_str(), f["status"].as_str(), f["original_status"].as_str()), (Some("rdma-no-device"), Some("warn"), Some("fail")));
-    let human = stdout(&gdrdoctor(&["--config", cfg.path().to_str().unwrap(), "--root", H200, "check"]));
-    assert!(human.contains("(severity fail overridden by config)"), "{human}");
+    assert_eq!(
+        (
+            f["code"].as_str(),
+            f["status"].as_str(),
+            f["original_status"].as_str()
+        ),
+        (Some("rdma-no-device"), Some("warn"), Some("fail"))
+    );
+    let human = stdout(&gdrdoctor(&[
+        "--config",
+        cfg.path().to_str().unwrap(),
+        "--root",
+        H200,
+        "check",
+    ]));
+    assert!(
+        human.contains("(severity fail overridden by config)"),
+        "{human}"
+    );
 
     let cfg = config_file("severity:\n  roce-mtu-small: fail\n");
-    assert_eq!(code(&gdrdoctor(&["--config", cfg.path().to_str().unwrap(), "--root", MTU, "check"])), 1);
+    assert_eq!(
+        code(&gdrdoctor(&[
+            "--config",
+            cfg.path().to_str().unwrap(),
+            "--root",
+            MTU,
+            "check"
+        ])),
+        1
+    );
 }
 
 #[test]
 fn config_expectations_and_skips() {
     let cfg = config_file("expect:\n  gpus: 4\n  rdma_devices: 2\nskip: [iommu]\n");
-    let out = gdrdoctor(&["--config", cfg.path().to_str().unwrap(), "--root", H200, "check", "--format", "json"]);
+    let out = gdrdoctor(&[
+        "--config",
+        cfg.path().to_str().unwrap(),
+        "--root",
+        H200,
+        "check",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code(&out), 1);
     let report = json(&out);
-    assert!(codes(&report).contains(&("gpu-count-low".into(), "fail".into())), "{report}");
+    assert!(
+        codes(&report).contains(&("gpu-count-low".into(), "fail".into())),
+        "{report}"
+    );
     assert!(statuses(&report).contains(&("iommu".into(), "skip".into())));
 
     // 8 GPUs found, 8 expected; 8 RDMA devices found, 9 expected.
     let cfg = config_file("expect:\n  gpus: 8\n  rdma_devices: 9\n  port_rate_gbps: 800\n");
-    let report = json(&gdrdoctor(&["--config", cfg.path().to_str().unwrap(), "--root", "fixtures/healthy-8gpu-roce", "check", "--format", "json"]));
+    let report = json(&gdrdoctor(&[
+        "--config",
+        cfg.path().to_str().unwrap(),
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "check",
+        "--format",
+        "json",
+    ]));
     let c = codes(&report);
     assert!(!c.iter().any(|(code, _)| code == "gpu-count-low"));
     assert!(c.contains(&("rdma-count-low".into(), "fail".into())));
@@ -166,13 +316,35 @@ fn config_expectations_and_skips() {
 #[test]
 fn declared_accelerators_count_as_gpus() {
     // The lab's virtio-gpu (1af4:1050) stands in for a GPU when the config declares it.
-    let cfg = config_file("accelerators:\n  - vendor: \"1af4\"\n    class: \"0380\"\n    name: stand-in\n");
-    let report = json(&gdrdoctor(&["--config", cfg.path().to_str().unwrap(), "--root", H200, "check", "--format", "json"]));
+    let cfg = config_file(
+        "accelerators:\n  - vendor: \"1af4\"\n    class: \"0380\"\n    name: stand-in\n",
+    );
+    let report = json(&gdrdoctor(&[
+        "--config",
+        cfg.path().to_str().unwrap(),
+        "--root",
+        H200,
+        "check",
+        "--format",
+        "json",
+    ]));
     // The H200 VM has a virtio *net* device (class 0200), not a virtio GPU: the class must match.
     assert_eq!(report["node"]["gpus"], 2);
     let cfg = config_file("accelerators:\n  - vendor: \"1af4\"\n    name: anything-virtio\n");
-    let report = json(&gdrdoctor(&["--config", cfg.path().to_str().unwrap(), "--root", H200, "check", "--format", "json"]));
-    assert!(report["node"]["gpus"].as_u64().unwrap() > 2, "{}", report["inventory"]["gpus"]);
+    let report = json(&gdrdoctor(&[
+        "--config",
+        cfg.path().to_str().unwrap(),
+        "--root",
+        H200,
+        "check",
+        "--format",
+        "json",
+    ]));
+    assert!(
+        report["node"]["gpus"].as_u64().unwrap() > 2,
+        "{}",
+        report["inventory"]["gpus"]
+    );
     assert!(codes(&report).contains(&("gdr-path-unknown".into(), "unknown".into())));
 }
 
@@ -184,6 +356,11 @@ fn live_run_starts_and_reports() {
     assert!(c == 0 || c == 1, "exit {c}: {}", stderr(&out));
     let report = json(&out);
     assert_eq!(report["root"]["live"], true);
-    let access = report["checks"].as_array().unwrap().iter().find(|c| c["id"] == "rdma-access").unwrap();
+    let access = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "rdma-access")
+        .unwrap();
     assert_ne!(access["status"], "skip", "rdma-access runs on a live root");
 }

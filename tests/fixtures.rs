@@ -17,7 +17,14 @@ struct Case {
     codes: &'static [(&'static str, &'static str)],
 }
 
-const CHECKS: [&str; 6] = ["gpu-driver", "peer-memory", "iommu", "rdma-link", "rdma-gid", "rdma-access"];
+const CHECKS: [&str; 6] = [
+    "gpu-driver",
+    "peer-memory",
+    "iommu",
+    "rdma-link",
+    "rdma-gid",
+    "rdma-access",
+];
 
 const CASES: &[Case] = &[
     // The real H200 VM capture: no RDMA device, but the DMA-BUF path is the one it could use.
@@ -26,28 +33,47 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: ["pass", "pass", "pass", "fail", "skip", "skip"],
-        codes: &[("gpu-driver-bound", "pass"), ("gdr-path-dmabuf", "pass"), ("iommu-off", "pass"), ("rdma-no-device", "fail"), ("rdma-gid-no-device", "skip")],
+        codes: &[
+            ("gpu-driver-bound", "pass"),
+            ("gdr-path-dmabuf", "pass"),
+            ("iommu-off", "pass"),
+            ("rdma-no-device", "fail"),
+            ("rdma-gid-no-device", "skip"),
+        ],
     },
     Case {
         name: "healthy-8gpu-roce",
         config: None,
         exit: 0,
         statuses: ["pass", "pass", "pass", "pass", "pass", "skip"],
-        codes: &[("gdr-path-dmabuf", "pass"), ("iommu-passthrough", "pass"), ("rdma-port-active", "pass"), ("roce-v2-ipv4", "pass")],
+        codes: &[
+            ("gdr-path-dmabuf", "pass"),
+            ("iommu-passthrough", "pass"),
+            ("rdma-port-active", "pass"),
+            ("roce-v2-ipv4", "pass"),
+        ],
     },
     Case {
         name: "healthy-4gpu-ib-peermem",
         config: None,
         exit: 0,
         statuses: ["pass", "pass", "pass", "pass", "pass", "skip"],
-        codes: &[("gdr-path-peermem", "pass"), ("iommu-off", "pass"), ("ib-lid-assigned", "pass")],
+        codes: &[
+            ("gdr-path-peermem", "pass"),
+            ("iommu-off", "pass"),
+            ("ib-lid-assigned", "pass"),
+        ],
     },
     Case {
         name: "amd-mi300x-roce",
         config: None,
         exit: 0,
         statuses: ["pass", "pass", "pass", "pass", "pass", "skip"],
-        codes: &[("gdr-path-dmabuf", "pass"), ("iommu-passthrough", "pass"), ("roce-v2-ipv4", "pass")],
+        codes: &[
+            ("gdr-path-dmabuf", "pass"),
+            ("iommu-passthrough", "pass"),
+            ("roce-v2-ipv4", "pass"),
+        ],
     },
     Case {
         name: "amd-no-gdr-path",
@@ -144,7 +170,11 @@ fn fixtures_give_their_verdicts() {
         }
         let got = statuses(&report);
         for (check, want) in CHECKS.iter().zip(case.statuses) {
-            let have = got.iter().find(|(id, _)| id == check).map(|(_, s)| s.as_str()).unwrap_or("missing");
+            let have = got
+                .iter()
+                .find(|(id, _)| id == check)
+                .map(|(_, s)| s.as_str())
+                .unwrap_or("missing");
             if have != want {
                 failures.push(format!("{}: {check} is {have}, expected {want}", case.name));
             }
@@ -152,10 +182,18 @@ fn fixtures_give_their_verdicts() {
         let found = codes(&report);
         for (code, status) in case.codes {
             if !found.iter().any(|(c, s)| c == code && s == status) {
-                failures.push(format!("{}: no {status} finding {code} (have {found:?})", case.name));
+                failures.push(format!(
+                    "{}: no {status} finding {code} (have {found:?})",
+                    case.name
+                ));
             }
         }
-        assert_eq!(report["verdict"]["exit_code"].as_i64(), Some(i64::from(case.exit)), "{}", case.name);
+        assert_eq!(
+            report["verdict"]["exit_code"].as_i64(),
+            Some(i64::from(case.exit)),
+            "{}",
+            case.name
+        );
         assert_eq!(report["root"]["live"], false);
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
@@ -186,7 +224,10 @@ fn every_fixture_is_listed() {
             unlisted.push(name);
         }
     }
-    assert!(unlisted.is_empty(), "fixtures not covered by a test: {unlisted:?}");
+    assert!(
+        unlisted.is_empty(),
+        "fixtures not covered by a test: {unlisted:?}"
+    );
 }
 
 /// Fixtures covered by other test files.
@@ -209,7 +250,9 @@ fn findings_carry_evidence_and_fixes() {
                     failures.push(format!("{what}: {status} without a fix"));
                 }
                 if let Some(fix) = f.get("fix").filter(|x| !x.is_null()) {
-                    if fix["commands"].as_array().is_none_or(|c| c.is_empty()) || fix["safety"].as_str().is_none_or(str::is_empty) {
+                    if fix["commands"].as_array().is_none_or(|c| c.is_empty())
+                        || fix["safety"].as_str().is_none_or(str::is_empty)
+                    {
                         failures.push(format!("{what}: fix without commands or safety note"));
                     }
                 }
@@ -234,10 +277,16 @@ fn json_fields_are_documented() {
             serde_json::Value::Object(map) => {
                 for (k, child) in map {
                     // Status-keyed maps (counts) are documented as "status -> number".
-                    if ["pass", "warn", "fail", "unknown", "skip"].contains(&k.as_str()) && path.starts_with("counts") {
+                    if ["pass", "warn", "fail", "unknown", "skip"].contains(&k.as_str())
+                        && path.starts_with("counts")
+                    {
                         continue;
                     }
-                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
                     out.insert(p.clone());
                     walk(child, &p, out);
                 }
@@ -257,9 +306,36 @@ fn json_fields_are_documented() {
     }
     // Fields that only appear in some reports.
     let cfg = crate_dir().join("tests/data/override.yaml");
-    walk(&json(&gdrdoctor(&["--config", cfg.to_str().unwrap(), "--root", "fixtures/h200x2-vm", "check", "--format", "json"])), "", &mut fields);
-    walk(&json(&gdrdoctor(&["--root", "fixtures/h200x2-vm", "check", "--format", "json", "--skip", "iommu"])), "", &mut fields);
-    let checks_prefix = |f: &str| f.replacen("checks[].findings[].", "", 1).replacen("checks[].", "", 1);
+    walk(
+        &json(&gdrdoctor(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--root",
+            "fixtures/h200x2-vm",
+            "check",
+            "--format",
+            "json",
+        ])),
+        "",
+        &mut fields,
+    );
+    walk(
+        &json(&gdrdoctor(&[
+            "--root",
+            "fixtures/h200x2-vm",
+            "check",
+            "--format",
+            "json",
+            "--skip",
+            "iommu",
+        ])),
+        "",
+        &mut fields,
+    );
+    let checks_prefix = |f: &str| {
+        f.replacen("checks[].findings[].", "", 1)
+            .replacen("checks[].", "", 1)
+    };
     let undocumented: Vec<&String> = fields
         .iter()
         .filter(|f| {
@@ -267,6 +343,12 @@ fn json_fields_are_documented() {
             !doc.contains(&format!("| `{f}` |")) && !doc.contains(&format!("| `{short}` |"))
         })
         .collect();
-    assert!(undocumented.is_empty(), "fields missing from docs/report-json.md: {undocumented:?}");
-    assert!(fields.contains("checks[].findings[].original_status") && fields.contains("checks[].skipped"));
+    assert!(
+        undocumented.is_empty(),
+        "fields missing from docs/report-json.md: {undocumented:?}"
+    );
+    assert!(
+        fields.contains("checks[].findings[].original_status")
+            && fields.contains("checks[].skipped")
+    );
 }

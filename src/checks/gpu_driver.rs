@@ -8,15 +8,42 @@ use crate::model::{Code, Finding, Fix};
 pub struct GpuDriver;
 
 const CODES: &[Code] = &[
-    Code { id: "gpu-driver-bound", summary: "the GPU has its vendor's driver bound" },
-    Code { id: "gpu-none", summary: "no GPU was found on the PCI bus" },
-    Code { id: "gpu-count-low", summary: "fewer GPUs than the config expects" },
-    Code { id: "gpu-no-driver", summary: "no driver is bound to the GPU" },
-    Code { id: "gpu-nouveau", summary: "an NVIDIA GPU is bound to nouveau, which cannot do CUDA or GDR" },
-    Code { id: "gpu-vfio", summary: "the GPU is bound to vfio-pci (assigned to a VM), not usable on this host" },
-    Code { id: "gpu-unexpected-driver", summary: "the GPU is bound to a driver other than its vendor's" },
-    Code { id: "gpu-driver-version-unknown", summary: "the NVIDIA driver is bound but its version file is unreadable" },
-    Code { id: "pci-unidentified", summary: "a PCI function could not be identified, so it may be a GPU gdrdoctor missed" },
+    Code {
+        id: "gpu-driver-bound",
+        summary: "the GPU has its vendor's driver bound",
+    },
+    Code {
+        id: "gpu-none",
+        summary: "no GPU was found on the PCI bus",
+    },
+    Code {
+        id: "gpu-count-low",
+        summary: "fewer GPUs than the config expects",
+    },
+    Code {
+        id: "gpu-no-driver",
+        summary: "no driver is bound to the GPU",
+    },
+    Code {
+        id: "gpu-nouveau",
+        summary: "an NVIDIA GPU is bound to nouveau, which cannot do CUDA or GDR",
+    },
+    Code {
+        id: "gpu-vfio",
+        summary: "the GPU is bound to vfio-pci (assigned to a VM), not usable on this host",
+    },
+    Code {
+        id: "gpu-unexpected-driver",
+        summary: "the GPU is bound to a driver other than its vendor's",
+    },
+    Code {
+        id: "gpu-driver-version-unknown",
+        summary: "the NVIDIA driver is bound but its version file is unreadable",
+    },
+    Code {
+        id: "pci-unidentified",
+        summary: "a PCI function could not be identified, so it may be a GPU gdrdoctor missed",
+    },
 ];
 
 impl Check for GpuDriver {
@@ -38,8 +65,12 @@ impl Check for GpuDriver {
         let mut out = Vec::new();
         for p in &inv.unidentified {
             out.push(
-                Finding::unknown("pci-unidentified", p.path.clone(), format!("cannot tell whether this is a GPU: {}", p.message))
-                    .evidence(p.path.clone(), p.message.clone()),
+                Finding::unknown(
+                    "pci-unidentified",
+                    p.path.clone(),
+                    format!("cannot tell whether this is a GPU: {}", p.message),
+                )
+                .evidence(p.path.clone(), p.message.clone()),
             );
         }
         if inv.gpus.is_empty() {
@@ -78,9 +109,18 @@ impl Check for GpuDriver {
 fn judge(cx: &Context, gpu: &Gpu) -> Finding {
     let inv = cx.inv;
     let Some(f) = inv.function(gpu.bdf) else {
-        return Finding::unknown("pci-unidentified", gpu.subject(), "GPU vanished from the inventory");
+        return Finding::unknown(
+            "pci-unidentified",
+            gpu.subject(),
+            "GPU vanished from the inventory",
+        );
     };
-    let driver_evidence = (f.driver_path(), f.driver.clone().unwrap_or_else(|| "<no driver link>".into()));
+    let driver_evidence = (
+        f.driver_path(),
+        f.driver
+            .clone()
+            .unwrap_or_else(|| "<no driver link>".into()),
+    );
     let subject = gpu.subject();
     let ids = f.ids();
     match (gpu.vendor, f.driver.as_deref()) {

@@ -1,8 +1,8 @@
 //! `iommu`: the IOMMU lets GPU<->NIC peer-to-peer DMA through untranslated.
 
 use super::{Check, Context, grub_fix};
-use crate::inventory::iommu::CLASS_IOMMU;
 use crate::inventory::Inventory;
+use crate::inventory::iommu::CLASS_IOMMU;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::kernel::KernelVersion;
 use crate::parse::pci::Bdf;
@@ -11,13 +11,34 @@ use std::collections::BTreeMap;
 pub struct IommuCheck;
 
 const CODES: &[Code] = &[
-    Code { id: "iommu-off", summary: "no IOMMU translates DMA: peer-to-peer goes straight through" },
-    Code { id: "iommu-passthrough", summary: "the devices' IOMMU groups are identity (passthrough)" },
-    Code { id: "iommu-translated", summary: "GPU or NIC DMA is translated by the IOMMU (DMA / DMA-FQ), which degrades or breaks peer-to-peer" },
-    Code { id: "iommu-blocked", summary: "the device's IOMMU group blocks DMA" },
-    Code { id: "iommu-vfio", summary: "the device is in a VFIO-owned (unmanaged) group: assigned to a VM" },
-    Code { id: "iommu-group-unknown", summary: "the device's IOMMU group or its type could not be read" },
-    Code { id: "iommu-no-devices", summary: "no GPU or RDMA device to judge" },
+    Code {
+        id: "iommu-off",
+        summary: "no IOMMU translates DMA: peer-to-peer goes straight through",
+    },
+    Code {
+        id: "iommu-passthrough",
+        summary: "the devices' IOMMU groups are identity (passthrough)",
+    },
+    Code {
+        id: "iommu-translated",
+        summary: "GPU or NIC DMA is translated by the IOMMU (DMA / DMA-FQ), which degrades or breaks peer-to-peer",
+    },
+    Code {
+        id: "iommu-blocked",
+        summary: "the device's IOMMU group blocks DMA",
+    },
+    Code {
+        id: "iommu-vfio",
+        summary: "the device is in a VFIO-owned (unmanaged) group: assigned to a VM",
+    },
+    Code {
+        id: "iommu-group-unknown",
+        summary: "the device's IOMMU group or its type could not be read",
+    },
+    Code {
+        id: "iommu-no-devices",
+        summary: "no GPU or RDMA device to judge",
+    },
 ];
 
 impl Check for IommuCheck {
@@ -47,11 +68,25 @@ impl Check for IommuCheck {
         };
         let devices = subjects(inv);
         if devices.is_empty() {
-            return vec![Finding::skip("iommu-no-devices", "node", "no GPU or RDMA device (see gpu-driver, rdma-link)").with([units, cmdline])];
+            return vec![
+                Finding::skip(
+                    "iommu-no-devices",
+                    "node",
+                    "no GPU or RDMA device (see gpu-driver, rdma-link)",
+                )
+                .with([units, cmdline]),
+            ];
         }
         let any_group = devices.iter().any(|(_, bdf)| group_of(inv, *bdf).is_some());
         if inv.iommu.units.is_empty() && !any_group && inv.iommu.units_error.is_none() {
-            return vec![Finding::pass("iommu-off", "node", "no IOMMU is active: device DMA is untranslated, as GDR wants").with([units, cmdline])];
+            return vec![
+                Finding::pass(
+                    "iommu-off",
+                    "node",
+                    "no IOMMU is active: device DMA is untranslated, as GDR wants",
+                )
+                .with([units, cmdline]),
+            ];
         }
 
         // Group devices by what their group's type says, one finding per verdict.
@@ -60,17 +95,37 @@ impl Check for IommuCheck {
         for (name, bdf) in &devices {
             let Some(group) = group_of(inv, *bdf) else {
                 out.push(
-                    Finding::unknown("iommu-group-unknown", name.clone(), format!("IOMMU units exist ({}) but {bdf} has no iommu_group link", inv.iommu.units.join(" ")))
-                        .with([units.clone()]),
+                    Finding::unknown(
+                        "iommu-group-unknown",
+                        name.clone(),
+                        format!(
+                            "IOMMU units exist ({}) but {bdf} has no iommu_group link",
+                            inv.iommu.units.join(" ")
+                        ),
+                    )
+                    .with([units.clone()]),
                 );
                 continue;
             };
             let fact = &inv.iommu.groups[&group];
             match fact.value() {
-                Some(t) => by_type.entry(t.clone()).or_default().push((name.clone(), Evidence { path: fact.path.clone(), value: format!("{t} ({name})") })),
+                Some(t) => by_type.entry(t.clone()).or_default().push((
+                    name.clone(),
+                    Evidence {
+                        path: fact.path.clone(),
+                        value: format!("{t} ({name})"),
+                    },
+                )),
                 None => out.push(
-                    Finding::unknown("iommu-group-unknown", name.clone(), format!("cannot read the type of IOMMU group {group}: {}", fact.problem().unwrap_or_default()))
-                        .with([fact.evidence()]),
+                    Finding::unknown(
+                        "iommu-group-unknown",
+                        name.clone(),
+                        format!(
+                            "cannot read the type of IOMMU group {group}: {}",
+                            fact.problem().unwrap_or_default()
+                        ),
+                    )
+                    .with([fact.evidence()]),
                 ),
             }
         }
@@ -106,7 +161,13 @@ impl Check for IommuCheck {
 }
 
 /// The kernel parameters that decide the IOMMU mode, as the operator will look for them.
-const IOMMU_PARAMS: [&str; 5] = ["intel_iommu", "amd_iommu", "iommu", "iommu.passthrough", "iommu.strict"];
+const IOMMU_PARAMS: [&str; 5] = [
+    "intel_iommu",
+    "amd_iommu",
+    "iommu",
+    "iommu.passthrough",
+    "iommu.strict",
+];
 
 /// What set the mode: the command line's IOMMU words, else the kernel's built-in default.
 fn origin(inv: &Inventory) -> String {
@@ -122,28 +183,44 @@ fn origin(inv: &Inventory) -> String {
         return format!("set by the kernel command line: {}", words.join(" "));
     }
     match default_mode(inv) {
-        Some(opt) => format!("no IOMMU words on the kernel command line, so the kernel default applies ({opt})"),
-        None => "no IOMMU words on the kernel command line, so the kernel's built-in default applies".into(),
+        Some(opt) => format!(
+            "no IOMMU words on the kernel command line, so the kernel default applies ({opt})"
+        ),
+        None => {
+            "no IOMMU words on the kernel command line, so the kernel's built-in default applies"
+                .into()
+        }
     }
 }
 
 /// CONFIG_IOMMU_DEFAULT_{PASSTHROUGH,DMA_LAZY,DMA_STRICT}, when the kernel config is readable.
 fn default_mode(inv: &Inventory) -> Option<String> {
     let c = inv.kernel.config.as_ref()?;
-    ["CONFIG_IOMMU_DEFAULT_PASSTHROUGH", "CONFIG_IOMMU_DEFAULT_DMA_LAZY", "CONFIG_IOMMU_DEFAULT_DMA_STRICT"]
-        .into_iter()
-        .find(|o| c.enabled(o))
-        .map(|o| format!("{o}=y"))
+    [
+        "CONFIG_IOMMU_DEFAULT_PASSTHROUGH",
+        "CONFIG_IOMMU_DEFAULT_DMA_LAZY",
+        "CONFIG_IOMMU_DEFAULT_DMA_STRICT",
+    ]
+    .into_iter()
+    .find(|o| c.enabled(o))
+    .map(|o| format!("{o}=y"))
 }
 
 fn default_evidence(inv: &Inventory) -> Option<Evidence> {
     let c = inv.kernel.config.as_ref()?;
-    default_mode(inv).map(|v| Evidence { path: c.path.clone(), value: v })
+    default_mode(inv).map(|v| Evidence {
+        path: c.path.clone(),
+        value: v,
+    })
 }
 
 /// The GPUs and RDMA PCI functions, by short name: `GPU 0000:18:00.0`, `mlx5_0`.
 fn subjects(inv: &Inventory) -> Vec<(String, Bdf)> {
-    let mut v: Vec<(String, Bdf)> = inv.gpus.iter().map(|g| (format!("GPU {}", g.bdf), g.bdf)).collect();
+    let mut v: Vec<(String, Bdf)> = inv
+        .gpus
+        .iter()
+        .map(|g| (format!("GPU {}", g.bdf), g.bdf))
+        .collect();
     for d in &inv.rdma {
         if let Some(bdf) = d.pci {
             if !v.iter().any(|(_, b)| *b == bdf) {
@@ -157,8 +234,15 @@ fn subjects(inv: &Inventory) -> Vec<(String, Bdf)> {
 /// `GPU 0000:18:00.0, GPU 0000:1a:00.0, mlx5_0` -> `2 GPUs (0000:18:00.0, 0000:1a:00.0) and
 /// mlx5_0`: the evidence lists each device's group, the message stays one readable line.
 fn brief(names: &[&str]) -> String {
-    let gpus: Vec<&str> = names.iter().filter_map(|n| n.strip_prefix("GPU ")).collect();
-    let nics: Vec<&str> = names.iter().copied().filter(|n| !n.starts_with("GPU ")).collect();
+    let gpus: Vec<&str> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix("GPU "))
+        .collect();
+    let nics: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !n.starts_with("GPU "))
+        .collect();
     let mut parts = Vec::new();
     match gpus.len() {
         0 => {}
@@ -182,8 +266,14 @@ fn passthrough_fix(inv: &Inventory) -> Fix {
     let arch = inv.kernel.arch.as_ref().map(|(a, _)| a.as_str());
     let platform = inv.iommu.platform();
     let strict = inv.kernel.cmdline_param("iommu.strict").is_some();
-    let no_pt = inv.kernel.cmdline_param("iommu.passthrough").is_some_and(|p| p.value.as_deref() == Some("0"))
-        || inv.kernel.cmdline_param("iommu").is_some_and(|p| p.value.as_deref() == Some("nopt"));
+    let no_pt = inv
+        .kernel
+        .cmdline_param("iommu.passthrough")
+        .is_some_and(|p| p.value.as_deref() == Some("0"))
+        || inv
+            .kernel
+            .cmdline_param("iommu")
+            .is_some_and(|p| p.value.as_deref() == Some("nopt"));
     let mut remove: Vec<&str> = Vec::new();
     if strict {
         remove.push("iommu.strict=1");
@@ -194,17 +284,36 @@ fn passthrough_fix(inv: &Inventory) -> Fix {
     let safety = "Passthrough gives host-owned devices untranslated DMA (no IOMMU isolation for them; VFIO-assigned devices keep theirs). Takes effect after a reboot.";
     if arch == Some("aarch64") || platform == Some("arm-smmu") {
         // NVIDIA: on arm64 SMMU kernels before 6.11, passthrough broke CUDA.
-        if inv.kernel.version.is_some_and(|v| v < KernelVersion(6, 11, 0)) {
+        if inv
+            .kernel
+            .version
+            .is_some_and(|v| v < KernelVersion(6, 11, 0))
+        {
             return Fix::new(
                 "On this arm64 kernel, passthrough is not safe for CUDA: upgrade to kernel >= 6.11 first, then boot with iommu.passthrough=1",
                 "Older arm64 SMMU kernels broke CUDA in passthrough mode (NVIDIA); upgrade the kernel first.",
             )
             .manual(format!("# kernel {} < 6.11: install a 6.11+ kernel, then add iommu.passthrough=1", inv.kernel.version.map(|v| v.to_string()).unwrap_or_default()));
         }
-        return grub_fix(Fix::new("Boot with iommu.passthrough=1 (Arm SMMU)", safety), &["iommu.passthrough=1"], &remove);
+        return grub_fix(
+            Fix::new("Boot with iommu.passthrough=1 (Arm SMMU)", safety),
+            &["iommu.passthrough=1"],
+            &remove,
+        );
     }
     match platform {
-        Some("intel") | Some("amd") => grub_fix(Fix::new("Boot with iommu=pt (keeps the IOMMU on for VFIO, passthrough for host devices)", safety), &["iommu=pt"], &remove),
-        _ => grub_fix(Fix::new("Boot with iommu.passthrough=1", safety), &["iommu.passthrough=1"], &remove),
+        Some("intel") | Some("amd") => grub_fix(
+            Fix::new(
+                "Boot with iommu=pt (keeps the IOMMU on for VFIO, passthrough for host devices)",
+                safety,
+            ),
+            &["iommu=pt"],
+            &remove,
+        ),
+        _ => grub_fix(
+            Fix::new("Boot with iommu.passthrough=1", safety),
+            &["iommu.passthrough=1"],
+            &remove,
+        ),
     }
 }

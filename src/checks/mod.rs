@@ -55,7 +55,8 @@ pub fn find(id: &str) -> Option<&'static dyn Check> {
 
 /// The check that emits a finding code, and the code's description.
 pub fn find_code(code: &str) -> Option<(&'static dyn Check, &'static Code)> {
-    ALL.iter().find_map(|c| c.codes().iter().find(|k| k.id == code).map(|k| (*c, k)))
+    ALL.iter()
+        .find_map(|c| c.codes().iter().find(|k| k.id == code).map(|k| (*c, k)))
 }
 
 pub const NOT_SELECTED: &str = "not selected (--select)";
@@ -73,7 +74,10 @@ impl Selection {
         for id in self.select.iter().chain(&self.skip) {
             if find(id).is_none() {
                 let known: Vec<&str> = ALL.iter().map(|c| c.id()).collect();
-                return Err(format!("unknown check {id:?}; checks are: {}", known.join(", ")));
+                return Err(format!(
+                    "unknown check {id:?}; checks are: {}",
+                    known.join(", ")
+                ));
             }
         }
         Ok(())
@@ -117,18 +121,34 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
     ALL.iter()
         .map(|check| {
             let reason = selection.excluded(*check, config).or_else(|| {
-                (check.live_only() && !inv.live).then(|| "live only: not run on a captured root".to_owned())
+                (check.live_only() && !inv.live)
+                    .then(|| "live only: not run on a captured root".to_owned())
             });
             if let Some(reason) = reason {
-                return CheckResult { id: check.id(), title: check.title(), status: Status::Skip, skipped: Some(reason), findings: Vec::new() };
+                return CheckResult {
+                    id: check.id(),
+                    title: check.title(),
+                    status: Status::Skip,
+                    skipped: Some(reason),
+                    findings: Vec::new(),
+                };
             }
             let mut findings = check.run(&cx);
             if findings.is_empty() {
                 // A check that says nothing has a bug; never let that read as a pass.
-                findings.push(Finding::unknown("check-silent", "gdrdoctor", format!("check {} produced no finding", check.id())));
+                findings.push(Finding::unknown(
+                    "check-silent",
+                    "gdrdoctor",
+                    format!("check {} produced no finding", check.id()),
+                ));
             }
             for f in &mut findings {
-                debug_assert!(f.code == "check-silent" || check.codes().iter().any(|c| c.id == f.code), "{} emits undeclared code {}", check.id(), f.code);
+                debug_assert!(
+                    f.code == "check-silent" || check.codes().iter().any(|c| c.id == f.code),
+                    "{} emits undeclared code {}",
+                    check.id(),
+                    f.code
+                );
                 if let Some(&status) = config.severity.get(f.code) {
                     if status != f.status {
                         f.original_status = Some(f.status);
@@ -136,8 +156,18 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
                     }
                 }
             }
-            let status = findings.iter().map(|f| f.status).max().unwrap_or(Status::Unknown);
-            CheckResult { id: check.id(), title: check.title(), status, skipped: None, findings }
+            let status = findings
+                .iter()
+                .map(|f| f.status)
+                .max()
+                .unwrap_or(Status::Unknown);
+            CheckResult {
+                id: check.id(),
+                title: check.title(),
+                status,
+                skipped: None,
+                findings,
+            }
         })
         .collect()
 }
@@ -145,7 +175,11 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
 /// Shell-quotes a value for a fix command, unless it is plainly safe. Values in fixes come from
 /// sysfs, which in a captured root is untrusted.
 pub(crate) fn sh(value: &str) -> String {
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.:/=@,+".contains(&b)) {
+    if !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/=@,+".contains(&b))
+    {
         value.to_owned()
     } else {
         format!("'{}'", value.replace('\'', r"'\''"))
@@ -181,7 +215,14 @@ mod tests {
     fn ids_and_codes_are_unique_kebab_case() {
         let mut ids = HashSet::new();
         let mut codes = HashSet::new();
-        let kebab = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') && !s.starts_with('-') && !s.ends_with('-') && !s.contains("--");
+        let kebab = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !s.starts_with('-')
+                && !s.ends_with('-')
+                && !s.contains("--")
+        };
         for c in ALL {
             assert!(kebab(c.id()), "{}", c.id());
             assert!(ids.insert(c.id()), "duplicate check id {}", c.id());
@@ -199,20 +240,45 @@ mod tests {
     fn every_check_documents_itself_and_every_code() {
         for c in ALL {
             let readme = c.readme();
-            assert!(readme.starts_with(&format!("# {}", c.id())), "checks/{}/README.md must start with its id", c.id());
+            assert!(
+                readme.starts_with(&format!("# {}", c.id())),
+                "checks/{}/README.md must start with its id",
+                c.id()
+            );
             for code in c.codes() {
-                assert!(readme.contains(&format!("`{}`", code.id)), "checks/{}/README.md does not document `{}`", c.id(), code.id);
+                assert!(
+                    readme.contains(&format!("`{}`", code.id)),
+                    "checks/{}/README.md does not document `{}`",
+                    c.id(),
+                    code.id
+                );
             }
             for section in ["## What it checks", "## Why it matters", "## Fix"] {
-                assert!(readme.contains(section), "checks/{}/README.md lacks {section}", c.id());
+                assert!(
+                    readme.contains(section),
+                    "checks/{}/README.md lacks {section}",
+                    c.id()
+                );
             }
         }
     }
 
     #[test]
     fn selection_rejects_unknown_ids() {
-        assert!(Selection { select: vec!["iommu".into()], skip: vec![] }.validate().is_ok());
-        let e = Selection { select: vec![], skip: vec!["iommuu".into()] }.validate().unwrap_err();
+        assert!(
+            Selection {
+                select: vec!["iommu".into()],
+                skip: vec![]
+            }
+            .validate()
+            .is_ok()
+        );
+        let e = Selection {
+            select: vec![],
+            skip: vec!["iommuu".into()],
+        }
+        .validate()
+        .unwrap_err();
         assert!(e.contains("unknown check \"iommuu\""), "{e}");
     }
 

@@ -17,14 +17,38 @@ use crate::parse::kernel::KernelVersion;
 pub struct PeerMemory;
 
 const CODES: &[Code] = &[
-    Code { id: "gdr-path-dmabuf", summary: "the DMA-BUF path is available: NCCL will register GPU memory through it" },
-    Code { id: "gdr-path-peermem", summary: "the peer-memory path (nvidia_peermem / amd_peer_mem) is available and NCCL will use it" },
-    Code { id: "peermem-not-loaded", summary: "no DMA-BUF path and nvidia_peermem is not loaded: no GPUDirect RDMA at all" },
-    Code { id: "peermem-not-registered", summary: "nvidia_peermem is loaded but registered no peer-memory client with the RDMA core" },
-    Code { id: "amd-no-gdr-path", summary: "AMD GPUs have neither the DMA-BUF prerequisites nor amd_peer_mem" },
-    Code { id: "gdr-path-unknown", summary: "the facts needed to tell the GDR path could not be read, or the accelerator is unknown" },
-    Code { id: "nic-no-dmabuf", summary: "an RDMA device whose driver cannot register dma-bufs, on a node whose GPUs rely on DMA-BUF" },
-    Code { id: "peer-memory-no-gpu", summary: "no GPU, so no GPU memory path to judge" },
+    Code {
+        id: "gdr-path-dmabuf",
+        summary: "the DMA-BUF path is available: NCCL will register GPU memory through it",
+    },
+    Code {
+        id: "gdr-path-peermem",
+        summary: "the peer-memory path (nvidia_peermem / amd_peer_mem) is available and NCCL will use it",
+    },
+    Code {
+        id: "peermem-not-loaded",
+        summary: "no DMA-BUF path and nvidia_peermem is not loaded: no GPUDirect RDMA at all",
+    },
+    Code {
+        id: "peermem-not-registered",
+        summary: "nvidia_peermem is loaded but registered no peer-memory client with the RDMA core",
+    },
+    Code {
+        id: "amd-no-gdr-path",
+        summary: "AMD GPUs have neither the DMA-BUF prerequisites nor amd_peer_mem",
+    },
+    Code {
+        id: "gdr-path-unknown",
+        summary: "the facts needed to tell the GDR path could not be read, or the accelerator is unknown",
+    },
+    Code {
+        id: "nic-no-dmabuf",
+        summary: "an RDMA device whose driver cannot register dma-bufs, on a node whose GPUs rely on DMA-BUF",
+    },
+    Code {
+        id: "peer-memory-no-gpu",
+        summary: "no GPU, so no GPU memory path to judge",
+    },
 ];
 
 /// The earliest kernel with dma-buf memory regions in the RDMA core (ib_umem_dmabuf, 5.12).
@@ -50,7 +74,11 @@ impl Check for PeerMemory {
         let inv = cx.inv;
         let mut out = Vec::new();
         let count = |v: GpuVendor| inv.gpus.iter().filter(|g| g.vendor == v).count();
-        let (nvidia, amd, other) = (count(GpuVendor::Nvidia), count(GpuVendor::Amd), count(GpuVendor::Other));
+        let (nvidia, amd, other) = (
+            count(GpuVendor::Nvidia),
+            count(GpuVendor::Amd),
+            count(GpuVendor::Other),
+        );
         let peermem = nvidia_peermem(inv);
 
         let mut dmabuf_relied_on = false;
@@ -65,7 +93,12 @@ impl Check for PeerMemory {
             out.push(finding);
         }
         if other > 0 {
-            let names: Vec<String> = inv.gpus.iter().filter(|g| g.vendor == GpuVendor::Other).map(|g| g.bdf.to_string()).collect();
+            let names: Vec<String> = inv
+                .gpus
+                .iter()
+                .filter(|g| g.vendor == GpuVendor::Other)
+                .map(|g| g.bdf.to_string())
+                .collect();
             out.push(Finding::unknown(
                 "gdr-path-unknown",
                 "declared accelerators",
@@ -77,7 +110,12 @@ impl Check for PeerMemory {
         // NCCL_DMABUF_ENABLE=0.
         if let Peermem::LoadedUnregistered(module) = &peermem {
             if !out.iter().any(|f| f.code == "peermem-not-registered") {
-                out.push(unregistered(inv, module, Status::Warn, "no GPU relies on it now".into()));
+                out.push(unregistered(
+                    inv,
+                    module,
+                    Status::Warn,
+                    "no GPU relies on it now".into(),
+                ));
             }
         }
         if dmabuf_relied_on {
@@ -97,8 +135,15 @@ impl Check for PeerMemory {
         }
         if out.is_empty() {
             out.push(
-                Finding::skip("peer-memory-no-gpu", "node", "no GPU found (see gpu-driver)")
-                    .evidence(crate::inventory::pci::PCI_DEVICES, format!("{} PCI functions, none a GPU", inv.pci.len())),
+                Finding::skip(
+                    "peer-memory-no-gpu",
+                    "node",
+                    "no GPU found (see gpu-driver)",
+                )
+                .evidence(
+                    crate::inventory::pci::PCI_DEVICES,
+                    format!("{} PCI functions, none a GPU", inv.pci.len()),
+                ),
             );
         }
         out
@@ -106,7 +151,11 @@ impl Check for PeerMemory {
 }
 
 fn plural(n: usize, what: &str) -> String {
-    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// Where the GPU side of the DMA-BUF path stands.
@@ -137,15 +186,24 @@ fn nvidia_peermem(inv: &Inventory) -> Peermem {
     Peermem::NotLoaded
 }
 
-fn kernel_ok(inv: &Inventory, reasons_no: &mut Vec<String>, reasons_unknown: &mut Vec<String>) -> Option<KernelVersion> {
+fn kernel_ok(
+    inv: &Inventory,
+    reasons_no: &mut Vec<String>,
+    reasons_unknown: &mut Vec<String>,
+) -> Option<KernelVersion> {
     match inv.kernel.version {
         Some(v) if v >= DMABUF_KERNEL => Some(v),
         Some(v) => {
-            reasons_no.push(format!("kernel {v} is older than {DMABUF_KERNEL} (no dma-buf memory regions)"));
+            reasons_no.push(format!(
+                "kernel {v} is older than {DMABUF_KERNEL} (no dma-buf memory regions)"
+            ));
             None
         }
         None => {
-            reasons_unknown.push(format!("kernel release unreadable ({})", inv.kernel.release.problem().unwrap_or_default()));
+            reasons_unknown.push(format!(
+                "kernel release unreadable ({})",
+                inv.kernel.release.problem().unwrap_or_default()
+            ));
             None
         }
     }
@@ -159,13 +217,20 @@ fn nvidia_dmabuf(inv: &Inventory) -> Possible {
         Some(v) if !v.open => no.push(format!("the NVIDIA {} kernel module is the proprietary one; DMA-BUF needs the open kernel modules", v.version)),
         Some(v) if v.major < DMABUF_NVIDIA_MAJOR => no.push(format!("NVIDIA driver {} predates dma-buf export (R{DMABUF_NVIDIA_MAJOR})", v.version)),
         Some(v) => driver = Some(v.version.clone()),
-        None if nv.is_missing() => no.push(format!("the NVIDIA driver is not loaded ({NVIDIA_VERSION} missing)")),
+        // Missing while a GPU is bound to nvidia means an incomplete capture, not a missing driver.
+        None if nv.is_missing() && !inv.gpus.iter().any(|g| inv.function(g.bdf).is_some_and(|f| f.driver.as_deref() == Some("nvidia"))) => {
+            no.push(format!("the NVIDIA driver is not loaded ({NVIDIA_VERSION} missing)"))
+        }
         None => unknown.push(nv.problem().unwrap_or_default()),
     }
     let kernel = kernel_ok(inv, &mut no, &mut unknown);
     if let Some(c) = &inv.kernel.config {
         if !c.enabled("CONFIG_DMA_SHARED_BUFFER") {
-            no.push(format!("{}: {}", c.path, c.shown("CONFIG_DMA_SHARED_BUFFER")));
+            no.push(format!(
+                "{}: {}",
+                c.path,
+                c.shown("CONFIG_DMA_SHARED_BUFFER")
+            ));
         }
     }
     if !no.is_empty() {
@@ -173,7 +238,11 @@ fn nvidia_dmabuf(inv: &Inventory) -> Possible {
     } else if !unknown.is_empty() {
         Possible::Unknown(unknown)
     } else {
-        Possible::Yes(format!("open kernel module {}, kernel {} (>= {DMABUF_KERNEL})", driver.unwrap_or_default(), kernel.map(|k| k.to_string()).unwrap_or_default()))
+        Possible::Yes(format!(
+            "open kernel module {}, kernel {} (>= {DMABUF_KERNEL})",
+            driver.unwrap_or_default(),
+            kernel.map(|k| k.to_string()).unwrap_or_default()
+        ))
     }
 }
 
@@ -188,20 +257,33 @@ fn peers_evidence(inv: &Inventory) -> Evidence {
         value: if peers.is_empty() {
             "<no peer-memory clients>".into()
         } else {
-            peers.iter().map(|(n, f)| format!("{n} (version {})", f.shown())).collect::<Vec<_>>().join(", ")
+            peers
+                .iter()
+                .map(|(n, f)| format!("{n} (version {})", f.shown()))
+                .collect::<Vec<_>>()
+                .join(", ")
         },
     }
 }
 
 fn no_rdma_note(inv: &Inventory) -> &'static str {
-    if inv.rdma.is_empty() { "; no RDMA device to use it with yet (see rdma-link)" } else { "" }
+    if inv.rdma.is_empty() {
+        "; no RDMA device to use it with yet (see rdma-link)"
+    } else {
+        ""
+    }
 }
 
 /// The NVIDIA verdict, and whether it relies on DMA-BUF.
 fn judge_nvidia(inv: &Inventory, n: usize, peermem: &Peermem) -> (Finding, bool) {
     let gpus = plural(n, "NVIDIA GPU");
     let subject = "NVIDIA GPUs";
-    let evidence = [inv.kernel.nvidia.evidence(), kernel_evidence(inv), peers_evidence(inv), inv.kernel.module_evidence("nvidia_peermem")];
+    let evidence = [
+        inv.kernel.nvidia.evidence(),
+        kernel_evidence(inv),
+        peers_evidence(inv),
+        inv.kernel.module_evidence("nvidia_peermem"),
+    ];
     let dmabuf = nvidia_dmabuf(inv);
     match (&dmabuf, peermem) {
         (Possible::Yes(why), _) => {
@@ -268,29 +350,54 @@ fn amd_dmabuf(inv: &Inventory) -> Possible {
     // perftest's ROCm path checks the same two options.
     let wanted = ["CONFIG_DMABUF_MOVE_NOTIFY", "CONFIG_PCI_P2PDMA"];
     match &inv.kernel.config {
-        Some(c) => no.extend(wanted.iter().filter(|o| !c.enabled(o)).map(|o| format!("{}: {}", c.path, c.shown(o)))),
-        None => unknown.push(format!("kernel config unreadable (tried {})", inv.kernel.config_tried.join(", "))),
+        Some(c) => no.extend(
+            wanted
+                .iter()
+                .filter(|o| !c.enabled(o))
+                .map(|o| format!("{}: {}", c.path, c.shown(o))),
+        ),
+        None => unknown.push(format!(
+            "kernel config unreadable (tried {})",
+            inv.kernel.config_tried.join(", ")
+        )),
     }
     if !no.is_empty() {
         Possible::No(no)
     } else if !unknown.is_empty() {
         Possible::Unknown(unknown)
     } else {
-        Possible::Yes(format!("kernel {} with CONFIG_DMABUF_MOVE_NOTIFY and CONFIG_PCI_P2PDMA", kernel.map(|k| k.to_string()).unwrap_or_default()))
+        Possible::Yes(format!(
+            "kernel {} with CONFIG_DMABUF_MOVE_NOTIFY and CONFIG_PCI_P2PDMA",
+            kernel.map(|k| k.to_string()).unwrap_or_default()
+        ))
     }
 }
 
 fn config_evidence(c: Option<&KernelConfig>, options: &[&str]) -> Vec<Evidence> {
-    c.map(|c| options.iter().map(|o| Evidence { path: c.path.clone(), value: c.shown(o) }).collect()).unwrap_or_default()
+    c.map(|c| {
+        options
+            .iter()
+            .map(|o| Evidence {
+                path: c.path.clone(),
+                value: c.shown(o),
+            })
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 fn judge_amd(inv: &Inventory, n: usize) -> (Finding, bool) {
     let gpus = plural(n, "AMD GPU");
     let subject = "AMD GPUs";
     let mut evidence = vec![kernel_evidence(inv)];
-    evidence.extend(config_evidence(inv.kernel.config.as_ref(), &["CONFIG_DMABUF_MOVE_NOTIFY", "CONFIG_PCI_P2PDMA"]));
+    evidence.extend(config_evidence(
+        inv.kernel.config.as_ref(),
+        &["CONFIG_DMABUF_MOVE_NOTIFY", "CONFIG_PCI_P2PDMA"],
+    ));
     evidence.push(inv.kernel.module_evidence("amd_peer_mem"));
-    let legacy = ["amd_peer_mem", "amdp2p"].into_iter().find(|m| inv.kernel.module(m).is_some_and(|m| m.live()));
+    let legacy = ["amd_peer_mem", "amdp2p"]
+        .into_iter()
+        .find(|m| inv.kernel.module(m).is_some_and(|m| m.live()));
     match (amd_dmabuf(inv), legacy) {
         (Possible::Yes(why), _) => (Finding::pass("gdr-path-dmabuf", subject, format!("the DMA-BUF path is available for the {gpus}: {why}{}", no_rdma_note(inv))).with(evidence), true),
         (_, Some(m)) => (Finding::pass("gdr-path-peermem", subject, format!("the peer-memory path is available for the {gpus}: {m} is loaded")).with(evidence), false),

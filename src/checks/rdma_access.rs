@@ -9,17 +9,50 @@ use crate::model::{Code, Finding, Fix};
 pub struct RdmaAccess;
 
 const CODES: &[Code] = &[
-    Code { id: "uverbs-ok", summary: "every RDMA device has a verbs device node this process can open" },
-    Code { id: "uverbs-missing", summary: "an RDMA device has no /dev/infiniband/uverbs* node" },
-    Code { id: "uverbs-no-access", summary: "a verbs device node exists but this process cannot open it" },
-    Code { id: "memlock-ok", summary: "RLIMIT_MEMLOCK is unlimited" },
-    Code { id: "memlock-limited", summary: "RLIMIT_MEMLOCK is finite: large registrations may fail" },
-    Code { id: "memlock-low", summary: "RLIMIT_MEMLOCK is below the threshold: ibv_reg_mr fails with ENOMEM" },
-    Code { id: "memlock-unknown", summary: "the locked-memory limit could not be read" },
-    Code { id: "libibverbs-ok", summary: "libibverbs loads, with ibv_reg_dmabuf_mr" },
-    Code { id: "libibverbs-missing", summary: "libibverbs.so.1 cannot be loaded" },
-    Code { id: "libibverbs-no-dmabuf", summary: "libibverbs lacks ibv_reg_dmabuf_mr (rdma-core < 34): no DMA-BUF path" },
-    Code { id: "rdma-provider-missing", summary: "libibverbs has no provider for an RDMA device, so userspace cannot open it" },
+    Code {
+        id: "uverbs-ok",
+        summary: "every RDMA device has a verbs device node this process can open",
+    },
+    Code {
+        id: "uverbs-missing",
+        summary: "an RDMA device has no /dev/infiniband/uverbs* node",
+    },
+    Code {
+        id: "uverbs-no-access",
+        summary: "a verbs device node exists but this process cannot open it",
+    },
+    Code {
+        id: "memlock-ok",
+        summary: "RLIMIT_MEMLOCK is unlimited",
+    },
+    Code {
+        id: "memlock-limited",
+        summary: "RLIMIT_MEMLOCK is finite: large registrations may fail",
+    },
+    Code {
+        id: "memlock-low",
+        summary: "RLIMIT_MEMLOCK is below the threshold: ibv_reg_mr fails with ENOMEM",
+    },
+    Code {
+        id: "memlock-unknown",
+        summary: "the locked-memory limit could not be read",
+    },
+    Code {
+        id: "libibverbs-ok",
+        summary: "libibverbs loads, with ibv_reg_dmabuf_mr",
+    },
+    Code {
+        id: "libibverbs-missing",
+        summary: "libibverbs.so.1 cannot be loaded",
+    },
+    Code {
+        id: "libibverbs-no-dmabuf",
+        summary: "libibverbs lacks ibv_reg_dmabuf_mr (rdma-core < 34): no DMA-BUF path",
+    },
+    Code {
+        id: "rdma-provider-missing",
+        summary: "libibverbs has no provider for an RDMA device, so userspace cannot open it",
+    },
 ];
 
 impl Check for RdmaAccess {
@@ -42,7 +75,10 @@ impl Check for RdmaAccess {
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let Some(access) = &cx.inv.access else {
             // The engine probes access whenever this check runs on a live root; reaching this is a bug.
-            return vec![Finding::unknown("memlock-unknown", "node", "access facts were not probed").evidence("/proc/self/limits", "<not read>")];
+            return vec![
+                Finding::unknown("memlock-unknown", "node", "access facts were not probed")
+                    .evidence("/proc/self/limits", "<not read>"),
+            ];
         };
         let mut out = Vec::new();
         out.extend(uverbs(cx, access));
@@ -55,7 +91,10 @@ impl Check for RdmaAccess {
 fn uverbs(cx: &Context, access: &Access) -> Vec<Finding> {
     let mut out = Vec::new();
     for dev in &cx.inv.rdma {
-        let node = access.uverbs.iter().find(|u| u.ibdev.as_deref() == Some(dev.name.as_str()));
+        let node = access
+            .uverbs
+            .iter()
+            .find(|u| u.ibdev.as_deref() == Some(dev.name.as_str()));
         match node {
             None => out.push(
                 Finding::fail("uverbs-missing", dev.name.clone(), format!("{} has no verbs device node: userspace (NCCL, perftest) cannot open it", dev.name))
@@ -83,7 +122,14 @@ fn uverbs(cx: &Context, access: &Access) -> Vec<Finding> {
         }
     }
     if let Some(e) = &access.uverbs_error {
-        out.push(Finding::fail("uverbs-missing", "node", format!("cannot list verbs devices: {e}")).evidence(e.path().to_owned(), format!("<{}>", e.reason())));
+        out.push(
+            Finding::fail(
+                "uverbs-missing",
+                "node",
+                format!("cannot list verbs devices: {e}"),
+            )
+            .evidence(e.path().to_owned(), format!("<{}>", e.reason())),
+        );
     }
     out
 }
@@ -91,7 +137,15 @@ fn uverbs(cx: &Context, access: &Access) -> Vec<Finding> {
 fn memlock(cx: &Context, access: &Access) -> Finding {
     let fact = &access.memlock;
     let Some(limit) = fact.value() else {
-        return Finding::unknown("memlock-unknown", "this process", format!("cannot read the locked-memory limit: {}", fact.problem().unwrap_or_default())).with([fact.evidence()]);
+        return Finding::unknown(
+            "memlock-unknown",
+            "this process",
+            format!(
+                "cannot read the locked-memory limit: {}",
+                fact.problem().unwrap_or_default()
+            ),
+        )
+        .with([fact.evidence()]);
     };
     let min = cx.config.thresholds.memlock_min_mib;
     let fix = Fix::new(
@@ -115,7 +169,10 @@ fn memlock(cx: &Context, access: &Access) -> Finding {
 
 fn library(cx: &Context, access: &Access) -> Vec<Finding> {
     let probe = &access.verbs;
-    let lib_evidence = |v: String| crate::model::Evidence { path: format!("dlopen({SONAME})"), value: v };
+    let lib_evidence = |v: String| crate::model::Evidence {
+        path: format!("dlopen({SONAME})"),
+        value: v,
+    };
     if let Err(e) = &probe.library {
         return vec![
             Finding::fail("libibverbs-missing", "this process", format!("{SONAME} cannot be loaded ({e}): no RDMA from userspace, and NCCL falls back to TCP sockets"))
@@ -127,9 +184,20 @@ fn library(cx: &Context, access: &Access) -> Vec<Finding> {
         ];
     }
     let mut out = Vec::new();
-    let version = access.rdma_core.as_ref().map(|(v, file)| format!("rdma-core {v} ({file})")).unwrap_or_else(|| SONAME.to_owned());
+    let version = access
+        .rdma_core
+        .as_ref()
+        .map(|(v, file)| format!("rdma-core {v} ({file})"))
+        .unwrap_or_else(|| SONAME.to_owned());
     if probe.reg_dmabuf_mr {
-        out.push(Finding::pass("libibverbs-ok", "this process", format!("{version} loads and exports ibv_reg_dmabuf_mr")).with([lib_evidence("loaded; ibv_reg_dmabuf_mr present".into())]));
+        out.push(
+            Finding::pass(
+                "libibverbs-ok",
+                "this process",
+                format!("{version} loads and exports ibv_reg_dmabuf_mr"),
+            )
+            .with([lib_evidence("loaded; ibv_reg_dmabuf_mr present".into())]),
+        );
     } else {
         out.push(
             Finding::warn("libibverbs-no-dmabuf", "this process", format!("{version} has no ibv_reg_dmabuf_mr (added in rdma-core 34): the DMA-BUF path cannot be used from userspace"))
@@ -151,7 +219,14 @@ fn library(cx: &Context, access: &Access) -> Vec<Finding> {
                 );
             }
         }
-        Some(Err(e)) => out.push(Finding::fail("rdma-provider-missing", "this process", format!("ibv_get_device_list failed: {e}")).with([lib_evidence(e.clone())])),
+        Some(Err(e)) => out.push(
+            Finding::fail(
+                "rdma-provider-missing",
+                "this process",
+                format!("ibv_get_device_list failed: {e}"),
+            )
+            .with([lib_evidence(e.clone())]),
+        ),
         None => {}
     }
     out

@@ -2,8 +2,8 @@
 //! every InfiniBand port a LID from a subnet manager.
 
 use super::{Check, Context};
-use crate::inventory::rdma::GidEntry;
 use crate::inventory::Port;
+use crate::inventory::rdma::GidEntry;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::rdma::{GidFamily, GidType};
 use std::collections::BTreeMap;
@@ -11,16 +11,46 @@ use std::collections::BTreeMap;
 pub struct RdmaGid;
 
 const CODES: &[Code] = &[
-    Code { id: "roce-v2-ipv4", summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names" },
-    Code { id: "ib-lid-assigned", summary: "the InfiniBand port has a LID and a subnet manager" },
-    Code { id: "roce-v1-only", summary: "the RoCE port has only RoCE v1 GIDs: not routable, and NCCL prefers v2" },
-    Code { id: "roce-no-ipv4-gid", summary: "the RoCE port has RoCE v2 GIDs only for IPv6 addresses" },
-    Code { id: "roce-no-ip-gid", summary: "the RoCE port has only link-local GIDs: its netdev has no IP address" },
-    Code { id: "roce-no-gid", summary: "the RoCE port's GID table is empty" },
-    Code { id: "roce-gid-index-differs", summary: "the RoCE v2 IPv4 GID index differs between ports, so one NCCL_IB_GID_INDEX cannot fit all" },
-    Code { id: "ib-no-lid", summary: "the InfiniBand port has no LID (or no SM LID): no subnet manager configured it" },
-    Code { id: "rdma-gid-unreadable", summary: "the port's link layer or GID table could not be read" },
-    Code { id: "rdma-gid-no-device", summary: "no RDMA device, so no GID table to judge" },
+    Code {
+        id: "roce-v2-ipv4",
+        summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names",
+    },
+    Code {
+        id: "ib-lid-assigned",
+        summary: "the InfiniBand port has a LID and a subnet manager",
+    },
+    Code {
+        id: "roce-v1-only",
+        summary: "the RoCE port has only RoCE v1 GIDs: not routable, and NCCL prefers v2",
+    },
+    Code {
+        id: "roce-no-ipv4-gid",
+        summary: "the RoCE port has RoCE v2 GIDs only for IPv6 addresses",
+    },
+    Code {
+        id: "roce-no-ip-gid",
+        summary: "the RoCE port has only link-local GIDs: its netdev has no IP address",
+    },
+    Code {
+        id: "roce-no-gid",
+        summary: "the RoCE port's GID table is empty",
+    },
+    Code {
+        id: "roce-gid-index-differs",
+        summary: "the RoCE v2 IPv4 GID index differs between ports, so one NCCL_IB_GID_INDEX cannot fit all",
+    },
+    Code {
+        id: "ib-no-lid",
+        summary: "the InfiniBand port has no LID (or no SM LID): no subnet manager configured it",
+    },
+    Code {
+        id: "rdma-gid-unreadable",
+        summary: "the port's link layer or GID table could not be read",
+    },
+    Code {
+        id: "rdma-gid-no-device",
+        summary: "no RDMA device, so no GID table to judge",
+    },
 ];
 
 impl Check for RdmaGid {
@@ -40,7 +70,14 @@ impl Check for RdmaGid {
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
         if inv.rdma.is_empty() {
-            return vec![Finding::skip("rdma-gid-no-device", "node", "no RDMA device (see rdma-link)").evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>")];
+            return vec![
+                Finding::skip(
+                    "rdma-gid-no-device",
+                    "node",
+                    "no RDMA device (see rdma-link)",
+                )
+                .evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>"),
+            ];
         }
         let mut out = Vec::new();
         // Port subject -> the RoCE v2 IPv4 index gdrdoctor would pick.
@@ -58,8 +95,15 @@ impl Check for RdmaGid {
                     out.push(judge_ib(port, &subject));
                 } else {
                     out.push(
-                        Finding::unknown("rdma-gid-unreadable", subject, format!("unknown link layer: {}", port.link_layer.problem().unwrap_or_default()))
-                            .with([port.link_layer.evidence()]),
+                        Finding::unknown(
+                            "rdma-gid-unreadable",
+                            subject,
+                            format!(
+                                "unknown link layer: {}",
+                                port.link_layer.problem().unwrap_or_default()
+                            ),
+                        )
+                        .with([port.link_layer.evidence()]),
                     );
                 }
             }
@@ -70,7 +114,10 @@ impl Check for RdmaGid {
             for (subject, (i, _)) in &chosen {
                 by_index.entry(*i).or_default().push(subject);
             }
-            let summary: Vec<String> = by_index.iter().map(|(i, ports)| format!("index {i} on {}", ports.join(", "))).collect();
+            let summary: Vec<String> = by_index
+                .iter()
+                .map(|(i, ports)| format!("index {i} on {}", ports.join(", ")))
+                .collect();
             out.push(
                 Finding::warn(
                     "roce-gid-index-differs",
@@ -100,18 +147,34 @@ fn describe(g: &GidEntry) -> String {
         GidType::RoceV2 => "RoCE v2",
         GidType::IbRoceV1 => "RoCE v1",
     });
-    let ndev = g.ndev.value().map(|n| format!(" on {n}")).unwrap_or_default();
-    format!("index {} ({}, {}{ndev})", g.index, ty.unwrap_or("type unknown"), g.gid.address())
+    let ndev = g
+        .ndev
+        .value()
+        .map(|n| format!(" on {n}"))
+        .unwrap_or_default();
+    format!(
+        "index {} ({}, {}{ndev})",
+        g.index,
+        ty.unwrap_or("type unknown"),
+        g.gid.address()
+    )
 }
 
 fn gid_evidence(port: &Port, g: &GidEntry) -> Evidence {
-    Evidence { path: g.path(&port.dir), value: format!("{} ({})", g.gid, g.gid_type.shown()) }
+    Evidence {
+        path: g.path(&port.dir),
+        value: format!("{} ({})", g.gid, g.gid_type.shown()),
+    }
 }
 
 fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) {
     let table_evidence: Vec<Evidence> = port.gids.iter().map(|g| gid_evidence(port, g)).collect();
     if port.gids.is_empty() {
-        let why = port.problems.first().map(|p| format!(" ({}: {})", p.path, p.message)).unwrap_or_default();
+        let why = port
+            .problems
+            .first()
+            .map(|p| format!(" ({}: {})", p.path, p.message))
+            .unwrap_or_default();
         let finding = if port.problems.is_empty() {
             Finding::fail("roce-no-gid", subject.to_owned(), format!("the GID table has no entries ({} slots, all zero): RoCE cannot address this port", port.gid_slots))
                 .evidence(format!("{}/gids", port.dir), format!("{} slots, all zero", port.gid_slots))
@@ -120,22 +183,53 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
                         .manual(format!("ip -br addr show {}", port.netdev.as_ref().map(|n| n.name.as_str()).unwrap_or(""))),
                 )
         } else {
-            Finding::unknown("rdma-gid-unreadable", subject.to_owned(), format!("cannot read the GID table{why}")).evidence(format!("{}/gids", port.dir), "<unreadable>")
+            Finding::unknown(
+                "rdma-gid-unreadable",
+                subject.to_owned(),
+                format!("cannot read the GID table{why}"),
+            )
+            .evidence(format!("{}/gids", port.dir), "<unreadable>")
         };
         return (finding, None);
     }
-    let v2: Vec<&GidEntry> = port.gids.iter().filter(|g| type_of(g) == Some(GidType::RoceV2)).collect();
-    let v2_ipv4: Vec<&&GidEntry> = v2.iter().filter(|g| g.gid.family() == GidFamily::Ipv4).collect();
+    let v2: Vec<&GidEntry> = port
+        .gids
+        .iter()
+        .filter(|g| type_of(g) == Some(GidType::RoceV2))
+        .collect();
+    let v2_ipv4: Vec<&&GidEntry> = v2
+        .iter()
+        .filter(|g| g.gid.family() == GidFamily::Ipv4)
+        .collect();
     if let Some(best) = v2_ipv4.first() {
         let others = if v2_ipv4.len() > 1 {
-            format!(" (also {})", v2_ipv4[1..].iter().map(|g| describe(g)).collect::<Vec<_>>().join(", "))
+            format!(
+                " (also {})",
+                v2_ipv4[1..]
+                    .iter()
+                    .map(|g| describe(g))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         } else {
             String::new()
         };
-        let finding = Finding::pass("roce-v2-ipv4", subject.to_owned(), format!("RoCE v2 IPv4 GID at {}: NCCL_IB_GID_INDEX={}{others}", describe(best), best.index)).with(table_evidence);
+        let finding = Finding::pass(
+            "roce-v2-ipv4",
+            subject.to_owned(),
+            format!(
+                "RoCE v2 IPv4 GID at {}: NCCL_IB_GID_INDEX={}{others}",
+                describe(best),
+                best.index
+            ),
+        )
+        .with(table_evidence);
         return (finding, Some((best.index, gid_evidence(port, best))));
     }
-    let v2_global6: Vec<&&GidEntry> = v2.iter().filter(|g| g.gid.family() == GidFamily::Ipv6).collect();
+    let v2_global6: Vec<&&GidEntry> = v2
+        .iter()
+        .filter(|g| g.gid.family() == GidFamily::Ipv6)
+        .collect();
     if let Some(best) = v2_global6.first() {
         return (
             Finding::warn(
@@ -148,7 +242,12 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             None,
         );
     }
-    if v2.is_empty() && port.gids.iter().any(|g| type_of(g) == Some(GidType::IbRoceV1)) {
+    if v2.is_empty()
+        && port
+            .gids
+            .iter()
+            .any(|g| type_of(g) == Some(GidType::IbRoceV1))
+    {
         let listed: Vec<String> = port.gids.iter().map(describe).collect();
         return (
             Finding::fail(
@@ -165,8 +264,16 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             None,
         );
     }
-    if port.gids.iter().all(|g| g.gid.family() == GidFamily::LinkLocal) {
-        let netdev = port.netdev.as_ref().map(|n| n.name.clone()).unwrap_or_else(|| "its netdev".into());
+    if port
+        .gids
+        .iter()
+        .all(|g| g.gid.family() == GidFamily::LinkLocal)
+    {
+        let netdev = port
+            .netdev
+            .as_ref()
+            .map(|n| n.name.clone())
+            .unwrap_or_else(|| "its netdev".into());
         return (
             Finding::fail("roce-no-ip-gid", subject.to_owned(), format!("only link-local GIDs: {netdev} has no IP address, so there is no routable RoCE v2 GID"))
                 .with(table_evidence)
@@ -175,7 +282,19 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         );
     }
     (
-        Finding::unknown("rdma-gid-unreadable", subject.to_owned(), format!("GID entries whose types could not be read: {}", port.gids.iter().map(describe).collect::<Vec<_>>().join("; "))).with(table_evidence),
+        Finding::unknown(
+            "rdma-gid-unreadable",
+            subject.to_owned(),
+            format!(
+                "GID entries whose types could not be read: {}",
+                port.gids
+                    .iter()
+                    .map(describe)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        )
+        .with(table_evidence),
         None,
     )
 }

@@ -9,17 +9,50 @@ use crate::parse::rdma::{PHYS_LINK_UP, PORT_ACTIVE, PORT_INIT, roce_active_mtu};
 pub struct RdmaLink;
 
 const CODES: &[Code] = &[
-    Code { id: "rdma-port-active", summary: "the port is ACTIVE and LinkUp" },
-    Code { id: "rdma-no-device", summary: "there is no RDMA device at all" },
-    Code { id: "rdma-class-unreadable", summary: "/sys/class/infiniband could not be read" },
-    Code { id: "rdma-count-low", summary: "fewer RDMA devices than the config expects" },
-    Code { id: "rdma-no-ports", summary: "an RDMA device shows no ports" },
-    Code { id: "rdma-port-down", summary: "the port is not ACTIVE (DOWN, ARMED, or its physical link is not up)" },
-    Code { id: "rdma-port-init", summary: "an InfiniBand port is stuck in INIT: the link is up but no subnet manager configured it" },
-    Code { id: "rdma-port-unreadable", summary: "the port's state could not be read or parsed" },
-    Code { id: "rdma-rate-low", summary: "the port runs below the rate the config expects" },
-    Code { id: "roce-mtu-small", summary: "the RoCE netdev MTU caps the RDMA MTU below the threshold (4096 by default)" },
-    Code { id: "roce-netdev-unknown", summary: "the netdev under a RoCE port, or its MTU, could not be found" },
+    Code {
+        id: "rdma-port-active",
+        summary: "the port is ACTIVE and LinkUp",
+    },
+    Code {
+        id: "rdma-no-device",
+        summary: "there is no RDMA device at all",
+    },
+    Code {
+        id: "rdma-class-unreadable",
+        summary: "/sys/class/infiniband could not be read",
+    },
+    Code {
+        id: "rdma-count-low",
+        summary: "fewer RDMA devices than the config expects",
+    },
+    Code {
+        id: "rdma-no-ports",
+        summary: "an RDMA device shows no ports",
+    },
+    Code {
+        id: "rdma-port-down",
+        summary: "the port is not ACTIVE (DOWN, ARMED, or its physical link is not up)",
+    },
+    Code {
+        id: "rdma-port-init",
+        summary: "an InfiniBand port is stuck in INIT: the link is up but no subnet manager configured it",
+    },
+    Code {
+        id: "rdma-port-unreadable",
+        summary: "the port's state could not be read or parsed",
+    },
+    Code {
+        id: "rdma-rate-low",
+        summary: "the port runs below the rate the config expects",
+    },
+    Code {
+        id: "roce-mtu-small",
+        summary: "the RoCE netdev MTU caps the RDMA MTU below the threshold (4096 by default)",
+    },
+    Code {
+        id: "roce-netdev-unknown",
+        summary: "the netdev under a RoCE port, or its MTU, could not be found",
+    },
 ];
 
 impl Check for RdmaLink {
@@ -40,7 +73,14 @@ impl Check for RdmaLink {
         let inv = cx.inv;
         let mut out = Vec::new();
         if let Err(p) = &inv.rdma_class {
-            return vec![Finding::unknown("rdma-class-unreadable", "node", format!("cannot list RDMA devices: {}", p.message)).evidence(p.path.clone(), format!("<{}>", p.message))];
+            return vec![
+                Finding::unknown(
+                    "rdma-class-unreadable",
+                    "node",
+                    format!("cannot list RDMA devices: {}", p.message),
+                )
+                .evidence(p.path.clone(), format!("<{}>", p.message)),
+            ];
         }
         if inv.rdma.is_empty() {
             out.push(no_device(inv));
@@ -57,8 +97,19 @@ impl Check for RdmaLink {
         }
         for dev in &inv.rdma {
             if dev.ports.is_empty() {
-                let why = dev.problems.first().map(|p| format!(": {}", p.message)).unwrap_or_default();
-                out.push(Finding::unknown("rdma-no-ports", dev.name.clone(), format!("{} shows no ports{why}", dev.name)).evidence(format!("{}/ports", dev.class_path()), "<no ports>"));
+                let why = dev
+                    .problems
+                    .first()
+                    .map(|p| format!(": {}", p.message))
+                    .unwrap_or_default();
+                out.push(
+                    Finding::unknown(
+                        "rdma-no-ports",
+                        dev.name.clone(),
+                        format!("{} shows no ports{why}", dev.name),
+                    )
+                    .evidence(format!("{}/ports", dev.class_path()), "<no ports>"),
+                );
             }
             for port in &dev.ports {
                 out.extend(judge_port(cx, dev, port));
@@ -89,37 +140,92 @@ fn no_device(inv: &Inventory) -> Finding {
         .pci
         .values()
         .filter(|f| f.class >> 16 == 0x02)
-        .filter_map(|f| f.driver.as_deref().and_then(rdma_module).map(|m| (format!("{} ({}, driver {})", f.bdf, f.ids(), f.driver.as_deref().unwrap_or("")), m)))
+        .filter_map(|f| {
+            f.driver.as_deref().and_then(rdma_module).map(|m| {
+                (
+                    format!(
+                        "{} ({}, driver {})",
+                        f.bdf,
+                        f.ids(),
+                        f.driver.as_deref().unwrap_or("")
+                    ),
+                    m,
+                )
+            })
+        })
         .collect();
-    let unbound_ib: Vec<String> = inv.pci.values().filter(|f| f.class >> 8 == 0x0207 && f.driver.is_none()).map(|f| format!("{} ({})", f.bdf, f.ids())).collect();
-    let mut message = format!("no RDMA device: {CLASS_INFINIBAND} is empty, so there is nothing for GPUDirect RDMA to use");
-    let mut fix = Fix::new("Load the RDMA driver for the node's NICs (and install rdma-core)", "Loading an RDMA driver module does not disturb the Ethernet side of the NIC.");
+    let unbound_ib: Vec<String> = inv
+        .pci
+        .values()
+        .filter(|f| f.class >> 8 == 0x0207 && f.driver.is_none())
+        .map(|f| format!("{} ({})", f.bdf, f.ids()))
+        .collect();
+    let mut message = format!(
+        "no RDMA device: {CLASS_INFINIBAND} is empty, so there is nothing for GPUDirect RDMA to use"
+    );
+    let mut fix = Fix::new(
+        "Load the RDMA driver for the node's NICs (and install rdma-core)",
+        "Loading an RDMA driver module does not disturb the Ethernet side of the NIC.",
+    );
     let mut modules: Vec<&str> = candidates.iter().map(|(_, m)| *m).collect();
     modules.sort_unstable();
     modules.dedup();
     if !candidates.is_empty() {
-        message.push_str(&format!("; RDMA-capable NICs without an RDMA device: {}", candidates.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(", ")));
+        message.push_str(&format!(
+            "; RDMA-capable NICs without an RDMA device: {}",
+            candidates
+                .iter()
+                .map(|(c, _)| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
         for m in &modules {
             fix = fix.runtime(format!("modprobe {m}"));
         }
-        fix = fix.persistent(format!("printf '%s\\n' {} > /etc/modules-load.d/rdma-nics.conf", modules.join(" ")));
+        fix = fix.persistent(format!(
+            "printf '%s\\n' {} > /etc/modules-load.d/rdma-nics.conf",
+            modules.join(" ")
+        ));
     } else if !unbound_ib.is_empty() {
-        message.push_str(&format!("; InfiniBand controllers with no driver: {}", unbound_ib.join(", ")));
+        message.push_str(&format!(
+            "; InfiniBand controllers with no driver: {}",
+            unbound_ib.join(", ")
+        ));
         fix = fix.runtime("modprobe mlx5_ib");
     } else {
         message.push_str("; no RDMA-capable NIC was recognised on the PCI bus either");
         fix = fix.manual("lspci -nn -D | grep -Ei 'mellanox|infiniband|broadcom|ethernet'");
     }
-    Finding::fail("rdma-no-device", "node", message).evidence(CLASS_INFINIBAND, "<empty>").fix(fix)
+    Finding::fail("rdma-no-device", "node", message)
+        .evidence(CLASS_INFINIBAND, "<empty>")
+        .fix(fix)
 }
 
 fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
     let subject = port.subject(&dev.name);
     let mut out = Vec::new();
-    let evidence = [port.state.evidence(), port.phys_state.evidence(), port.link_layer.evidence(), port.rate.evidence()];
-    let (Some((state, state_name)), Some((phys, phys_name))) = (port.state.value(), port.phys_state.value()) else {
-        let why = port.state.problem().or_else(|| port.phys_state.problem()).unwrap_or_default();
-        out.push(Finding::unknown("rdma-port-unreadable", subject, format!("cannot read the port state: {why}")).with(evidence));
+    let evidence = [
+        port.state.evidence(),
+        port.phys_state.evidence(),
+        port.link_layer.evidence(),
+        port.rate.evidence(),
+    ];
+    let (Some((state, state_name)), Some((phys, phys_name))) =
+        (port.state.value(), port.phys_state.value())
+    else {
+        let why = port
+            .state
+            .problem()
+            .or_else(|| port.phys_state.problem())
+            .unwrap_or_default();
+        out.push(
+            Finding::unknown(
+                "rdma-port-unreadable",
+                subject,
+                format!("cannot read the port state: {why}"),
+            )
+            .with(evidence),
+        );
         return out;
     };
     let layer = match (port.is_ethernet(), port.is_infiniband()) {
@@ -127,12 +233,25 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
         (_, true) => "InfiniBand",
         _ => "link layer unknown",
     };
-    let rate = port.rate.value().map(|r| format!("{r} Gb/s")).unwrap_or_else(|| port.rate.shown());
+    let rate = port
+        .rate
+        .value()
+        .map(|r| format!("{r} Gb/s"))
+        .unwrap_or_else(|| port.rate.shown());
     let netdev = port.netdev.as_ref();
-    let netdev_desc = netdev.map(|n| format!(", {} {}", n.name, n.operstate.shown())).unwrap_or_default();
+    let netdev_desc = netdev
+        .map(|n| format!(", {} {}", n.name, n.operstate.shown()))
+        .unwrap_or_default();
 
     if *state == PORT_ACTIVE && *phys == PHYS_LINK_UP {
-        out.push(Finding::pass("rdma-port-active", subject.clone(), format!("ACTIVE, LinkUp, {rate}, {layer}{netdev_desc}")).with(evidence));
+        out.push(
+            Finding::pass(
+                "rdma-port-active",
+                subject.clone(),
+                format!("ACTIVE, LinkUp, {rate}, {layer}{netdev_desc}"),
+            )
+            .with(evidence),
+        );
     } else if *state == PORT_INIT && *phys == PHYS_LINK_UP && port.is_infiniband() {
         out.push(
             Finding::fail("rdma-port-init", subject.clone(), format!("{state_name} with the physical link up: no subnet manager has configured this InfiniBand port ({rate})"))
@@ -144,11 +263,17 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
                 ),
         );
     } else {
-        let mut fix = Fix::new("Bring the link up: check the cable and the switch port, then the port's netdev", "Bringing an interface up changes nothing else; cable and switch work needs a person.");
+        let mut fix = Fix::new(
+            "Bring the link up: check the cable and the switch port, then the port's netdev",
+            "Bringing an interface up changes nothing else; cable and switch work needs a person.",
+        );
         if let Some(n) = netdev.filter(|n| n.operstate.value().is_some_and(|s| s == "down")) {
             fix = fix.runtime(format!("ip link set dev {} up", sh(&n.name)));
         }
-        let where_ = dev.pci.map(|b| b.to_string()).unwrap_or_else(|| dev.name.clone());
+        let where_ = dev
+            .pci
+            .map(|b| b.to_string())
+            .unwrap_or_else(|| dev.name.clone());
         fix = fix.manual(format!("# check the cable and the switch port of {where_}; mlxlink -d {} shows the link's view on ConnectX", sh(&where_)));
         out.push(
             Finding::fail("rdma-port-down", subject.clone(), format!("{state_name} (physical state {phys_name}): this port carries no RDMA traffic{netdev_desc}"))
@@ -182,7 +307,18 @@ fn judge_roce_mtu(cx: &Context, dev: &RdmaDevice, port: &Port, subject: &str) ->
         );
     };
     let Some(mtu) = netdev.mtu.value() else {
-        return Some(Finding::unknown("roce-netdev-unknown", subject.to_owned(), format!("cannot read the MTU of {}: {}", netdev.name, netdev.mtu.problem().unwrap_or_default())).with([netdev.mtu.evidence()]));
+        return Some(
+            Finding::unknown(
+                "roce-netdev-unknown",
+                subject.to_owned(),
+                format!(
+                    "cannot read the MTU of {}: {}",
+                    netdev.name,
+                    netdev.mtu.problem().unwrap_or_default()
+                ),
+            )
+            .with([netdev.mtu.evidence()]),
+        );
     };
     let active = roce_active_mtu(*mtu).unwrap_or(0);
     let want = cx.config.thresholds.roce_min_active_mtu;

@@ -38,7 +38,13 @@ impl Probe {
         // (rdma-core does not spawn threads or touch ours at load time).
         let lib = match unsafe { Library::new(SONAME) } {
             Ok(lib) => lib,
-            Err(e) => return Probe { library: Err(chain(&e)), reg_dmabuf_mr: false, devices: None },
+            Err(e) => {
+                return Probe {
+                    library: Err(chain(&e)),
+                    reg_dmabuf_mr: false,
+                    devices: None,
+                };
+            }
         };
         // SAFETY: only the symbol's presence is tested; the pointer is never called.
         let reg_dmabuf_mr = unsafe { lib.get::<*const c_void>(b"ibv_reg_dmabuf_mr\0") }.is_ok();
@@ -46,7 +52,11 @@ impl Probe {
         // Keep the library (and the providers it loaded) mapped: unloading rdma-core providers
         // at exit has crashed processes before, and the probe runs once.
         std::mem::forget(lib);
-        Probe { library: Ok(()), reg_dmabuf_mr, devices }
+        Probe {
+            library: Ok(()),
+            reg_dmabuf_mr,
+            devices,
+        }
     }
 }
 
@@ -68,16 +78,22 @@ fn device_names(lib: &Library) -> Result<Vec<String>, String> {
     // const char *ibv_get_device_name(struct ibv_device *). `ibv_device` stays opaque here.
     let (get, free, name) = unsafe {
         (
-            lib.get::<GetDeviceList>(b"ibv_get_device_list\0").map_err(|e| chain(&e))?,
-            lib.get::<FreeDeviceList>(b"ibv_free_device_list\0").map_err(|e| chain(&e))?,
-            lib.get::<GetDeviceName>(b"ibv_get_device_name\0").map_err(|e| chain(&e))?,
+            lib.get::<GetDeviceList>(b"ibv_get_device_list\0")
+                .map_err(|e| chain(&e))?,
+            lib.get::<FreeDeviceList>(b"ibv_free_device_list\0")
+                .map_err(|e| chain(&e))?,
+            lib.get::<GetDeviceName>(b"ibv_get_device_name\0")
+                .map_err(|e| chain(&e))?,
         )
     };
     let mut n: c_int = 0;
     // SAFETY: `n` is a valid out-pointer; a null return means failure with errno set.
     let list = unsafe { get(&mut n) };
     if list.is_null() {
-        return Err(format!("ibv_get_device_list failed: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "ibv_get_device_list failed: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     let mut names = Vec::new();
     for i in 0..usize::try_from(n).unwrap_or(0) {
@@ -90,7 +106,11 @@ fn device_names(lib: &Library) -> Result<Vec<String>, String> {
         // until the list is freed; it is copied out first.
         let ptr = unsafe { name(dev) };
         if !ptr.is_null() {
-            names.push(unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned());
+            names.push(
+                unsafe { CStr::from_ptr(ptr) }
+                    .to_string_lossy()
+                    .into_owned(),
+            );
         }
     }
     // SAFETY: `list` came from ibv_get_device_list and is freed exactly once.

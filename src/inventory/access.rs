@@ -47,11 +47,41 @@ impl Access {
             Err(e) => uverbs_error = Some(e),
         }
         let rdma_cm = root.kind(&format!("{DEV_INFINIBAND}/rdma_cm")).is_ok();
-        let memlock = Fact::read(root, "/proc/self/limits".into(), |s| proc_limit(s, "Max locked memory"));
-        let verbs = if rdma.is_empty() { verbs::Probe::load_only() } else { verbs::Probe::run() };
-        let rdma_core = verbs.library.is_ok().then(|| root.read_text("/proc/self/maps").ok()).flatten().and_then(|m| rdma_core_release(&m));
-        Access { uverbs, uverbs_error, rdma_cm, memlock, verbs, rdma_core }
+        let memlock = memlock(root);
+        let verbs = if rdma.is_empty() {
+            verbs::Probe::load_only()
+        } else {
+            verbs::Probe::run()
+        };
+        let rdma_core = verbs
+            .library
+            .is_ok()
+            .then(|| root.read_text("/proc/self/maps").ok())
+            .flatten()
+            .and_then(|m| rdma_core_release(&m));
+        Access {
+            uverbs,
+            uverbs_error,
+            rdma_cm,
+            memlock,
+            verbs,
+            rdma_core,
+        }
     }
+}
+
+/// RLIMIT_MEMLOCK, keeping only its line of `/proc/self/limits` as the evidence.
+fn memlock(root: &Root) -> Fact<Limit> {
+    const NAME: &str = "Max locked memory";
+    let mut fact = Fact::read(root, "/proc/self/limits".into(), |s| proc_limit(s, NAME));
+    if let Ok(text) = &fact.raw {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(NAME))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "));
+        fact.raw = Ok(line.unwrap_or_else(|| format!("<no {NAME} line>")));
+    }
+    fact
 }
 
 /// `/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0` in `/proc/self/maps` -> (44, path).
@@ -70,7 +100,16 @@ mod tests {
     #[test]
     fn rdma_core_from_maps() {
         let maps = "7f0000000000-7f0000001000 r--p 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0\n";
-        assert_eq!(super::rdma_core_release(maps), Some((44, "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0".into())));
-        assert_eq!(super::rdma_core_release("7f00-7f01 r--p 0 0:0 0 /lib/libc.so.6\n"), None);
+        assert_eq!(
+            super::rdma_core_release(maps),
+            Some((
+                44,
+                "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0".into()
+            ))
+        );
+        assert_eq!(
+            super::rdma_core_release("7f00-7f01 r--p 0 0:0 0 /lib/libc.so.6\n"),
+            None
+        );
     }
 }

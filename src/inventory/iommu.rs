@@ -30,12 +30,18 @@ impl Iommu {
                 groups.entry(g).or_insert_with(|| {
                     // kernel: drivers/iommu/iommu.c iommu_group_show_type()
                     Fact::read(root, format!("{GROUPS}/{g}/type"), |s| {
-                        ["identity", "DMA", "DMA-FQ", "blocked", "unmanaged", "auto"].contains(&s).then(|| s.to_owned())
+                        ["identity", "DMA", "DMA-FQ", "blocked", "unmanaged", "auto"]
+                            .contains(&s)
+                            .then(|| s.to_owned())
                     })
                 });
             }
         }
-        Iommu { units, units_error, groups }
+        Iommu {
+            units,
+            units_error,
+            groups,
+        }
     }
 
     /// The vendor of the IOMMU hardware, from its unit names.

@@ -75,31 +75,56 @@ pub struct Kernel {
 }
 
 /// Modules whose version a report shows.
-const VERSIONED: [&str; 6] = ["nvidia", "nvidia_peermem", "amdgpu", "amd_peer_mem", "mlx5_core", "ib_core"];
+const VERSIONED: [&str; 6] = [
+    "nvidia",
+    "nvidia_peermem",
+    "amdgpu",
+    "amd_peer_mem",
+    "mlx5_core",
+    "ib_core",
+];
 
 impl Kernel {
     pub fn load(root: &Root, problems: &mut Vec<Problem>) -> Kernel {
-        let mut release = Fact::read(root, "/proc/sys/kernel/osrelease".into(), |s| (!s.is_empty()).then(|| s.to_owned()));
+        let mut release = Fact::read(root, "/proc/sys/kernel/osrelease".into(), |s| {
+            (!s.is_empty()).then(|| s.to_owned())
+        });
         if release.value.is_none() {
-            let from_version = Fact::read(root, "/proc/version".into(), pk::release_from_proc_version);
+            let from_version =
+                Fact::read(root, "/proc/version".into(), pk::release_from_proc_version);
             if from_version.value.is_some() {
                 release = from_version;
             }
         }
         let version = release.value().and_then(|r| pk::kernel_version(r));
-        let hostname = root.read_text("/proc/sys/kernel/hostname").ok().filter(|h| !h.is_empty() && h.len() <= 64);
+        let hostname = root
+            .read_text("/proc/sys/kernel/hostname")
+            .ok()
+            .filter(|h| !h.is_empty() && h.len() <= 64);
         let cmdline = Fact::read(root, PROC_CMDLINE.into(), |s| Some(pk::cmdline(s)));
 
         let modules_file = Fact::read(root, PROC_MODULES.into(), |_| Some(()));
         let mut modules: BTreeMap<String, Module> = BTreeMap::new();
         if let Ok(text) = &modules_file.raw {
             for m in pk::proc_modules(text) {
-                modules.insert(m.name, Module { proc_state: Some(m.state), sys_module: false });
+                modules.insert(
+                    m.name,
+                    Module {
+                        proc_state: Some(m.state),
+                        sys_module: false,
+                    },
+                );
             }
         }
         for name in list(root, "/sys/module", problems) {
             if pk::is_module_name(&name) {
-                modules.entry(name).or_insert(Module { proc_state: None, sys_module: false }).sys_module = true;
+                modules
+                    .entry(name)
+                    .or_insert(Module {
+                        proc_state: None,
+                        sys_module: false,
+                    })
+                    .sys_module = true;
             }
         }
 
@@ -111,10 +136,10 @@ impl Kernel {
             if let Some(r) = release.value() {
                 let path = format!("/boot/config-{r}");
                 if !r.contains('/') {
-                    config = root
-                        .read_text(&path)
-                        .ok()
-                        .map(|text| KernelConfig { path: path.clone(), options: pk::kernel_config(&text) });
+                    config = root.read_text(&path).ok().map(|text| KernelConfig {
+                        path: path.clone(),
+                        options: pk::kernel_config(&text),
+                    });
                     config_tried.push(path);
                 }
             }
@@ -122,7 +147,9 @@ impl Kernel {
 
         let mut memory_peers = BTreeMap::new();
         for name in list(root, MEMORY_PEERS, problems) {
-            let fact = Fact::read(root, format!("{MEMORY_PEERS}/{name}/version"), |s| Some(s.to_owned()));
+            let fact = Fact::read(root, format!("{MEMORY_PEERS}/{name}/version"), |s| {
+                Some(s.to_owned())
+            });
             memory_peers.insert(name, fact);
         }
 
@@ -130,23 +157,55 @@ impl Kernel {
         let driver_versions = VERSIONED
             .into_iter()
             .filter(|m| modules.get(*m).is_some_and(|m| m.sys_module))
-            .map(|m| (m, Fact::read(root, format!("/sys/module/{m}/version"), |s| (!s.is_empty() && s.len() < 64).then(|| s.to_owned()))))
+            .map(|m| {
+                (
+                    m,
+                    Fact::read(root, format!("/sys/module/{m}/version"), |s| {
+                        (!s.is_empty() && s.len() < 64).then(|| s.to_owned())
+                    }),
+                )
+            })
             .collect();
-        Kernel { release, version, hostname, cmdline, modules_file, modules, nvidia, config, config_tried, memory_peers, arch, driver_versions }
+        Kernel {
+            release,
+            version,
+            hostname,
+            cmdline,
+            modules_file,
+            modules,
+            nvidia,
+            config,
+            config_tried,
+            memory_peers,
+            arch,
+            driver_versions,
+        }
     }
 
     /// The machine architecture: `/proc/sys/kernel/arch` (Linux 6.1+), else the kernel config.
     fn arch(root: &Root, config: Option<&KernelConfig>) -> Option<(String, String)> {
         if let Ok(a) = root.read_text("/proc/sys/kernel/arch") {
-            if !a.is_empty() && a.len() < 32 && a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            if !a.is_empty()
+                && a.len() < 32
+                && a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
                 return Some((a, "/proc/sys/kernel/arch".into()));
             }
         }
         let config = config?;
-        [("CONFIG_X86_64", "x86_64"), ("CONFIG_ARM64", "aarch64"), ("CONFIG_PPC64", "ppc64le")]
-            .into_iter()
-            .find(|(opt, _)| config.enabled(opt))
-            .map(|(opt, arch)| (arch.to_owned(), format!("{} {}", config.path, config.shown(opt))))
+        [
+            ("CONFIG_X86_64", "x86_64"),
+            ("CONFIG_ARM64", "aarch64"),
+            ("CONFIG_PPC64", "ppc64le"),
+        ]
+        .into_iter()
+        .find(|(opt, _)| config.enabled(opt))
+        .map(|(opt, arch)| {
+            (
+                arch.to_owned(),
+                format!("{} {}", config.path, config.shown(opt)),
+            )
+        })
     }
 
     pub fn module(&self, name: &str) -> Option<&Module> {
@@ -156,14 +215,20 @@ impl Kernel {
     /// Evidence for whether a module is present: the /proc/modules line or /sys/module dir.
     pub fn module_evidence(&self, name: &str) -> crate::model::Evidence {
         let value = match self.modules.get(name) {
-            Some(Module { proc_state: Some(state), .. }) => format!("{name} listed ({state})"),
+            Some(Module {
+                proc_state: Some(state),
+                ..
+            }) => format!("{name} listed ({state})"),
             Some(m) if m.sys_module => format!("not listed; /sys/module/{name} exists (built in)"),
             _ => match &self.modules_file.raw {
                 Ok(_) => format!("{name} not listed, no /sys/module/{name}"),
                 Err(e) => format!("<{}>", e.reason()),
             },
         };
-        crate::model::Evidence { path: PROC_MODULES.into(), value }
+        crate::model::Evidence {
+            path: PROC_MODULES.into(),
+            value,
+        }
     }
 
     pub fn cmdline_param(&self, key: &str) -> Option<&Param> {
@@ -187,12 +252,21 @@ fn read_config_gz(root: &Root, path: &str, problems: &mut Vec<Problem>) -> Optio
     let mut text = String::new();
     let mut decoder = flate2::read::GzDecoder::new(&bytes[..]).take(MAX_DECOMPRESSED + 1);
     if let Err(e) = decoder.read_to_string(&mut text) {
-        problems.push(Problem { path: path.into(), message: format!("cannot decompress: {e}") });
+        problems.push(Problem {
+            path: path.into(),
+            message: format!("cannot decompress: {e}"),
+        });
         return None;
     }
     if text.len() as u64 > MAX_DECOMPRESSED {
-        problems.push(Problem { path: path.into(), message: "decompresses to more than 16 MiB; ignored".into() });
+        problems.push(Problem {
+            path: path.into(),
+            message: "decompresses to more than 16 MiB; ignored".into(),
+        });
         return None;
     }
-    Some(KernelConfig { path: path.into(), options: pk::kernel_config(&text) })
+    Some(KernelConfig {
+        path: path.into(),
+        options: pk::kernel_config(&text),
+    })
 }

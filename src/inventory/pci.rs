@@ -20,7 +20,9 @@ pub struct PciFunction {
     pub vendor: u16,
     pub device: u16,
     pub class: u32,
-    /// The bound driver's name, from the `driver` link.
+    /// The bound driver's name, from the `driver` link. Not read for bridges and system
+    /// peripherals (hundreds of uncore functions on a large node) unless the config declares
+    /// them accelerators: no check looks at their drivers.
     pub driver: Option<String>,
     /// Read for GPUs, RDMA NICs and the bridges above them only.
     pub detail: Option<PciDetail>,
@@ -63,16 +65,40 @@ impl PciDetail {
         let config_path = format!("{dir}/config");
         let config = root.read_prefix(&config_path, 4096);
         let port_type = config.as_deref().ok().and_then(pp::pcie_port_type);
-        let numa_node = Fact::read(root, format!("{dir}/numa_node"), |s| int::<i32>(s).filter(|n| (-1..4096).contains(n)));
-        let local_cpulist = root.read_text(&format!("{dir}/local_cpulist")).ok().filter(|s| s.len() < 256);
+        let numa_node = Fact::read(root, format!("{dir}/numa_node"), |s| {
+            int::<i32>(s).filter(|n| (-1..4096).contains(n))
+        });
+        let local_cpulist = root
+            .read_text(&format!("{dir}/local_cpulist"))
+            .ok()
+            .filter(|s| s.len() < 256);
         let link = Link {
-            current_speed: Fact::read(root, format!("{dir}/current_link_speed"), pp::link_speed_gts),
-            current_width: Fact::read(root, format!("{dir}/current_link_width"), |s| int::<u32>(s).filter(|w| *w <= 32)),
+            current_speed: Fact::read(
+                root,
+                format!("{dir}/current_link_speed"),
+                pp::link_speed_gts,
+            ),
+            current_width: Fact::read(root, format!("{dir}/current_link_width"), |s| {
+                int::<u32>(s).filter(|w| *w <= 32)
+            }),
             max_speed: Fact::read(root, format!("{dir}/max_link_speed"), pp::link_speed_gts),
-            max_width: Fact::read(root, format!("{dir}/max_link_width"), |s| int::<u32>(s).filter(|w| *w <= 32)),
+            max_width: Fact::read(root, format!("{dir}/max_link_width"), |s| {
+                int::<u32>(s).filter(|w| *w <= 32)
+            }),
         };
-        let iommu_group = root.link_name(&format!("{dir}/iommu_group")).ok().and_then(|n| int::<u32>(&n));
-        PciDetail { numa_node, local_cpulist, link, config, config_path, port_type, iommu_group }
+        let iommu_group = root
+            .link_name(&format!("{dir}/iommu_group"))
+            .ok()
+            .and_then(|n| int::<u32>(&n));
+        PciDetail {
+            numa_node,
+            local_cpulist,
+            link,
+            config,
+            config_path,
+            port_type,
+            iommu_group,
+        }
     }
 
     /// The config bytes read, empty when unreadable.
@@ -82,13 +108,20 @@ impl PciDetail {
 }
 
 /// Lists every PCI function with its identity, path and driver.
-pub fn scan(root: &Root, problems: &mut Vec<Problem>) -> (BTreeMap<Bdf, PciFunction>, Vec<Problem>) {
+pub fn scan(
+    root: &Root,
+    config: &Config,
+    problems: &mut Vec<Problem>,
+) -> (BTreeMap<Bdf, PciFunction>, Vec<Problem>) {
     let mut functions = BTreeMap::new();
     let mut unidentified = Vec::new();
     for name in list(root, PCI_DEVICES, problems) {
         let entry = format!("{PCI_DEVICES}/{name}");
         let Some(bdf) = Bdf::parse(&name) else {
-            unidentified.push(Problem { path: entry, message: "not a PCI address; ignored".into() });
+            unidentified.push(Problem {
+                path: entry,
+                message: "not a PCI address; ignored".into(),
+            });
             continue;
         };
         let path = match root.canonical(&entry) {
@@ -100,13 +133,36 @@ pub fn scan(root: &Root, problems: &mut Vec<Problem>) -> (BTreeMap<Bdf, PciFunct
         };
         // The last component of the real path must be the function itself.
         if path.rsplit('/').next().and_then(Bdf::parse) != Some(bdf) {
-            unidentified.push(Problem { path: entry, message: format!("links to {path}, not to a directory named {bdf}") });
+            unidentified.push(Problem {
+                path: entry,
+                message: format!("links to {path}, not to a directory named {bdf}"),
+            });
             continue;
         }
         match identity(root, &path) {
             Ok((vendor, device, class)) => {
-                let driver = root.link_name(&format!("{path}/driver")).ok();
-                functions.insert(bdf, PciFunction { bdf, path, vendor, device, class, driver, detail: None });
+                let skip_driver = matches!(class >> 16, 0x06 | 0x08)
+                    && !config
+                        .accelerators
+                        .iter()
+                        .any(|a| a.matches(vendor, device, class));
+                let driver = if skip_driver {
+                    None
+                } else {
+                    root.link_name(&format!("{path}/driver")).ok()
+                };
+                functions.insert(
+                    bdf,
+                    PciFunction {
+                        bdf,
+                        path,
+                        vendor,
+                        device,
+                        class,
+                        driver,
+                        detail: None,
+                    },
+                );
             }
             Err(p) => unidentified.push(p),
         }
@@ -123,12 +179,20 @@ fn identity(root: &Root, dir: &str) -> Result<(u16, u16, u32), Problem> {
     }
     let vendor = Fact::read(root, format!("{dir}/vendor"), hex_u16);
     let device = Fact::read(root, format!("{dir}/device"), hex_u16);
-    let class = Fact::read(root, format!("{dir}/class"), |s| hex_u32(s).filter(|c| *c <= 0xff_ffff));
+    let class = Fact::read(root, format!("{dir}/class"), |s| {
+        hex_u32(s).filter(|c| *c <= 0xff_ffff)
+    });
     match (vendor.value, device.value, class.value) {
         (Some(v), Some(d), Some(c)) => Ok((v, d, c)),
         _ => {
-            let why = [vendor.problem(), device.problem(), class.problem()].into_iter().flatten().next();
-            Err(Problem { path: dir.to_owned(), message: format!("cannot identify PCI function: {}", why.unwrap_or_default()) })
+            let why = [vendor.problem(), device.problem(), class.problem()]
+                .into_iter()
+                .flatten()
+                .next();
+            Err(Problem {
+                path: dir.to_owned(),
+                message: format!("cannot identify PCI function: {}", why.unwrap_or_default()),
+            })
         }
     }
 }
@@ -165,11 +229,19 @@ impl Gpu {
 /// NVIDIA and AMD display (0x03), and processing-accelerator (0x12) functions, plus whatever
 /// the config declares. Audio functions and NVSwitches (bridge class) of the same vendors are not
 /// GPUs; neither is a BMC's VGA of another vendor.
-pub fn classify_gpus(root: &Root, pci: &BTreeMap<Bdf, PciFunction>, config: &Config, kernel: &super::Kernel) -> Vec<Gpu> {
+pub fn classify_gpus(
+    root: &Root,
+    pci: &BTreeMap<Bdf, PciFunction>,
+    config: &Config,
+    kernel: &super::Kernel,
+) -> Vec<Gpu> {
     let mut gpus = Vec::new();
     for f in pci.values() {
         let base = f.class >> 16;
-        let declared = config.accelerators.iter().find(|a| a.matches(f.vendor, f.device, f.class));
+        let declared = config
+            .accelerators
+            .iter()
+            .find(|a| a.matches(f.vendor, f.device, f.class));
         let vendor = match (f.vendor, base) {
             (VENDOR_NVIDIA, 0x03 | 0x12) => GpuVendor::Nvidia,
             (VENDOR_AMD, 0x03 | 0x12) => GpuVendor::Amd,
@@ -184,10 +256,17 @@ pub fn classify_gpus(root: &Root, pci: &BTreeMap<Bdf, PciFunction>, config: &Con
         if vendor == GpuVendor::Nvidia && kernel.nvidia.value.is_some() {
             let info = format!("/proc/driver/nvidia/gpus/{}/information", f.bdf);
             if let Ok(text) = root.read_text(&info) {
-                model = crate::parse::kernel::nvidia_gpu_model(&text).filter(|m| m.len() < 80).or(model);
+                model = crate::parse::kernel::nvidia_gpu_model(&text)
+                    .filter(|m| m.len() < 80)
+                    .or(model);
             }
         }
-        gpus.push(Gpu { bdf: f.bdf, vendor, model, declared: declared.is_some() });
+        gpus.push(Gpu {
+            bdf: f.bdf,
+            vendor,
+            model,
+            declared: declared.is_some(),
+        });
     }
     gpus
 }

@@ -1,7 +1,7 @@
 //! RDMA devices from `/sys/class/infiniband`: their PCI function, ports, GID tables, netdevs.
 
 use super::{Fact, Problem};
-use crate::parse::pci::Bdf;
+use crate::parse::pci::{Bdf, path_functions};
 use crate::parse::rdma::{self as pr, Gid, GidType, LinkLayer};
 use crate::parse::{int, shown};
 use crate::root::Root;
@@ -112,14 +112,23 @@ pub fn load(root: &Root) -> (Vec<RdmaDevice>, Result<(), Problem>) {
         Err(e) if e.is_not_found() => return (Vec::new(), Ok(())),
         Err(e) => return (Vec::new(), Err(Problem::from_error(&e))),
     };
-    let devices = names.into_iter().filter(|n| is_device_name(n)).map(|n| device(root, n)).collect();
+    let devices = names
+        .into_iter()
+        .filter(|n| is_device_name(n))
+        .map(|n| device(root, n))
+        .collect();
     (devices, Ok(()))
 }
 
 /// RDMA device names are short kernel names (`mlx5_0`, `rocep1s0f0`, `rxe0`); anything else in
 /// a capture is not a device and must not reach a path or a script.
 fn is_device_name(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.') && s != "." && s != ".."
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+        && s != "."
+        && s != ".."
 }
 
 fn device(root: &Root, name: String) -> RdmaDevice {
@@ -129,7 +138,11 @@ fn device(root: &Root, name: String) -> RdmaDevice {
         problems.push(Problem::from_error(&e));
         class_path.clone()
     });
-    let text = |attr: &str| root.read_text(&format!("{path}/{attr}")).ok().filter(|s| !s.is_empty() && s.len() < 256);
+    let text = |attr: &str| {
+        root.read_text(&format!("{path}/{attr}"))
+            .ok()
+            .filter(|s| !s.is_empty() && s.len() < 256)
+    };
 
     let mut attachment = Attachment::None;
     let mut pci = None;
@@ -141,11 +154,13 @@ fn device(root: &Root, name: String) -> RdmaDevice {
         Err(e) if e.is_not_found() => {
             // Soft-RoCE and siw have no `device` link; their `parent` file names the netdev
             // (seen in the lab: /sys/class/infiniband/rxe0/parent = eth0).
+            // The netdev's real path runs through its PCI function, possibly with a bus device
+            // in between (virtio: .../0000:00:03.0/virtio2/net/eth0).
             if let Some(parent) = text("parent").filter(|p| is_netdev_name(p)) {
                 pci = root
-                    .canonical(&format!("/sys/class/net/{parent}/device"))
+                    .canonical(&format!("/sys/class/net/{parent}"))
                     .ok()
-                    .and_then(|d| d.rsplit('/').next().and_then(Bdf::parse));
+                    .and_then(|d| path_functions(&d).last().copied());
                 attachment = Attachment::Netdev(parent);
             }
         }
@@ -153,17 +168,27 @@ fn device(root: &Root, name: String) -> RdmaDevice {
     }
     let driver = match &attachment {
         Attachment::Pci => root.link_name(&format!("{path}/device/driver")).ok(),
-        _ => Some(name.trim_end_matches(|c: char| c.is_ascii_digit()).to_owned()),
+        _ => Some(
+            name.trim_end_matches(|c: char| c.is_ascii_digit())
+                .to_owned(),
+        ),
     };
 
     let ports_dir = format!("{path}/ports");
     let mut port_nums: Vec<u32> = Vec::new();
     match root.read_dir(&ports_dir) {
-        Ok(l) => port_nums.extend(l.names.iter().filter_map(|n| int::<u32>(n).filter(|p| *p > 0 && *p < 256))),
+        Ok(l) => port_nums.extend(
+            l.names
+                .iter()
+                .filter_map(|n| int::<u32>(n).filter(|p| *p > 0 && *p < 256)),
+        ),
         Err(e) => problems.push(Problem::from_error(&e)),
     }
     port_nums.sort_unstable();
-    let ports = port_nums.into_iter().map(|n| port(root, &class_path, n, &attachment)).collect();
+    let ports = port_nums
+        .into_iter()
+        .map(|n| port(root, &class_path, n, &attachment))
+        .collect();
 
     RdmaDevice {
         node_type: text("node_type"),
@@ -182,7 +207,12 @@ fn device(root: &Root, name: String) -> RdmaDevice {
 /// Interface names: at most 15 bytes, no `/`, no whitespace (kernel: dev_valid_name()). We are
 /// stricter, since names end up in paths and fix commands.
 pub fn is_netdev_name(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 15 && s != "." && s != ".." && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.@:".contains(&b))
+    !s.is_empty()
+        && s.len() <= 15
+        && s != "."
+        && s != ".."
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.@:".contains(&b))
 }
 
 fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Port {
@@ -203,7 +233,11 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
     let mut gids = Vec::new();
     let mut slots: Vec<u32> = Vec::new();
     match root.read_dir(&at("gids")) {
-        Ok(l) => slots.extend(l.names.iter().filter_map(|n| int::<u32>(n).filter(|i| *i < 65536))),
+        Ok(l) => slots.extend(
+            l.names
+                .iter()
+                .filter_map(|n| int::<u32>(n).filter(|i| *i < 65536)),
+        ),
         Err(e) if e.is_not_found() => {}
         Err(e) => problems.push(Problem::from_error(&e)),
     }
@@ -214,7 +248,10 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
             Ok(text) => match Gid::parse(&text) {
                 Some(g) => g,
                 None => {
-                    problems.push(Problem { path, message: format!("not a GID: {}", shown(&text)) });
+                    problems.push(Problem {
+                        path,
+                        message: format!("not a GID: {}", shown(&text)),
+                    });
                     continue;
                 }
             },
@@ -227,37 +264,79 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
             continue;
         }
         let gid_type = Fact::read(root, at(&format!("gid_attrs/types/{index}")), pr::gid_type);
-        let ndev = Fact::read(root, at(&format!("gid_attrs/ndevs/{index}")), |s| is_netdev_name(s).then(|| s.to_owned()));
-        gids.push(GidEntry { index, gid, gid_type, ndev });
+        let ndev = Fact::read(root, at(&format!("gid_attrs/ndevs/{index}")), |s| {
+            is_netdev_name(s).then(|| s.to_owned())
+        });
+        gids.push(GidEntry {
+            index,
+            gid,
+            gid_type,
+            ndev,
+        });
     }
 
     let netdev = port_netdev(root, &gids, class_path, num, attachment);
-    Port { num, dir, state, phys_state, link_layer, rate, lid, sm_lid, gids, gid_slots: slots.len(), netdev, problems }
+    Port {
+        num,
+        dir,
+        state,
+        phys_state,
+        link_layer,
+        rate,
+        lid,
+        sm_lid,
+        gids,
+        gid_slots: slots.len(),
+        netdev,
+        problems,
+    }
 }
 
 /// The netdev a RoCE port runs on: named in its GID table, else the software device's parent,
 /// else the single netdev of its PCI function (or the one whose `dev_port` matches the port).
-fn port_netdev(root: &Root, gids: &[GidEntry], class_path: &str, num: u32, attachment: &Attachment) -> Option<Netdev> {
-    let (name, found_in) = if let Some((g, name)) = gids.iter().find_map(|g| g.ndev.value().map(|n| (g, n))) {
-        (name.clone(), g.ndev.path.clone())
-    } else if let Attachment::Netdev(parent) = attachment {
-        (parent.clone(), format!("{class_path}/parent"))
-    } else if *attachment == Attachment::Pci {
-        let net = format!("{class_path}/device/net");
-        let names: Vec<String> = root.read_dir(&net).map(|l| l.names).unwrap_or_default().into_iter().filter(|n| is_netdev_name(n)).collect();
-        let pick = if names.len() == 1 {
-            names.into_iter().next()
+fn port_netdev(
+    root: &Root,
+    gids: &[GidEntry],
+    class_path: &str,
+    num: u32,
+    attachment: &Attachment,
+) -> Option<Netdev> {
+    let (name, found_in) =
+        if let Some((g, name)) = gids.iter().find_map(|g| g.ndev.value().map(|n| (g, n))) {
+            (name.clone(), g.ndev.path.clone())
+        } else if let Attachment::Netdev(parent) = attachment {
+            (parent.clone(), format!("{class_path}/parent"))
+        } else if *attachment == Attachment::Pci {
+            let net = format!("{class_path}/device/net");
+            let names: Vec<String> = root
+                .read_dir(&net)
+                .map(|l| l.names)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|n| is_netdev_name(n))
+                .collect();
+            let pick = if names.len() == 1 {
+                names.into_iter().next()
+            } else {
+                names.into_iter().find(|n| {
+                    root.read_text(&format!("{net}/{n}/dev_port"))
+                        .ok()
+                        .and_then(|s| int::<u32>(&s))
+                        == Some(num - 1)
+                })
+            }?;
+            (pick, net)
         } else {
-            names.into_iter().find(|n| root.read_text(&format!("{net}/{n}/dev_port")).ok().and_then(|s| int::<u32>(&s)) == Some(num - 1))
-        }?;
-        (pick, net)
-    } else {
-        return None;
-    };
+            return None;
+        };
     let base = format!("/sys/class/net/{name}");
     Some(Netdev {
-        mtu: Fact::read(root, format!("{base}/mtu"), |s| int::<u32>(s).filter(|m| *m > 0 && *m <= 1 << 20)),
-        operstate: Fact::read(root, format!("{base}/operstate"), |s| (s.len() < 32).then(|| s.to_owned())),
+        mtu: Fact::read(root, format!("{base}/mtu"), |s| {
+            int::<u32>(s).filter(|m| *m > 0 && *m <= 1 << 20)
+        }),
+        operstate: Fact::read(root, format!("{base}/operstate"), |s| {
+            (s.len() < 32).then(|| s.to_owned())
+        }),
         name,
         found_in,
     })

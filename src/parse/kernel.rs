@@ -60,14 +60,20 @@ pub fn proc_modules(text: &str) -> Vec<ModuleLine> {
                 return None;
             }
             let state = f.nth(3).unwrap_or("Live");
-            Some(ModuleLine { name: name.to_owned(), state: state.to_owned() })
+            Some(ModuleLine {
+                name: name.to_owned(),
+                state: state.to_owned(),
+            })
         })
         .collect()
 }
 
 /// Module names are C identifiers (the kernel turns `-` into `_`).
 pub fn is_module_name(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// A kernel version: `6.18.44-fc-v657-gpu` -> 6.18.44.
@@ -76,13 +82,24 @@ pub struct KernelVersion(pub u32, pub u32, pub u32);
 
 impl std::fmt::Display for KernelVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.2 == 0 { write!(f, "{}.{}", self.0, self.1) } else { write!(f, "{}.{}.{}", self.0, self.1, self.2) }
+        if self.2 == 0 {
+            write!(f, "{}.{}", self.0, self.1)
+        } else {
+            write!(f, "{}.{}.{}", self.0, self.1, self.2)
+        }
     }
 }
 
 pub fn kernel_version(release: &str) -> Option<KernelVersion> {
-    let numeric: String = release.trim().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
-    let mut parts = numeric.split('.').filter(|p| !p.is_empty()).map(|p| p.parse::<u32>().ok());
+    let numeric: String = release
+        .trim()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let mut parts = numeric
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<u32>().ok());
     let major = parts.next()??;
     let minor = parts.next()??;
     let patch = parts.next().flatten().unwrap_or(0);
@@ -136,7 +153,11 @@ pub fn nvidia_version(text: &str) -> Option<NvidiaVersion> {
             && !w.contains("..")
     })?;
     let major = version.split('.').next()?.parse().ok()?;
-    Some(NvidiaVersion { version: version.to_owned(), major, open: line.contains("Open Kernel Module") })
+    Some(NvidiaVersion {
+        version: version.to_owned(),
+        major,
+        open: line.contains("Open Kernel Module"),
+    })
 }
 
 /// The `Model:` line of `/proc/driver/nvidia/gpus/<bdf>/information`.
@@ -163,7 +184,10 @@ pub fn proc_limit(text: &str, name: &str) -> Option<Limit> {
             n => n.parse().ok().map(Some),
         }
     };
-    Some(Limit { soft: value(fields.next())?, hard: value(fields.next())? })
+    Some(Limit {
+        soft: value(fields.next())?,
+        hard: value(fields.next())?,
+    })
 }
 
 #[cfg(test)]
@@ -173,14 +197,34 @@ mod tests {
     #[test]
     fn cmdline_words_and_quotes() {
         // The H200 VM's /proc/cmdline (shortened): init's arguments follow `--`.
-        let p = cmdline("console=ttyS0 quiet pci=realloc=off -- --firecracker-init --addr 0.0.0.0:2024");
+        let p = cmdline(
+            "console=ttyS0 quiet pci=realloc=off -- --firecracker-init --addr 0.0.0.0:2024",
+        );
         let keys: Vec<&str> = p.iter().map(|p| p.key.as_str()).collect();
         assert_eq!(keys, ["console", "quiet", "pci"]);
         assert_eq!(p[2].value.as_deref(), Some("realloc=off"));
         let q = cmdline(r#"dyndbg="file drivers/x.c +p" "acpi_osi=Linux 2" iommu=pt"#);
-        assert_eq!(q[0], Param { key: "dyndbg".into(), value: Some("file drivers/x.c +p".into()) });
-        assert_eq!(q[1], Param { key: "acpi_osi".into(), value: Some("Linux 2".into()) });
-        assert_eq!(q[2], Param { key: "iommu".into(), value: Some("pt".into()) });
+        assert_eq!(
+            q[0],
+            Param {
+                key: "dyndbg".into(),
+                value: Some("file drivers/x.c +p".into())
+            }
+        );
+        assert_eq!(
+            q[1],
+            Param {
+                key: "acpi_osi".into(),
+                value: Some("Linux 2".into())
+            }
+        );
+        assert_eq!(
+            q[2],
+            Param {
+                key: "iommu".into(),
+                value: Some("pt".into())
+            }
+        );
         // An unterminated quote runs to the end, as in the kernel.
         assert_eq!(cmdline(r#"a="b c"#).len(), 1);
         assert!(cmdline("").is_empty());
@@ -189,29 +233,48 @@ mod tests {
     #[test]
     fn modules() {
         // The H200 VM's /proc/modules.
-        let m = proc_modules("nvidia_uvm 1830912 - - Live 0xffffffffc080c000 (O)\nnvidia 14299136 - - Live 0xffffffffc0400000 (O)\n");
+        let m = proc_modules(
+            "nvidia_uvm 1830912 - - Live 0xffffffffc080c000 (O)\nnvidia 14299136 - - Live 0xffffffffc0400000 (O)\n",
+        );
         assert_eq!(m.len(), 2);
-        assert_eq!(m[1], ModuleLine { name: "nvidia".into(), state: "Live".into() });
+        assert_eq!(
+            m[1],
+            ModuleLine {
+                name: "nvidia".into(),
+                state: "Live".into()
+            }
+        );
         assert!(proc_modules("\u{0}\u{1}garbage;rm -rf / 1 2 3\n").is_empty());
     }
 
     #[test]
     fn versions() {
-        assert_eq!(kernel_version("6.18.44-fc-v657-gpu"), Some(KernelVersion(6, 18, 44)));
-        assert_eq!(kernel_version("5.15.0-119-generic"), Some(KernelVersion(5, 15, 0)));
+        assert_eq!(
+            kernel_version("6.18.44-fc-v657-gpu"),
+            Some(KernelVersion(6, 18, 44))
+        );
+        assert_eq!(
+            kernel_version("5.15.0-119-generic"),
+            Some(KernelVersion(5, 15, 0))
+        );
         assert_eq!(kernel_version("6.8"), Some(KernelVersion(6, 8, 0)));
         assert_eq!(kernel_version("banana"), None);
         assert_eq!(kernel_version("99999999999.1"), None);
         assert!(KernelVersion(5, 12, 0) > KernelVersion(5, 4, 300));
         assert_eq!(
-            release_from_proc_version("Linux version 6.18.44-fc-v657-gpu (builder@sandboxing) (gcc (GCC) 15.3.0)").as_deref(),
+            release_from_proc_version(
+                "Linux version 6.18.44-fc-v657-gpu (builder@sandboxing) (gcc (GCC) 15.3.0)"
+            )
+            .as_deref(),
             Some("6.18.44-fc-v657-gpu")
         );
     }
 
     #[test]
     fn config() {
-        let c = kernel_config("CONFIG_PCI_P2PDMA=y\n# CONFIG_DMABUF_MOVE_NOTIFY is not set\nCONFIG_LOCALVERSION=\"-gpu\"\n");
+        let c = kernel_config(
+            "CONFIG_PCI_P2PDMA=y\n# CONFIG_DMABUF_MOVE_NOTIFY is not set\nCONFIG_LOCALVERSION=\"-gpu\"\n",
+        );
         assert_eq!(c["CONFIG_PCI_P2PDMA"].as_deref(), Some("y"));
         assert_eq!(c["CONFIG_DMABUF_MOVE_NOTIFY"], None);
         assert_eq!(c["CONFIG_LOCALVERSION"].as_deref(), Some("-gpu"));
@@ -221,11 +284,21 @@ mod tests {
     fn nvidia() {
         // Seen on the H200 VM.
         let v = nvidia_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \nGCC version:  gcc version 15.3.0 (GCC) \n").unwrap();
-        assert_eq!(v, NvidiaVersion { version: "580.159.04".into(), major: 580, open: true });
+        assert_eq!(
+            v,
+            NvidiaVersion {
+                version: "580.159.04".into(),
+                major: 580,
+                open: true
+            }
+        );
         let p = nvidia_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n").unwrap();
         assert_eq!((p.version.as_str(), p.open), ("535.183.01", false));
         assert_eq!(nvidia_version("garbage"), None);
-        assert_eq!(nvidia_gpu_model("Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\n").as_deref(), Some("NVIDIA H200"));
+        assert_eq!(
+            nvidia_gpu_model("Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\n").as_deref(),
+            Some("NVIDIA H200")
+        );
     }
 
     #[test]
@@ -233,8 +306,20 @@ mod tests {
         let text = "Limit                     Soft Limit           Hard Limit           Units     \n\
                     Max locked memory         8388608              8388608              bytes     \n\
                     Max open files            1024                 unlimited            files     \n";
-        assert_eq!(proc_limit(text, "Max locked memory"), Some(Limit { soft: Some(8388608), hard: Some(8388608) }));
-        assert_eq!(proc_limit(text, "Max open files"), Some(Limit { soft: Some(1024), hard: None }));
+        assert_eq!(
+            proc_limit(text, "Max locked memory"),
+            Some(Limit {
+                soft: Some(8388608),
+                hard: Some(8388608)
+            })
+        );
+        assert_eq!(
+            proc_limit(text, "Max open files"),
+            Some(Limit {
+                soft: Some(1024),
+                hard: None
+            })
+        );
         assert_eq!(proc_limit(text, "Max realtime timeout"), None);
     }
 }

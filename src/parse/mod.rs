@@ -8,7 +8,10 @@ pub mod rdma;
 /// `0x10de` or `10de` (sysfs writes hex with `0x`; configs may not).
 pub fn hex_u32(s: &str) -> Option<u32> {
     let s = s.trim();
-    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    let digits = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
     if digits.is_empty() || digits.len() > 8 {
         return None;
     }
@@ -27,7 +30,12 @@ pub fn int<T: std::str::FromStr>(s: &str) -> Option<T> {
 /// Shows a raw value in a message: quoted, control characters escaped, long values cut.
 pub fn shown(raw: &str) -> String {
     const MAX: usize = 120;
-    let mut out: String = raw.chars().take(MAX).collect::<String>().escape_debug().to_string();
+    let mut out: String = raw
+        .chars()
+        .take(MAX)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
     if raw.chars().count() > MAX {
         out.push_str("...");
     }

@@ -28,13 +28,22 @@ impl Bdf {
         if device > 0x1f || function > 7 {
             return None;
         }
-        Some(Bdf { domain: hex(domain, 8)?, bus: u8::try_from(hex(bus, 2)?).ok()?, device: device as u8, function: function as u8 })
+        Some(Bdf {
+            domain: hex(domain, 8)?,
+            bus: u8::try_from(hex(bus, 2)?).ok()?,
+            device: device as u8,
+            function: function as u8,
+        })
     }
 }
 
 impl fmt::Display for Bdf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04x}:{:02x}:{:02x}.{}", self.domain, self.bus, self.device, self.function)
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}.{}",
+            self.domain, self.bus, self.device, self.function
+        )
     }
 }
 
@@ -60,8 +69,17 @@ pub fn link_speed_gts(s: &str) -> Option<f64> {
 
 /// The PCIe generation a transfer rate belongs to (2.5 GT/s = Gen1 ... 64 GT/s = Gen6).
 pub fn pcie_generation(gts: f64) -> Option<u8> {
-    const GENS: [(f64, u8); 6] = [(2.5, 1), (5.0, 2), (8.0, 3), (16.0, 4), (32.0, 5), (64.0, 6)];
-    GENS.iter().find(|(rate, _)| (rate - gts).abs() < 0.01).map(|&(_, g)| g)
+    const GENS: [(f64, u8); 6] = [
+        (2.5, 1),
+        (5.0, 2),
+        (8.0, 3),
+        (16.0, 4),
+        (32.0, 5),
+        (64.0, 6),
+    ];
+    GENS.iter()
+        .find(|(rate, _)| (rate - gts).abs() < 0.01)
+        .map(|&(_, g)| g)
 }
 
 /// What a PCI class code says, for the classes gdrdoctor cares about.
@@ -136,7 +154,10 @@ pub fn capabilities(config: &[u8]) -> Vec<Cap> {
     let mut seen = [false; 256];
     while offset >= 0x40 && offset + 1 < config.len().min(256) && !seen[offset] {
         seen[offset] = true;
-        caps.push(Cap { id: u16::from(config[offset]), offset });
+        caps.push(Cap {
+            id: u16::from(config[offset]),
+            offset,
+        });
         offset = usize::from(config[offset + 1] & 0xfc);
     }
     caps
@@ -149,11 +170,19 @@ pub fn extended_capabilities(config: &[u8]) -> Vec<Cap> {
     let mut offset = 0x100usize;
     let mut seen = std::collections::HashSet::new();
     while offset >= 0x100 && offset + 4 <= config.len() && seen.insert(offset) {
-        let header = u32::from_le_bytes([config[offset], config[offset + 1], config[offset + 2], config[offset + 3]]);
+        let header = u32::from_le_bytes([
+            config[offset],
+            config[offset + 1],
+            config[offset + 2],
+            config[offset + 3],
+        ]);
         if header == 0 || header == 0xffff_ffff {
             break;
         }
-        caps.push(Cap { id: (header & 0xffff) as u16, offset });
+        caps.push(Cap {
+            id: (header & 0xffff) as u16,
+            offset,
+        });
         offset = ((header >> 20) & 0xffc) as usize;
     }
     caps
@@ -178,7 +207,9 @@ pub enum PortType {
 }
 
 pub fn pcie_port_type(config: &[u8]) -> Option<PortType> {
-    let cap = capabilities(config).into_iter().find(|c| c.id == CAP_ID_PCIE)?;
+    let cap = capabilities(config)
+        .into_iter()
+        .find(|c| c.id == CAP_ID_PCIE)?;
     let reg = *config.get(cap.offset + 2)?;
     Some(match reg >> 4 {
         0 => PortType::Endpoint,
@@ -201,13 +232,20 @@ mod tests {
     // The first 0x70 bytes of /sys/bus/pci/devices/0000:00:06.0/config on an H200 VM
     // (../shared/data/h200x2-vm-capture.tgz): 10de:2335, class 030200, PCIe cap at 0x60.
     const H200: [u8; 0x70] = [
-        0xde, 0x10, 0x35, 0x23, 0x46, 0x05, 0x10, 0x00, 0xa1, 0x00, 0x02, 0x03, 0x00, 0x00, 0x00, 0x00, //
-        0x0c, 0x00, 0x00, 0x02, 0x40, 0x10, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, //
-        0x0c, 0x00, 0x00, 0x00, 0x40, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xde, 0x10, 0xbf, 0x18, //
-        0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x01, 0x00, 0x00, //
-        0x01, 0x48, 0x13, 0x00, 0x08, 0x00, 0x00, 0x00, 0x05, 0x60, 0x88, 0x03, 0x00, 0x00, 0x00, 0x00, //
-        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
-        0x10, 0xb0, 0x02, 0x00, 0x21, 0x80, 0x2c, 0x11, 0x34, 0x51, 0x00, 0x00, 0x05, 0x79, 0x45, 0x00, //
+        0xde, 0x10, 0x35, 0x23, 0x46, 0x05, 0x10, 0x00, 0xa1, 0x00, 0x02, 0x03, 0x00, 0x00, 0x00,
+        0x00, //
+        0x0c, 0x00, 0x00, 0x02, 0x40, 0x10, 0x00, 0x00, 0x0c, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00,
+        0x00, //
+        0x0c, 0x00, 0x00, 0x00, 0x40, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xde, 0x10, 0xbf,
+        0x18, //
+        0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x01, 0x00,
+        0x00, //
+        0x01, 0x48, 0x13, 0x00, 0x08, 0x00, 0x00, 0x00, 0x05, 0x60, 0x88, 0x03, 0x00, 0x00, 0x00,
+        0x00, //
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, //
+        0x10, 0xb0, 0x02, 0x00, 0x21, 0x80, 0x2c, 0x11, 0x34, 0x51, 0x00, 0x00, 0x05, 0x79, 0x45,
+        0x00, //
     ];
 
     #[test]
@@ -226,7 +264,15 @@ mod tests {
     fn path_to_functions() {
         let p = "/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0/0000:19:10.0/0000:1a:00.0";
         let f: Vec<String> = path_functions(p).iter().map(|b| b.to_string()).collect();
-        assert_eq!(f, ["0000:17:01.0", "0000:18:00.0", "0000:19:10.0", "0000:1a:00.0"]);
+        assert_eq!(
+            f,
+            [
+                "0000:17:01.0",
+                "0000:18:00.0",
+                "0000:19:10.0",
+                "0000:1a:00.0"
+            ]
+        );
     }
 
     #[test]
@@ -242,8 +288,14 @@ mod tests {
     #[test]
     fn h200_header_and_caps() {
         let h = header(&H200).unwrap();
-        assert_eq!((h.vendor, h.device, h.class, h.header_type), (0x10de, 0x2335, 0x030200, 0));
-        let caps: Vec<(u16, usize)> = capabilities(&H200).iter().map(|c| (c.id, c.offset)).collect();
+        assert_eq!(
+            (h.vendor, h.device, h.class, h.header_type),
+            (0x10de, 0x2335, 0x030200, 0)
+        );
+        let caps: Vec<(u16, usize)> = capabilities(&H200)
+            .iter()
+            .map(|c| (c.id, c.offset))
+            .collect();
         assert_eq!(caps, [(0x01, 0x40), (0x05, 0x48), (0x10, 0x60)]);
         assert_eq!(pcie_port_type(&H200), Some(PortType::Endpoint));
         // 64 bytes (what an unprivileged reader gets): header yes, capabilities no.
@@ -264,7 +316,8 @@ mod tests {
         cfg[0x41] = 0xfc; // out of the 256-byte window, last byte
         assert_eq!(capabilities(&cfg).len(), 2);
         // Extended list looping back to 0x100.
-        cfg[0x100..0x104].copy_from_slice(&(0x000d | (1 << 16) | (0x100 << 20) as u32).to_le_bytes());
+        cfg[0x100..0x104]
+            .copy_from_slice(&(0x000d | (1 << 16) | (0x100 << 20) as u32).to_le_bytes());
         assert_eq!(extended_capabilities(&cfg).len(), 1);
         // Next offset past the end of a 256-byte config.
         assert!(extended_capabilities(&cfg[..256]).is_empty());

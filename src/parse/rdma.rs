@@ -10,7 +10,11 @@ pub fn numbered_state(s: &str) -> Option<(u8, String)> {
     let (num, name) = s.trim().split_once(':')?;
     let num: u8 = num.trim().parse().ok()?;
     let name = name.trim();
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b' ') {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b' ')
+    {
         return None;
     }
     Some((num, name.to_owned()))
@@ -156,7 +160,9 @@ pub fn gid_type(s: &str) -> Option<GidType> {
 /// 1024.
 pub fn roce_active_mtu(netdev_mtu: u32) -> Option<u32> {
     let room = netdev_mtu.checked_sub(96)?;
-    [4096, 2048, 1024, 512, 256].into_iter().find(|&m| m <= room)
+    [4096, 2048, 1024, 512, 256]
+        .into_iter()
+        .find(|&m| m <= room)
 }
 
 #[cfg(test)]
@@ -168,7 +174,10 @@ mod tests {
         // Lab, rxe0 port 1 (../shared/lab/results/probe-pt.log).
         assert_eq!(numbered_state("4: ACTIVE"), Some((4, "ACTIVE".into())));
         assert_eq!(numbered_state("5: LinkUp"), Some((5, "LinkUp".into())));
-        assert_eq!(numbered_state("3: Disabled\n"), Some((3, "Disabled".into())));
+        assert_eq!(
+            numbered_state("3: Disabled\n"),
+            Some((3, "Disabled".into()))
+        );
         assert_eq!(numbered_state("ACTIVE"), None);
         assert_eq!(numbered_state("999: X"), None);
         assert_eq!(numbered_state("4: \u{1b}[31m"), None);
@@ -191,8 +200,18 @@ mod tests {
         assert_eq!(v4.family(), GidFamily::Ipv4);
         assert_eq!(v4.address(), "192.0.2.1");
         assert_eq!(v4.to_string(), "0000:0000:0000:0000:0000:ffff:c000:0201");
-        assert_eq!(Gid::parse("0000:0000:0000:0000:0000:0000:0000:0000").unwrap().family(), GidFamily::Unused);
-        assert_eq!(Gid::parse("2001:0db8:0000:0000:0000:0000:0000:0001").unwrap().family(), GidFamily::Ipv6);
+        assert_eq!(
+            Gid::parse("0000:0000:0000:0000:0000:0000:0000:0000")
+                .unwrap()
+                .family(),
+            GidFamily::Unused
+        );
+        assert_eq!(
+            Gid::parse("2001:0db8:0000:0000:0000:0000:0000:0001")
+                .unwrap()
+                .family(),
+            GidFamily::Ipv6
+        );
         assert_eq!(Gid::parse("fe80::1"), None);
         assert_eq!(Gid::parse("zzzz:0000:0000:0000:0000:0000:0000:0000"), None);
         assert_eq!(gid_type("RoCE v2"), Some(GidType::RoceV2));

@@ -23,17 +23,28 @@ fn label(s: Status) -> String {
 }
 
 fn bold(s: &str) -> String {
-    s.if_supports_color(Stream::Stdout, |t| t.bold()).to_string()
+    s.if_supports_color(Stream::Stdout, |t| t.bold())
+        .to_string()
 }
 
 fn dim(s: &str) -> String {
-    s.if_supports_color(Stream::Stdout, |t| t.dimmed()).to_string()
+    s.if_supports_color(Stream::Stdout, |t| t.dimmed())
+        .to_string()
 }
 
 pub fn render(report: &Report, style: &Style) -> String {
     let mut o = String::new();
-    let root = if report.root.live { "live system".to_owned() } else { format!("captured root {}", report.root.path) };
-    let _ = writeln!(o, "{} {} · {root}", bold("gdrdoctor"), report.gdrdoctor_version);
+    let root = if report.root.live {
+        "live system".to_owned()
+    } else {
+        format!("captured root {}", report.root.path)
+    };
+    let _ = writeln!(
+        o,
+        "{} {} · {root}",
+        bold("gdrdoctor"),
+        report.gdrdoctor_version
+    );
     let node = &report.node;
     let _ = writeln!(
         o,
@@ -48,8 +59,18 @@ pub fn render(report: &Report, style: &Style) -> String {
     o.push('\n');
 
     // Checks left out by --select are noise here; JSON keeps them.
-    for check in report.checks.iter().filter(|c| c.skipped.as_deref() != Some(crate::checks::NOT_SELECTED)) {
-        let _ = writeln!(o, "{} {}  {}", label(check.status), bold(check.id), dim(check.title));
+    for check in report
+        .checks
+        .iter()
+        .filter(|c| c.skipped.as_deref() != Some(crate::checks::NOT_SELECTED))
+    {
+        let _ = writeln!(
+            o,
+            "{} {}  {}",
+            label(check.status),
+            bold(check.id),
+            dim(check.title)
+        );
         if let Some(reason) = &check.skipped {
             let _ = writeln!(o, "        {}", dim(reason));
             continue;
@@ -67,22 +88,46 @@ pub fn render(report: &Report, style: &Style) -> String {
     }
 
     let v = &report.verdict;
-    let headline = if v.ready { "READY".if_supports_color(Stream::Stdout, |t| t.green()).to_string() } else { "NOT READY".if_supports_color(Stream::Stdout, |t| t.red()).to_string() };
-    let detail = v.summary.split_once(": ").map(|(_, d)| d).unwrap_or(&v.summary);
+    let headline = if v.ready {
+        "READY"
+            .if_supports_color(Stream::Stdout, |t| t.green())
+            .to_string()
+    } else {
+        "NOT READY"
+            .if_supports_color(Stream::Stdout, |t| t.red())
+            .to_string()
+    };
+    let detail = v
+        .summary
+        .split_once(": ")
+        .map(|(_, d)| d)
+        .unwrap_or(&v.summary);
     let _ = writeln!(o, "\n{} {detail}", bold(&headline));
     o
 }
 
 fn finding(o: &mut String, f: &Finding, style: &Style) {
     let problem = f.status > Status::Pass;
-    let status = if problem { format!("{} ", label(f.status).trim_end()) } else { String::new() };
-    let overridden = f.original_status.map(|s| dim(&format!(" (severity {s} overridden by config)"))).unwrap_or_default();
+    let status = if problem {
+        format!("{} ", label(f.status).trim_end())
+    } else {
+        String::new()
+    };
+    let overridden = f
+        .original_status
+        .map(|s| dim(&format!(" (severity {s} overridden by config)")))
+        .unwrap_or_default();
     let line = format!("{status}{}: {}{overridden}", f.subject, f.message);
     let _ = writeln!(o, "        {}", if problem { line } else { dim(&line) });
     if style.verbose || problem {
         if style.verbose {
             for e in &f.evidence {
-                let _ = writeln!(o, "          {} {}", dim(&e.path), dim(&format!("= {}", e.value)));
+                let _ = writeln!(
+                    o,
+                    "          {} {}",
+                    dim(&e.path),
+                    dim(&format!("= {}", e.value))
+                );
             }
         }
         if let Some(fix) = &f.fix {

@@ -122,35 +122,67 @@ pub struct Options {
 }
 
 pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Report {
-    let blocks = |s: Status| s == Status::Fail || (options.strict && matches!(s, Status::Warn | Status::Unknown));
+    let blocks = |s: Status| {
+        s == Status::Fail || (options.strict && matches!(s, Status::Warn | Status::Unknown))
+    };
     let blocking: Vec<Blocking> = checks
         .iter()
         .filter(|c| blocks(c.status))
         .map(|c| {
-            let mut codes: Vec<&'static str> = c.findings.iter().filter(|f| blocks(f.status)).map(|f| f.code).collect();
+            let mut codes: Vec<&'static str> = c
+                .findings
+                .iter()
+                .filter(|f| blocks(f.status))
+                .map(|f| f.code)
+                .collect();
             codes.dedup();
-            Blocking { check: c.id, status: c.status, codes }
+            Blocking {
+                check: c.id,
+                status: c.status,
+                codes,
+            }
         })
         .collect();
     let ready = blocking.is_empty();
-    let mut counts = Counts { checks: BTreeMap::new(), findings: BTreeMap::new() };
+    let mut counts = Counts {
+        checks: BTreeMap::new(),
+        findings: BTreeMap::new(),
+    };
     for s in Status::ALL {
-        counts.checks.insert(s, checks.iter().filter(|c| c.status == s).count());
-        counts.findings.insert(s, checks.iter().flat_map(|c| &c.findings).filter(|f| f.status == s).count());
+        counts
+            .checks
+            .insert(s, checks.iter().filter(|c| c.status == s).count());
+        counts.findings.insert(
+            s,
+            checks
+                .iter()
+                .flat_map(|c| &c.findings)
+                .filter(|f| f.status == s)
+                .count(),
+        );
     }
     let summary = summary_line(ready, &blocking, &counts);
     Report {
         schema: "gdrdoctor.report",
         schema_version: SCHEMA_VERSION,
         gdrdoctor_version: env!("CARGO_PKG_VERSION"),
-        root: RootInfo { path: options.root_display.clone(), live: inv.live },
+        root: RootInfo {
+            path: options.root_display.clone(),
+            live: inv.live,
+        },
         node: NodeInfo {
             hostname: inv.kernel.hostname.clone(),
             kernel: inv.kernel.release.value().cloned(),
             gpus: inv.gpus.len(),
             rdma_devices: inv.rdma.len(),
         },
-        verdict: Verdict { ready, strict: options.strict, exit_code: if ready { 0 } else { 1 }, blocking, summary },
+        verdict: Verdict {
+            ready,
+            strict: options.strict,
+            exit_code: if ready { 0 } else { 1 },
+            blocking,
+            summary,
+        },
         counts,
         checks,
         inventory: summarise(inv),
@@ -164,7 +196,12 @@ fn summary_line(ready: bool, blocking: &[Blocking], counts: &Counts) -> String {
         if !skip_fail && n(Status::Fail) > 0 {
             parts.push(format!("{} failed", n(Status::Fail)));
         }
-        for (s, word) in [(Status::Warn, "warned"), (Status::Unknown, "unknown"), (Status::Pass, "passed"), (Status::Skip, "skipped")] {
+        for (s, word) in [
+            (Status::Warn, "warned"),
+            (Status::Unknown, "unknown"),
+            (Status::Pass, "passed"),
+            (Status::Skip, "skipped"),
+        ] {
             if n(s) > 0 {
                 parts.push(format!("{} {word}", n(s)));
             }
@@ -174,7 +211,10 @@ fn summary_line(ready: bool, blocking: &[Blocking], counts: &Counts) -> String {
     if ready {
         format!("ready: {}", tail(true))
     } else {
-        let codes: Vec<String> = blocking.iter().map(|b| format!("{} ({})", b.check, b.codes.join(", "))).collect();
+        let codes: Vec<String> = blocking
+            .iter()
+            .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
+            .collect();
         format!("not ready: {}; {}", codes.join("; "), tail(true))
     }
 }
@@ -231,7 +271,12 @@ fn summarise(inv: &Inventory) -> InventorySummary {
                         .map(|g| GidSummary {
                             index: g.index,
                             gid: g.gid.to_string(),
-                            gid_type: g.gid_type.value().map(|t| serde_json::to_value(t).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()),
+                            gid_type: g.gid_type.value().map(|t| {
+                                serde_json::to_value(t)
+                                    .ok()
+                                    .and_then(|v| v.as_str().map(str::to_owned))
+                                    .unwrap_or_default()
+                            }),
                             ndev: g.ndev.value().cloned(),
                         })
                         .collect(),
@@ -247,5 +292,9 @@ fn summarise(inv: &Inventory) -> InventorySummary {
             problems.extend(p.problems.iter().cloned());
         }
     }
-    InventorySummary { gpus, rdma_devices, problems }
+    InventorySummary {
+        gpus,
+        rdma_devices,
+        problems,
+    }
 }

@@ -31,14 +31,22 @@ pub fn stderr(o: &Output) -> String {
 
 /// The exit code; a signal or a panic (101) fails the test with the output shown.
 pub fn code(o: &Output) -> i32 {
-    let c = o.status.code().unwrap_or_else(|| panic!("killed by a signal\nstderr:\n{}", stderr(o)));
+    let c = o
+        .status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal\nstderr:\n{}", stderr(o)));
     assert_ne!(c, 101, "gdrdoctor panicked:\n{}", stderr(o));
-    assert!(!stderr(o).contains("panicked at"), "gdrdoctor panicked:\n{}", stderr(o));
+    assert!(
+        !stderr(o).contains("panicked at"),
+        "gdrdoctor panicked:\n{}",
+        stderr(o)
+    );
     c
 }
 
 pub fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\nstderr:\n{}", stdout(o), stderr(o)))
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\nstderr:\n{}", stdout(o), stderr(o)))
 }
 
 /// `check id -> status` from a JSON report.
@@ -47,7 +55,12 @@ pub fn statuses(report: &serde_json::Value) -> Vec<(String, String)> {
         .as_array()
         .expect("checks array")
         .iter()
-        .map(|c| (c["id"].as_str().unwrap().to_owned(), c["status"].as_str().unwrap().to_owned()))
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["status"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
 
@@ -58,6 +71,11 @@ pub fn codes(report: &serde_json::Value) -> Vec<(String, String)> {
         .unwrap()
         .iter()
         .flat_map(|c| c["findings"].as_array().unwrap().iter())
-        .map(|f| (f["code"].as_str().unwrap().to_owned(), f["status"].as_str().unwrap().to_owned()))
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["status"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
