@@ -66,6 +66,19 @@ impl ReadError {
         }
     }
 
+    /// The same error, reported for the path a caller asked about when the cause is absence.
+    fn asked(self, path: &str) -> ReadError {
+        match self {
+            ReadError::NotFound { .. } => ReadError::NotFound {
+                path: path.to_owned(),
+            },
+            ReadError::NotDir { .. } => ReadError::NotDir {
+                path: path.to_owned(),
+            },
+            other => other,
+        }
+    }
+
     pub fn is_not_found(&self) -> bool {
         matches!(self, ReadError::NotFound { .. })
     }
@@ -184,19 +197,19 @@ impl Root {
 
     /// Resolves every link in `path`, inside the root. Returns the node path with no links left.
     pub fn canonical(&self, path: &str) -> Result<String, ReadError> {
-        self.resolve(path, 0).map(|(p, _)| p)
+        self.lookup(path).map(|(p, _)| p)
     }
 
     pub fn kind(&self, path: &str) -> Result<Kind, ReadError> {
-        self.resolve(path, 0).map(|(_, k)| k)
+        self.lookup(path).map(|(_, k)| k)
     }
 
     pub fn exists(&self, path: &str) -> bool {
-        self.resolve(path, 0).is_ok()
+        self.lookup(path).is_ok()
     }
 
     pub fn is_dir(&self, path: &str) -> bool {
-        matches!(self.resolve(path, 0), Ok((_, Kind::Dir)))
+        matches!(self.lookup(path), Ok((_, Kind::Dir)))
     }
 
     /// Reads a regular file, at most `DEFAULT_READ_LIMIT` bytes.
@@ -223,7 +236,7 @@ impl Root {
     }
 
     fn read_upto(&self, path: &str, n: u64) -> Result<Vec<u8>, ReadError> {
-        let (resolved, kind, size) = self.resolve_sized(path, 0)?;
+        let (resolved, kind, size) = self.lookup_sized(path)?;
         match kind {
             Kind::File => {}
             Kind::Dir => {
@@ -290,7 +303,7 @@ impl Root {
 
     /// Lists a directory (after resolving links to it), sorted by name.
     pub fn read_dir(&self, path: &str) -> Result<Listing, ReadError> {
-        let (resolved, kind) = self.resolve(path, 0)?;
+        let (resolved, kind) = self.lookup(path)?;
         if kind != Kind::Dir {
             return Err(ReadError::NotDir {
                 path: path.to_owned(),
@@ -314,7 +327,7 @@ impl Root {
     /// The target text of the link at `path` (not followed). Links in its parent are resolved.
     pub fn read_link(&self, path: &str) -> Result<String, ReadError> {
         let (parent, name) = split_last(path);
-        let dir = self.resolve_dir(parent, 0)?;
+        let dir = self.resolve_dir(parent, 0).map_err(|e| e.asked(path))?;
         let target = std::fs::read_link(self.host_path(&join(&dir, name))).map_err(|e| match e
             .raw_os_error()
         {
@@ -333,24 +346,6 @@ impl Root {
             })
     }
 
-    /// The last path component of a link's target, e.g. the driver name from `.../driver`.
-    pub fn link_name(&self, path: &str) -> Result<String, ReadError> {
-        let target = self.read_link(path)?;
-        let name = target
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or("");
-        if name.is_empty() || name == "." || name == ".." {
-            return Err(ReadError::Io {
-                path: path.to_owned(),
-                errno: None,
-                message: format!("link target {target:?} names nothing"),
-            });
-        }
-        Ok(name.to_owned())
-    }
-
     /// Opens a character device read-write and closes it again: can this process use it?
     /// Live roots only; in a capture a device node is never opened.
     pub fn probe_device(&self, path: &str) -> Result<(), ReadError> {
@@ -361,7 +356,7 @@ impl Root {
                 message: "device nodes are not opened in a captured root".into(),
             });
         }
-        let (resolved, kind) = self.resolve(path, 0)?;
+        let (resolved, kind) = self.lookup(path)?;
         if kind != Kind::CharDevice {
             return Err(ReadError::NotRegular {
                 path: path.to_owned(),
@@ -377,12 +372,19 @@ impl Root {
             .map_err(|e| ReadError::from_io(path, &e))
     }
 
-    /// Resolves `path` fully. Returns the link-free node path and what it is.
-    fn resolve(&self, path: &str, links: u32) -> Result<(String, Kind), ReadError> {
-        self.resolve_sized(path, links).map(|(p, k, _)| (p, k))
+    /// `resolve` for a caller's path: a missing intermediate directory is reported as the path
+    /// asked for (`/proc/driver/nvidia/version: not found`, not `/proc: not found`); a link
+    /// loop or a permission error keeps the path where it happened, since that is the cause.
+    fn lookup(&self, path: &str) -> Result<(String, Kind), ReadError> {
+        self.lookup_sized(path).map(|(p, k, _)| (p, k))
     }
 
-    /// Like `resolve`, with the size a regular file had when it was looked at.
+    fn lookup_sized(&self, path: &str) -> Result<(String, Kind, u64), ReadError> {
+        self.resolve_sized(path, 0).map_err(|e| e.asked(path))
+    }
+
+    /// Resolves `path` fully: the link-free node path, what it is, and the size a regular file
+    /// had when it was looked at.
     fn resolve_sized(&self, path: &str, links: u32) -> Result<(String, Kind, u64), ReadError> {
         let (parent, name) = split_last(path);
         let dir = self.resolve_dir(parent, links)?;
@@ -612,7 +614,7 @@ mod tests {
         ));
         symlink("nowhere", d.path().join("sys/dangling")).unwrap();
         assert!(root.read_text("/sys/dangling").unwrap_err().is_not_found());
-        assert_eq!(root.link_name("/sys/dangling").unwrap(), "nowhere");
+        assert_eq!(root.read_link("/sys/dangling").unwrap(), "nowhere");
     }
 
     #[test]

@@ -139,6 +139,42 @@ const CASES: &[Case] = &[
         codes: &[("rdma-port-init", "fail"), ("ib-no-lid", "fail")],
     },
     Case {
+        name: "roce-no-ip",
+        config: None,
+        exit: 1,
+        statuses: ["pass", "pass", "pass", "pass", "fail", "skip"],
+        codes: &[("roce-no-ip-gid", "fail"), ("roce-v2-ipv4", "pass")],
+    },
+    Case {
+        name: "roce-ipv6-only",
+        config: None,
+        exit: 0,
+        statuses: ["pass", "pass", "pass", "pass", "warn", "skip"],
+        codes: &[("roce-no-ipv4-gid", "warn")],
+    },
+    // aarch64 with SMMUv3 in strict mode on a 6.8 kernel: the fix must not be a blind
+    // iommu.passthrough=1 (it broke CUDA before 6.11).
+    Case {
+        name: "arm64-iommu-translated",
+        config: None,
+        exit: 1,
+        statuses: ["pass", "pass", "fail", "pass", "pass", "skip"],
+        codes: &[("iommu-translated", "fail")],
+    },
+    // The QEMU lab guest: Soft-RoCE on e1000e behind a switch, virtio-gpu declared a GPU.
+    Case {
+        name: "lab-rxe-switch",
+        config: Some("config.yaml"),
+        exit: 0,
+        statuses: ["pass", "unknown", "pass", "warn", "pass", "skip"],
+        codes: &[
+            ("gdr-path-unknown", "unknown"),
+            ("roce-mtu-small", "warn"),
+            ("roce-v2-ipv4", "pass"),
+            ("iommu-passthrough", "pass"),
+        ],
+    },
+    Case {
         name: "gpu-no-driver",
         config: None,
         exit: 1,
@@ -260,6 +296,64 @@ fn findings_carry_evidence_and_fixes() {
         }
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn arm64_iommu_fix_upgrades_the_kernel_first() {
+    let case = CASES
+        .iter()
+        .find(|c| c.name == "arm64-iommu-translated")
+        .unwrap();
+    let report = json(&run(case, "json"));
+    let finding = report["checks"][2]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "iommu-translated")
+        .unwrap();
+    let fix = finding["fix"].to_string();
+    assert!(fix.contains("6.11"), "{fix}");
+    assert!(
+        !fix.contains("update-grub"),
+        "no command line edit before the kernel upgrade: {fix}"
+    );
+}
+
+#[test]
+fn lab_guest_finds_rxe_through_its_netdev() {
+    let case = CASES.iter().find(|c| c.name == "lab-rxe-switch").unwrap();
+    let report = json(&run(case, "json"));
+    let rxe = &report["inventory"]["rdma_devices"][0];
+    assert_eq!(
+        (
+            rxe["name"].as_str(),
+            rxe["pci"].as_str(),
+            rxe["driver"].as_str()
+        ),
+        (Some("rxe0"), Some("0000:03:00.0"), Some("rxe"))
+    );
+    let gid = &rxe["ports"][0]["gids"][1];
+    assert_eq!(
+        (
+            gid["index"].as_u64(),
+            gid["type"].as_str(),
+            gid["ndev"].as_str()
+        ),
+        (Some(1), Some("RoCE v2"), Some("eth0"))
+    );
+    assert_eq!(
+        report["inventory"]["gpus"][0]["model"],
+        "virtio-gpu (lab stand-in)"
+    );
+    // Without the config, the lab guest has no GPU.
+    let out = gdrdoctor(&[
+        "--root",
+        "fixtures/lab-rxe-switch",
+        "check",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json(&out)["node"]["gpus"], 0);
 }
 
 /// The same capture read twice gives the same report: no timestamps, no hash-map order.

@@ -64,16 +64,22 @@ impl Check for GpuDriver {
         let inv = cx.inv;
         let mut out = Vec::new();
         for p in &inv.unidentified {
-            out.push(
-                Finding::unknown(
-                    "pci-unidentified",
-                    p.path.clone(),
-                    format!("cannot tell whether this is a GPU: {}", p.message),
+            let message = if p.path == crate::inventory::pci::PCI_DEVICES {
+                format!(
+                    "cannot list the PCI functions, so the GPUs cannot be found: {}",
+                    p.message
                 )
-                .evidence(p.path.clone(), p.message.clone()),
+            } else {
+                format!("cannot tell whether this is a GPU: {}", p.message)
+            };
+            out.push(
+                Finding::unknown("pci-unidentified", p.path.clone(), message)
+                    .evidence(p.path.clone(), format!("<{}>", p.message)),
             );
         }
-        if inv.gpus.is_empty() {
+        // "No GPU" is only a verdict when every function was identified; otherwise the GPU may
+        // be among the unreadable ones, and the unknowns above say so.
+        if inv.gpus.is_empty() && inv.unidentified.is_empty() {
             out.push(
                 Finding::fail("gpu-none", "node", "no GPU found: no NVIDIA or AMD display/3D/accelerator function, and no accelerator declared in the config")
                     .evidence(crate::inventory::pci::PCI_DEVICES, format!("{} PCI functions, none a GPU", inv.pci.len()))

@@ -78,7 +78,17 @@ impl Check for IommuCheck {
             ];
         }
         let any_group = devices.iter().any(|(_, bdf)| group_of(inv, *bdf).is_some());
-        if inv.iommu.units.is_empty() && !any_group && inv.iommu.units_error.is_none() {
+        if let (Some(e), false) = (&inv.iommu.units_error, any_group) {
+            return vec![
+                Finding::unknown(
+                    "iommu-group-unknown",
+                    "node",
+                    format!("cannot tell whether an IOMMU is active: {e}"),
+                )
+                .with([units, cmdline]),
+            ];
+        }
+        if inv.iommu.units.is_empty() && !any_group {
             return vec![
                 Finding::pass(
                     "iommu-off",
@@ -94,16 +104,17 @@ impl Check for IommuCheck {
         let mut out = Vec::new();
         for (name, bdf) in &devices {
             let Some(group) = group_of(inv, *bdf) else {
-                out.push(
-                    Finding::unknown(
-                        "iommu-group-unknown",
-                        name.clone(),
-                        format!(
-                            "IOMMU units exist ({}) but {bdf} has no iommu_group link",
-                            inv.iommu.units.join(" ")
-                        ),
+                let why = if inv.function(*bdf).is_none() {
+                    format!("its PCI function {bdf} could not be identified")
+                } else {
+                    format!(
+                        "IOMMU units exist ({}) but {bdf} has no iommu_group link",
+                        inv.iommu.units.join(" ")
                     )
-                    .with([units.clone()]),
+                };
+                out.push(
+                    Finding::unknown("iommu-group-unknown", name.clone(), why)
+                        .with([units.clone()]),
                 );
                 continue;
             };
@@ -171,6 +182,9 @@ const IOMMU_PARAMS: [&str; 5] = [
 
 /// What set the mode: the command line's IOMMU words, else the kernel's built-in default.
 fn origin(inv: &Inventory) -> String {
+    if let Some(problem) = inv.kernel.cmdline.problem() {
+        return format!("the kernel command line could not be read ({problem})");
+    }
     let words: Vec<String> = IOMMU_PARAMS
         .iter()
         .filter_map(|k| inv.kernel.cmdline_param(k))

@@ -93,17 +93,24 @@ impl Check for PeerMemory {
             out.push(finding);
         }
         if other > 0 {
-            let names: Vec<String> = inv
+            let declared: Vec<_> = inv
                 .gpus
                 .iter()
                 .filter(|g| g.vendor == GpuVendor::Other)
-                .map(|g| g.bdf.to_string())
+                .filter_map(|g| inv.function(g.bdf))
                 .collect();
-            out.push(Finding::unknown(
-                "gdr-path-unknown",
-                "declared accelerators",
-                format!("{} ({}) are of a vendor gdrdoctor has no GDR rules for; only a GDR write test can tell", names.join(", "), plural(other, "accelerator")),
-            ));
+            let names: Vec<String> = declared.iter().map(|f| f.bdf.to_string()).collect();
+            out.push(
+                Finding::unknown(
+                    "gdr-path-unknown",
+                    "declared accelerators",
+                    format!("{} ({}) are of a vendor gdrdoctor has no GDR rules for; only a GDR write test can tell", names.join(", "), plural(other, "accelerator")),
+                )
+                .with(declared.iter().map(|f| Evidence {
+                    path: f.driver_path(),
+                    value: format!("{} bound to {}", f.ids(), f.driver.as_deref().unwrap_or("no driver")),
+                })),
+            );
         }
         // A loaded but unregistered nvidia_peermem is worth saying even when another path covers
         // for it: it is the inbox-RDMA-stack trap (nccl#1939), and it breaks any job that sets

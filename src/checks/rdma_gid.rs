@@ -83,6 +83,21 @@ impl Check for RdmaGid {
         // Port subject -> the RoCE v2 IPv4 index gdrdoctor would pick.
         let mut chosen: BTreeMap<String, (u32, Evidence)> = BTreeMap::new();
         for dev in &inv.rdma {
+            if dev.ports.is_empty() {
+                let why = dev
+                    .problems
+                    .first()
+                    .map(|p| format!(": {}: {}", p.path, p.message))
+                    .unwrap_or_default();
+                out.push(
+                    Finding::unknown(
+                        "rdma-gid-unreadable",
+                        dev.name.clone(),
+                        format!("{} shows no ports{why}", dev.name),
+                    )
+                    .evidence(format!("{}/ports", dev.class_path()), "<no ports>"),
+                );
+            }
             for port in &dev.ports {
                 let subject = port.subject(&dev.name);
                 if port.is_ethernet() {
@@ -225,6 +240,26 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         )
         .with(table_evidence);
         return (finding, Some((best.index, gid_evidence(port, best))));
+    }
+    // Past this point every verdict is about what the table lacks; a table that could not be read
+    // whole cannot be said to lack anything.
+    if let Some(p) = port.problems.first() {
+        let readable: Vec<String> = port.gids.iter().map(describe).collect();
+        return (
+            Finding::unknown(
+                "rdma-gid-unreadable",
+                subject.to_owned(),
+                format!(
+                    "no RoCE v2 IPv4 GID among the readable entries ({}), and the table is not fully readable: {}: {}",
+                    if readable.is_empty() { "none".to_owned() } else { readable.join("; ") },
+                    p.path,
+                    p.message
+                ),
+            )
+            .with(table_evidence)
+            .evidence(p.path.clone(), format!("<{}>", p.message)),
+            None,
+        );
     }
     let v2_global6: Vec<&&GidEntry> = v2
         .iter()

@@ -21,7 +21,9 @@ impl Iommu {
     pub fn load(root: &Root, pci: &BTreeMap<Bdf, PciFunction>) -> Iommu {
         let (units, units_error) = match root.read_dir(CLASS_IOMMU) {
             Ok(l) => (l.names, None),
-            Err(e) if e.is_not_found() => (Vec::new(), None),
+            // Absent on a node without IOMMU support; but a root without /sys/class at all is a
+            // capture that left sysfs out, and says nothing.
+            Err(e) if e.is_not_found() && root.is_dir("/sys/class") => (Vec::new(), None),
             Err(e) => (Vec::new(), Some(e)),
         };
         let mut groups = BTreeMap::new();

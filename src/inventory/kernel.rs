@@ -86,12 +86,16 @@ const VERSIONED: [&str; 6] = [
 
 impl Kernel {
     pub fn load(root: &Root, problems: &mut Vec<Problem>) -> Kernel {
+        // The kernel keeps utsname fields to 64 bytes of printable text; anything else in a
+        // capture is not a release.
         let mut release = Fact::read(root, "/proc/sys/kernel/osrelease".into(), |s| {
-            (!s.is_empty()).then(|| s.to_owned())
+            is_uts_field(s).then(|| s.to_owned())
         });
+        problems.extend(release.as_problem(true));
         if release.value.is_none() {
-            let from_version =
-                Fact::read(root, "/proc/version".into(), pk::release_from_proc_version);
+            let from_version = Fact::read(root, "/proc/version".into(), |s| {
+                pk::release_from_proc_version(s).filter(|r| is_uts_field(r))
+            });
             if from_version.value.is_some() {
                 release = from_version;
             }
@@ -100,7 +104,7 @@ impl Kernel {
         let hostname = root
             .read_text("/proc/sys/kernel/hostname")
             .ok()
-            .filter(|h| !h.is_empty() && h.len() <= 64);
+            .filter(|h| is_uts_field(h));
         let cmdline = Fact::read(root, PROC_CMDLINE.into(), |s| Some(pk::cmdline(s)));
 
         let modules_file = Fact::read(root, PROC_MODULES.into(), |_| Some(()));
@@ -235,6 +239,11 @@ impl Kernel {
         // The kernel applies parameters in order; the last one wins.
         self.cmdline.value()?.iter().rev().find(|p| p.key == key)
     }
+}
+
+/// A utsname field as the kernel keeps it (`__NEW_UTS_LEN` = 64): non-empty printable text.
+fn is_uts_field(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_graphic() || c == ' ')
 }
 
 /// /proc/config.gz, decompressed with a bound: a hostile capture's gzip bomb stops at 16 MiB.

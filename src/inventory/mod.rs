@@ -80,6 +80,22 @@ impl<T> Fact<T> {
             )),
         }
     }
+
+    /// The same as a [`Problem`] naming this fact's file; `None` when it has a value or when the
+    /// file is simply absent (`missing_ok`).
+    pub fn as_problem(&self, missing_ok: bool) -> Option<Problem> {
+        if self.value.is_some() || (missing_ok && self.is_missing()) {
+            return None;
+        }
+        let message = match &self.raw {
+            Err(e) => e.reason(),
+            Ok(raw) => format!("cannot parse {}", crate::parse::shown(raw)),
+        };
+        Some(Problem {
+            path: self.path.clone(),
+            message,
+        })
+    }
 }
 
 /// Something the inventory could not read at all (a directory, an unidentifiable device).
@@ -129,7 +145,8 @@ impl Inventory {
                 let other = s.spawn(|| {
                     let mut problems = Vec::new();
                     let kernel = Kernel::load(root, &mut problems);
-                    (problems, kernel, rdma::load(root))
+                    let rdma = rdma::load(root, &mut problems);
+                    (problems, kernel, rdma)
                 });
                 let mut pci_problems = Vec::new();
                 let scanned = pci::scan(root, config, &mut pci_problems);
@@ -176,6 +193,7 @@ impl Inventory {
             done
         });
         for (bdf, detail) in details {
+            problems.extend(detail.problems.iter().cloned());
             if let Some(f) = pci.get_mut(&bdf) {
                 f.detail = Some(detail);
             }

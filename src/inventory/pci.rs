@@ -1,6 +1,6 @@
 //! PCI functions and which of them are GPUs.
 
-use super::{Fact, Problem, list};
+use super::{Fact, Problem};
 use crate::config::Config;
 use crate::parse::pci::{self as pp, Bdf, PortType};
 use crate::parse::{hex_u16, hex_u32, int};
@@ -58,6 +58,8 @@ pub struct PciDetail {
     pub port_type: Option<PortType>,
     /// The `iommu_group` link's target number.
     pub iommu_group: Option<u32>,
+    /// Attributes present but unreadable or absurd.
+    pub problems: Vec<Problem>,
 }
 
 impl PciDetail {
@@ -86,11 +88,31 @@ impl PciDetail {
                 int::<u32>(s).filter(|w| *w <= 32)
             }),
         };
-        let iommu_group = root
-            .link_name(&format!("{dir}/iommu_group"))
-            .ok()
-            .and_then(|n| int::<u32>(&n));
+        let mut problems = Vec::new();
+        let iommu_group = match link_under(root, &format!("{dir}/iommu_group"), "iommu_groups") {
+            Ok(name) => name.and_then(|n| int::<u32>(&n)),
+            Err(p) => {
+                problems.push(p);
+                None
+            }
+        };
+        // Absent attributes are normal (no link files on legacy functions); present nonsense is
+        // worth naming. A speed of "Unknown" is what the kernel prints for some ports.
+        problems.extend(numa_node.as_problem(true));
+        problems.extend(link.current_width.as_problem(true));
+        problems.extend(link.max_width.as_problem(true));
+        for speed in [&link.current_speed, &link.max_speed] {
+            if let (Ok(raw), None) = (&speed.raw, &speed.value) {
+                if raw != "Unknown" {
+                    problems.push(Problem {
+                        path: speed.path.clone(),
+                        message: format!("cannot parse {}", crate::parse::shown(raw)),
+                    });
+                }
+            }
+        }
         PciDetail {
+            problems,
             numa_node,
             local_cpulist,
             link,
@@ -115,10 +137,28 @@ pub fn scan(
 ) -> (BTreeMap<Bdf, PciFunction>, Vec<Problem>) {
     let mut functions = BTreeMap::new();
     let mut unidentified = Vec::new();
-    for name in list(root, PCI_DEVICES, problems) {
+    // Missing here is not "no devices": every Linux node with PCI has this directory, so a root
+    // without it is an incomplete capture, and the GPU checks must say unknown.
+    let names = match root.read_dir(PCI_DEVICES) {
+        Ok(listing) => {
+            for bad in &listing.invalid {
+                problems.push(Problem {
+                    path: format!("{PCI_DEVICES}/{bad}"),
+                    message: "name is not UTF-8; ignored".into(),
+                });
+            }
+            listing.names
+        }
+        Err(e) => {
+            unidentified.push(Problem::from_error(&e));
+            Vec::new()
+        }
+    };
+    for name in names {
         let entry = format!("{PCI_DEVICES}/{name}");
         let Some(bdf) = Bdf::parse(&name) else {
-            unidentified.push(Problem {
+            // Not a function at all: nothing to identify, but worth a line.
+            problems.push(Problem {
                 path: entry,
                 message: "not a PCI address; ignored".into(),
             });
@@ -149,7 +189,7 @@ pub fn scan(
                 let driver = if skip_driver {
                     None
                 } else {
-                    root.link_name(&format!("{path}/driver")).ok()
+                    driver_of(root, &path, problems)
                 };
                 functions.insert(
                     bdf,
@@ -168,6 +208,49 @@ pub fn scan(
         }
     }
     (functions, unidentified)
+}
+
+/// The driver bound to the device in `dir`, from its `driver` link. The link's target must end
+/// in `drivers/<name>`; in a capture it may dangle (the drivers directory is rarely copied), so
+/// only its text is judged, and a target of any other shape is a problem, not a driver.
+pub fn driver_of(root: &Root, dir: &str, problems: &mut Vec<Problem>) -> Option<String> {
+    match link_under(root, &format!("{dir}/driver"), "drivers") {
+        Ok(name) => name,
+        Err(p) => {
+            problems.push(p);
+            None
+        }
+    }
+}
+
+/// The last component of a link's target when the one before it is `parent`:
+/// `../../../bus/pci/drivers/nvidia` under `drivers` -> `nvidia`. No link: `Ok(None)`.
+fn link_under(root: &Root, path: &str, parent: &str) -> Result<Option<String>, Problem> {
+    let target = match root.read_link(path) {
+        Ok(t) => t,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(Problem::from_error(&e)),
+    };
+    let mut parts = target.trim_end_matches('/').rsplit('/');
+    let (name, above) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+        && name != "."
+        && name != "..";
+    if above == parent && valid {
+        Ok(Some(name.to_owned()))
+    } else {
+        Err(Problem {
+            path: path.to_owned(),
+            message: format!(
+                "link target {} does not name one of {parent}/",
+                crate::parse::shown(&target)
+            ),
+        })
+    }
 }
 
 /// Vendor, device and class: from the config header (one read), else the sysfs attributes.

@@ -105,18 +105,36 @@ impl Port {
 }
 
 /// Reads every RDMA device. `Err` when the class directory itself could not be read (missing
-/// is fine: it means no RDMA device, which the checks say).
-pub fn load(root: &Root) -> (Vec<RdmaDevice>, Result<(), Problem>) {
-    let names = match root.read_dir(CLASS_INFINIBAND) {
-        Ok(l) => l.names,
+/// is fine: it means no RDMA device, which the checks say). Entries whose names no kernel would
+/// give a device are left out and reported as problems.
+pub fn load(root: &Root, problems: &mut Vec<Problem>) -> (Vec<RdmaDevice>, Result<(), Problem>) {
+    let listing = match root.read_dir(CLASS_INFINIBAND) {
+        Ok(l) => l,
+        // No class directory is what a live node without any RDMA driver shows; a root with no
+        // /sys/class at all is a capture that left sysfs out, which says nothing about RDMA.
+        Err(e) if e.is_not_found() && !root.is_dir("/sys/class") => {
+            return (Vec::new(), Err(Problem { path: "/sys/class".into(), message: "not found: this root has no sysfs classes, so its RDMA devices cannot be listed".into() }));
+        }
         Err(e) if e.is_not_found() => return (Vec::new(), Ok(())),
         Err(e) => return (Vec::new(), Err(Problem::from_error(&e))),
     };
-    let devices = names
-        .into_iter()
-        .filter(|n| is_device_name(n))
-        .map(|n| device(root, n))
-        .collect();
+    let mut devices = Vec::new();
+    for name in listing.names {
+        if is_device_name(&name) {
+            devices.push(device(root, name));
+        } else {
+            problems.push(Problem {
+                path: format!("{CLASS_INFINIBAND}/{name}"),
+                message: "not a valid RDMA device name; ignored".into(),
+            });
+        }
+    }
+    for bad in listing.invalid {
+        problems.push(Problem {
+            path: format!("{CLASS_INFINIBAND}/{bad}"),
+            message: "name is not UTF-8; ignored".into(),
+        });
+    }
     (devices, Ok(()))
 }
 
@@ -134,10 +152,25 @@ fn is_device_name(s: &str) -> bool {
 fn device(root: &Root, name: String) -> RdmaDevice {
     let class_path = format!("{CLASS_INFINIBAND}/{name}");
     let mut problems = Vec::new();
-    let path = root.canonical(&class_path).unwrap_or_else(|e| {
-        problems.push(Problem::from_error(&e));
-        class_path.clone()
-    });
+    let path = match root.canonical(&class_path) {
+        Ok(p) => p,
+        Err(e) => {
+            // Dangling, looping or escaping: nothing below it can be read either.
+            problems.push(Problem::from_error(&e));
+            return RdmaDevice {
+                name,
+                path: class_path,
+                attachment: Attachment::None,
+                pci: None,
+                driver: None,
+                node_type: None,
+                fw_ver: None,
+                hca_type: None,
+                ports: Vec::new(),
+                problems,
+            };
+        }
+    };
     let text = |attr: &str| {
         root.read_text(&format!("{path}/{attr}"))
             .ok()
@@ -167,21 +200,30 @@ fn device(root: &Root, name: String) -> RdmaDevice {
         Err(e) => problems.push(Problem::from_error(&e)),
     }
     let driver = match &attachment {
-        Attachment::Pci => root.link_name(&format!("{path}/device/driver")).ok(),
-        _ => Some(
-            name.trim_end_matches(|c: char| c.is_ascii_digit())
-                .to_owned(),
-        ),
+        Attachment::Pci => super::pci::driver_of(root, &format!("{path}/device"), &mut problems),
+        // Software devices have no driver link; `rdma link add NAME type rxe` names them, so the
+        // name is only a hint, trusted for the usual prefixes.
+        _ => ["rxe", "siw"]
+            .into_iter()
+            .find(|p| name.starts_with(p))
+            .map(str::to_owned),
     };
 
     let ports_dir = format!("{path}/ports");
     let mut port_nums: Vec<u32> = Vec::new();
     match root.read_dir(&ports_dir) {
-        Ok(l) => port_nums.extend(
-            l.names
-                .iter()
-                .filter_map(|n| int::<u32>(n).filter(|p| *p > 0 && *p < 256)),
-        ),
+        Ok(l) => {
+            for n in &l.names {
+                // Port numbers are u8 in the verbs ABI; port 0 is a switch's management port.
+                match int::<u32>(n).filter(|p| *p > 0 && *p < 256) {
+                    Some(p) => port_nums.push(p),
+                    None => problems.push(Problem {
+                        path: format!("{class_path}/ports/{n}"),
+                        message: "not a port number; ignored".into(),
+                    }),
+                }
+            }
+        }
         Err(e) => problems.push(Problem::from_error(&e)),
     }
     port_nums.sort_unstable();
@@ -233,11 +275,18 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
     let mut gids = Vec::new();
     let mut slots: Vec<u32> = Vec::new();
     match root.read_dir(&at("gids")) {
-        Ok(l) => slots.extend(
-            l.names
-                .iter()
-                .filter_map(|n| int::<u32>(n).filter(|i| *i < 65536)),
-        ),
+        Ok(l) => {
+            for n in &l.names {
+                // gid_tbl_len is an int, but no device has more than a few thousand slots.
+                match int::<u32>(n).filter(|i| *i < 65536) {
+                    Some(i) => slots.push(i),
+                    None => problems.push(Problem {
+                        path: at(&format!("gids/{n}")),
+                        message: "not a GID index; ignored".into(),
+                    }),
+                }
+            }
+        }
         Err(e) if e.is_not_found() => {}
         Err(e) => problems.push(Problem::from_error(&e)),
     }
@@ -267,6 +316,9 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
         let ndev = Fact::read(root, at(&format!("gid_attrs/ndevs/{index}")), |s| {
             is_netdev_name(s).then(|| s.to_owned())
         });
+        // A used slot's type must read; its ndev may be absent (IB ports), but never nonsense.
+        problems.extend(gid_type.as_problem(false));
+        problems.extend(ndev.as_problem(true));
         gids.push(GidEntry {
             index,
             gid,

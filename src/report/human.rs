@@ -22,6 +22,26 @@ fn label(s: Status) -> String {
     }
 }
 
+/// Text read off a node (a captured one is untrusted) never reaches the terminal raw: control
+/// characters are shown escaped, so a capture cannot clear the screen, retitle the window or
+/// hide a line with a carriage return.
+fn clean(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(char::is_control) {
+        s.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        s.into()
+    }
+}
+
 fn bold(s: &str) -> String {
     s.if_supports_color(Stream::Stdout, |t| t.bold())
         .to_string()
@@ -37,7 +57,7 @@ pub fn render(report: &Report, style: &Style) -> String {
     let root = if report.root.live {
         "live system".to_owned()
     } else {
-        format!("captured root {}", report.root.path)
+        format!("captured root {}", clean(&report.root.path))
     };
     let _ = writeln!(
         o,
@@ -49,8 +69,8 @@ pub fn render(report: &Report, style: &Style) -> String {
     let _ = writeln!(
         o,
         "node {} · kernel {} · {} GPU{} · {} RDMA device{}",
-        node.hostname.as_deref().unwrap_or("(hostname unknown)"),
-        node.kernel.as_deref().unwrap_or("unknown"),
+        clean(node.hostname.as_deref().unwrap_or("(hostname unknown)")),
+        clean(node.kernel.as_deref().unwrap_or("unknown")),
         node.gpus,
         if node.gpus == 1 { "" } else { "s" },
         node.rdma_devices,
@@ -80,17 +100,30 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
     }
 
-    if style.verbose && !report.inventory.problems.is_empty() {
-        let _ = writeln!(o, "\n{}", bold("unreadable"));
-        for p in &report.inventory.problems {
-            let _ = writeln!(o, "        {} {}", p.path, dim(&format!("({})", p.message)));
+    let problems = &report.inventory.problems;
+    if style.verbose && !problems.is_empty() {
+        let _ = writeln!(o, "\n{}", bold("unreadable or nonsensical"));
+        for p in problems {
+            let (path, message) = (clean(&p.path), clean(&p.message));
+            let _ = writeln!(o, "        {path} {}", dim(&format!("({message})")));
         }
+    } else if !problems.is_empty() {
+        let n = problems.len();
+        let s = if n == 1 { "" } else { "s" };
+        let _ = writeln!(
+            o,
+            "\n{n} file{s} could not be read or made no sense; -v lists them"
+        );
     }
 
     let v = &report.verdict;
-    let headline = if v.ready {
+    let headline = if v.ready && v.verified {
         "READY"
             .if_supports_color(Stream::Stdout, |t| t.green())
+            .to_string()
+    } else if v.ready {
+        "UNVERIFIED"
+            .if_supports_color(Stream::Stdout, |t| t.magenta())
             .to_string()
     } else {
         "NOT READY"
@@ -117,7 +150,11 @@ fn finding(o: &mut String, f: &Finding, style: &Style) {
         .original_status
         .map(|s| dim(&format!(" (severity {s} overridden by config)")))
         .unwrap_or_default();
-    let line = format!("{status}{}: {}{overridden}", f.subject, f.message);
+    let line = format!(
+        "{status}{}: {}{overridden}",
+        clean(&f.subject),
+        clean(&f.message)
+    );
     let _ = writeln!(o, "        {}", if problem { line } else { dim(&line) });
     if style.verbose || problem {
         if style.verbose {
@@ -125,13 +162,13 @@ fn finding(o: &mut String, f: &Finding, style: &Style) {
                 let _ = writeln!(
                     o,
                     "          {} {}",
-                    dim(&e.path),
-                    dim(&format!("= {}", e.value))
+                    dim(&clean(&e.path)),
+                    dim(&format!("= {}", clean(&e.value)))
                 );
             }
         }
         if let Some(fix) = &f.fix {
-            let _ = writeln!(o, "          fix: {}", fix.summary);
+            let _ = writeln!(o, "          fix: {}", clean(&fix.summary));
             for c in &fix.commands {
                 let tag = match c.class {
                     FixClass::Runtime => "now",
@@ -139,9 +176,14 @@ fn finding(o: &mut String, f: &Finding, style: &Style) {
                     FixClass::Disruptive => "reboot",
                     FixClass::Manual => "check",
                 };
-                let _ = writeln!(o, "            {} {}", dim(&format!("[{tag:<7}]")), c.run);
+                let tag = dim(&format!("[{tag:<7}]"));
+                let _ = writeln!(o, "            {tag} {}", clean(&c.run));
             }
-            let _ = writeln!(o, "            {}", dim(&format!("safety: {}", fix.safety)));
+            let _ = writeln!(
+                o,
+                "            {}",
+                dim(&format!("safety: {}", clean(&fix.safety)))
+            );
         }
     }
 }

@@ -45,6 +45,9 @@ pub struct NodeInfo {
 #[derive(Debug, Serialize)]
 pub struct Verdict {
     pub ready: bool,
+    /// No check ended unknown. A ready but unverified node passed what could be read, and some
+    /// of it could not be (no root, unreadable files); `--strict` fails it.
+    pub verified: bool,
     /// Warnings and unknowns counted as failures (`--strict`).
     pub strict: bool,
     pub exit_code: u8,
@@ -161,7 +164,8 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
                 .count(),
         );
     }
-    let summary = summary_line(ready, &blocking, &counts);
+    let verified = !checks.iter().any(|c| c.status == Status::Unknown);
+    let summary = summary_line(ready, verified, &blocking, &counts);
     Report {
         schema: "gdrdoctor.report",
         schema_version: SCHEMA_VERSION,
@@ -178,6 +182,7 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
         },
         verdict: Verdict {
             ready,
+            verified,
             strict: options.strict,
             exit_code: if ready { 0 } else { 1 },
             blocking,
@@ -189,33 +194,32 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
     }
 }
 
-fn summary_line(ready: bool, blocking: &[Blocking], counts: &Counts) -> String {
+fn summary_line(ready: bool, verified: bool, blocking: &[Blocking], counts: &Counts) -> String {
     let n = |s: Status| counts.checks.get(&s).copied().unwrap_or(0);
-    let tail = |skip_fail: bool| {
-        let mut parts = Vec::new();
-        if !skip_fail && n(Status::Fail) > 0 {
-            parts.push(format!("{} failed", n(Status::Fail)));
+    let mut parts = Vec::new();
+    for (s, word) in [
+        (Status::Warn, "warned"),
+        (Status::Unknown, "unknown"),
+        (Status::Pass, "passed"),
+        (Status::Skip, "skipped"),
+    ] {
+        if n(s) > 0 {
+            parts.push(format!("{} {word}", n(s)));
         }
-        for (s, word) in [
-            (Status::Warn, "warned"),
-            (Status::Unknown, "unknown"),
-            (Status::Pass, "passed"),
-            (Status::Skip, "skipped"),
-        ] {
-            if n(s) > 0 {
-                parts.push(format!("{} {word}", n(s)));
-            }
+    }
+    let tail = parts.join(", ");
+    match (ready, verified) {
+        (true, true) => format!("ready: {tail}"),
+        (true, false) => {
+            format!("ready but unverified (nothing failed, some checks could not tell): {tail}")
         }
-        parts.join(", ")
-    };
-    if ready {
-        format!("ready: {}", tail(true))
-    } else {
-        let codes: Vec<String> = blocking
-            .iter()
-            .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
-            .collect();
-        format!("not ready: {}; {}", codes.join("; "), tail(true))
+        (false, _) => {
+            let codes: Vec<String> = blocking
+                .iter()
+                .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
+                .collect();
+            format!("not ready: {}; {tail}", codes.join("; "))
+        }
     }
 }
 
@@ -292,6 +296,9 @@ fn summarise(inv: &Inventory) -> InventorySummary {
             problems.extend(p.problems.iter().cloned());
         }
     }
+    // One unreadable directory spoils every read below it; name it once.
+    problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
+    problems.dedup();
     InventorySummary {
         gpus,
         rdma_devices,
