@@ -130,6 +130,37 @@ pub struct Root {
     live: bool,
     /// Node directory path -> resolved node directory path (no links left in it).
     dirs: Mutex<HashMap<String, String>>,
+    /// Resolved directory -> what each of its entries is, for directories already listed (GID
+    /// tables, /sys/bus/pci/devices): a lookup in them needs no stat.
+    listed: Mutex<HashMap<String, HashMap<String, Entry>>>,
+}
+
+/// A directory entry's type, as `getdents` or `stat` report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    Link,
+    Is(Kind),
+}
+
+/// A file's size when a lookup did not stat it.
+const SIZE_UNKNOWN: u64 = u64::MAX;
+
+fn entry_of(ft: std::fs::FileType) -> Entry {
+    if ft.is_symlink() {
+        Entry::Link
+    } else if ft.is_file() {
+        Entry::Is(Kind::File)
+    } else if ft.is_dir() {
+        Entry::Is(Kind::Dir)
+    } else if ft.is_char_device() {
+        Entry::Is(Kind::CharDevice)
+    } else if ft.is_fifo() {
+        Entry::Is(Kind::Other("FIFO"))
+    } else if ft.is_socket() {
+        Entry::Is(Kind::Other("socket"))
+    } else {
+        Entry::Is(Kind::Other("block device"))
+    }
 }
 
 impl std::fmt::Debug for Root {
@@ -159,6 +190,7 @@ impl Root {
             base: PathBuf::from("/"),
             live: true,
             dirs: Mutex::default(),
+            listed: Mutex::default(),
         }
     }
 
@@ -179,6 +211,7 @@ impl Root {
             base: canon,
             live: false,
             dirs: Mutex::default(),
+            listed: Mutex::default(),
         })
     }
 
@@ -266,21 +299,36 @@ impl Root {
             .open(self.host_path(&resolved))
             .map_err(|e| ReadError::from_io(path, &e))?;
         let mut buf = Vec::new();
-        if !self.live && size < n {
-            // A capture lives on an ordinary file system, where the size is exact and a short
-            // read only happens at EOF: one read does it (syscalls dominate a check's time).
-            buf.resize(size as usize, 0);
+        if !self.live {
+            // A capture is regular files on an ordinary file system, where a read returns less
+            // than asked only at EOF: stop at the first short read, so an attribute takes one
+            // read (system calls are most of a check's time).
             let mut file = file;
-            let mut got = 0;
-            while got < buf.len() {
-                match file.read(&mut buf[got..]) {
-                    Ok(0) => break,
-                    Ok(k) => got += k,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => return Err(ReadError::from_io(path, &e)),
+            let mut chunk = if size == SIZE_UNKNOWN {
+                4096
+            } else {
+                size.saturating_add(1)
+            };
+            loop {
+                let start = buf.len();
+                let want = chunk.min(n - start as u64) as usize;
+                if want == 0 {
+                    break;
                 }
+                buf.resize(start + want, 0);
+                let got = loop {
+                    match file.read(&mut buf[start..]) {
+                        Ok(k) => break k,
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(e) => return Err(ReadError::from_io(path, &e)),
+                    }
+                };
+                buf.truncate(start + got);
+                if got < want {
+                    break;
+                }
+                chunk = chunk.saturating_mul(2);
             }
-            buf.truncate(got);
             return Ok(buf);
         }
         // Sysfs reports 4096 for every attribute whatever it holds, procfs 0: read to EOF, bounded.
@@ -312,12 +360,26 @@ impl Root {
         let entries = std::fs::read_dir(self.host_path(&resolved))
             .map_err(|e| ReadError::from_io(path, &e))?;
         let mut listing = Listing::default();
+        let mut kinds = HashMap::new();
         for entry in entries {
             let entry = entry.map_err(|e| ReadError::from_io(path, &e))?;
+            // getdents' d_type: known without a stat on the file systems sysfs and captures use.
+            let kind = entry.file_type().map(entry_of).ok();
             match entry.file_name().into_string() {
-                Ok(name) => listing.names.push(name),
+                Ok(name) => {
+                    if let Some(k) = kind {
+                        kinds.insert(name.clone(), k);
+                    }
+                    listing.names.push(name);
+                }
                 Err(raw) => listing.invalid.push(raw.to_string_lossy().into_owned()),
             }
+        }
+        if kinds.len() == listing.names.len() {
+            self.listed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(resolved, kinds);
         }
         listing.names.sort();
         listing.invalid.sort();
@@ -451,10 +513,27 @@ impl Root {
             _ => {}
         }
         let here = join(dir, name);
-        let meta = std::fs::symlink_metadata(self.host_path(&here))
-            .map_err(|e| ReadError::from_io(original, &e))?;
-        let ft = meta.file_type();
-        if ft.is_symlink() {
+        let known = self
+            .listed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(dir)
+            .map(|l| l.get(name).copied());
+        let (entry, size) = match known {
+            // The directory was listed: its entries are known without a stat.
+            Some(Some(entry)) => (entry, SIZE_UNKNOWN),
+            Some(None) => {
+                return Err(ReadError::NotFound {
+                    path: original.to_owned(),
+                });
+            }
+            None => {
+                let meta = std::fs::symlink_metadata(self.host_path(&here))
+                    .map_err(|e| ReadError::from_io(original, &e))?;
+                (entry_of(meta.file_type()), meta.len())
+            }
+        };
+        if entry == Entry::Link {
             if links >= MAX_LINKS {
                 return Err(ReadError::Loop {
                     path: original.to_owned(),
@@ -481,20 +560,10 @@ impl Root {
                 other => other,
             });
         }
-        let kind = if ft.is_file() {
-            Kind::File
-        } else if ft.is_dir() {
-            Kind::Dir
-        } else if ft.is_char_device() {
-            Kind::CharDevice
-        } else if ft.is_fifo() {
-            Kind::Other("FIFO")
-        } else if ft.is_socket() {
-            Kind::Other("socket")
-        } else {
-            Kind::Other("block device")
+        let Entry::Is(kind) = entry else {
+            unreachable!("links are followed above")
         };
-        Ok((here, kind, meta.len()))
+        Ok((here, kind, size))
     }
 }
 
