@@ -715,6 +715,21 @@ mod tests {
     }
 
     #[test]
+    fn listed_directories_answer_lookups() {
+        let (d, root) = tree();
+        let dir = d.path().join("sys/devices/pci0000:00/0000:00:06.0");
+        std::fs::write(dir.join("big"), vec![b'y'; 10_000]).unwrap();
+        symlink("big", dir.join("link")).unwrap();
+        let listing = root.read_dir("/sys/bus/pci/devices/0000:00:06.0").unwrap();
+        assert_eq!(listing.names, ["big", "link", "vendor"]);
+        // Sizes are unknown after a listing: the read grows until a short read.
+        assert_eq!(root.read("/sys/devices/pci0000:00/0000:00:06.0/big").unwrap().len(), 10_000);
+        assert_eq!(root.read("/sys/devices/pci0000:00/0000:00:06.0/link").unwrap().len(), 10_000);
+        assert_eq!(root.read_prefix("/sys/devices/pci0000:00/0000:00:06.0/big", 64).unwrap().len(), 64);
+        assert!(root.read("/sys/devices/pci0000:00/0000:00:06.0/absent").unwrap_err().is_not_found());
+    }
+
+    #[test]
     fn not_a_root() {
         let d = tempfile::tempdir().unwrap();
         assert!(matches!(
