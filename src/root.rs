@@ -723,10 +723,29 @@ mod tests {
         let listing = root.read_dir("/sys/bus/pci/devices/0000:00:06.0").unwrap();
         assert_eq!(listing.names, ["big", "link", "vendor"]);
         // Sizes are unknown after a listing: the read grows until a short read.
-        assert_eq!(root.read("/sys/devices/pci0000:00/0000:00:06.0/big").unwrap().len(), 10_000);
-        assert_eq!(root.read("/sys/devices/pci0000:00/0000:00:06.0/link").unwrap().len(), 10_000);
-        assert_eq!(root.read_prefix("/sys/devices/pci0000:00/0000:00:06.0/big", 64).unwrap().len(), 64);
-        assert!(root.read("/sys/devices/pci0000:00/0000:00:06.0/absent").unwrap_err().is_not_found());
+        assert_eq!(
+            root.read("/sys/devices/pci0000:00/0000:00:06.0/big")
+                .unwrap()
+                .len(),
+            10_000
+        );
+        assert_eq!(
+            root.read("/sys/devices/pci0000:00/0000:00:06.0/link")
+                .unwrap()
+                .len(),
+            10_000
+        );
+        assert_eq!(
+            root.read_prefix("/sys/devices/pci0000:00/0000:00:06.0/big", 64)
+                .unwrap()
+                .len(),
+            64
+        );
+        assert!(
+            root.read("/sys/devices/pci0000:00/0000:00:06.0/absent")
+                .unwrap_err()
+                .is_not_found()
+        );
     }
 
     #[test]

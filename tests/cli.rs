@@ -228,66 +228,52 @@ fn bad_config_exits_2_with_line_and_column() {
     );
 }
 
-#[test]
-fn severity_override_changes_the_verdict_and_says_so() {
-    let cfg = config_file("severity:\n  rdma-no-device: warn\n");
-    let out = gdrdoctor(&[
+/// Runs `check` on `root` with a config file holding `config`, plus `extra` arguments.
+fn with_config(config: &str, root: &str, extra: &[&str]) -> std::process::Output {
+    let cfg = config_file(config);
+    let mut args = vec![
         "--config",
         cfg.path().to_str().unwrap(),
         "--root",
-        H200,
+        root,
         "check",
-        "--format",
-        "json",
-    ]);
+    ];
+    args.extend(extra);
+    gdrdoctor(&args)
+}
+
+const JSON: &[&str] = &["--format", "json"];
+
+#[test]
+fn severity_override_changes_the_verdict_and_says_so() {
+    let overriding = "severity:\n  rdma-no-device: warn\n";
+    let out = with_config(overriding, H200, JSON);
     assert_eq!(code(&out), 0);
     let report = json(&out);
     let f = &report["checks"][3]["findings"][0];
-    assert_eq!(
-        (
-            f["code"].as_str(),
-            f["status"].as_str(),
-            f["original_status"].as_str()
-        ),
-        (Some("rdma-no-device"), Some("warn"), Some("fail"))
+    let got = (
+        f["code"].as_str(),
+        f["status"].as_str(),
+        f["original_status"].as_str(),
     );
-    let human = stdout(&gdrdoctor(&[
-        "--config",
-        cfg.path().to_str().unwrap(),
-        "--root",
-        H200,
-        "check",
-    ]));
+    assert_eq!(got, (Some("rdma-no-device"), Some("warn"), Some("fail")));
+    let human = stdout(&with_config(overriding, H200, &[]));
     assert!(
         human.contains("(severity fail overridden by config)"),
         "{human}"
     );
 
-    let cfg = config_file("severity:\n  roce-mtu-small: fail\n");
-    assert_eq!(
-        code(&gdrdoctor(&[
-            "--config",
-            cfg.path().to_str().unwrap(),
-            "--root",
-            MTU,
-            "check"
-        ])),
-        1
-    );
+    let out = with_config("severity:\n  roce-mtu-small: fail\n", MTU, &[]);
+    assert_eq!(code(&out), 1);
 }
 
 #[test]
 fn config_expectations_and_skips() {
-    let cfg = config_file("expect:\n  gpus: 4\n  rdma_devices: 2\nskip: [iommu]\n");
-    let out = gdrdoctor(&[
-        "--config",
-        cfg.path().to_str().unwrap(),
-        "--root",
+    let out = with_config(
+        "expect:\n  gpus: 4\n  rdma_devices: 2\nskip: [iommu]\n",
         H200,
-        "check",
-        "--format",
-        "json",
-    ]);
+        JSON,
+    );
     assert_eq!(code(&out), 1);
     let report = json(&out);
     assert!(
@@ -297,16 +283,8 @@ fn config_expectations_and_skips() {
     assert!(statuses(&report).contains(&("iommu".into(), "skip".into())));
 
     // 8 GPUs found, 8 expected; 8 RDMA devices found, 9 expected.
-    let cfg = config_file("expect:\n  gpus: 8\n  rdma_devices: 9\n  port_rate_gbps: 800\n");
-    let report = json(&gdrdoctor(&[
-        "--config",
-        cfg.path().to_str().unwrap(),
-        "--root",
-        "fixtures/healthy-8gpu-roce",
-        "check",
-        "--format",
-        "json",
-    ]));
+    let expect = "expect:\n  gpus: 8\n  rdma_devices: 9\n  port_rate_gbps: 800\n";
+    let report = json(&with_config(expect, "fixtures/healthy-8gpu-roce", JSON));
     let c = codes(&report);
     assert!(!c.iter().any(|(code, _)| code == "gpu-count-low"));
     assert!(c.contains(&("rdma-count-low".into(), "fail".into())));
@@ -315,31 +293,12 @@ fn config_expectations_and_skips() {
 
 #[test]
 fn declared_accelerators_count_as_gpus() {
-    // The lab's virtio-gpu (1af4:1050) stands in for a GPU when the config declares it.
-    let cfg = config_file(
-        "accelerators:\n  - vendor: \"1af4\"\n    class: \"0380\"\n    name: stand-in\n",
-    );
-    let report = json(&gdrdoctor(&[
-        "--config",
-        cfg.path().to_str().unwrap(),
-        "--root",
-        H200,
-        "check",
-        "--format",
-        "json",
-    ]));
-    // The H200 VM has a virtio *net* device (class 0200), not a virtio GPU: the class must match.
-    assert_eq!(report["node"]["gpus"], 2);
-    let cfg = config_file("accelerators:\n  - vendor: \"1af4\"\n    name: anything-virtio\n");
-    let report = json(&gdrdoctor(&[
-        "--config",
-        cfg.path().to_str().unwrap(),
-        "--root",
-        H200,
-        "check",
-        "--format",
-        "json",
-    ]));
+    // The lab's virtio-gpu (1af4:1050) stands in for a GPU when the config declares it. The
+    // H200 VM has a virtio *net* device (class 0200), not a virtio GPU: the class must match.
+    let by_class = "accelerators:\n  - vendor: \"1af4\"\n    class: \"0380\"\n    name: stand-in\n";
+    assert_eq!(json(&with_config(by_class, H200, JSON))["node"]["gpus"], 2);
+    let any = "accelerators:\n  - vendor: \"1af4\"\n    name: anything-virtio\n";
+    let report = json(&with_config(any, H200, JSON));
     assert!(
         report["node"]["gpus"].as_u64().unwrap() > 2,
         "{}",

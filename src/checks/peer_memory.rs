@@ -172,6 +172,19 @@ enum Possible {
     Unknown(Vec<String>),
 }
 
+impl Possible {
+    /// Any reason against decides; then any unknown; else it is possible, for `why`.
+    fn from(no: Vec<String>, unknown: Vec<String>, why: impl FnOnce() -> String) -> Possible {
+        if !no.is_empty() {
+            Possible::No(no)
+        } else if !unknown.is_empty() {
+            Possible::Unknown(unknown)
+        } else {
+            Possible::Yes(why())
+        }
+    }
+}
+
 enum Peermem {
     /// Registered with the RDMA core: the `memory_peers` entry and its version.
     Registered(String, String),
@@ -240,17 +253,13 @@ fn nvidia_dmabuf(inv: &Inventory) -> Possible {
             ));
         }
     }
-    if !no.is_empty() {
-        Possible::No(no)
-    } else if !unknown.is_empty() {
-        Possible::Unknown(unknown)
-    } else {
-        Possible::Yes(format!(
+    Possible::from(no, unknown, || {
+        format!(
             "open kernel module {}, kernel {} (>= {DMABUF_KERNEL})",
             driver.unwrap_or_default(),
             kernel.map(|k| k.to_string()).unwrap_or_default()
-        ))
-    }
+        )
+    })
 }
 
 fn kernel_evidence(inv: &Inventory) -> Evidence {
@@ -368,16 +377,12 @@ fn amd_dmabuf(inv: &Inventory) -> Possible {
             inv.kernel.config_tried.join(", ")
         )),
     }
-    if !no.is_empty() {
-        Possible::No(no)
-    } else if !unknown.is_empty() {
-        Possible::Unknown(unknown)
-    } else {
-        Possible::Yes(format!(
+    Possible::from(no, unknown, || {
+        format!(
             "kernel {} with CONFIG_DMABUF_MOVE_NOTIFY and CONFIG_PCI_P2PDMA",
             kernel.map(|k| k.to_string()).unwrap_or_default()
-        ))
-    }
+        )
+    })
 }
 
 fn config_evidence(c: Option<&KernelConfig>, options: &[&str]) -> Vec<Evidence> {
