@@ -189,10 +189,13 @@ pub(crate) fn sh(value: &str) -> String {
 /// Kernel command line fix: add words to GRUB_CMDLINE_LINUX (idempotently), regenerate the grub
 /// config with whichever tool the distribution has, then reboot.
 pub(crate) fn grub_fix(fix: crate::model::Fix, add: &[&str], remove: &[&str]) -> crate::model::Fix {
-    let mut fix = fix;
+    // Some installs only set GRUB_CMDLINE_LINUX_DEFAULT; the edits below need the line to exist.
+    let mut fix = fix.persistent(
+        "grep -q '^GRUB_CMDLINE_LINUX=' /etc/default/grub || echo 'GRUB_CMDLINE_LINUX=\"\"' >> /etc/default/grub",
+    );
     for word in remove {
         fix = fix.persistent(format!(
-            "sed -i -E 's/^(GRUB_CMDLINE_LINUX=\"[^\"]*)\\b{}\\b ?/\\1/' /etc/default/grub",
+            "sed -i -E 's/^(GRUB_CMDLINE_LINUX=\"([^\"]*[^\" ])?) *\\b{}\\b/\\1/' /etc/default/grub",
             word.replace('.', "\\.")
         ));
     }
@@ -280,6 +283,60 @@ mod tests {
         .validate()
         .unwrap_err();
         assert!(e.contains("unknown check \"iommuu\""), "{e}");
+    }
+
+    /// The kernel command line edits run on a scratch copy of /etc/default/grub: they add the
+    /// word once, remove the unwanted ones, and change nothing the second time.
+    #[test]
+    fn grub_edits_are_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let grub = dir.path().join("grub");
+        std::fs::write(
+            &grub,
+            "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"quiet intel_iommu=on iommu.strict=1\"\n",
+        )
+        .unwrap();
+        let fix = grub_fix(
+            crate::model::Fix::new("", ""),
+            &["iommu=pt"],
+            &["iommu.strict=1"],
+        );
+        let script: Vec<String> = fix
+            .commands
+            .iter()
+            .filter(|c| {
+                c.class == crate::model::FixClass::Persistent && !c.run.contains("mkconfig")
+            })
+            .map(|c| c.run.replace("/etc/default/grub", grub.to_str().unwrap()))
+            .collect();
+        for _ in 0..2 {
+            let ok = std::process::Command::new("bash")
+                .arg("-c")
+                .arg(script.join("\n"))
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            #[allow(clippy::disallowed_methods)] // a scratch file, not a node
+            let text = std::fs::read_to_string(&grub).unwrap();
+            assert_eq!(
+                text,
+                "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"quiet intel_iommu=on iommu=pt\"\n"
+            );
+        }
+        // A file without the line gets one.
+        std::fs::write(&grub, "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n").unwrap();
+        let ok = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(script.join("\n"))
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        #[allow(clippy::disallowed_methods)]
+        let text = std::fs::read_to_string(&grub).unwrap();
+        assert!(
+            text.ends_with("GRUB_CMDLINE_LINUX=\" iommu=pt\"\n"),
+            "{text}"
+        );
     }
 
     #[test]
