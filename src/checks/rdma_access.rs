@@ -2,7 +2,7 @@
 //! locked-memory limit, libibverbs and a provider for every device.
 
 use super::{Check, Context};
-use crate::ffi::verbs::SONAME;
+use crate::ffi::verbs::{ListError, SONAME};
 use crate::inventory::access::{Access, CLASS_VERBS, DEV_INFINIBAND};
 use crate::model::{Code, Finding, Fix};
 
@@ -219,15 +219,212 @@ fn library(cx: &Context, access: &Access) -> Vec<Finding> {
                 );
             }
         }
-        Some(Err(e)) => out.push(
-            Finding::fail(
-                "rdma-provider-missing",
-                "this process",
-                format!("ibv_get_device_list failed: {e}"),
-            )
-            .with([lib_evidence(e.clone())]),
+        // No verbs subsystem: every device already has its uverbs-missing finding above.
+        Some(Err(ListError::NoVerbsSubsystem)) => {}
+        Some(Err(ListError::Other(e))) => out.push(
+            Finding::fail("rdma-provider-missing", "this process", e.clone())
+            .with([lib_evidence(e.clone())])
+            .fix(
+                Fix::new("Find out why libibverbs cannot list devices (its providers print why on stderr)", "Read-only commands.")
+                    .manual("ibv_devices; ls /etc/libibverbs.d/ /usr/lib/*/libibverbs/"),
+            ),
         ),
         None => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    //! The live-only facts cannot come from a capture, so these tests load a fixture's
+    //! inventory and put the access facts in by hand: every branch of the judgement, without an
+    //! RDMA NIC on the test machine.
+    use super::*;
+    use crate::config::Config;
+    use crate::ffi::verbs::Probe;
+    use crate::inventory::access::UverbsNode;
+    use crate::inventory::{Fact, Inventory, Options};
+    use crate::model::Status;
+    use crate::parse::kernel::Limit;
+    use crate::root::{ReadError, Root};
+
+    fn run(access: Access) -> Vec<Finding> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/healthy-4gpu-ib-peermem");
+        let root = Root::captured(&dir).unwrap();
+        let config = Config::default();
+        let mut inv = Inventory::load(&root, &config, Options::default());
+        inv.access = Some(access);
+        RdmaAccess.run(&Context {
+            inv: &inv,
+            config: &config,
+        })
+    }
+
+    fn access(uverbs: Vec<UverbsNode>, memlock: Option<u64>, verbs: Probe) -> Access {
+        let raw = format!(
+            "Max locked memory {} {} bytes",
+            memlock.map_or("unlimited".into(), |b| b.to_string()),
+            memlock.map_or("unlimited".into(), |b| b.to_string())
+        );
+        Access {
+            uverbs,
+            uverbs_error: None,
+            rdma_cm: true,
+            memlock: Fact {
+                path: "/proc/self/limits".into(),
+                raw: Ok(raw),
+                value: Some(Limit {
+                    soft: memlock,
+                    hard: memlock,
+                }),
+            },
+            verbs,
+            rdma_core: Some((
+                50,
+                "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.50.0".into(),
+            )),
+        }
+    }
+
+    fn node(i: usize, open: Result<(), ReadError>) -> UverbsNode {
+        UverbsNode {
+            name: format!("uverbs{i}"),
+            ibdev: Some(format!("mlx5_{i}")),
+            open,
+        }
+    }
+
+    fn verbs(devices: &[&str]) -> Probe {
+        Probe {
+            library: Ok(()),
+            reg_dmabuf_mr: true,
+            devices: Some(Ok(devices.iter().map(|d| d.to_string()).collect())),
+        }
+    }
+
+    fn codes(f: &[Finding]) -> Vec<(&str, Status)> {
+        f.iter().map(|f| (f.code, f.status)).collect()
+    }
+
+    const ALL: [&str; 4] = ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"];
+
+    #[test]
+    fn all_good() {
+        let f = run(access(
+            (0..4).map(|i| node(i, Ok(()))).collect(),
+            None,
+            verbs(&ALL),
+        ));
+        assert!(
+            f.iter().all(|f| f.status == Status::Pass),
+            "{:?}",
+            codes(&f)
+        );
+        assert_eq!(f.iter().filter(|f| f.code == "uverbs-ok").count(), 4);
+        assert!(
+            f.iter()
+                .any(|f| f.code == "libibverbs-ok" && f.message.contains("rdma-core 50"))
+        );
+    }
+
+    #[test]
+    fn device_nodes_missing_or_closed() {
+        let denied = Err(ReadError::PermissionDenied {
+            path: "/dev/infiniband/uverbs1".into(),
+        });
+        let f = run(access(
+            vec![node(0, Ok(())), node(1, denied)],
+            None,
+            verbs(&ALL),
+        ));
+        let c = codes(&f);
+        assert!(c.contains(&("uverbs-no-access", Status::Fail)), "{c:?}");
+        assert_eq!(
+            c.iter()
+                .filter(|(code, _)| *code == "uverbs-missing")
+                .count(),
+            2,
+            "mlx5_2 and mlx5_3 have no node"
+        );
+        assert!(
+            f.iter()
+                .all(|f| f.status <= Status::Pass || f.fix.is_some())
+        );
+    }
+
+    #[test]
+    fn memlock_thresholds() {
+        let nodes = || (0..4).map(|i| node(i, Ok(()))).collect();
+        let low = run(access(nodes(), Some(64 << 10), verbs(&ALL)));
+        assert!(codes(&low).contains(&("memlock-low", Status::Fail)));
+        let finite = run(access(nodes(), Some(8 << 30), verbs(&ALL)));
+        assert!(codes(&finite).contains(&("memlock-limited", Status::Warn)));
+        let f = finite.iter().find(|f| f.code == "memlock-limited").unwrap();
+        assert_eq!(
+            f.evidence[0].value,
+            "Max locked memory 8589934592 8589934592 bytes"
+        );
+    }
+
+    #[test]
+    fn library_missing_old_or_without_providers() {
+        let nodes = || (0..4).map(|i| node(i, Ok(()))).collect();
+        let missing = Probe {
+            library: Err("libibverbs.so.1: cannot open shared object file".into()),
+            reg_dmabuf_mr: false,
+            devices: None,
+        };
+        assert!(
+            codes(&run(access(nodes(), None, missing)))
+                .contains(&("libibverbs-missing", Status::Fail))
+        );
+        let old = Probe {
+            reg_dmabuf_mr: false,
+            ..verbs(&ALL)
+        };
+        assert!(
+            codes(&run(access(nodes(), None, old)))
+                .contains(&("libibverbs-no-dmabuf", Status::Warn))
+        );
+        let f = run(access(nodes(), None, verbs(&["mlx5_0", "mlx5_1"])));
+        let missing: Vec<&str> = f
+            .iter()
+            .filter(|f| f.code == "rdma-provider-missing")
+            .map(|f| f.subject.as_str())
+            .collect();
+        assert_eq!(missing, ["mlx5_2", "mlx5_3"]);
+        let failed = Probe {
+            devices: Some(Err(ListError::Other(
+                "ibv_get_device_list failed: EPERM".into(),
+            ))),
+            ..verbs(&[])
+        };
+        let f = run(access(nodes(), None, failed));
+        assert!(
+            f.iter()
+                .any(|f| f.code == "rdma-provider-missing" && f.fix.is_some())
+        );
+        // ib_uverbs not loaded: no device nodes, and libibverbs says ENOSYS. One finding per
+        // device, no second one from the library.
+        let none = Probe {
+            devices: Some(Err(ListError::NoVerbsSubsystem)),
+            ..verbs(&[])
+        };
+        let f = run(access(Vec::new(), None, none));
+        assert_eq!(f.iter().filter(|f| f.code == "uverbs-missing").count(), 4);
+        assert!(!f.iter().any(|f| f.code == "rdma-provider-missing"));
+        let f = run(access(
+            nodes(),
+            None,
+            Probe {
+                devices: Some(Err(ListError::Other("x".into()))),
+                ..verbs(&[])
+            },
+        ));
+        assert!(
+            f.iter()
+                .any(|f| f.code == "rdma-provider-missing" && f.fix.is_some())
+        );
+    }
 }

@@ -15,7 +15,16 @@ pub struct Probe {
     pub reg_dmabuf_mr: bool,
     /// Devices `ibv_get_device_list` returned (each one has a provider that loaded); `None` when
     /// the list was not asked for.
-    pub devices: Option<Result<Vec<String>, String>>,
+    pub devices: Option<Result<Vec<String>, ListError>>,
+}
+
+/// Why `ibv_get_device_list` returned nothing at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListError {
+    /// ENOSYS: libibverbs found no `/sys/class/infiniband_verbs` (ib_uverbs not loaded, or no
+    /// RDMA subsystem in this kernel). Seen on a machine without RDMA devices.
+    NoVerbsSubsystem,
+    Other(String),
 }
 
 type GetDeviceList = unsafe extern "C" fn(*mut c_int) -> *mut *mut c_void;
@@ -72,28 +81,29 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-fn device_names(lib: &Library) -> Result<Vec<String>, String> {
+fn device_names(lib: &Library) -> Result<Vec<String>, ListError> {
     // SAFETY: the signatures match <infiniband/verbs.h>: struct ibv_device **
     // ibv_get_device_list(int *num_devices); void ibv_free_device_list(struct ibv_device **);
     // const char *ibv_get_device_name(struct ibv_device *). `ibv_device` stays opaque here.
     let (get, free, name) = unsafe {
         (
             lib.get::<GetDeviceList>(b"ibv_get_device_list\0")
-                .map_err(|e| chain(&e))?,
+                .map_err(|e| ListError::Other(chain(&e)))?,
             lib.get::<FreeDeviceList>(b"ibv_free_device_list\0")
-                .map_err(|e| chain(&e))?,
+                .map_err(|e| ListError::Other(chain(&e)))?,
             lib.get::<GetDeviceName>(b"ibv_get_device_name\0")
-                .map_err(|e| chain(&e))?,
+                .map_err(|e| ListError::Other(chain(&e)))?,
         )
     };
     let mut n: c_int = 0;
     // SAFETY: `n` is a valid out-pointer; a null return means failure with errno set.
     let list = unsafe { get(&mut n) };
     if list.is_null() {
-        return Err(format!(
-            "ibv_get_device_list failed: {}",
-            std::io::Error::last_os_error()
-        ));
+        let err = std::io::Error::last_os_error();
+        return Err(match err.raw_os_error() {
+            Some(libc::ENOSYS) => ListError::NoVerbsSubsystem,
+            _ => ListError::Other(format!("ibv_get_device_list failed: {err}")),
+        });
     }
     let mut names = Vec::new();
     for i in 0..usize::try_from(n).unwrap_or(0) {
@@ -117,4 +127,36 @@ fn device_names(lib: &Library) -> Result<Vec<String>, String> {
     unsafe { free(list) };
     names.sort();
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the real probe on this machine: with libibverbs installed it must list devices
+    /// (possibly none) without crashing; without it, say why and list nothing.
+    #[test]
+    fn probe_this_machine() {
+        let p = Probe::run();
+        match &p.library {
+            Ok(()) => {
+                match &p.devices {
+                    Some(Ok(devices)) => {
+                        assert!(devices.iter().all(|d| !d.is_empty()), "{devices:?}")
+                    }
+                    // A machine without an RDMA subsystem (this development VM, seen).
+                    Some(Err(ListError::NoVerbsSubsystem)) => {
+                        assert!(!std::path::Path::new("/sys/class/infiniband_verbs").exists())
+                    }
+                    other => panic!("device list failed: {other:?}"),
+                }
+            }
+            Err(e) => {
+                assert!(e.contains(SONAME), "{e}");
+                assert_eq!(p.devices, None);
+                assert!(!p.reg_dmabuf_mr);
+            }
+        }
+        assert_eq!(Probe::load_only().devices, None);
+    }
 }

@@ -141,6 +141,9 @@ pub fn load(root: &Root, problems: &mut Vec<Problem>) -> (Vec<RdmaDevice>, Resul
 /// RDMA device names are short kernel names (`mlx5_0`, `rocep1s0f0`, `rxe0`); anything else in
 /// a capture is not a device and must not reach a path or a script.
 fn is_device_name(s: &str) -> bool {
+    if s.starts_with('.') {
+        return false;
+    }
     !s.is_empty()
         && s.len() <= 64
         && s.bytes()
