@@ -20,7 +20,7 @@ python3 fixtures/synth/synth.py --check
 
 step "release binary: no GPU or RDMA library linked, starts on a fresh node"
 cargo build --locked --release
-tests/release-binary.sh target/release/gdrdoctor
+tests/release-binary.sh "${CARGO_TARGET_DIR:-target}/release/gdrdoctor"
 
 echo
 echo "all tests passed"
