@@ -309,7 +309,8 @@ mod tests {
             })
             .map(|c| c.run.replace("/etc/default/grub", grub.to_str().unwrap()))
             .collect();
-        for _ in 0..2 {
+        // Runs the edits on the scratch file and returns what it holds afterwards.
+        let apply = || {
             let ok = std::process::Command::new("bash")
                 .arg("-c")
                 .arg(script.join("\n"))
@@ -317,22 +318,17 @@ mod tests {
                 .unwrap();
             assert!(ok.success());
             #[allow(clippy::disallowed_methods)] // a scratch file, not a node
-            let text = std::fs::read_to_string(&grub).unwrap();
+            std::fs::read_to_string(&grub).unwrap()
+        };
+        for _ in 0..2 {
             assert_eq!(
-                text,
+                apply(),
                 "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"quiet intel_iommu=on iommu=pt\"\n"
             );
         }
         // A file without the line gets one.
         std::fs::write(&grub, "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n").unwrap();
-        let ok = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(script.join("\n"))
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        #[allow(clippy::disallowed_methods)]
-        let text = std::fs::read_to_string(&grub).unwrap();
+        let text = apply();
         assert!(
             text.ends_with("GRUB_CMDLINE_LINUX=\" iommu=pt\"\n"),
             "{text}"
