@@ -43,6 +43,12 @@ enum Command {
         #[arg(long)]
         codes: bool,
     },
+    /// Copy exactly what the checks read (files, links, directories) into OUT, a new directory
+    /// or OUT.tar.gz, for `check --root` elsewhere.
+    Capture {
+        /// A directory to create, or a file ending in .tar.gz.
+        out: PathBuf,
+    },
     /// Show what a check (or the check behind a finding code) looks at, and how to fix it.
     Explain {
         /// A check ID (`iommu`) or a finding code (`iommu-translated`).
@@ -90,6 +96,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
     match &cli.command {
         Command::Check(args) => check(&cli, args),
+        Command::Capture { out } => capture(&cli, out),
         Command::List { codes } => {
             for c in checks::ALL {
                 let live = if c.live_only() { "  (live only)" } else { "" };
@@ -117,6 +124,36 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The root to read: `--root DIR`, or the live system. Returns it with how reports name it.
+fn open_root(cli: &Cli) -> anyhow::Result<(Root, String)> {
+    Ok(match &cli.root {
+        Some(dir) => (
+            Root::captured(dir).context("cannot use --root")?,
+            dir.display().to_string(),
+        ),
+        None => (Root::live(), "/".to_owned()),
+    })
+}
+
+fn capture(cli: &Cli, out: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let (config, _path) = Config::load(cli.config.as_deref())?;
+    let (root, display) = open_root(cli)?;
+    let root = root.recording();
+    // Everything the checks read is read here: checks never touch files. The live-only access
+    // probes (device nodes, this process's limits) have no place in a copy.
+    let _inventory = Inventory::load(&root, &config, inventory::Options::default());
+    let summary = gdrdoctor::capture::write(&root.recorded(), &root, out)?;
+    eprintln!(
+        "captured {} files ({} bytes), {} links and {} directories from {display} into {}",
+        summary.files,
+        summary.bytes,
+        summary.links,
+        summary.dirs,
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let selection = Selection {
         select: args.select.clone(),
@@ -124,13 +161,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     selection.validate().map_err(anyhow::Error::msg)?;
     let (config, _path) = Config::load(cli.config.as_deref())?;
-    let (root, display) = match &cli.root {
-        Some(dir) => (
-            Root::captured(dir).context("cannot use --root")?,
-            dir.display().to_string(),
-        ),
-        None => (Root::live(), "/".to_owned()),
-    };
+    let (root, display) = open_root(cli)?;
     let options = inventory::Options {
         access: selection.runs("rdma-access", &config),
     };

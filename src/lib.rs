@@ -4,6 +4,7 @@
 //! facts) -> [`checks`] (findings) -> [`report`] (formats). Live and captured roots take the same
 //! path, so a capture analysed offline gives the report the node itself would.
 
+pub mod capture;
 pub mod checks;
 pub mod config;
 pub mod ffi;

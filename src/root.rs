@@ -133,6 +133,33 @@ pub struct Root {
     /// Resolved directory -> what each of its entries is, for directories already listed (GID
     /// tables, /sys/bus/pci/devices): a lookup in them needs no stat.
     listed: Mutex<HashMap<String, HashMap<String, Entry>>>,
+    /// What was looked at, when recording for `gdrdoctor capture`.
+    recording: Option<Mutex<Recording>>,
+}
+
+/// Everything a run looked at, as the node has it: what `gdrdoctor capture` writes out, so that
+/// a check on the copy reads exactly what the live check read.
+#[derive(Debug, Default, Clone)]
+pub struct Recording {
+    /// Resolved directories walked through or listed.
+    pub dirs: std::collections::BTreeSet<String>,
+    /// Links followed or read: their path (with a resolved parent) and their target text.
+    pub links: std::collections::BTreeMap<String, String>,
+    /// Regular files read: resolved path and the bytes read (the longest read of each).
+    pub files: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Listed directories: every entry, so a copy lists the same names. Entries never looked
+    /// at otherwise are written empty (a directory, an empty file, or the link).
+    pub listings: std::collections::BTreeMap<String, Vec<(String, Listed)>>,
+}
+
+/// What a listed entry is, for the copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listed {
+    Dir,
+    File,
+    Link,
+    /// FIFOs, devices, sockets: never copied.
+    Special,
 }
 
 /// A directory entry's type, as `getdents` or `stat` report it.
@@ -191,6 +218,7 @@ impl Root {
             live: true,
             dirs: Mutex::default(),
             listed: Mutex::default(),
+            recording: None,
         }
     }
 
@@ -212,11 +240,32 @@ impl Root {
             live: false,
             dirs: Mutex::default(),
             listed: Mutex::default(),
+            recording: None,
         })
     }
 
     pub fn is_live(&self) -> bool {
         self.live
+    }
+
+    /// The same root, remembering everything it is asked to read from now on.
+    pub fn recording(mut self) -> Root {
+        self.recording = Some(Mutex::default());
+        self
+    }
+
+    /// What was read since `recording()`; empty when not recording.
+    pub fn recorded(&self) -> Recording {
+        self.recording
+            .as_ref()
+            .map(|r| r.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .unwrap_or_default()
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Recording)) {
+        if let Some(r) = &self.recording {
+            f(&mut r.lock().unwrap_or_else(|p| p.into_inner()));
+        }
     }
 
     /// Where the tree is on this machine (`/` when live).
@@ -270,6 +319,24 @@ impl Root {
 
     fn read_upto(&self, path: &str, n: u64) -> Result<Vec<u8>, ReadError> {
         let (resolved, kind, size) = self.lookup_sized(path)?;
+        let buf = self.read_resolved(path, &resolved, kind, size, n)?;
+        self.note(|r| {
+            let kept = r.files.entry(resolved).or_default();
+            if buf.len() >= kept.len() {
+                kept.clone_from(&buf);
+            }
+        });
+        Ok(buf)
+    }
+
+    fn read_resolved(
+        &self,
+        path: &str,
+        resolved: &str,
+        kind: Kind,
+        size: u64,
+        n: u64,
+    ) -> Result<Vec<u8>, ReadError> {
         match kind {
             Kind::File => {}
             Kind::Dir => {
@@ -296,7 +363,7 @@ impl Root {
             // O_NOFOLLOW | O_NONBLOCK: even if the tree changed since we looked, never follow a
             // link out of it and never block on a FIFO.
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(self.host_path(&resolved))
+            .open(self.host_path(resolved))
             .map_err(|e| ReadError::from_io(path, &e))?;
         let mut buf = Vec::new();
         if !self.live {
@@ -375,6 +442,23 @@ impl Root {
                 Err(raw) => listing.invalid.push(raw.to_string_lossy().into_owned()),
             }
         }
+        self.note(|r| {
+            let entries = listing
+                .names
+                .iter()
+                .map(|n| {
+                    let kind = match kinds.get(n) {
+                        Some(Entry::Link) => Listed::Link,
+                        Some(Entry::Is(Kind::File)) => Listed::File,
+                        Some(Entry::Is(Kind::Dir)) => Listed::Dir,
+                        _ => Listed::Special,
+                    };
+                    (n.clone(), kind)
+                })
+                .collect();
+            r.dirs.insert(resolved.clone());
+            r.listings.insert(resolved.clone(), entries);
+        });
         if kinds.len() == listing.names.len() {
             self.listed
                 .lock()
@@ -400,12 +484,17 @@ impl Root {
             },
             _ => ReadError::from_io(path, &e),
         })?;
-        target
+        let target = target
             .into_os_string()
             .into_string()
             .map_err(|_| ReadError::NotUtf8 {
                 path: path.to_owned(),
-            })
+            })?;
+        self.note(|r| {
+            r.dirs.insert(dir.clone());
+            r.links.insert(join(&dir, name), target.clone());
+        });
+        Ok(target)
     }
 
     /// Opens a character device read-write and closes it again: can this process use it?
@@ -544,6 +633,10 @@ impl Root {
             let target = target.to_str().ok_or_else(|| ReadError::NotUtf8 {
                 path: original.to_owned(),
             })?;
+            self.note(|r| {
+                r.dirs.insert(dir.to_owned());
+                r.links.insert(here.clone(), target.to_owned());
+            });
             let next = if target.starts_with('/') {
                 target.to_owned()
             } else {
@@ -563,6 +656,11 @@ impl Root {
         let Entry::Is(kind) = entry else {
             unreachable!("links are followed above")
         };
+        if kind == Kind::Dir {
+            self.note(|r| {
+                r.dirs.insert(here.clone());
+            });
+        }
         Ok((here, kind, size))
     }
 }

@@ -1,0 +1,250 @@
+//! `gdrdoctor capture`: writes out exactly what a check read (files, links, directories), so
+//! that `check --root` on the copy reads the same bytes and gives the same findings.
+//!
+//! The copy is built from a [`Recording`] of one inventory load: regular files with the bytes
+//! that were read, links with their target text (relative, as the kernel wrote them), the
+//! directories walked through, and for listed directories every entry (entries that were never
+//! read become empty placeholders, so a listing of the copy gives the same names and nothing of
+//! their content leaks). Special files are never copied.
+
+// Writing the copy is this module's job; reading stays in Root.
+use crate::root::{Listed, Recording, Root, join};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Dir,
+    File(Vec<u8>),
+    Link(String),
+}
+
+/// What a capture wrote.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    pub files: usize,
+    pub links: usize,
+    pub dirs: usize,
+    pub bytes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("{0}: already exists and is not an empty directory; capture writes into a new one")]
+    Exists(PathBuf),
+    #[error("{path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}: not a path that can be written inside the capture")]
+    BadPath(String),
+}
+
+/// True when `out` names a `.tar.gz` (or `.tgz`) archive rather than a directory.
+pub fn is_archive(out: &Path) -> bool {
+    let name = out.to_string_lossy();
+    name.ends_with(".tar.gz") || name.ends_with(".tgz")
+}
+
+/// Turns a recording into the tree to write. `root` answers the targets of listed links that
+/// were never followed.
+fn tree(rec: &Recording, root: &Root) -> Result<BTreeMap<String, Node>, CaptureError> {
+    let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+    for d in &rec.dirs {
+        nodes.insert(d.clone(), Node::Dir);
+    }
+    for (path, target) in &rec.links {
+        nodes.insert(path.clone(), Node::Link(target.clone()));
+    }
+    for (path, bytes) in &rec.files {
+        nodes.insert(path.clone(), Node::File(bytes.clone()));
+    }
+    for (dir, entries) in &rec.listings {
+        for (name, kind) in entries {
+            let path = join(dir, name);
+            if nodes.contains_key(&path) {
+                continue;
+            }
+            let node = match kind {
+                Listed::Dir => Node::Dir,
+                Listed::File => Node::File(Vec::new()),
+                Listed::Link => match root.read_link(&path) {
+                    Ok(target) => Node::Link(target),
+                    Err(_) => continue,
+                },
+                Listed::Special => continue,
+            };
+            nodes.insert(path, node);
+        }
+    }
+    nodes.remove("/");
+    // Every ancestor is a directory.
+    let paths: Vec<String> = nodes.keys().cloned().collect();
+    for p in paths {
+        let mut cut = p.as_str();
+        while let Some(i) = cut.rfind('/') {
+            cut = &cut[..i];
+            if cut.is_empty() {
+                break;
+            }
+            nodes.entry(cut.to_owned()).or_insert(Node::Dir);
+        }
+    }
+    for p in nodes.keys() {
+        relative(p)?;
+    }
+    Ok(nodes)
+}
+
+/// `/sys/class/net` -> `sys/class/net`, refusing anything that could climb out.
+fn relative(path: &str) -> Result<String, CaptureError> {
+    let rel = path
+        .strip_prefix('/')
+        .ok_or_else(|| CaptureError::BadPath(path.to_owned()))?;
+    let ok = !rel.is_empty()
+        && rel
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\0'));
+    ok.then(|| rel.to_owned())
+        .ok_or_else(|| CaptureError::BadPath(path.to_owned()))
+}
+
+/// Writes what `root` recorded to `out`: a new (or empty) directory, or a `.tar.gz`.
+pub fn write(rec: &Recording, root: &Root, out: &Path) -> Result<Summary, CaptureError> {
+    let nodes = tree(rec, root)?;
+    let mut summary = Summary::default();
+    for node in nodes.values() {
+        match node {
+            Node::Dir => summary.dirs += 1,
+            Node::File(b) => {
+                summary.files += 1;
+                summary.bytes += b.len();
+            }
+            Node::Link(_) => summary.links += 1,
+        }
+    }
+    if is_archive(out) {
+        write_archive(&nodes, out)?;
+    } else {
+        write_dir(&nodes, out)?;
+    }
+    Ok(summary)
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> CaptureError + '_ {
+    move |source| CaptureError::Write {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn write_dir(nodes: &BTreeMap<String, Node>, out: &Path) -> Result<(), CaptureError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::symlink_metadata(out) {
+        Ok(m) if m.is_dir() => {
+            #[allow(clippy::disallowed_methods)] // the output directory, not a node
+            let empty = std::fs::read_dir(out)
+                .map_err(io_err(out))?
+                .next()
+                .is_none();
+            if !empty {
+                return Err(CaptureError::Exists(out.to_owned()));
+            }
+        }
+        Ok(_) => return Err(CaptureError::Exists(out.to_owned())),
+        Err(_) => std::fs::create_dir(out).map_err(io_err(out))?,
+    }
+    // Parents sort before their children; every parent is one of ours, created just before,
+    // and never a link (links are leaves), so nothing is written through a link.
+    for (path, node) in nodes {
+        let dest = out.join(relative(path)?);
+        match node {
+            Node::Dir => std::fs::create_dir(&dest).map_err(io_err(&dest))?,
+            Node::Link(target) => {
+                std::os::unix::fs::symlink(target, &dest).map_err(io_err(&dest))?
+            }
+            Node::File(bytes) => {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&dest)
+                    .map_err(io_err(&dest))?;
+                f.write_all(bytes).map_err(io_err(&dest))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_archive(nodes: &BTreeMap<String, Node>, out: &Path) -> Result<(), CaptureError> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(out)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => CaptureError::Exists(out.to_owned()),
+            _ => CaptureError::Write {
+                path: out.to_owned(),
+                source: e,
+            },
+        })?;
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    for (path, node) in nodes {
+        let rel = relative(path)?;
+        // Deterministic archives: no owners, times or modes from this machine.
+        let mut h = tar::Header::new_gnu();
+        h.set_mtime(0);
+        h.set_uid(0);
+        h.set_gid(0);
+        match node {
+            Node::Dir => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_mode(0o755);
+                h.set_size(0);
+                tar.append_data(&mut h, format!("{rel}/"), std::io::empty())
+                    .map_err(io_err(out))?;
+            }
+            Node::File(bytes) => {
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_mode(0o644);
+                h.set_size(bytes.len() as u64);
+                tar.append_data(&mut h, &rel, &bytes[..])
+                    .map_err(io_err(out))?;
+            }
+            Node::Link(target) => {
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.set_mode(0o777);
+                h.set_size(0);
+                tar.append_link(&mut h, &rel, target).map_err(io_err(out))?;
+            }
+        }
+    }
+    let gz = tar.into_inner().map_err(io_err(out))?;
+    let mut file = gz.finish().map_err(io_err(out))?;
+    file.flush().map_err(io_err(out))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_stay_inside() {
+        assert_eq!(relative("/sys/class/net").unwrap(), "sys/class/net");
+        for bad in ["/", "sys", "/sys/../etc", "/sys//x", "/sys/./x"] {
+            assert!(relative(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn archive_names() {
+        assert!(is_archive(Path::new("node17.tar.gz")));
+        assert!(is_archive(Path::new("/tmp/x.tgz")));
+        assert!(!is_archive(Path::new("/tmp/node17")));
+    }
+}

@@ -1,0 +1,177 @@
+//! `gdrdoctor capture`: a copy of what the checks read gives the same report as the original,
+//! as a directory and as a .tar.gz, for every fixture, broken ones included.
+#![allow(clippy::disallowed_methods)] // tests read what they wrote, not a node
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+/// Every fixture root, with the config it needs.
+fn fixtures() -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    for base in ["fixtures", "fixtures/broken"] {
+        for e in std::fs::read_dir(crate_dir().join(base)).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let dir = format!("{base}/{name}");
+            if name == "synth" || name == "broken" || !crate_dir().join(&dir).is_dir() {
+                continue;
+            }
+            let cfg = crate_dir().join(&dir).join("config.yaml");
+            out.push((dir, cfg.is_file().then(|| cfg.to_str().unwrap().to_owned())));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn args<'a>(root: &'a str, cfg: &'a Option<String>, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["--root", root];
+    if let Some(c) = cfg {
+        v.extend(["--config", c.as_str()]);
+    }
+    v.extend(rest);
+    v
+}
+
+/// The report without the line that names the root.
+fn report(root: &str, cfg: &Option<String>) -> serde_json::Value {
+    let out = gdrdoctor(&args(root, cfg, &["check", "--format", "json"]));
+    code(&out);
+    let mut r = json(&out);
+    r.as_object_mut().unwrap().remove("root");
+    r
+}
+
+#[test]
+fn copies_report_the_same() {
+    let mut failures = Vec::new();
+    for (root, cfg) in fixtures() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("copy");
+        let tgz = tmp.path().join("copy.tar.gz");
+        let unpacked = tmp.path().join("unpacked");
+        for out in [&dir, &tgz] {
+            let o = gdrdoctor(&args(&root, &cfg, &["capture", out.to_str().unwrap()]));
+            assert_eq!(code(&o), 0, "{root}: {}", stderr(&o));
+            assert!(stderr(&o).starts_with("captured "), "{}", stderr(&o));
+        }
+        std::fs::create_dir(&unpacked).unwrap();
+        assert!(
+            Command::new("tar")
+                .arg("xzf")
+                .arg(&tgz)
+                .arg("-C")
+                .arg(&unpacked)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let original = report(&root, &cfg);
+        for copy in [&dir, &unpacked] {
+            if report(copy.to_str().unwrap(), &cfg) != original {
+                failures.push(format!(
+                    "{root}: the copy in {} reports differently",
+                    copy.display()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_copy_holds_only_what_was_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("copy");
+    code(&gdrdoctor(&[
+        "--root",
+        "fixtures/h200x2-vm",
+        "capture",
+        copy.to_str().unwrap(),
+    ]));
+    // Read: the GPUs' config space and driver links, the kernel's files. Not read: nvidia-smi's
+    // reference output, the FIXTURE.md, attributes no check looks at.
+    assert!(
+        copy.join("sys/devices/pci0000:00/0000:00:06.0/config")
+            .is_file()
+    );
+    assert!(copy.join("proc/driver/nvidia/version").is_file());
+    assert!(
+        std::fs::symlink_metadata(copy.join("sys/devices/pci0000:00/0000:00:06.0/driver"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    for absent in [
+        "FIXTURE.md",
+        "reference",
+        "sys/devices/pci0000:00/0000:00:06.0/serial_number",
+        "sys/devices/pci0000:00/0000:00:06.0/resource",
+    ] {
+        assert!(!copy.join(absent).exists(), "{absent} was copied");
+    }
+    // Links keep their relative targets.
+    let link = std::fs::read_link(copy.join("sys/bus/pci/devices/0000:00:06.0")).unwrap();
+    assert_eq!(link, Path::new("../../../devices/pci0000:00/0000:00:06.0"));
+}
+
+#[test]
+fn archives_are_deterministic_and_refuse_to_overwrite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.tar.gz");
+    let b = tmp.path().join("b.tar.gz");
+    for out in [&a, &b] {
+        code(&gdrdoctor(&[
+            "--root",
+            "fixtures/healthy-8gpu-roce",
+            "capture",
+            out.to_str().unwrap(),
+        ]));
+    }
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let again = gdrdoctor(&[
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "capture",
+        a.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&again), 2);
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
+    std::fs::write(tmp.path().join("x"), "").unwrap();
+    let full = gdrdoctor(&[
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "capture",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code(&full), 2, "a non-empty directory is refused");
+}
+
+#[test]
+fn hostile_links_are_copied_as_links_never_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("copy");
+    code(&gdrdoctor(&[
+        "--root",
+        "fixtures/broken/escaping-links",
+        "capture",
+        copy.to_str().unwrap(),
+    ]));
+    // gids/3 -> /etc/passwd in the capture: copied as that link, not as the host's file.
+    let gid = copy
+        .join("sys/devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx5_0/ports/1/gids/3");
+    let meta = std::fs::symlink_metadata(&gid).unwrap();
+    assert!(meta.file_type().is_symlink());
+    assert_eq!(std::fs::read_link(&gid).unwrap(), Path::new("/etc/passwd"));
+    let walk = Command::new("grep")
+        .args(["-r", "root:x:0:0"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(walk.stdout.is_empty(), "host data in the copy");
+}
