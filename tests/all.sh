@@ -22,5 +22,12 @@ step "release binary: no GPU or RDMA library linked, starts on a fresh node"
 cargo build --locked --release
 tests/release-binary.sh "${CARGO_TARGET_DIR:-target}/release/gdrdoctor"
 
+step "lab: gdrdoctor in a real kernel under QEMU (tests/lab/README.md)"
+if [ "${GDRDOCTOR_SKIP_LAB:-0}" = 1 ]; then
+  echo "GDRDOCTOR_SKIP_LAB=1: the lab was NOT run"
+else
+  tests/lab/lab.sh
+fi
+
 echo
 echo "all tests passed"

@@ -161,15 +161,16 @@ const CASES: &[Case] = &[
         statuses: ["pass", "pass", "fail", "pass", "pass", "skip"],
         codes: &[("iommu-translated", "fail")],
     },
-    // The QEMU lab guest: Soft-RoCE on e1000e behind a switch, virtio-gpu declared a GPU.
+    // A real-kernel capture from the lab VM (tests/lab, scenario switch-pt): Soft-RoCE on an
+    // e1000e behind a PCIe switch, a virtio GPU declared an accelerator.
     Case {
-        name: "lab-rxe-switch",
+        name: "lab-switch-pt",
         config: Some("config.yaml"),
         exit: 0,
-        statuses: ["pass", "unknown", "pass", "warn", "pass", "skip"],
+        statuses: ["pass", "unknown", "pass", "pass", "pass", "skip"],
         codes: &[
             ("gdr-path-unknown", "unknown"),
-            ("roce-mtu-small", "warn"),
+            ("rdma-port-active", "pass"),
             ("roce-v2-ipv4", "pass"),
             ("iommu-passthrough", "pass"),
         ],
@@ -321,7 +322,7 @@ fn arm64_iommu_fix_upgrades_the_kernel_first() {
 
 #[test]
 fn lab_guest_finds_rxe_through_its_netdev() {
-    let case = CASES.iter().find(|c| c.name == "lab-rxe-switch").unwrap();
+    let case = CASES.iter().find(|c| c.name == "lab-switch-pt").unwrap();
     let report = json(&run(case, "json"));
     let rxe = &report["inventory"]["rdma_devices"][0];
     assert_eq!(
@@ -348,12 +349,46 @@ fn lab_guest_finds_rxe_through_its_netdev() {
     // Without the config, the lab guest has no GPU.
     let out = gdrdoctor(&[
         "--root",
-        "fixtures/lab-rxe-switch",
+        "fixtures/lab-switch-pt",
         "check",
         "--format",
         "json",
     ]);
     assert_eq!(json(&out)["node"]["gpus"], 0);
+}
+
+/// Offline equals live on real-kernel data: the lab capture reports what gdrdoctor said live in
+/// the guest just before capturing (reference/live.json), for every check that can run offline.
+#[test]
+fn lab_capture_reports_what_the_guest_saw_live() {
+    let case = CASES.iter().find(|c| c.name == "lab-switch-pt").unwrap();
+    let offline = json(&run(case, "json"));
+    let live: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(crate_dir().join("fixtures/lab-switch-pt/reference/live.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(live["root"]["live"], true);
+    let checks = |r: &serde_json::Value| -> Vec<serde_json::Value> {
+        r["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["id"] != "rdma-access")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(checks(&offline), checks(&live));
+    assert_eq!(offline["inventory"], live["inventory"]);
+    assert_eq!(offline["node"], live["node"]);
+    // Live, the guest also passed rdma-access: uverbs0, memlock, libibverbs with the rxe provider.
+    let access = live["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "rdma-access")
+        .unwrap();
+    assert_eq!(access["status"], "pass");
 }
 
 /// The same capture read twice gives the same report: no timestamps, no hash-map order.

@@ -93,6 +93,8 @@ pub struct GpuSummary {
 pub struct RdmaSummary {
     pub name: String,
     pub pci: Option<Bdf>,
+    /// Its PCI function's NUMA node (`-1` when the platform does not say).
+    pub numa_node: Option<i32>,
     pub driver: Option<String>,
     pub fw_ver: Option<String>,
     pub ports: Vec<PortSummary>,
@@ -256,6 +258,11 @@ fn summarise(inv: &Inventory) -> InventorySummary {
         .map(|d| RdmaSummary {
             name: d.name.clone(),
             pci: d.pci,
+            numa_node: d
+                .pci
+                .and_then(|b| inv.function(b))
+                .and_then(|f| f.detail.as_ref())
+                .and_then(|d| d.numa_node.value().copied()),
             driver: d.driver.clone(),
             fw_ver: d.fw_ver.clone(),
             ports: d

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Judges one lab scenario's results against its EXPECT lines; prints each failed assertion.
+
+Usage: expect.py OUTDIR EXPECT_FILE HOST_OFFLINE_JSON
+OUTDIR holds what the guest sent back (live.json, live.rc, offline.json, kernel-gid-index, ...).
+
+EXPECT lines (blank lines and # comments ignored):
+  exit N                      gdrdoctor's exit code in the guest
+  check ID STATUS             a check's status
+  code CODE STATUS            some finding with that code has that status
+  nocode CODE                 no finding has that code
+  message CODE TEXT           some finding with that code has TEXT in its message
+  fix CODE TEXT               some finding with that code has TEXT in one of its fix commands
+  gid-index-matches-kernel    the roce-v2-ipv4 finding names the index the guest's sysfs shows
+  json PATH VALUE             a value in the report: a.b[2].c, a[key=value].c
+Always asserted: the report of the guest's own capture (in the guest, and unpacked on the host)
+equals the live report, except for the live-only rdma-access check.
+"""
+import json
+import os
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def findings(report):
+    for check in report["checks"]:
+        for f in check["findings"]:
+            yield f
+
+
+def walk(value, path):
+    """a.b[2].c, a[key=value].c (dots inside brackets belong to the value)."""
+    parts, depth, cur = [], 0, ""
+    for ch in path:
+        if ch == "." and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += (ch == "[") - (ch == "]")
+        cur += ch
+    parts.append(cur)
+    for part in parts:
+        name, _, rest = part.partition("[")
+        if name:
+            value = value[name]
+        while rest:
+            sel, _, rest = rest.partition("]")
+            rest = rest.lstrip("[")
+            if "=" in sel:
+                k, v = sel.split("=", 1)
+                matches = [x for x in value if str(x.get(k)) == v]
+                if not matches:
+                    raise KeyError(f"no element with {k}={v}")
+                value = matches[0]
+            else:
+                value = value[int(sel)]
+    return value
+
+
+def comparable(report):
+    """A report without what differs by design between a live run and one on a capture."""
+    r = dict(report)
+    for key in ("root", "verdict", "counts"):
+        r.pop(key, None)
+    r["checks"] = [c for c in r["checks"] if c["id"] != "rdma-access"]
+    return r
+
+
+def first_difference(a, b, path=""):
+    if type(a) is not type(b):
+        return f"{path}: {json.dumps(a)[:200]} vs {json.dumps(b)[:200]}"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}.{k}: only in {'live' if k in a else 'copy'}"
+            d = first_difference(a[k], b[k], f"{path}.{k}")
+            if d:
+                return d
+    elif isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} vs {len(b)} items"
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_difference(x, y, f"{path}[{i}]")
+            if d:
+                return d
+    elif a != b:
+        return f"{path}: {json.dumps(a)[:200]} vs {json.dumps(b)[:200]}"
+    return None
+
+
+def main():
+    out, expect_file, host_offline = sys.argv[1:4]
+    live = load(os.path.join(out, "live.json"))
+    rc = int(open(os.path.join(out, "live.rc")).read().strip())
+    failures = []
+    passed = 0
+
+    def check(ok, line, detail):
+        nonlocal passed
+        if ok:
+            passed += 1
+        else:
+            failures.append(f"  FAILED `{line}`: {detail}")
+
+    for raw in open(expect_file):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        word, _, arg = line.partition(" ")
+        try:
+            if word == "exit":
+                check(rc == int(arg), line, f"exit {rc}")
+            elif word == "check":
+                cid, status = arg.split()
+                got = next((c["status"] for c in live["checks"] if c["id"] == cid), "missing")
+                check(got == status, line, f"{cid} is {got}")
+            elif word == "code":
+                code, status = arg.split()
+                got = sorted({f["status"] for f in findings(live) if f["code"] == code})
+                check(status in got, line, f"{code}: {got or 'no such finding'}")
+            elif word == "nocode":
+                got = [f["subject"] for f in findings(live) if f["code"] == arg]
+                check(not got, line, f"present for {got}")
+            elif word in ("message", "fix"):
+                code, text = arg.split(" ", 1)
+                fs = [f for f in findings(live) if f["code"] == code]
+                if word == "message":
+                    texts = [f["message"] for f in fs]
+                else:
+                    texts = [c["run"] for f in fs if f.get("fix") for c in f["fix"]["commands"]]
+                check(any(text in t for t in texts), line, f"{word}s: {texts or 'no such finding'}")
+            elif word == "gid-index-matches-kernel":
+                kernel = open(os.path.join(out, "kernel-gid-index")).read().strip()
+                msgs = [f["message"] for f in findings(live) if f["code"] == "roce-v2-ipv4"]
+                check(
+                    kernel != "none" and any(f"NCCL_IB_GID_INDEX={kernel}" in m for m in msgs),
+                    line,
+                    f"kernel shows index {kernel}; gdrdoctor says {msgs}",
+                )
+            elif word == "json":
+                path, want = arg.split(" ", 1)
+                got = walk(live, path)
+                check(json.dumps(got) == want or str(got) == want, line, f"{path} = {json.dumps(got)}")
+            else:
+                failures.append(f"  unknown assertion `{line}`")
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            failures.append(f"  FAILED `{line}`: {type(e).__name__}: {e}")
+
+    # The capture round trip, in the guest and on the host.
+    for name, path in (("the guest's check on its capture", os.path.join(out, "offline.json")),
+                       ("the host's check on the unpacked capture", host_offline)):
+        try:
+            diff = first_difference(comparable(live), comparable(load(path)))
+        except (OSError, ValueError) as e:
+            diff = f"no report: {e}"
+        check(diff is None, f"capture equals live ({name})", diff)
+
+    if failures:
+        print("\n".join(failures))
+    print(f"  {passed} assertions passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

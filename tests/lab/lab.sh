@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# The lab: gdrdoctor inside a real Linux kernel (Debian's, under QEMU/TCG) with an emulated PCIe
+# switch, ACS, an IOMMU and Soft-RoCE (rxe), one VM boot per scenario.
+#
+#   tests/lab/lab.sh                  # every scenario in tests/lab/scenarios/
+#   tests/lab/lab.sh switch-pt numa   # some, by name
+#   tests/lab/lab.sh --list
+#   tests/lab/lab.sh --save-fixture   # also unpack switch-pt's capture into fixtures/lab-switch-pt
+#
+# Each scenario file (POSIX sh) sets TOPO (switch|numa) and IOMMU (pt|lazy|strict|off), defines
+# guest() (node setup, run in the VM before gdrdoctor) and EXPECT (assertions, see expect.py).
+# The guest runs gdrdoctor live, captures, checks the capture; results come back over a serial
+# port. Work and results: target/lab/ (results/<scenario>/). Needs root (apt, QEMU).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+WORK=${LAB_WORK:-$REPO/target/lab}
+TIMEOUT=${LAB_TIMEOUT:-180}
+SAVE_FIXTURE=0
+
+scenarios=()
+for a in "$@"; do
+    case "$a" in
+        --list) for f in "$HERE"/scenarios/*.sh; do printf '%-16s %s\n' "$(basename "$f" .sh)" "$(sed -n '1s/^# //p' "$f")"; done; exit 0 ;;
+        --save-fixture) SAVE_FIXTURE=1 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+        -*) echo "lab: unknown option $a" >&2; exit 2 ;;
+        *) [ -f "$HERE/scenarios/$a.sh" ] || { echo "lab: no scenario $a (--list)" >&2; exit 2; }; scenarios+=("$a") ;;
+    esac
+done
+if [ ${#scenarios[@]} -eq 0 ]; then
+    for f in "$HERE"/scenarios/*.sh; do scenarios+=("$(basename "$f" .sh)"); done
+fi
+
+say() { printf 'lab: %s\n' "$*" >&2; }
+
+# ------------------------------------------------------------------------------ packages --
+need=()
+for p in qemu-system-x86 busybox-static cpio linux-image-amd64 linux-headers-amd64 kmod rdma-core \
+         ibverbs-providers iproute2 make gcc python3; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    say "installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+KVER=$(ls /boot/vmlinuz-* | sed 's|^/boot/vmlinuz-||' | grep -v -- '-rt-' | sort -V | tail -n 1)
+[ -d "/lib/modules/$KVER/kernel" ] || { say "no modules for kernel $KVER"; exit 2; }
+mkdir -p "$WORK"
+
+# ------------------------------------------------------------------ kernel and gdrdoctor --
+# The uncompressed vmlinux boots through its PVH entry point, skipping a decompressor that
+# takes seconds under TCG.
+VMLINUX=$WORK/vmlinux-$KVER
+if [ ! -s "$VMLINUX" ]; then
+    python3 - "/boot/vmlinuz-$KVER" "$VMLINUX" <<'PY'
+import lzma, sys
+data = open(sys.argv[1], "rb").read()
+start = data.find(b"\xfd7zXZ\x00")
+elf = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data[start:])
+assert start > 0 and elf[:4] == b"\x7fELF", "no XZ-compressed ELF in the bzImage"
+open(sys.argv[2], "wb").write(elf)
+PY
+fi
+(cd "$REPO" && cargo build --release --locked -q)
+GDRDOCTOR=${CARGO_TARGET_DIR:-$REPO/target}/release/gdrdoctor
+
+# ----------------------------------------------------------------------- base initramfs --
+# Busybox, the kernel modules, iproute2's ip and rdma, libibverbs with the rxe provider (for the
+# live rdma-access check), and the stand-in nvidia_peermem. Rebuilt when this script changes.
+BASE=$WORK/base-$KVER
+usr_path() { case "$1" in /lib/*|/lib64/*|/bin/*|/sbin/*) echo "/usr$1" ;; *) echo "$1" ;; esac; }
+copy_elf() { # SRC [DST]: a binary and every library ldd names, at merged-/usr paths
+    local src=$1 dst d t
+    dst=$(usr_path "${2:-$1}")
+    mkdir -p "$R$(dirname "$dst")"
+    cp -L "$src" "$R$dst"
+    for d in $(ldd "$src" 2>/dev/null | grep -o '/[^ ]*'); do
+        t=$(usr_path "$d")
+        [ -e "$R$t" ] || { mkdir -p "$R$(dirname "$t")"; cp -L "$d" "$R$t"; }
+    done
+}
+build_base() {
+    R=$BASE/root
+    rm -rf "$BASE"
+    mkdir -p "$R"/usr/{bin,sbin,lib,lib64} "$R"/{dev,proc,sys,tmp,run,etc/gdrdoctor,root,bb}
+    ln -s usr/bin "$R/bin"; ln -s usr/sbin "$R/sbin"; ln -s usr/lib "$R/lib"; ln -s usr/lib64 "$R/lib64"
+    cp /bin/busybox "$R/bb/busybox"
+    for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "$R/bb/$a"; done
+    copy_elf /usr/sbin/ip
+    copy_elf /usr/bin/rdma
+    local lib=/usr/lib/x86_64-linux-gnu
+    copy_elf "$lib/libibverbs.so.1"
+    copy_elf "$lib/libibverbs/librxe-rdmav34.so"
+    mkdir -p "$R/etc/libibverbs.d"; cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
+    for l in libgcc_s.so.1 libm.so.6 libc.so.6; do copy_elf "/lib/x86_64-linux-gnu/$l"; done
+    echo 'root:x:0:0:root:/root:/bin/sh' > "$R/etc/passwd"
+    echo 'root:x:0:' > "$R/etc/group"
+    local m f
+    for m in e1000e virtio_pci virtio_gpu crc32_generic rdma_rxe ib_uverbs rdma_ucm; do
+        for f in $(modprobe -S "$KVER" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'); do
+            mkdir -p "$R$(dirname "$f")"; cp -n "$f" "$R$f"
+        done
+    done
+    cp "/lib/modules/$KVER"/modules.{order,builtin,builtin.modinfo} "$R/lib/modules/$KVER/"
+    if [ -d "/lib/modules/$KVER/build" ]; then
+        mkdir -p "$BASE/kmod"; cp "$HERE"/fake_peermem/* "$BASE/kmod/"
+        if make -C "/lib/modules/$KVER/build" M="$BASE/kmod" modules > "$BASE/kmod/build.log" 2>&1; then
+            mkdir -p "$R/lib/modules/$KVER/extra"; cp "$BASE/kmod/nvidia_peermem.ko" "$R/lib/modules/$KVER/extra/"
+        else
+            say "fake nvidia_peermem not built: $BASE/kmod/build.log"
+        fi
+    fi
+    depmod -b "$R" "$KVER"
+    # init: mount the pseudo file systems, run /guest.sh with its output on ttyS1, power off.
+    cat > "$R/init" <<'INIT'
+#!/bb/sh
+export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/bb
+/bb/mount -t proc proc /proc
+/bb/mount -t sysfs sysfs /sys
+/bb/mount -t devtmpfs devtmpfs /dev
+/bb/mount -t tmpfs tmpfs /tmp
+/bb/mount -t tmpfs tmpfs /run
+echo /bb/modprobe > /proc/sys/kernel/modprobe
+/usr/sbin/ip link set lo up
+cd /root
+/bb/sh /guest.sh > /dev/ttyS1 2>&1
+echo "LAB_RC=$?" > /dev/ttyS1
+sync
+/bb/poweroff -f
+INIT
+    chmod +x "$R/init"
+    (cd "$R" && find . | cpio -o -H newc --quiet) > "$BASE/base.cpio"
+    sha256sum "$0" | cut -d' ' -f1 > "$BASE/stamp"
+}
+if [ ! -f "$BASE/stamp" ] || [ "$(cat "$BASE/stamp")" != "$(sha256sum "$0" | cut -d' ' -f1)" ]; then
+    say "building the base initramfs for $KVER"
+    build_base
+fi
+
+# ------------------------------------------------------------------------------ topology --
+# q35 guest:
+#   00:01.0 root port rp1 (ACS)
+#     01:00.0 XIO3130 switch upstream
+#       02:00.0 downstream -> 03:00.0 e1000e = eth0 (rxe0 goes on it)
+#       02:01.0 downstream -> 04:00.0 virtio-gpu 1af4:1050 (the accelerator)
+#   00:02.0 root port rp2 -> 05:00.0 e1000e = eth1
+#   numa: + NUMA node 1 with a PCIe expander bridge (bus 0x80) -> 81:00.0 virtio-gpu
+# The NICs sit on hub ports with nothing else on the hub: no frame leaves the VM.
+topology() {
+    local sw="-netdev hubport,id=n1,hubid=1 -netdev hubport,id=n2,hubid=2
+        -device pcie-root-port,id=rp1,chassis=1,addr=01.0
+        -device x3130-upstream,id=up1,bus=rp1
+        -device xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0
+        -device xio3130-downstream,id=dn2,bus=up1,chassis=3,slot=1
+        -device e1000e,netdev=n1,bus=dn1,romfile=,mac=52:54:00:00:00:01
+        -device virtio-gpu-pci,bus=dn2
+        -device pcie-root-port,id=rp2,chassis=4,addr=02.0
+        -device e1000e,netdev=n2,bus=rp2,romfile=,mac=52:54:00:00:00:02"
+    case "$1" in
+        switch) echo "$sw" ;;
+        numa) echo "$sw
+        -object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
+        -numa node,nodeid=0,memdev=m0,cpus=0 -numa node,nodeid=1,memdev=m1,cpus=1
+        -device pxb-pcie,id=pxb1,bus_nr=128,numa_node=1,bus=pcie.0,addr=04.0
+        -device pcie-root-port,id=rp3,bus=pxb1,chassis=5,addr=00.0
+        -device virtio-gpu-pci,bus=rp3" ;;
+        *) say "unknown TOPO $1"; exit 2 ;;
+    esac
+}
+
+# ------------------------------------------------------------------------------ scenarios --
+run_scenario() {
+    local name=$1 out=$WORK/results/$1
+    local TOPO IOMMU EXPECT
+    # shellcheck disable=SC1090
+    . "$HERE/scenarios/$name.sh"
+    rm -rf "$out"; mkdir -p "$out/overlay/usr/local/bin" "$out/overlay/etc/gdrdoctor"
+    printf '%s\n' "$EXPECT" > "$out/expect.txt"
+    # The guest script: the helpers, the scenario (its guest()), then setup and report.
+    { cat "$HERE/guest/lib.sh" "$HERE/scenarios/$name.sh"; printf '\nguest\nreport\n'; } > "$out/overlay/guest.sh"
+    cp "$GDRDOCTOR" "$out/overlay/usr/local/bin/gdrdoctor"
+    cp "$HERE/config.yaml" "$out/overlay/etc/gdrdoctor/config.yaml"
+    (cd "$out/overlay" && find . | cpio -o -H newc --quiet) > "$out/overlay.cpio"
+    cat "$BASE/base.cpio" "$out/overlay.cpio" | gzip -1 > "$out/initrd.gz"
+
+    local kapp="console=ttyS0 panic=-1 rdinit=/init quiet loglevel=3" iommu=
+    case "$IOMMU" in
+        pt) kapp="$kapp intel_iommu=on iommu=pt"; iommu="-device intel-iommu,intremap=on" ;;
+        lazy) kapp="$kapp intel_iommu=on"; iommu="-device intel-iommu,intremap=on" ;;
+        strict) kapp="$kapp intel_iommu=on iommu.strict=1"; iommu="-device intel-iommu,intremap=on" ;;
+        off) ;;
+        *) say "unknown IOMMU $IOMMU"; exit 2 ;;
+    esac
+    # shellcheck disable=SC2046,SC2086
+    local cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 1024 -smp 2
+        -machine q35,kernel-irqchip=split $iommu
+        -nodefaults -no-user-config -display none -vga none -no-reboot
+        -kernel "$VMLINUX" -initrd "$out/initrd.gz" -append "$kapp"
+        -chardev "file,id=c0,path=$out/console.log" -serial chardev:c0
+        -chardev "file,id=c1,path=$out/result.log" -serial chardev:c1
+        -monitor none $(topology "$TOPO"))
+    echo "${cmd[*]}" > "$out/qemu-cmd.txt"
+    local t0=$SECONDS rc=0
+    timeout "$TIMEOUT" "${cmd[@]}" > "$out/qemu.log" 2>&1 || rc=$?
+    # Unpack the files the guest sent (=== LAB-FILE name / base64 / === LAB-END name).
+    python3 - "$out/result.log" "$out" <<'PY'
+import base64, os, sys
+name, chunks = None, []
+for line in open(sys.argv[1], errors="replace"):
+    line = line.rstrip("\r\n")
+    if line.startswith("=== LAB-FILE "):
+        name, chunks = line[13:], []
+    elif line.startswith("=== LAB-END ") and name:
+        open(os.path.join(sys.argv[2], name), "wb").write(base64.b64decode("".join(chunks)))
+        name = None
+    elif name:
+        chunks.append(line)
+PY
+    if [ ! -f "$out/live.json" ]; then
+        say "FAIL $name: the guest sent no report (qemu exit $rc, $((SECONDS - t0)) s); see $out/result.log and console.log"
+        tail -n 20 "$out/result.log" >&2 || true
+        return 1
+    fi
+    # The capture unpacked on the host must report what the guest saw live.
+    rm -rf "$out/capture"; mkdir -p "$out/capture"
+    tar xzf "$out/cap.tar.gz" -C "$out/capture"
+    "$GDRDOCTOR" --config "$HERE/config.yaml" --root "$out/capture" check --format json > "$out/host-offline.json" || true
+    if python3 "$HERE/expect.py" "$out" "$out/expect.txt" "$out/host-offline.json" > "$out/verdict.txt"; then
+        say "PASS $name ($((SECONDS - t0)) s): $(tail -n 1 "$out/verdict.txt" | sed 's/^ *//')"
+    else
+        say "FAIL $name ($((SECONDS - t0)) s):"
+        cat "$out/verdict.txt" >&2
+        say "  live report: $out/live.txt"
+        return 1
+    fi
+}
+
+failed=()
+for s in "${scenarios[@]}"; do
+    run_scenario "$s" || failed+=("$s")
+done
+if [ "$SAVE_FIXTURE" = 1 ]; then
+    fixture=$REPO/fixtures/lab-switch-pt
+    rm -rf "$fixture"; mkdir -p "$fixture"
+    tar xzf "$WORK/results/switch-pt/cap.tar.gz" -C "$fixture"
+    cp "$HERE/config.yaml" "$fixture/config.yaml"
+    say "switch-pt's capture unpacked into $fixture (write its FIXTURE.md)"
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+    say "${#failed[@]} of ${#scenarios[@]} scenarios failed: ${failed[*]}"
+    exit 1
+fi
+say "all ${#scenarios[@]} scenarios passed"

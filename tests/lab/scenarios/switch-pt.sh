@@ -1,0 +1,28 @@
+# NIC (e1000e + Soft-RoCE) and accelerator (virtio-gpu) on two downstream ports of one PCIe
+# switch, IOMMU in passthrough, rxe0 up with a RoCE v2 IPv4 GID, jumbo MTU. The healthy lab node.
+TOPO=switch
+IOMMU=pt
+guest() {
+    modules
+    net_up eth0 9000
+    rxe_add eth0
+}
+EXPECT='
+exit 0
+check gpu-driver pass
+check iommu pass
+check rdma-link pass
+check rdma-gid pass
+check rdma-access pass
+code iommu-passthrough pass
+code rdma-port-active pass
+code roce-v2-ipv4 pass
+code uverbs-ok pass
+code memlock-ok pass
+code libibverbs-ok pass
+gid-index-matches-kernel
+nocode peermem-not-registered
+json node.gpus 1
+json inventory.rdma_devices[name=rxe0].pci 0000:03:00.0
+json inventory.rdma_devices[name=rxe0].driver rxe
+'

@@ -1,0 +1,16 @@
+# As switch-pt, with strict IOMMU translation (intel_iommu=on iommu.strict=1: DMA).
+TOPO=switch
+IOMMU=strict
+guest() {
+    modules
+    net_up eth0 9000
+    rxe_add eth0
+}
+EXPECT='
+exit 1
+check iommu fail
+code iommu-translated fail
+message iommu-translated type DMA (translated, strict)
+fix iommu-translated iommu=pt
+fix iommu-translated iommu\.strict=1
+'
