@@ -59,7 +59,7 @@ fn tree(rec: &Recording, root: &Root) -> Result<BTreeMap<String, Node>, CaptureE
         nodes.insert(path.clone(), Node::Link(target.clone()));
     }
     for (path, bytes) in &rec.files {
-        nodes.insert(path.clone(), Node::File(bytes.clone()));
+        nodes.insert(path.clone(), Node::File(redact(path, bytes)));
     }
     for (dir, entries) in &rec.listings {
         for (name, kind) in entries {
@@ -96,6 +96,24 @@ fn tree(rec: &Recording, root: &Root) -> Result<BTreeMap<String, Node>, CaptureE
         relative(p)?;
     }
     Ok(nodes)
+}
+
+/// Identifiers that files the checks read happen to carry, and that no check uses: they stay on
+/// the node. The NVIDIA driver's per-GPU `information` file is read for its `Model:` line; its
+/// `GPU UUID:` line names that very board.
+fn redact(path: &str, bytes: &[u8]) -> Vec<u8> {
+    let nvidia_info =
+        path.starts_with("/proc/driver/nvidia/gpus/") && path.ends_with("/information");
+    if !nvidia_info {
+        return bytes.to_vec();
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        if !line.starts_with(b"GPU UUID:") {
+            out.extend_from_slice(line);
+        }
+    }
+    out
 }
 
 /// `/sys/class/net` -> `sys/class/net`, refusing anything that could climb out.
@@ -239,6 +257,18 @@ mod tests {
         for bad in ["/", "sys", "/sys/../etc", "/sys//x", "/sys/./x"] {
             assert!(relative(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn gpu_uuids_stay_on_the_node() {
+        // The H200 VM's /proc/driver/nvidia/gpus/0000:00:06.0/information (shortened).
+        let info = b"Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t GPU-c783c174-2489-07fb-69e0-b646a5b7d417\nBus Type: \t PCIe\n";
+        let out = redact("/proc/driver/nvidia/gpus/0000:00:06.0/information", info);
+        assert_eq!(
+            out,
+            b"Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nBus Type: \t PCIe\n"
+        );
+        assert_eq!(redact("/proc/cmdline", info), info);
     }
 
     #[test]

@@ -111,6 +111,14 @@ fn a_copy_holds_only_what_was_read() {
     ] {
         assert!(!copy.join(absent).exists(), "{absent} was copied");
     }
+    // No GPU serial identity: the driver's information file keeps its model, loses its UUID.
+    let info =
+        std::fs::read_to_string(copy.join("proc/driver/nvidia/gpus/0000:00:06.0/information"))
+            .unwrap();
+    assert!(
+        info.contains("NVIDIA H200") && !info.contains("GPU-c783c174"),
+        "{info}"
+    );
     // Links keep their relative targets.
     let link = std::fs::read_link(copy.join("sys/bus/pci/devices/0000:00:06.0")).unwrap();
     assert_eq!(link, Path::new("../../../devices/pci0000:00/0000:00:06.0"));
