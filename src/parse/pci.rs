@@ -206,12 +206,52 @@ pub enum PortType {
     Other(u8),
 }
 
-pub fn pcie_port_type(config: &[u8]) -> Option<PortType> {
+/// The PCI Express capability: version, port type, and the link's maximum and current state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Express {
+    pub offset: usize,
+    pub version: u8,
+    pub port_type: PortType,
+    /// Link Capabilities (+0x0c): maximum speed and width.
+    pub link_max: Option<LinkState>,
+    /// Link Status (+0x12): negotiated speed and width.
+    pub link_now: Option<LinkState>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkState {
+    /// GT/s; `None` for an encoding this parser does not know.
+    pub speed_gts: Option<f64>,
+    pub width: u32,
+}
+
+/// Link speed encodings of Link Capabilities and Link Status (bits 3:0): 1 = 2.5 GT/s ... 6 =
+/// 64 GT/s (PCIe 6.0; they index the Supported Link Speeds Vector, which is contiguous).
+fn link_speed_code(code: u32) -> Option<f64> {
+    [2.5, 5.0, 8.0, 16.0, 32.0, 64.0]
+        .get(usize::try_from(code).ok()?.checked_sub(1)?)
+        .copied()
+}
+
+fn u16_at(config: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes([*config.get(at)?, *config.get(at + 1)?]))
+}
+
+fn u32_at(config: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes([
+        *config.get(at)?,
+        *config.get(at + 1)?,
+        *config.get(at + 2)?,
+        *config.get(at + 3)?,
+    ]))
+}
+
+pub fn express(config: &[u8]) -> Option<Express> {
     let cap = capabilities(config)
         .into_iter()
         .find(|c| c.id == CAP_ID_PCIE)?;
-    let reg = *config.get(cap.offset + 2)?;
-    Some(match reg >> 4 {
+    let reg = u16_at(config, cap.offset + 2)?;
+    let port_type = match (reg >> 4) & 0xf {
         0 => PortType::Endpoint,
         1 => PortType::LegacyEndpoint,
         4 => PortType::RootPort,
@@ -221,7 +261,106 @@ pub fn pcie_port_type(config: &[u8]) -> Option<PortType> {
         8 => PortType::PciToPcieBridge,
         9 => PortType::RcIntegratedEndpoint,
         10 => PortType::RcEventCollector,
-        n => PortType::Other(n),
+        n => PortType::Other(n as u8),
+    };
+    let link_max = u32_at(config, cap.offset + 0x0c).map(|v| LinkState {
+        speed_gts: link_speed_code(v & 0xf),
+        width: (v >> 4) & 0x3f,
+    });
+    let link_now = u16_at(config, cap.offset + 0x12).map(|v| LinkState {
+        speed_gts: link_speed_code(u32::from(v & 0xf)),
+        width: u32::from((v >> 4) & 0x3f),
+    });
+    Some(Express {
+        offset: cap.offset,
+        version: (reg & 0xf) as u8,
+        port_type,
+        link_max,
+        link_now,
+    })
+}
+
+pub fn pcie_port_type(config: &[u8]) -> Option<PortType> {
+    express(config).map(|e| e.port_type)
+}
+
+impl PortType {
+    /// How lspci names it after "Express (vN)".
+    pub fn lspci_name(self) -> &'static str {
+        match self {
+            PortType::Endpoint => "Endpoint",
+            PortType::LegacyEndpoint => "Legacy Endpoint",
+            PortType::RootPort => "Root Port",
+            PortType::SwitchUpstream => "Upstream Port",
+            PortType::SwitchDownstream => "Downstream Port",
+            PortType::PcieToPciBridge => "PCI-Express to PCI/PCI-X Bridge",
+            PortType::PciToPcieBridge => "PCI/PCI-X to PCI-Express Bridge",
+            PortType::RcIntegratedEndpoint => "Root Complex Integrated Endpoint",
+            PortType::RcEventCollector => "Root Complex Event Collector",
+            PortType::Other(_) => "Unknown type",
+        }
+    }
+}
+
+pub const EXT_CAP_ID_ACS: u16 = 0x000d;
+
+/// Extended configuration space (offsets 0x100 and up) holds ACS; sysfs gives it only to root, and
+/// only on platforms with extended config access (4096-byte `config` files).
+pub fn extended_readable(config: &[u8]) -> bool {
+    config.len() >= 0x1000
+}
+
+/// The ACS capability: where it is, ACS Capability (+4) and ACS Control (+6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acs {
+    pub offset: usize,
+    pub capability: u16,
+    pub control: u16,
+}
+
+/// ACS bits in lspci's names (bit 0 first).
+pub const ACS_BITS: [&str; 7] = [
+    "SrcValid",
+    "TransBlk",
+    "ReqRedir",
+    "CmpltRedir",
+    "UpstreamFwd",
+    "EgressCtrl",
+    "DirectTrans",
+];
+/// ReqRedir, CmpltRedir, EgressCtrl: each sends peer-to-peer traffic up to the root complex.
+pub const ACS_REDIRECTS: u16 = (1 << 2) | (1 << 3) | (1 << 5);
+
+impl Acs {
+    pub fn redirects(&self) -> bool {
+        self.control & ACS_REDIRECTS != 0
+    }
+
+    /// Config-space offset of ACS Control, for evidence (`config @0x14e`).
+    pub fn control_offset(&self) -> usize {
+        self.offset + 6
+    }
+}
+
+/// `SrcValid+ TransBlk- ReqRedir+ ...`, as lspci prints ACSCap and ACSCtl.
+pub fn acs_flags(v: u16) -> String {
+    ACS_BITS
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("{n}{}", if v & (1 << i) != 0 { '+' } else { '-' }))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The ACS capability, when the extended space was readable and holds one.
+pub fn acs(config: &[u8]) -> Option<Acs> {
+    let cap = extended_capabilities(config)
+        .into_iter()
+        .find(|c| c.id == EXT_CAP_ID_ACS)?;
+    Some(Acs {
+        offset: cap.offset,
+        capability: u16_at(config, cap.offset + 4)?,
+        control: u16_at(config, cap.offset + 6)?,
     })
 }
 
