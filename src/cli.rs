@@ -43,6 +43,11 @@ enum Command {
         #[arg(long)]
         codes: bool,
     },
+    /// The GPU and NIC PCIe matrix, as `nvidia-smi topo -m` shows it (PIX, PXB, PHB, NODE, SYS).
+    Topo {
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
     /// Copy exactly what the checks read (files, links, directories) into OUT, a new directory
     /// or OUT.tar.gz, for `check --root` elsewhere.
     Capture {
@@ -97,6 +102,26 @@ pub fn run() -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Check(args) => check(&cli, args),
         Command::Capture { out } => capture(&cli, out),
+        Command::Topo { format } => {
+            let (config, _path) = Config::load(cli.config.as_deref())?;
+            let (root, display) = open_root(&cli)?;
+            let inv = Inventory::load(&root, &config, inventory::Options::default());
+            let m = gdrdoctor::placement::matrix(&inv);
+            match format {
+                Format::Human => print!("{}", report::topo::human(&m)),
+                Format::Json => print!(
+                    "{}",
+                    report::topo::json(
+                        &m,
+                        report::RootInfo {
+                            path: display,
+                            live: root.is_live()
+                        }
+                    )
+                ),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::List { codes } => {
             for c in checks::ALL {
                 let live = if c.live_only() { "  (live only)" } else { "" };

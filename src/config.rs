@@ -66,6 +66,9 @@ pub struct Thresholds {
     pub memlock_min_mib: u64,
     /// A RoCE port whose netdev MTU gives an active IB MTU below this warns in `rdma-link`.
     pub roce_min_active_mtu: u32,
+    /// The farthest a GPU's nearest NIC may be for `pcie-placement` to pass: the
+    /// `NCCL_NET_GDR_LEVEL` the site runs NCCL with (NCCL's default is PXB).
+    pub gdr_level: crate::placement::Level,
 }
 
 impl Default for Thresholds {
@@ -76,6 +79,9 @@ impl Default for Thresholds {
         Thresholds {
             memlock_min_mib: 64,
             roce_min_active_mtu: 4096,
+            // NCCL src/graph/paths.cc: GPUDirect RDMA is used up to PXB unless NCCL_NET_GDR_LEVEL
+            // says otherwise.
+            gdr_level: crate::placement::Level::Pxb,
         }
     }
 }

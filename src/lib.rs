@@ -11,5 +11,6 @@ pub mod ffi;
 pub mod inventory;
 pub mod model;
 pub mod parse;
+pub mod placement;
 pub mod report;
 pub mod root;

@@ -219,7 +219,7 @@ fn non_utf8_files_are_named() {
         "unknown"
     );
     // The command line is unreadable, and the IOMMU verdict must not pretend otherwise.
-    let iommu = &r["checks"][2]["findings"][0];
+    let iommu = &check(&r, "iommu")["findings"][0];
     assert!(
         !iommu["message"]
             .as_str()
@@ -309,7 +309,7 @@ fn escaping_links_stay_inside() {
         &["check", "--format", "json"],
     ));
     // proc/cmdline -> /proc/cmdline resolves to itself inside the capture: a loop, not the host's.
-    let cmdline = r["checks"][2]["findings"][0]["evidence"]
+    let cmdline = check(&r, "iommu")["findings"][0]["evidence"]
         .as_array()
         .unwrap()
         .iter()
@@ -469,7 +469,7 @@ fn a_device_node_is_never_opened() {
         return;
     }
     let r = json(&run_on(&root, &["check", "--format", "json"]));
-    let e = r["checks"][2]["findings"][0]["evidence"]
+    let e = check(&r, "iommu")["findings"][0]["evidence"]
         .as_array()
         .unwrap()
         .iter()

@@ -27,6 +27,9 @@ fn list_shows_every_check_in_order() {
         [
             "gpu-driver",
             "peer-memory",
+            "pcie-placement",
+            "acs",
+            "pcie-link",
             "iommu",
             "rdma-link",
             "rdma-gid",
@@ -125,7 +128,7 @@ fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", H200, "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
-        "NOT READY rdma-link (rdma-no-device); 3 passed, 2 skipped"
+        "NOT READY rdma-link (rdma-no-device); 4 passed, 4 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",
@@ -250,7 +253,7 @@ fn severity_override_changes_the_verdict_and_says_so() {
     let out = with_config(overriding, H200, JSON);
     assert_eq!(code(&out), 0);
     let report = json(&out);
-    let f = &report["checks"][3]["findings"][0];
+    let f = &check(&report, "rdma-link")["findings"][0];
     let got = (
         f["code"].as_str(),
         f["status"].as_str(),

@@ -11,15 +11,18 @@ struct Case {
     /// A config file inside the fixture, for fixtures that need one (declared accelerators).
     config: Option<&'static str>,
     exit: i32,
-    /// gpu-driver, peer-memory, iommu, rdma-link, rdma-gid, rdma-access.
-    statuses: [&'static str; 6],
+    /// In CHECKS order.
+    statuses: [&'static str; 9],
     /// (code, status) pairs that must be in the report.
     codes: &'static [(&'static str, &'static str)],
 }
 
-const CHECKS: [&str; 6] = [
+const CHECKS: [&str; 9] = [
     "gpu-driver",
     "peer-memory",
+    "pcie-placement",
+    "acs",
+    "pcie-link",
     "iommu",
     "rdma-link",
     "rdma-gid",
@@ -32,7 +35,9 @@ const CASES: &[Case] = &[
         name: "h200x2-vm",
         config: None,
         exit: 1,
-        statuses: ["pass", "pass", "pass", "fail", "skip", "skip"],
+        statuses: [
+            "pass", "pass", "skip", "skip", "pass", "pass", "fail", "skip", "skip",
+        ],
         codes: &[
             ("gpu-driver-bound", "pass"),
             ("gdr-path-dmabuf", "pass"),
@@ -45,7 +50,9 @@ const CASES: &[Case] = &[
         name: "healthy-8gpu-roce",
         config: None,
         exit: 0,
-        statuses: ["pass", "pass", "pass", "pass", "pass", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
         codes: &[
             ("gdr-path-dmabuf", "pass"),
             ("iommu-passthrough", "pass"),
@@ -57,7 +64,9 @@ const CASES: &[Case] = &[
         name: "healthy-4gpu-ib-peermem",
         config: None,
         exit: 0,
-        statuses: ["pass", "pass", "pass", "pass", "pass", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
         codes: &[
             ("gdr-path-peermem", "pass"),
             ("iommu-off", "pass"),
@@ -68,7 +77,9 @@ const CASES: &[Case] = &[
         name: "amd-mi300x-roce",
         config: None,
         exit: 0,
-        statuses: ["pass", "pass", "pass", "pass", "pass", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
         codes: &[
             ("gdr-path-dmabuf", "pass"),
             ("iommu-passthrough", "pass"),
@@ -79,77 +90,99 @@ const CASES: &[Case] = &[
         name: "amd-no-gdr-path",
         config: None,
         exit: 1,
-        statuses: ["pass", "fail", "pass", "pass", "pass", "skip"],
+        statuses: [
+            "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
         codes: &[("amd-no-gdr-path", "fail")],
     },
     Case {
         name: "peermem-missing-proprietary",
         config: None,
         exit: 1,
-        statuses: ["pass", "fail", "pass", "pass", "pass", "skip"],
+        statuses: [
+            "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
         codes: &[("peermem-not-loaded", "fail")],
     },
     Case {
         name: "peermem-unregistered",
         config: None,
         exit: 1,
-        statuses: ["pass", "fail", "pass", "pass", "pass", "skip"],
+        statuses: [
+            "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
         codes: &[("peermem-not-registered", "fail")],
     },
     Case {
         name: "iommu-translated",
         config: None,
         exit: 1,
-        statuses: ["pass", "pass", "fail", "pass", "pass", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "fail", "pass", "pass", "skip",
+        ],
         codes: &[("iommu-translated", "fail")],
     },
     Case {
         name: "rdma-port-down",
         config: None,
         exit: 1,
-        statuses: ["pass", "pass", "pass", "fail", "pass", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "fail", "pass", "skip",
+        ],
         codes: &[("rdma-port-down", "fail"), ("rdma-port-active", "pass")],
     },
     Case {
         name: "roce-v1-only",
         config: None,
         exit: 1,
-        statuses: ["pass", "pass", "pass", "pass", "fail", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "skip",
+        ],
         codes: &[("roce-v1-only", "fail")],
     },
     Case {
         name: "roce-gid-index-differs",
         config: None,
         exit: 0,
-        statuses: ["pass", "pass", "pass", "pass", "warn", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "warn", "skip",
+        ],
         codes: &[("roce-gid-index-differs", "warn"), ("roce-v2-ipv4", "pass")],
     },
     Case {
         name: "roce-mtu-1500",
         config: None,
         exit: 0,
-        statuses: ["pass", "pass", "pass", "warn", "pass", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "warn", "pass", "skip",
+        ],
         codes: &[("roce-mtu-small", "warn")],
     },
     Case {
         name: "ib-no-sm",
         config: None,
         exit: 1,
-        statuses: ["pass", "pass", "pass", "fail", "fail", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "fail", "fail", "skip",
+        ],
         codes: &[("rdma-port-init", "fail"), ("ib-no-lid", "fail")],
     },
     Case {
         name: "roce-no-ip",
         config: None,
         exit: 1,
-        statuses: ["pass", "pass", "pass", "pass", "fail", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "skip",
+        ],
         codes: &[("roce-no-ip-gid", "fail"), ("roce-v2-ipv4", "pass")],
     },
     Case {
         name: "roce-ipv6-only",
         config: None,
         exit: 0,
-        statuses: ["pass", "pass", "pass", "pass", "warn", "skip"],
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "warn", "skip",
+        ],
         codes: &[("roce-no-ipv4-gid", "warn")],
     },
     // aarch64 with SMMUv3 in strict mode on a 6.8 kernel: the fix must not be a blind
@@ -158,8 +191,11 @@ const CASES: &[Case] = &[
         name: "arm64-iommu-translated",
         config: None,
         exit: 1,
-        statuses: ["pass", "pass", "fail", "pass", "pass", "skip"],
-        codes: &[("iommu-translated", "fail")],
+        statuses: [
+            "pass", "pass", "fail", "pass", "pass", "fail", "pass", "pass", "skip",
+        ],
+        // Grace-style: GPU and NIC on two host bridges of one NUMA node.
+        codes: &[("iommu-translated", "fail"), ("gpu-nic-too-far", "fail")],
     },
     // A real-kernel capture from the lab VM (tests/lab, scenario switch-pt): Soft-RoCE on an
     // e1000e behind a PCIe switch, a virtio GPU declared an accelerator.
@@ -167,7 +203,9 @@ const CASES: &[Case] = &[
         name: "lab-switch-pt",
         config: Some("config.yaml"),
         exit: 0,
-        statuses: ["pass", "unknown", "pass", "pass", "pass", "skip"],
+        statuses: [
+            "pass", "unknown", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
         codes: &[
             ("gdr-path-unknown", "unknown"),
             ("rdma-port-active", "pass"),
@@ -175,11 +213,117 @@ const CASES: &[Case] = &[
             ("iommu-passthrough", "pass"),
         ],
     },
+    // Placement and ACS, one property at a time (fixtures/synth; FIXTURE.md gives the paths).
+    Case {
+        name: "placement-pix",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("gpu-nic-near", "pass"),
+            ("acs-clear", "pass"),
+            ("pcie-link-full", "pass"),
+        ],
+    },
+    Case {
+        name: "placement-pxb",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-near", "pass")],
+    },
+    Case {
+        name: "placement-phb",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-too-far", "fail")],
+    },
+    Case {
+        name: "placement-node",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-too-far", "fail")],
+    },
+    Case {
+        name: "placement-sys",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-too-far", "fail")],
+    },
+    Case {
+        name: "acs-redirect-on-path",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("acs-redirect-on-path", "fail"), ("acs-clear", "pass")],
+    },
+    Case {
+        name: "acs-redirect-off-path",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("acs-clear", "pass")],
+    },
+    Case {
+        name: "config-unprivileged",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "unknown", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-near", "pass"), ("acs-unknown", "unknown")],
+    },
+    Case {
+        name: "caplist-loop",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("acs-clear", "pass")],
+    },
+    Case {
+        name: "placement-pileup",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-near", "pass")],
+    },
+    Case {
+        name: "link-downtrained",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "warn", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("pcie-link-narrow", "warn"), ("pcie-link-slow", "warn")],
+    },
     Case {
         name: "gpu-no-driver",
         config: None,
         exit: 1,
-        statuses: ["fail", "pass", "pass", "pass", "pass", "skip"],
+        statuses: [
+            "fail", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
         codes: &[("gpu-no-driver", "fail"), ("gpu-nouveau", "fail")],
     },
 ];
@@ -254,7 +398,7 @@ fn every_fixture_is_listed() {
     let mut unlisted = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        if name == "synth" || name == "broken" || name.ends_with(".md") {
+        if ["synth", "broken", "pciutils"].contains(&name.as_str()) || name.ends_with(".md") {
             continue;
         }
         if !CASES.iter().any(|c| c.name == name) && !EXTRA.contains(&name.as_str()) {
@@ -306,7 +450,7 @@ fn arm64_iommu_fix_upgrades_the_kernel_first() {
         .find(|c| c.name == "arm64-iommu-translated")
         .unwrap();
     let report = json(&run(case, "json"));
-    let finding = report["checks"][2]["findings"]
+    let finding = check(&report, "iommu")["findings"]
         .as_array()
         .unwrap()
         .iter()

@@ -4,8 +4,11 @@
 //! registry: its order is the order of `gdrdoctor list` and of every report, from what the rest
 //! depends on (GPU driver, peer memory) to what depends on everything (access from a process).
 
+mod acs;
 mod gpu_driver;
 mod iommu;
+mod pcie_link;
+mod pcie_placement;
 mod peer_memory;
 mod rdma_access;
 mod rdma_gid;
@@ -43,6 +46,9 @@ pub trait Check: Sync {
 pub static ALL: &[&dyn Check] = &[
     &gpu_driver::GpuDriver,
     &peer_memory::PeerMemory,
+    &pcie_placement::PciePlacement,
+    &acs::Acs,
+    &pcie_link::PcieLink,
     &iommu::IommuCheck,
     &rdma_link::RdmaLink,
     &rdma_gid::RdmaGid,

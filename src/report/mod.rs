@@ -3,6 +3,7 @@
 
 pub mod human;
 pub mod json;
+pub mod topo;
 
 use crate::checks::CheckResult;
 use crate::inventory::{GpuVendor, Inventory, Problem};

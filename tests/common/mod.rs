@@ -79,3 +79,13 @@ pub fn codes(report: &serde_json::Value) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// A check's object in a JSON report, by ID.
+pub fn check<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    report["checks"]
+        .as_array()
+        .expect("checks array")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}

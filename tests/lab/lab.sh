@@ -37,7 +37,7 @@ say() { printf 'lab: %s\n' "$*" >&2; }
 # ------------------------------------------------------------------------------ packages --
 need=()
 for p in qemu-system-x86 busybox-static cpio linux-image-amd64 linux-headers-amd64 kmod rdma-core \
-         ibverbs-providers iproute2 make gcc python3; do
+         ibverbs-providers iproute2 pciutils make gcc python3; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -91,6 +91,7 @@ build_base() {
     for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "$R/bb/$a"; done
     copy_elf /usr/sbin/ip
     copy_elf /usr/bin/rdma
+    copy_elf /usr/bin/setpci
     local lib=/usr/lib/x86_64-linux-gnu
     copy_elf "$lib/libibverbs.so.1"
     copy_elf "$lib/libibverbs/librxe-rdmav34.so"
@@ -148,6 +149,7 @@ fi
 #       02:01.0 downstream -> 04:00.0 virtio-gpu 1af4:1050 (the accelerator)
 #   00:02.0 root port rp2 -> 05:00.0 e1000e = eth1
 #   numa: + NUMA node 1 with a PCIe expander bridge (bus 0x80) -> 81:00.0 virtio-gpu
+#   split: the accelerator moves to rp2 (05:00.0): NIC and GPU meet only in the host bridge (PHB)
 # The NICs sit on hub ports with nothing else on the hub: no frame leaves the VM.
 topology() {
     local sw="-netdev hubport,id=n1,hubid=1 -netdev hubport,id=n2,hubid=2
@@ -161,6 +163,13 @@ topology() {
         -device e1000e,netdev=n2,bus=rp2,romfile=,mac=52:54:00:00:00:02"
     case "$1" in
         switch) echo "$sw" ;;
+        split) echo "-netdev hubport,id=n1,hubid=1
+        -device pcie-root-port,id=rp1,chassis=1,addr=01.0
+        -device x3130-upstream,id=up1,bus=rp1
+        -device xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0
+        -device e1000e,netdev=n1,bus=dn1,romfile=,mac=52:54:00:00:00:01
+        -device pcie-root-port,id=rp2,chassis=4,addr=02.0
+        -device virtio-gpu-pci,bus=rp2" ;;
         numa) echo "$sw
         -object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
         -numa node,nodeid=0,memdev=m0,cpus=0 -numa node,nodeid=1,memdev=m1,cpus=1
@@ -247,7 +256,12 @@ if [ "$SAVE_FIXTURE" = 1 ]; then
     rm -rf "$fixture"; mkdir -p "$fixture"
     tar xzf "$WORK/results/switch-pt/cap.tar.gz" -C "$fixture"
     cp "$HERE/config.yaml" "$fixture/config.yaml"
-    say "switch-pt's capture unpacked into $fixture (write its FIXTURE.md)"
+    # What gdrdoctor said live in the guest, for tests/fixtures.rs to compare with.
+    mkdir -p "$fixture/reference"
+    cp "$WORK/results/switch-pt/live.json" "$WORK/results/switch-pt/live.txt" "$fixture/reference/"
+    sed "s#$REPO/##g" "$WORK/results/switch-pt/qemu-cmd.txt" > "$fixture/reference/qemu-cmd.txt"
+    git -C "$REPO" show HEAD:fixtures/lab-switch-pt/FIXTURE.md > "$fixture/FIXTURE.md" 2>/dev/null || true
+    say "switch-pt's capture unpacked into $fixture (check its FIXTURE.md)"
 fi
 if [ ${#failed[@]} -gt 0 ]; then
     say "${#failed[@]} of ${#scenarios[@]} scenarios failed: ${failed[*]}"

@@ -14,6 +14,11 @@ check iommu pass
 check rdma-link pass
 check rdma-gid pass
 check rdma-access pass
+check pcie-placement pass
+message gpu-nic-near nearest NIC: rxe0 at PIX
+check acs pass
+code acs-absent pass
+check pcie-link pass
 code iommu-passthrough pass
 code rdma-port-active pass
 code roce-v2-ipv4 pass

@@ -1,0 +1,221 @@
+//! `acs`: no bridge on the PCIe path between a GPU and its nearest NIC redirects peer-to-peer
+//! traffic up to the root complex (ACS Request/Completion Redirect, Egress Control).
+
+use super::{Check, Context, sh};
+use crate::inventory::Inventory;
+use crate::model::{Code, Finding, Fix};
+use crate::parse::pci::{Bdf, acs, acs_flags, extended_readable};
+use crate::placement::nearest;
+use std::collections::BTreeMap;
+
+pub struct Acs;
+
+const CODES: &[Code] = &[
+    Code {
+        id: "acs-clear",
+        summary: "the bridge has ACS but no redirect or egress control enabled",
+    },
+    Code {
+        id: "acs-absent",
+        summary: "the bridge has no ACS capability: nothing redirects",
+    },
+    Code {
+        id: "acs-redirect-on-path",
+        summary: "a bridge between a GPU and its NIC redirects peer-to-peer traffic to the root complex",
+    },
+    Code {
+        id: "acs-unknown",
+        summary: "the bridge's ACS state could not be read (extended config space needs root)",
+    },
+    Code {
+        id: "acs-no-path",
+        summary: "no GPU-NIC pair, or no bridge between them, so no ACS to judge",
+    },
+];
+
+impl Check for Acs {
+    fn id(&self) -> &'static str {
+        "acs"
+    }
+    fn title(&self) -> &'static str {
+        "No ACS redirect on the GPU-NIC paths"
+    }
+    fn codes(&self) -> &'static [Code] {
+        CODES
+    }
+    fn readme(&self) -> &'static str {
+        include_str!("../../checks/acs/README.md")
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let inv = cx.inv;
+        // Bridge -> the GPU-NIC pairs whose path crosses it.
+        let mut bridges: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
+        for (_, n) in nearest(inv) {
+            let Some(n) = n else { continue };
+            for (i, r) in &n.nics {
+                for b in &r.bridges {
+                    bridges
+                        .entry(*b)
+                        .or_default()
+                        .push(format!("GPU {} - {}", n.gpu, inv.rdma[*i].name));
+                }
+            }
+        }
+        if bridges.is_empty() {
+            return vec![Finding::skip("acs-no-path", "node", "no bridge between any GPU and its nearest NIC (or no GPU-NIC pair: see pcie-placement)").evidence(
+                crate::inventory::pci::PCI_DEVICES,
+                format!("{} GPUs, {} RDMA devices", inv.gpus.len(), inv.rdma.len()),
+            )];
+        }
+        let redirecting: Vec<Bdf> = bridges
+            .keys()
+            .copied()
+            .filter(|b| state(inv, *b).is_some_and(|s| s.redirects()))
+            .collect();
+        let judged: Vec<Finding> = bridges
+            .iter()
+            .map(|(b, pairs)| judge(inv, *b, pairs, &redirecting))
+            .collect();
+        // Problems one by one; the bridges that are fine, one line per kind of fine.
+        let (fine, mut out): (Vec<Finding>, Vec<Finding>) = judged
+            .into_iter()
+            .partition(|f| f.status == crate::model::Status::Pass);
+        for code in ["acs-clear", "acs-absent"] {
+            let group: Vec<&Finding> = fine.iter().filter(|f| f.code == code).collect();
+            if group.is_empty() {
+                continue;
+            }
+            let names: Vec<&str> = group
+                .iter()
+                .map(|f| f.subject.trim_start_matches("bridge "))
+                .collect();
+            let what = if code == "acs-clear" {
+                "ACS present, no redirect"
+            } else {
+                "no ACS capability"
+            };
+            out.push(
+                Finding::pass(
+                    code,
+                    "GPU-NIC paths",
+                    format!(
+                        "{} bridge{} ({}): {what}",
+                        names.len(),
+                        if names.len() == 1 { "" } else { "s" },
+                        names.join(", ")
+                    ),
+                )
+                .with(group.iter().flat_map(|f| f.evidence.iter().cloned())),
+            );
+        }
+        out
+    }
+}
+
+fn state(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
+    acs(inv.function(b)?.detail.as_ref()?.config_bytes())
+}
+
+fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Finding {
+    let subject = format!("bridge {b}");
+    let on = pairs.join(", ");
+    let Some(d) = inv.function(b).and_then(|f| f.detail.as_ref()) else {
+        return Finding::unknown(
+            "acs-unknown",
+            subject,
+            format!("on the path of {on}: not in the inventory"),
+        )
+        .evidence(
+            crate::inventory::pci::PCI_DEVICES,
+            format!("<{b} unidentified>"),
+        );
+    };
+    let config = match &d.config {
+        Ok(c) => c,
+        Err(e) => {
+            return Finding::unknown(
+                "acs-unknown",
+                subject,
+                format!("on the path of {on}: cannot read its config space: {e}"),
+            )
+            .evidence(d.config_path.clone(), format!("<{}>", e.reason()));
+        }
+    };
+    if !extended_readable(config) {
+        let why = if config.len() <= 64 {
+            "needs root: this process could read only the first 64 bytes of config space, and ACS lives in the extended space".to_owned()
+        } else {
+            format!(
+                "its extended config space is not readable ({} bytes: no extended config access on this platform)",
+                config.len()
+            )
+        };
+        return Finding::unknown(
+            "acs-unknown",
+            subject,
+            format!("on the path of {on}: ACS state unknown, {why}"),
+        )
+        .evidence(
+            d.config_path.clone(),
+            format!("{} bytes readable", config.len()),
+        );
+    }
+    let Some(a) = acs(config) else {
+        return Finding::pass(
+            "acs-absent",
+            subject,
+            format!("on the path of {on}: no ACS capability, so nothing redirects"),
+        )
+        .evidence(
+            d.config_path.clone(),
+            "no ACS extended capability (ID 0x000d)",
+        );
+    };
+    let evidence_path = format!("{} @{:#x}", d.config_path, a.control_offset());
+    let value = format!("{:#06x} ({})", a.control, acs_flags(a.control));
+    if !a.redirects() {
+        return Finding::pass(
+            "acs-clear",
+            subject,
+            format!(
+                "on the path of {on}: ACSCtl {:#06x}, no redirect",
+                a.control
+            ),
+        )
+        .evidence(evidence_path, value);
+    }
+    // One boot-time unit for every redirecting bridge on the node, so that each finding's fix
+    // writes the same file. (A `pci=disable_acs_redir=a;b` kernel parameter would do too, but
+    // grub reads `;` as a command separator.)
+    let exec: String = redirecting
+        .iter()
+        .map(|r| {
+            format!(
+                "ExecStart=/usr/bin/setpci -s {} ECAP_ACS+0x6.w=0000\\n",
+                sh(&r.to_string())
+            )
+        })
+        .collect();
+    let fix = Fix::new(
+        format!("Clear ACS redirect on {b} now, and at every boot with a oneshot unit (or in the BIOS; Linux 6.11+ also takes pci=config_acs=)"),
+        "ACS is an isolation feature: on a host that assigns devices to VMs, clearing it merges their isolation domains. setpci's change is lost at reboot or hotplug.",
+    )
+    .runtime(format!("setpci -s {} ECAP_ACS+0x6.w=0000", sh(&b.to_string())))
+    .persistent(format!(
+        "printf '[Unit]\\nDescription=Clear PCIe ACS redirect for GPUDirect RDMA (gdrdoctor)\\n[Service]\\nType=oneshot\\n{exec}[Install]\\nWantedBy=multi-user.target\\n' > /etc/systemd/system/gdrdoctor-acs.service"
+    ))
+    .persistent("systemctl daemon-reload && systemctl enable gdrdoctor-acs.service")
+    .manual("# BIOS: disable ACS / enable PCIe peer-to-peer on the root ports and switches (vendor menus vary)");
+    Finding::fail(
+        "acs-redirect-on-path",
+        subject,
+        format!(
+            "on the path of {on}: ACSCtl {:#06x} has {} set, so peer-to-peer traffic between the GPU and the NIC is sent up to the root complex: GDR slows down or fails (perftest#241, nccl#304)",
+            a.control,
+            ["ReqRedir", "CmpltRedir", "EgressCtrl"].into_iter().zip([2, 3, 5]).filter(|(_, bit)| a.control & (1 << bit) != 0).map(|(n, _)| n).collect::<Vec<_>>().join(", ")
+        ),
+    )
+    .evidence(evidence_path, value)
+    .fix(fix)
+}
