@@ -47,12 +47,27 @@ enum Command {
     Topo {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
+        /// Do not ask NVML for NVLinks (GPU x GPU then shows PCIe levels only).
+        #[arg(long)]
+        no_gpu_probe: bool,
     },
     /// Copy exactly what the checks read (files, links, directories) into OUT, a new directory
     /// or OUT.tar.gz, for `check --root` elsewhere.
     Capture {
         /// A directory to create, or a file ending in .tar.gz.
         out: PathBuf,
+    },
+    /// (internal) Ask the GPU libraries and print JSON: what `check` runs in a child process.
+    #[command(name = "probe-gpu", hide = true)]
+    ProbeGpu {
+        #[arg(long)]
+        nvml: bool,
+        #[arg(long)]
+        cuda: bool,
+        #[arg(long)]
+        hip: bool,
+        #[arg(long)]
+        export: bool,
     },
     /// Show what a check (or the check behind a finding code) looks at, and how to fix it.
     Explain {
@@ -77,6 +92,13 @@ struct CheckArgs {
     /// Count warnings and unknowns as failures in the exit code.
     #[arg(long)]
     strict: bool,
+    /// Do not load NVML, CUDA or HIP (no dma-buf export probe, no driver view of the GPUs).
+    #[arg(long, conflicts_with = "gpu_probe")]
+    no_gpu_probe: bool,
+    /// Ask this machine's GPU libraries even with --root: for a container that sees the host's
+    /// root at DIR and the host's GPUs through the NVIDIA Container Toolkit (or /dev/kfd).
+    #[arg(long)]
+    gpu_probe: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,10 +124,33 @@ pub fn run() -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Check(args) => check(&cli, args),
         Command::Capture { out } => capture(&cli, out),
-        Command::Topo { format } => {
+        Command::ProbeGpu {
+            nvml,
+            cuda,
+            hip,
+            export,
+        } => {
+            let ask = gdrdoctor::gpu::Ask {
+                nvml: *nvml,
+                cuda: *cuda,
+                hip: *hip,
+                export: *export,
+            };
+            println!("{}", gdrdoctor::gpu::child_main(ask));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Topo {
+            format,
+            no_gpu_probe,
+        } => {
             let (config, _path) = Config::load(cli.config.as_deref())?;
             let (root, display) = open_root(&cli)?;
-            let inv = Inventory::load(&root, &config, inventory::Options::default());
+            let options = inventory::Options {
+                access: false,
+                gpu_probe: gpu_probe(&config, gdrdoctor::gpu::Ask::NVML, *no_gpu_probe),
+                gpu_probe_on_root: false,
+            };
+            let inv = Inventory::load(&root, &config, options);
             let m = gdrdoctor::placement::matrix(&inv);
             match format {
                 Format::Human => print!("{}", report::topo::human(&m)),
@@ -149,6 +194,28 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
 }
 
+/// How to run the GPU probe: this very binary, with the config's deadline.
+fn gpu_probe(
+    config: &Config,
+    ask: gdrdoctor::gpu::Ask,
+    disabled: bool,
+) -> Option<gdrdoctor::gpu::ProbeCommand> {
+    if disabled {
+        return None;
+    }
+    // GDRDOCTOR_PROBE_EXE replaces the probe program: the tests use it for a probe that hangs
+    // or crashes.
+    let exe = std::env::var_os("GDRDOCTOR_PROBE_EXE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
+    Some(gdrdoctor::gpu::ProbeCommand {
+        exe,
+        timeout: config.timeouts.gpu_probe(),
+        ask,
+    })
+}
+
 /// The root to read: `--root DIR`, or the live system. Returns it with how reports name it.
 fn open_root(cli: &Cli) -> anyhow::Result<(Root, String)> {
     Ok(match &cli.root {
@@ -187,8 +254,16 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     selection.validate().map_err(anyhow::Error::msg)?;
     let (config, _path) = Config::load(cli.config.as_deref())?;
     let (root, display) = open_root(cli)?;
+    // The probe feeds `gpu`, `peer-memory` (a verified DMA-BUF path) and nothing else.
+    let wanted = selection.runs("gpu", &config) || selection.runs("peer-memory", &config);
     let options = inventory::Options {
         access: selection.runs("rdma-access", &config),
+        gpu_probe: gpu_probe(
+            &config,
+            gdrdoctor::gpu::Ask::FULL,
+            args.no_gpu_probe || !wanted,
+        ),
+        gpu_probe_on_root: args.gpu_probe,
     };
     let inv = Inventory::load(&root, &config, options);
     let results = checks::run(&inv, &config, &selection);

@@ -28,6 +28,31 @@ pub struct Config {
     pub skip: Vec<String>,
     #[serde(default)]
     pub thresholds: Thresholds,
+    #[serde(default)]
+    pub timeouts: Timeouts,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// Seconds the GPU probe (NVML, CUDA, HIP in a child process) may take before it is killed
+    /// and reported as hung. CUDA initialises every GPU: about a second on a node without
+    /// persistence mode, much longer on a GPU that is failing.
+    pub gpu_probe_s: f64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts { gpu_probe_s: 20.0 }
+    }
+}
+
+impl Timeouts {
+    /// Validated at load: finite, positive, at most an hour.
+    pub fn gpu_probe(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.gpu_probe_s)
+            .unwrap_or(std::time::Duration::from_secs(20))
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -69,6 +94,9 @@ pub struct Thresholds {
     /// The farthest a GPU's nearest NIC may be for `pcie-placement` to pass: the
     /// `NCCL_NET_GDR_LEVEL` the site runs NCCL with (NCCL's default is PXB).
     pub gdr_level: crate::placement::Level,
+    /// A GPU whose BAR1 (the aperture GPUDirect RDMA maps GPU memory through) is smaller than
+    /// this (MiB) fails `gpu`.
+    pub bar1_min_mib: u64,
 }
 
 impl Default for Thresholds {
@@ -82,6 +110,10 @@ impl Default for Thresholds {
             // NCCL src/graph/paths.cc: GPUDirect RDMA is used up to PXB unless NCCL_NET_GDR_LEVEL
             // says otherwise.
             gdr_level: crate::placement::Level::Pxb,
+            // Display-mode workstation and consumer GPUs expose 256 MiB; NCCL alone registers
+            // 2 x NCCL_BUFFSIZE (4 MiB) per channel and peer, hundreds of MiB on one node.
+            // Data-centre GPUs expose 16 GiB or more.
+            bar1_min_mib: 1024,
         }
     }
 }
@@ -224,6 +256,16 @@ impl Config {
                     ),
                 });
             }
+        }
+        let t = self.timeouts.gpu_probe_s;
+        if !(t.is_finite() && t > 0.0 && t <= 3600.0) {
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                message: format!(
+                    "{}timeouts.gpu_probe_s: {t} is not a number of seconds between 0 and 3600",
+                    position("gpu_probe_s")
+                ),
+            });
         }
         for code in self.severity.keys() {
             if crate::checks::find_code(code).is_none() {

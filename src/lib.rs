@@ -8,6 +8,7 @@ pub mod capture;
 pub mod checks;
 pub mod config;
 pub mod ffi;
+pub mod gpu;
 pub mod inventory;
 pub mod model;
 pub mod parse;

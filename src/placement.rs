@@ -226,6 +226,8 @@ pub struct Matrix {
     pub devices: Vec<Device>,
     /// `levels[i][j]`: `None` on the diagonal and where a route is unknown.
     pub levels: Vec<Vec<Option<Route>>>,
+    /// `nvlinks[i][j]`: NVLinks between two GPUs, as NVML reports them (live only).
+    pub nvlinks: Vec<Vec<Option<u32>>>,
 }
 
 pub fn matrix(inv: &Inventory) -> Matrix {
@@ -270,7 +272,28 @@ pub fn matrix(inv: &Inventory) -> Matrix {
                 .collect()
         })
         .collect();
-    Matrix { devices, levels }
+    let links = inv
+        .gpu_runtime
+        .probe()
+        .map(crate::gpu::nvlinks)
+        .unwrap_or_default();
+    let nvlinks = devices
+        .iter()
+        .map(|a| {
+            devices
+                .iter()
+                .map(|b| match (a.kind, b.kind, a.bdf, b.bdf) {
+                    (Kind::Gpu, Kind::Gpu, Some(x), Some(y)) => links.get(&(x, y)).copied(),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    Matrix {
+        devices,
+        levels,
+        nvlinks,
+    }
 }
 
 /// A GPU's nearest NICs: every NIC at the smallest level, with its route.

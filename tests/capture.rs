@@ -99,6 +99,11 @@ fn a_copy_holds_only_what_was_read() {
             .is_file()
     );
     assert!(copy.join("proc/driver/nvidia/version").is_file());
+    // The BARs, for the gpu check's BAR1 size.
+    assert!(
+        copy.join("sys/devices/pci0000:00/0000:00:06.0/resource")
+            .is_file()
+    );
     assert!(
         std::fs::symlink_metadata(copy.join("sys/devices/pci0000:00/0000:00:06.0/driver"))
             .unwrap()
@@ -109,7 +114,7 @@ fn a_copy_holds_only_what_was_read() {
         "FIXTURE.md",
         "reference",
         "sys/devices/pci0000:00/0000:00:06.0/serial_number",
-        "sys/devices/pci0000:00/0000:00:06.0/resource",
+        "sys/devices/pci0000:00/0000:00:06.0/irq",
     ] {
         assert!(!copy.join(absent).exists(), "{absent} was copied");
     }

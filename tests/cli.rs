@@ -26,6 +26,7 @@ fn list_shows_every_check_in_order() {
         ids,
         [
             "gpu-driver",
+            "gpu",
             "peer-memory",
             "pcie-placement",
             "acs",
@@ -128,7 +129,7 @@ fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", H200, "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
-        "NOT READY rdma-link (rdma-no-device); 4 passed, 4 skipped"
+        "NOT READY rdma-link (rdma-no-device); 5 passed, 4 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",

@@ -12,13 +12,14 @@ struct Case {
     config: Option<&'static str>,
     exit: i32,
     /// In CHECKS order.
-    statuses: [&'static str; 9],
+    statuses: [&'static str; 10],
     /// (code, status) pairs that must be in the report.
     codes: &'static [(&'static str, &'static str)],
 }
 
-const CHECKS: [&str; 9] = [
+const CHECKS: [&str; 10] = [
     "gpu-driver",
+    "gpu",
     "peer-memory",
     "pcie-placement",
     "acs",
@@ -36,10 +37,12 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "skip", "skip", "pass", "pass", "fail", "skip", "skip",
+            "pass", "pass", "pass", "skip", "skip", "pass", "pass", "fail", "skip", "skip",
         ],
         codes: &[
             ("gpu-driver-bound", "pass"),
+            ("gpu-ready", "pass"),
+            ("gpu-probe-skipped", "skip"),
             ("gdr-path-dmabuf", "pass"),
             ("iommu-off", "pass"),
             ("rdma-no-device", "fail"),
@@ -51,7 +54,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[
             ("gdr-path-dmabuf", "pass"),
@@ -65,7 +68,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[
             ("gdr-path-peermem", "pass"),
@@ -78,7 +81,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[
             ("gdr-path-dmabuf", "pass"),
@@ -91,7 +94,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("amd-no-gdr-path", "fail")],
     },
@@ -100,7 +103,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("peermem-not-loaded", "fail")],
     },
@@ -109,7 +112,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("peermem-not-registered", "fail")],
     },
@@ -118,7 +121,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "fail", "pass", "pass", "skip",
         ],
         codes: &[("iommu-translated", "fail")],
     },
@@ -127,7 +130,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "fail", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "pass", "skip",
         ],
         codes: &[("rdma-port-down", "fail"), ("rdma-port-active", "pass")],
     },
@@ -136,7 +139,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "skip",
         ],
         codes: &[("roce-v1-only", "fail")],
     },
@@ -145,7 +148,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "warn", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "warn", "skip",
         ],
         codes: &[("roce-gid-index-differs", "warn"), ("roce-v2-ipv4", "pass")],
     },
@@ -154,7 +157,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "warn", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "warn", "pass", "skip",
         ],
         codes: &[("roce-mtu-small", "warn")],
     },
@@ -163,7 +166,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "fail", "fail", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "fail", "skip",
         ],
         codes: &[("rdma-port-init", "fail"), ("ib-no-lid", "fail")],
     },
@@ -172,7 +175,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "skip",
         ],
         codes: &[("roce-no-ip-gid", "fail"), ("roce-v2-ipv4", "pass")],
     },
@@ -181,7 +184,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "warn", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "warn", "skip",
         ],
         codes: &[("roce-no-ipv4-gid", "warn")],
     },
@@ -192,7 +195,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "fail", "pass", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "fail", "pass", "pass", "fail", "pass", "pass", "skip",
         ],
         // Grace-style: GPU and NIC on two host bridges of one NUMA node.
         codes: &[("iommu-translated", "fail"), ("gpu-nic-too-far", "fail")],
@@ -204,7 +207,7 @@ const CASES: &[Case] = &[
         config: Some("config.yaml"),
         exit: 0,
         statuses: [
-            "pass", "unknown", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "skip", "unknown", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[
             ("gdr-path-unknown", "unknown"),
@@ -219,7 +222,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[
             ("gpu-nic-near", "pass"),
@@ -232,7 +235,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-near", "pass")],
     },
@@ -241,7 +244,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-too-far", "fail")],
     },
@@ -250,7 +253,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-too-far", "fail")],
     },
@@ -259,7 +262,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-too-far", "fail")],
     },
@@ -268,7 +271,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("acs-redirect-on-path", "fail"), ("acs-clear", "pass")],
     },
@@ -277,7 +280,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("acs-clear", "pass")],
     },
@@ -286,7 +289,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "unknown", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "unknown", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-near", "pass"), ("acs-unknown", "unknown")],
     },
@@ -295,7 +298,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("acs-clear", "pass")],
     },
@@ -304,7 +307,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-near", "pass")],
     },
@@ -313,7 +316,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "warn", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "warn", "pass", "pass", "pass", "skip",
         ],
         codes: &[("pcie-link-narrow", "warn"), ("pcie-link-slow", "warn")],
     },
@@ -322,9 +325,29 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "fail", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+            "fail", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-no-driver", "fail"), ("gpu-nouveau", "fail")],
+    },
+    // Workstation GPUs in display mode: BAR1 256 MiB.
+    Case {
+        name: "gpu-bar-small",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-bar-small", "fail"), ("gpu-probe-skipped", "skip")],
+    },
+    // An MI300X bound to amdgpu but missing from the KFD topology.
+    Case {
+        name: "amd-kfd-missing-gpu",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-not-seen-by-driver", "fail"), ("gpu-ready", "pass")],
     },
 ];
 

@@ -5,6 +5,7 @@
 //! depends on (GPU driver, peer memory) to what depends on everything (access from a process).
 
 mod acs;
+mod gpu;
 mod gpu_driver;
 mod iommu;
 mod pcie_link;
@@ -45,6 +46,7 @@ pub trait Check: Sync {
 
 pub static ALL: &[&dyn Check] = &[
     &gpu_driver::GpuDriver,
+    &gpu::GpuCheck,
     &peer_memory::PeerMemory,
     &pcie_placement::PciePlacement,
     &acs::Acs,

@@ -9,6 +9,8 @@
 //! host memory.
 
 use super::{Check, Context};
+use crate::gpu::Runtime;
+use crate::gpu::model::{Export, Lib};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
@@ -55,6 +57,8 @@ const CODES: &[Code] = &[
 const DMABUF_KERNEL: KernelVersion = KernelVersion(5, 12, 0);
 /// NVIDIA exports dma-bufs of device memory from R515 (CUDA 11.7), open kernel modules only.
 const DMABUF_NVIDIA_MAJOR: u32 = 515;
+/// cuMemGetHandleForAddressRange and CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: CUDA 11.7.
+const DMABUF_CUDA: i32 = 11070;
 
 impl Check for PeerMemory {
     fn id(&self) -> &'static str {
@@ -294,13 +298,29 @@ fn no_rdma_note(inv: &Inventory) -> &'static str {
 fn judge_nvidia(inv: &Inventory, n: usize, peermem: &Peermem) -> (Finding, bool) {
     let gpus = plural(n, "NVIDIA GPU");
     let subject = "NVIDIA GPUs";
-    let evidence = [
+    let mut evidence = vec![
         inv.kernel.nvidia.evidence(),
         kernel_evidence(inv),
         peers_evidence(inv),
         inv.kernel.module_evidence("nvidia_peermem"),
     ];
-    let dmabuf = nvidia_dmabuf(inv);
+    let mut dmabuf = nvidia_dmabuf(inv);
+    // The inference from driver and kernel, confirmed or overturned by the export probe.
+    match (&mut dmabuf, nvidia_verified(inv)) {
+        (Possible::Yes(why), Verified::Yes(ev, how)) => {
+            why.push_str(&format!("; verified: {how}"));
+            evidence.extend(ev);
+        }
+        (Possible::Yes(why), Verified::Unverified(reason)) => {
+            why.push_str(&format!(" (inferred, not verified: {reason})"));
+        }
+        (Possible::Yes(_) | Possible::Unknown(_), Verified::No(reasons, ev)) => {
+            dmabuf = Possible::No(reasons);
+            evidence.extend(ev);
+        }
+        (_, Verified::Yes(ev, _) | Verified::No(_, ev)) => evidence.extend(ev),
+        _ => {}
+    }
     match (&dmabuf, peermem) {
         (Possible::Yes(why), _) => {
             let also = match peermem {
@@ -340,6 +360,177 @@ fn judge_nvidia(inv: &Inventory, n: usize, peermem: &Peermem) -> (Finding, bool)
             false,
         ),
     }
+}
+
+/// What the CUDA dma-buf export probe showed for the NVIDIA GPUs.
+enum Verified {
+    /// Every NVIDIA GPU exported a dma-buf: the evidence, and a phrase saying so.
+    Yes(Vec<Evidence>, String),
+    /// Some could not: why, per GPU.
+    No(Vec<String>, Vec<Evidence>),
+    Unverified(String),
+}
+
+fn nvidia_verified(inv: &Inventory) -> Verified {
+    let probe = match &inv.gpu_runtime {
+        Runtime::Skipped { reason } => {
+            return Verified::Unverified(format!("GPU probe not run: {}", reason.describe()));
+        }
+        Runtime::Failed { error } => {
+            return Verified::Unverified(format!("the GPU probe failed: {error}"));
+        }
+        Runtime::Probed(p) => p,
+    };
+    let cuda = match &probe.cuda {
+        None => return Verified::Unverified("CUDA was not asked".into()),
+        Some(Lib::Ready(c)) => c,
+        Some(other) => return Verified::Unverified(not_usable(other).unwrap_or_default()),
+    };
+    let (mut no, mut evidence) = (Vec::new(), Vec::new());
+    if cuda.driver_version < DMABUF_CUDA {
+        no.push(format!(
+            "the CUDA driver API is {} (dma-buf export needs {})",
+            cuda_version(cuda.driver_version),
+            cuda_version(DMABUF_CUDA)
+        ));
+    }
+    let mut exported = 0;
+    for g in inv.gpus.iter().filter(|g| g.vendor == GpuVendor::Nvidia) {
+        let d = cuda
+            .devices
+            .iter()
+            .find(|d| crate::gpu::bdf(d.bus_id.as_ref()) == Some(g.bdf));
+        let Some(d) = d else {
+            no.push(format!("{}: CUDA does not list it (see gpu)", g.bdf));
+            continue;
+        };
+        let value = match &d.export {
+            Export::Exported { bytes, fd_target } => {
+                exported += 1;
+                format!(
+                    "CUDA device {} ({}): DMA_BUF_SUPPORTED=1; cuMemGetHandleForAddressRange exported {} as {fd_target}",
+                    d.ordinal,
+                    g.bdf,
+                    crate::parse::bytes(*bytes)
+                )
+            }
+            Export::Failed { call, error } => {
+                no.push(format!("{}: {call} failed with {error}", g.bdf));
+                format!("CUDA device {} ({}): {call}: {error}", d.ordinal, g.bdf)
+            }
+            Export::NotTried { reason } => {
+                no.push(format!("{}: {reason}", g.bdf));
+                format!(
+                    "CUDA device {} ({}): not exported: {reason}",
+                    d.ordinal, g.bdf
+                )
+            }
+        };
+        evidence.push(Evidence {
+            path: cuda.library.clone(),
+            value,
+        });
+    }
+    if no.is_empty() {
+        Verified::Yes(
+            evidence,
+            format!(
+                "{} exported a dma-buf of device memory (CUDA {})",
+                if exported == 1 {
+                    "the GPU".to_owned()
+                } else {
+                    format!("each of the {exported} GPUs")
+                },
+                cuda_version(cuda.driver_version)
+            ),
+        )
+    } else {
+        Verified::No(no, evidence)
+    }
+}
+
+fn not_usable<T>(l: &Lib<T>) -> Option<String> {
+    match l {
+        Lib::NotFound { tried, .. } => {
+            Some(format!("{} cannot be loaded (see gpu)", tried.join(", ")))
+        }
+        Lib::MissingSymbol { library, symbol } => {
+            Some(format!("{library} lacks {symbol} (see gpu)"))
+        }
+        Lib::Failed { call, error, .. } => Some(format!("{call} failed with {error} (see gpu)")),
+        Lib::Ready(_) => None,
+    }
+}
+
+/// What the HIP/HSA dma-buf export probe showed for the AMD GPUs.
+fn amd_verified(inv: &Inventory) -> Verified {
+    let probe = match &inv.gpu_runtime {
+        Runtime::Skipped { reason } => {
+            return Verified::Unverified(format!("GPU probe not run: {}", reason.describe()));
+        }
+        Runtime::Failed { error } => {
+            return Verified::Unverified(format!("the GPU probe failed: {error}"));
+        }
+        Runtime::Probed(p) => p,
+    };
+    let hip = match &probe.hip {
+        None => return Verified::Unverified("HIP was not asked".into()),
+        Some(Lib::Ready(h)) => h,
+        Some(other) => return Verified::Unverified(not_usable(other).unwrap_or_default()),
+    };
+    if let Some(why) = not_usable(&hip.hsa) {
+        return Verified::Unverified(why);
+    }
+    let (mut no, mut evidence, mut exported) = (Vec::new(), Vec::new(), 0);
+    for g in inv.gpus.iter().filter(|g| g.vendor == GpuVendor::Amd) {
+        let Some(d) = hip
+            .devices
+            .iter()
+            .find(|d| crate::gpu::bdf(d.bus_id.as_ref()) == Some(g.bdf))
+        else {
+            no.push(format!("{}: HIP does not list it (see gpu)", g.bdf));
+            continue;
+        };
+        let value = match &d.export {
+            Export::Exported { bytes, fd_target } => {
+                exported += 1;
+                format!(
+                    "HIP device {} ({}): hsa_amd_portable_export_dmabuf exported {} as {fd_target}",
+                    d.ordinal,
+                    g.bdf,
+                    crate::parse::bytes(*bytes)
+                )
+            }
+            Export::Failed { call, error } => {
+                no.push(format!("{}: {call} failed with {error}", g.bdf));
+                format!("HIP device {} ({}): {call}: {error}", d.ordinal, g.bdf)
+            }
+            Export::NotTried { reason } => {
+                no.push(format!("{}: {reason}", g.bdf));
+                format!(
+                    "HIP device {} ({}): not exported: {reason}",
+                    d.ordinal, g.bdf
+                )
+            }
+        };
+        evidence.push(Evidence {
+            path: hip.library.clone(),
+            value,
+        });
+    }
+    if no.is_empty() {
+        Verified::Yes(
+            evidence,
+            format!("{exported} GPU(s) exported a dma-buf of device memory (HSA)"),
+        )
+    } else {
+        Verified::No(no, evidence)
+    }
+}
+
+/// cuDriverGetVersion's 12080 as `12.8`.
+fn cuda_version(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
 fn unregistered(inv: &Inventory, module: &str, status: Status, consequence: String) -> Finding {
@@ -410,7 +601,23 @@ fn judge_amd(inv: &Inventory, n: usize) -> (Finding, bool) {
     let legacy = ["amd_peer_mem", "amdp2p"]
         .into_iter()
         .find(|m| inv.kernel.module(m).is_some_and(|m| m.live()));
-    match (amd_dmabuf(inv), legacy) {
+    let mut dmabuf = amd_dmabuf(inv);
+    match (&mut dmabuf, amd_verified(inv)) {
+        (Possible::Yes(why), Verified::Yes(ev, how)) => {
+            why.push_str(&format!("; verified: {how}"));
+            evidence.extend(ev);
+        }
+        (Possible::Yes(why), Verified::Unverified(reason)) => {
+            why.push_str(&format!(" (inferred, not verified: {reason})"));
+        }
+        (Possible::Yes(_) | Possible::Unknown(_), Verified::No(reasons, ev)) => {
+            dmabuf = Possible::No(reasons);
+            evidence.extend(ev);
+        }
+        (_, Verified::Yes(ev, _) | Verified::No(_, ev)) => evidence.extend(ev),
+        _ => {}
+    }
+    match (dmabuf, legacy) {
         (Possible::Yes(why), _) => (Finding::pass("gdr-path-dmabuf", subject, format!("the DMA-BUF path is available for the {gpus}: {why}{}", no_rdma_note(inv))).with(evidence), true),
         (_, Some(m)) => (Finding::pass("gdr-path-peermem", subject, format!("the peer-memory path is available for the {gpus}: {m} is loaded")).with(evidence), false),
         (Possible::Unknown(r), None) => (Finding::unknown("gdr-path-unknown", subject, format!("cannot tell whether the DMA-BUF path works for the {gpus}: {}", r.join("; "))).with(evidence), false),

@@ -1,4 +1,100 @@
 //! Libraries loaded at run time, never linked: a fresh node has none of them, and gdrdoctor
 //! must still start there and say so. This is the only module with `unsafe` code.
+//!
+//! Every function pointer is looked up before anything is called, so a missing symbol is a
+//! finding (an older library), never a crash.
 
+pub mod cuda;
+pub mod hip;
+pub mod nvml;
 pub mod verbs;
+
+use libloading::Library;
+use std::ffi::{CStr, c_void};
+
+/// A library that loaded, and the file it came from.
+pub(crate) struct Loaded {
+    pub lib: Library,
+    /// The path the loader found (dladdr), or the name asked for.
+    pub path: String,
+}
+
+/// Names to try for a library: only `$env` when it is set (a site with the library in an odd
+/// place, and the tests' stand-ins), else the defaults in order.
+pub(crate) fn candidates(env: &str, defaults: &[&str]) -> Vec<String> {
+    match std::env::var_os(env) {
+        Some(v) if !v.is_empty() => vec![v.to_string_lossy().into_owned()],
+        _ => defaults.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+/// Loads the first candidate that loads. `probe_symbol` is any symbol the library must export,
+/// used to learn the file's path. On failure: every name tried and the loader's last message.
+pub(crate) fn open(names: &[String], probe_symbol: &[u8]) -> Result<Loaded, (Vec<String>, String)> {
+    let mut last = String::from("no library names to try");
+    for name in names {
+        // SAFETY: loading a GPU vendor library runs its constructors, which set up only their
+        // own state. gdrdoctor loads them only in the probe child (see crate::gpu), so even a
+        // constructor that misbehaves cannot take the report down with it.
+        match unsafe { Library::new(name) } {
+            Ok(lib) => {
+                let path = symbol_file(&lib, probe_symbol).unwrap_or_else(|| name.clone());
+                return Ok(Loaded { lib, path });
+            }
+            Err(e) => last = chain(&e),
+        }
+    }
+    Err((names.to_vec(), last))
+}
+
+/// The file a symbol of `lib` lives in, from the loader's own records.
+fn symbol_file(lib: &Library, symbol: &[u8]) -> Option<String> {
+    // SAFETY: only the symbol's address is taken; it is never called.
+    let sym = unsafe { lib.get::<*const c_void>(symbol) }.ok()?;
+    let addr: *const c_void = *sym;
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer and
+    // dli_fname, when set, is a NUL-terminated string owned by the loader.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    Some(
+        unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// libloading's message is "dlopen failed"; the loader's own words are in the source.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Copies a C string the library wrote into a buffer of ours, up to its NUL.
+pub(crate) fn buffer_text(buf: &[u8]) -> Option<String> {
+    let end = buf.iter().position(|&b| b == 0)?;
+    let s = String::from_utf8_lossy(&buf[..end]).into_owned();
+    (!s.is_empty()).then_some(s)
+}
+
+/// What a dma-buf fd refers to, from /proc/self/fd: `anon_inode:dmabuf` (older kernels) or
+/// `/dmabuf:` (newer ones). Proves the fd is a dma-buf, not merely a number.
+pub(crate) fn fd_target(fd: i32) -> String {
+    match crate::root::Root::live().read_link(&format!("/proc/self/fd/{fd}")) {
+        Ok(t) => t,
+        Err(e) => format!("<{}>", e.reason()),
+    }
+}
+
+/// Closes an fd the library handed us.
+pub(crate) fn close_fd(fd: i32) {
+    // SAFETY: `fd` was returned to us by the export call and is closed exactly once.
+    unsafe { libc::close(fd) };
+}

@@ -5,12 +5,14 @@
 //! could not be read or parsed stays visible as such instead of turning into a default.
 
 pub mod access;
+pub mod gpu;
 pub mod iommu;
 pub mod kernel;
 pub mod pci;
 pub mod rdma;
 
 use crate::config::Config;
+use crate::gpu::{Runtime, SkipReason};
 use crate::model::Evidence;
 use crate::parse::pci::Bdf;
 use crate::root::{ReadError, Root};
@@ -115,10 +117,16 @@ impl Problem {
 }
 
 /// What to read beyond the static facts.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Probe this process's access to RDMA (device nodes, memlock, libibverbs). Live roots only.
     pub access: bool,
+    /// Ask the GPU libraries (NVML, CUDA, HIP) in a child process. Live roots only; `None`
+    /// skips it (`--no-gpu-probe`, `capture`).
+    pub gpu_probe: Option<crate::gpu::ProbeCommand>,
+    /// Run the GPU probe with a captured root too (`check --gpu-probe`): the root is the
+    /// host's, seen from a container that has the host's GPUs.
+    pub gpu_probe_on_root: bool,
 }
 
 #[derive(Debug)]
@@ -134,6 +142,10 @@ pub struct Inventory {
     pub unidentified: Vec<Problem>,
     pub problems: Vec<Problem>,
     pub access: Option<access::Access>,
+    /// The KFD topology, read when there is an AMD GPU.
+    pub kfd: Option<Result<gpu::Kfd, Problem>>,
+    /// What the GPU libraries said (live), or why they were not asked.
+    pub gpu_runtime: crate::gpu::Runtime,
 }
 
 impl Inventory {
@@ -158,6 +170,24 @@ impl Inventory {
             });
         problems.sort_by(|a, b| a.path.cmp(&b.path));
         let gpus = pci::classify_gpus(root, &pci, config, &kernel);
+        let has = |v: GpuVendor| gpus.iter().any(|g| g.vendor == v);
+        let (nvidia, amd) = (has(GpuVendor::Nvidia), has(GpuVendor::Amd));
+        let kfd = amd.then(|| gpu::kfd(root, &mut problems));
+        // The GPU probe takes from milliseconds to seconds (CUDA creates a context per GPU);
+        // it runs in its own process while the rest of the details are read.
+        let here = root.is_live() || options.gpu_probe_on_root;
+        let probe = match (&options.gpu_probe, nvidia || amd, here) {
+            (_, false, _) => Err(SkipReason::NoGpu),
+            (_, true, false) => Err(SkipReason::Offline),
+            (None, true, true) => Err(SkipReason::Disabled),
+            (Some(cmd), true, true) => {
+                let mut cmd = cmd.clone();
+                cmd.ask.nvml &= nvidia;
+                cmd.ask.cuda &= nvidia;
+                cmd.ask.hip &= amd;
+                Ok(std::thread::spawn(move || crate::gpu::run(&cmd)))
+            }
+        };
 
         // Details (full config space, NUMA, link, IOMMU group) only for the functions a check
         // looks at: GPUs, RDMA NICs and every bridge above them. Reading 4 KiB of config space
@@ -200,6 +230,12 @@ impl Inventory {
         }
         let iommu = Iommu::load(root, &pci);
         let access = (options.access && root.is_live()).then(|| access::Access::load(root, &rdma));
+        let gpu_runtime = match probe {
+            Err(reason) => Runtime::Skipped { reason },
+            Ok(handle) => handle.join().unwrap_or_else(|_| Runtime::Failed {
+                error: "the thread waiting for the GPU probe panicked".into(),
+            }),
+        };
         Inventory {
             live: root.is_live(),
             kernel,
@@ -211,6 +247,8 @@ impl Inventory {
             unidentified,
             problems,
             access,
+            kfd,
+            gpu_runtime,
         }
     }
 

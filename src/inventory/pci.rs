@@ -297,6 +297,8 @@ pub struct Gpu {
     pub model: Option<String>,
     /// Selected by a config entry rather than by vendor and class.
     pub declared: bool,
+    /// NVIDIA and AMD: the prefetchable region peers reach GPU memory through (`resource`).
+    pub aperture: Option<super::Fact<super::gpu::Aperture>>,
 }
 
 impl Gpu {
@@ -344,11 +346,14 @@ pub fn classify_gpus(
                     .or(model);
             }
         }
+        let aperture = matches!(vendor, GpuVendor::Nvidia | GpuVendor::Amd)
+            .then(|| super::gpu::aperture(root, &f.path));
         gpus.push(Gpu {
             bdf: f.bdf,
             vendor,
             model,
             declared: declared.is_some(),
+            aperture,
         });
     }
     gpus

@@ -63,3 +63,35 @@ mod tests {
         assert!(shown(&"x".repeat(500)).ends_with("...\""));
     }
 }
+
+/// A size as an operator writes it: `256 GiB`, `32 MiB`, `4 KiB`, `100 bytes`; exact when it
+/// is a whole number of the unit, else to one decimal.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (unit, size) in UNITS {
+        if n >= size {
+            return if n % size == 0 {
+                format!("{} {unit}", n / size)
+            } else {
+                format!("{:.1} {unit}", n as f64 / size as f64)
+            };
+        }
+    }
+    format!("{n} bytes")
+}
+
+#[cfg(test)]
+mod bytes_tests {
+    #[test]
+    fn sizes() {
+        assert_eq!(super::bytes(256 << 30), "256 GiB");
+        assert_eq!(super::bytes(3 << 19), "1.5 MiB");
+        assert_eq!(super::bytes(0), "0 bytes");
+        assert_eq!(super::bytes(1 << 40), "1 TiB");
+    }
+}

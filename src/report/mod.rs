@@ -74,6 +74,8 @@ pub struct Counts {
 #[derive(Debug, Serialize)]
 pub struct InventorySummary {
     pub gpus: Vec<GpuSummary>,
+    /// What the GPU libraries said (live), or why they were not asked.
+    pub gpu_runtime: crate::gpu::Runtime,
     pub rdma_devices: Vec<RdmaSummary>,
     /// Files and directories that could not be read or made no sense.
     pub problems: Vec<Problem>,
@@ -88,6 +90,8 @@ pub struct GpuSummary {
     pub driver: Option<String>,
     pub numa_node: Option<i32>,
     pub link: Option<String>,
+    /// The largest prefetchable BAR (NVIDIA's BAR1, AMD's VRAM BAR), from sysfs.
+    pub bar1_bytes: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -250,6 +254,7 @@ fn summarise(inv: &Inventory) -> InventorySummary {
                         l.max_width.value()?
                     ))
                 }),
+                bar1_bytes: g.aperture.as_ref().and_then(|a| a.value()).map(|a| a.size),
             }
         })
         .collect();
@@ -309,6 +314,7 @@ fn summarise(inv: &Inventory) -> InventorySummary {
     problems.dedup();
     InventorySummary {
         gpus,
+        gpu_runtime: inv.gpu_runtime.clone(),
         rdma_devices,
         problems,
     }

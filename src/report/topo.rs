@@ -16,7 +16,7 @@ pub struct TopoReport<'a> {
     pub devices: &'a [crate::placement::Device],
     /// `matrix[row][column]` over `devices`: `X` on the diagonal, a level, or null when the
     /// route is unknown (a device without a PCI function).
-    pub matrix: Vec<Vec<Option<&'static str>>>,
+    pub matrix: Vec<Vec<Option<String>>>,
     /// Pairs whose NUMA nodes are unknown across host bridges, where NODE was assumed.
     pub numa_assumed: Vec<[String; 2]>,
     pub legend: Vec<LegendEntry>,
@@ -28,12 +28,19 @@ pub struct LegendEntry {
     pub meaning: &'static str,
 }
 
-fn cell(m: &Matrix, i: usize, j: usize) -> Option<&'static str> {
+/// What a cell shows: `X`, `NV18` between GPUs joined by NVLink (as nvidia-smi puts NVLink
+/// before PCIe), else the PCIe level.
+fn cell(m: &Matrix, i: usize, j: usize) -> Option<String> {
     if i == j {
-        return Some("X");
+        return Some("X".into());
     }
-    m.levels[i][j].as_ref().map(|r| r.level.as_str())
+    if let Some(n) = m.nvlinks.get(i).and_then(|r| r.get(j)).copied().flatten() {
+        return Some(format!("NV{n}"));
+    }
+    m.levels[i][j].as_ref().map(|r| r.level.as_str().to_owned())
 }
+
+const NVLINK_LEGEND: &str = "Connection traversing a bonded set of # NVLinks";
 
 pub fn json(m: &Matrix, root: super::RootInfo) -> String {
     let n = m.devices.len();
@@ -63,6 +70,10 @@ pub fn json(m: &Matrix, root: super::RootInfo) -> String {
             level: l.as_str(),
             meaning: l.legend(),
         }))
+        .chain(std::iter::once(LegendEntry {
+            level: "NV#",
+            meaning: NVLINK_LEGEND,
+        }))
         .collect(),
     };
     serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
@@ -87,8 +98,8 @@ pub fn human(m: &Matrix) -> String {
                 o,
                 "{}\t",
                 cell(m, i, j)
-                    .map(|c| if c == "X" { " X " } else { c })
-                    .unwrap_or("N/A")
+                    .map(|c| if c == "X" { " X ".to_owned() } else { c })
+                    .unwrap_or_else(|| "N/A".into())
             );
         }
         let numa = d
@@ -106,6 +117,7 @@ pub fn human(m: &Matrix) -> String {
     for l in Level::ALL.iter().rev() {
         let _ = writeln!(o, "  {:<4} = {}", l.as_str(), l.legend());
     }
+    let _ = writeln!(o, "  NV#  = {NVLINK_LEGEND}");
     let nics: Vec<_> = m.devices.iter().filter(|d| d.kind == Kind::Nic).collect();
     if !nics.is_empty() {
         o.push_str("\nNIC Legend:\n\n");

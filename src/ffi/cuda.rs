@@ -1,0 +1,321 @@
+//! The CUDA driver API (libcuda.so.1), loaded with dlopen: the ~15 calls that say whether a GPU
+//! can do GPUDirect RDMA and prove that it exports dma-bufs. Signatures from cuda.h (driver
+//! API, stable since CUDA 11; the `_v2` names are the ones cuda.h maps the plain names to).
+
+use super::{Loaded, buffer_text, candidates, close_fd, fd_target, open};
+use crate::gpu::model::{Cuda, CudaDevice, Export, Lib, PROBE_BYTES};
+use libloading::Library;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_ulonglong, c_void};
+
+pub const ENV: &str = "GDRDOCTOR_LIBCUDA";
+pub const SONAME: &str = "libcuda.so.1";
+
+type CuResult = c_int;
+type CuDevice = c_int;
+type CuContext = *mut c_void;
+type CuDevicePtr = c_ulonglong;
+
+const CUDA_SUCCESS: CuResult = 0;
+const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: c_int = 116;
+const CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED: c_int = 124;
+const CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: c_int = 1;
+
+/// The calls every probe needs; any one missing makes the library unusable.
+struct Api {
+    init: unsafe extern "C" fn(c_uint) -> CuResult,
+    driver_get_version: unsafe extern "C" fn(*mut c_int) -> CuResult,
+    device_get_count: unsafe extern "C" fn(*mut c_int) -> CuResult,
+    device_get: unsafe extern "C" fn(*mut CuDevice, c_int) -> CuResult,
+    device_get_pci_bus_id: unsafe extern "C" fn(*mut c_char, c_int, CuDevice) -> CuResult,
+    device_get_name: unsafe extern "C" fn(*mut c_char, c_int, CuDevice) -> CuResult,
+    device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, CuDevice) -> CuResult,
+    primary_ctx_retain: unsafe extern "C" fn(*mut CuContext, CuDevice) -> CuResult,
+    primary_ctx_release: unsafe extern "C" fn(CuDevice) -> CuResult,
+    ctx_set_current: unsafe extern "C" fn(CuContext) -> CuResult,
+    mem_alloc: unsafe extern "C" fn(*mut CuDevicePtr, usize) -> CuResult,
+    mem_free: unsafe extern "C" fn(CuDevicePtr) -> CuResult,
+    /// Optional: older drivers lack it, and then nothing explains an error code by name.
+    get_error_name: Option<unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult>,
+    /// Optional: CUDA 11.7 added it; without it there is no dma-buf export.
+    get_handle_for_address_range: Option<
+        unsafe extern "C" fn(*mut c_void, CuDevicePtr, usize, c_int, c_ulonglong) -> CuResult,
+    >,
+}
+
+/// Looks up one required symbol, or says which one is missing.
+macro_rules! required {
+    ($lib:expr, $name:literal) => {
+        // SAFETY: the type at the use site matches the prototype in cuda.h.
+        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
+            Ok(sym) => *sym,
+            Err(_) => return Err($name),
+        }
+    };
+}
+
+macro_rules! optional {
+    ($lib:expr, $name:literal) => {
+        // SAFETY: as in `required!`.
+        unsafe { $lib.get(concat!($name, "\0").as_bytes()) }
+            .ok()
+            .map(|s| *s)
+    };
+}
+
+impl Api {
+    fn load(lib: &Library) -> Result<Api, &'static str> {
+        Ok(Api {
+            init: required!(lib, "cuInit"),
+            driver_get_version: required!(lib, "cuDriverGetVersion"),
+            device_get_count: required!(lib, "cuDeviceGetCount"),
+            device_get: required!(lib, "cuDeviceGet"),
+            device_get_pci_bus_id: required!(lib, "cuDeviceGetPCIBusId"),
+            device_get_name: required!(lib, "cuDeviceGetName"),
+            device_get_attribute: required!(lib, "cuDeviceGetAttribute"),
+            primary_ctx_retain: required!(lib, "cuDevicePrimaryCtxRetain"),
+            primary_ctx_release: match optional!(lib, "cuDevicePrimaryCtxRelease_v2") {
+                Some(f) => f,
+                None => required!(lib, "cuDevicePrimaryCtxRelease"),
+            },
+            ctx_set_current: required!(lib, "cuCtxSetCurrent"),
+            mem_alloc: required!(lib, "cuMemAlloc_v2"),
+            mem_free: required!(lib, "cuMemFree_v2"),
+            get_error_name: optional!(lib, "cuGetErrorName"),
+            get_handle_for_address_range: optional!(lib, "cuMemGetHandleForAddressRange"),
+        })
+    }
+
+    /// `CUDA_ERROR_NO_DEVICE`, or the number when the library cannot name it.
+    fn name(&self, code: CuResult) -> String {
+        if let Some(f) = self.get_error_name {
+            let mut s: *const c_char = std::ptr::null();
+            // SAFETY: `s` is a valid out-pointer; on success it points to a static string.
+            if unsafe { f(code, &mut s) } == CUDA_SUCCESS && !s.is_null() {
+                return unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+            }
+        }
+        format!("CUresult {code}")
+    }
+
+    fn check(&self, call: &str, code: CuResult) -> Result<(), String> {
+        if code == CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!("{call}: {}", self.name(code)))
+        }
+    }
+}
+
+/// Loads libcuda, initialises it and asks every GPU it sees; with `export`, also allocates
+/// [`PROBE_BYTES`] on each, exports them as a dma-buf, and releases both.
+pub fn probe(export: bool) -> Lib<Cuda> {
+    let names = candidates(ENV, &[SONAME]);
+    let Loaded { lib, path } = match open(&names, b"cuInit\0") {
+        Ok(l) => l,
+        Err((tried, message)) => return Lib::NotFound { tried, message },
+    };
+    let api = match Api::load(&lib) {
+        Ok(api) => api,
+        Err(symbol) => {
+            return Lib::MissingSymbol {
+                library: path,
+                symbol: symbol.into(),
+            };
+        }
+    };
+    let failed = |call: &str, code: CuResult| Lib::Failed {
+        library: path.clone(),
+        call: call.into(),
+        code: code.into(),
+        error: api.name(code),
+    };
+    // SAFETY (every call below): arguments are valid out-pointers into our own stack or
+    // buffers of the stated length, and devices are ordinals CUDA itself returned.
+    let code = unsafe { (api.init)(0) };
+    if code != CUDA_SUCCESS {
+        return failed("cuInit", code);
+    }
+    let mut version: c_int = 0;
+    let code = unsafe { (api.driver_get_version)(&mut version) };
+    if code != CUDA_SUCCESS {
+        return failed("cuDriverGetVersion", code);
+    }
+    let mut count: c_int = 0;
+    let code = unsafe { (api.device_get_count)(&mut count) };
+    if code != CUDA_SUCCESS {
+        return failed("cuDeviceGetCount", code);
+    }
+    // One thread per GPU: creating a context takes a few hundred milliseconds per GPU, and
+    // contexts on different GPUs are created in parallel by the driver.
+    let devices = std::thread::scope(|s| {
+        let api = &api;
+        let handles: Vec<_> = (0..count.max(0))
+            .map(|ordinal| s.spawn(move || device(api, ordinal, export)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(0..)
+            .map(|(h, ordinal)| h.join().unwrap_or_else(|_| panicked(ordinal)))
+            .collect()
+    });
+    // The library stays loaded until the probe process exits: unloading libcuda while its
+    // threads run has crashed processes, and the probe runs once.
+    std::mem::forget(lib);
+    Lib::Ready(Cuda {
+        library: path,
+        driver_version: version,
+        dmabuf_export_symbol: api.get_handle_for_address_range.is_some(),
+        devices,
+    })
+}
+
+fn device(api: &Api, ordinal: c_int, export: bool) -> CudaDevice {
+    let mut errors = Vec::new();
+    let mut d = CudaDevice {
+        ordinal,
+        bus_id: None,
+        name: None,
+        gdr_supported: None,
+        dmabuf_supported: None,
+        export: Export::NotTried {
+            reason: "export probe not asked for".into(),
+        },
+        errors: Vec::new(),
+    };
+    let mut dev: CuDevice = 0;
+    if let Err(e) = api.check("cuDeviceGet", unsafe {
+        (api.device_get)(&mut dev, ordinal)
+    }) {
+        d.errors.push(e);
+        d.export = Export::NotTried {
+            reason: "cuDeviceGet failed".into(),
+        };
+        return d;
+    }
+    let mut buf = [0u8; 64];
+    let len = buf.len() as c_int;
+    match api.check("cuDeviceGetPCIBusId", unsafe {
+        (api.device_get_pci_bus_id)(buf.as_mut_ptr().cast(), len, dev)
+    }) {
+        Ok(()) => d.bus_id = buffer_text(&buf),
+        Err(e) => errors.push(e),
+    }
+    let mut buf = [0u8; 256];
+    let len = buf.len() as c_int;
+    match api.check("cuDeviceGetName", unsafe {
+        (api.device_get_name)(buf.as_mut_ptr().cast(), len, dev)
+    }) {
+        Ok(()) => d.name = buffer_text(&buf),
+        Err(e) => errors.push(e),
+    }
+    let attribute = |attr: c_int, errors: &mut Vec<String>| {
+        let mut v: c_int = 0;
+        match api.check(&format!("cuDeviceGetAttribute({attr})"), unsafe {
+            (api.device_get_attribute)(&mut v, attr, dev)
+        }) {
+            Ok(()) => Some(v != 0),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        }
+    };
+    d.gdr_supported = attribute(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, &mut errors);
+    d.dmabuf_supported = attribute(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, &mut errors);
+    d.export = if !export {
+        Export::NotTried {
+            reason: "export probe not asked for".into(),
+        }
+    } else {
+        match (api.get_handle_for_address_range, d.dmabuf_supported) {
+            (None, _) => Export::NotTried {
+                reason:
+                    "cuMemGetHandleForAddressRange is not exported (CUDA driver older than 11.7)"
+                        .into(),
+            },
+            (Some(_), Some(false)) => Export::NotTried {
+                reason: "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0".into(),
+            },
+            (Some(get_handle), _) => export_probe(api, dev, get_handle),
+        }
+    };
+    d.errors = errors;
+    d
+}
+
+fn panicked(ordinal: c_int) -> CudaDevice {
+    CudaDevice {
+        ordinal,
+        bus_id: None,
+        name: None,
+        gdr_supported: None,
+        dmabuf_supported: None,
+        export: Export::NotTried {
+            reason: "the probe thread for this device panicked".into(),
+        },
+        errors: vec!["the probe thread for this device panicked".into()],
+    }
+}
+
+type GetHandle =
+    unsafe extern "C" fn(*mut c_void, CuDevicePtr, usize, c_int, c_ulonglong) -> CuResult;
+
+/// Primary context (as NCCL and perftest use it), allocate, export, close the fd, free, release.
+fn export_probe(api: &Api, dev: CuDevice, get_handle: GetHandle) -> Export {
+    let failed = |call: &str, code: CuResult| Export::Failed {
+        call: call.into(),
+        error: api.name(code),
+    };
+    let mut ctx: CuContext = std::ptr::null_mut();
+    let code = unsafe { (api.primary_ctx_retain)(&mut ctx, dev) };
+    if code != CUDA_SUCCESS {
+        return failed("cuDevicePrimaryCtxRetain", code);
+    }
+    let result = (|| {
+        let code = unsafe { (api.ctx_set_current)(ctx) };
+        if code != CUDA_SUCCESS {
+            return failed("cuCtxSetCurrent", code);
+        }
+        let mut ptr: CuDevicePtr = 0;
+        let bytes = PROBE_BYTES as usize;
+        let code = unsafe { (api.mem_alloc)(&mut ptr, bytes) };
+        if code != CUDA_SUCCESS {
+            return failed("cuMemAlloc_v2", code);
+        }
+        let mut fd: c_int = -1;
+        let code = unsafe {
+            get_handle(
+                (&mut fd as *mut c_int).cast(),
+                ptr,
+                bytes,
+                CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                0,
+            )
+        };
+        let outcome = if code != CUDA_SUCCESS {
+            failed("cuMemGetHandleForAddressRange", code)
+        } else if fd < 0 {
+            Export::Failed {
+                call: "cuMemGetHandleForAddressRange".into(),
+                error: format!("returned CUDA_SUCCESS but fd {fd}"),
+            }
+        } else {
+            let target = fd_target(fd);
+            close_fd(fd);
+            Export::Exported {
+                bytes: PROBE_BYTES,
+                fd_target: target,
+            }
+        };
+        let code = unsafe { (api.mem_free)(ptr) };
+        match outcome {
+            Export::Exported { .. } if code != CUDA_SUCCESS => failed("cuMemFree_v2", code),
+            outcome => outcome,
+        }
+    })();
+    unsafe {
+        (api.ctx_set_current)(std::ptr::null_mut());
+        (api.primary_ctx_release)(dev);
+    }
+    result
+}

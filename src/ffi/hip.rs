@@ -1,0 +1,293 @@
+//! HIP (libamdhip64) and HSA (libhsa-runtime64), loaded with dlopen: the AMD side of the GPU
+//! probe. Built against the documented ABI (hip_runtime_api.h, hsa.h, hsa_ext_amd.h of ROCm 6)
+//! and tested only for absent libraries and symbols: no AMD GPU was at hand (see README).
+
+use super::{Loaded, buffer_text, candidates, fd_target, open};
+use crate::gpu::model::{Export, Hip, HipDevice, HsaLib, Lib, PROBE_BYTES};
+use libloading::Library;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+pub const ENV_HIP: &str = "GDRDOCTOR_LIBHIP";
+pub const ENV_HSA: &str = "GDRDOCTOR_LIBHSA";
+/// ROCm puts its libraries in /opt/rocm/lib and, usually, that directory in ld.so.conf.d.
+pub const HIP_NAMES: &[&str] = &[
+    "libamdhip64.so",
+    "libamdhip64.so.7",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+    "/opt/rocm/lib/libamdhip64.so",
+];
+pub const HSA_NAMES: &[&str] = &[
+    "libhsa-runtime64.so.1",
+    "libhsa-runtime64.so",
+    "/opt/rocm/lib/libhsa-runtime64.so.1",
+];
+
+type HipError = c_int;
+type HsaStatus = c_int;
+const HIP_SUCCESS: HipError = 0;
+const HSA_STATUS_SUCCESS: HsaStatus = 0;
+
+struct HipApi {
+    init: unsafe extern "C" fn(c_uint) -> HipError,
+    driver_get_version: unsafe extern "C" fn(*mut c_int) -> HipError,
+    get_device_count: unsafe extern "C" fn(*mut c_int) -> HipError,
+    device_get: unsafe extern "C" fn(*mut c_int, c_int) -> HipError,
+    device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipError,
+    device_get_pci_bus_id: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipError,
+    set_device: unsafe extern "C" fn(c_int) -> HipError,
+    malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipError,
+    free: unsafe extern "C" fn(*mut c_void) -> HipError,
+    get_error_name: Option<unsafe extern "C" fn(HipError) -> *const c_char>,
+}
+
+struct HsaApi {
+    init: unsafe extern "C" fn() -> HsaStatus,
+    export_dmabuf: unsafe extern "C" fn(*const c_void, usize, *mut c_int, *mut u64) -> HsaStatus,
+    close_dmabuf: unsafe extern "C" fn(c_int) -> HsaStatus,
+    status_string: Option<unsafe extern "C" fn(HsaStatus, *mut *const c_char) -> HsaStatus>,
+}
+
+macro_rules! required {
+    ($lib:expr, $name:literal) => {
+        // SAFETY: the type at the use site matches the prototype in the ROCm header.
+        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
+            Ok(sym) => *sym,
+            Err(_) => return Err($name),
+        }
+    };
+}
+
+macro_rules! optional {
+    ($lib:expr, $name:literal) => {
+        // SAFETY: as in `required!`.
+        unsafe { $lib.get(concat!($name, "\0").as_bytes()) }
+            .ok()
+            .map(|s| *s)
+    };
+}
+
+impl HipApi {
+    fn load(lib: &Library) -> Result<HipApi, &'static str> {
+        Ok(HipApi {
+            init: required!(lib, "hipInit"),
+            driver_get_version: required!(lib, "hipDriverGetVersion"),
+            get_device_count: required!(lib, "hipGetDeviceCount"),
+            device_get: required!(lib, "hipDeviceGet"),
+            device_get_name: required!(lib, "hipDeviceGetName"),
+            device_get_pci_bus_id: required!(lib, "hipDeviceGetPCIBusId"),
+            set_device: required!(lib, "hipSetDevice"),
+            malloc: required!(lib, "hipMalloc"),
+            free: required!(lib, "hipFree"),
+            get_error_name: optional!(lib, "hipGetErrorName"),
+        })
+    }
+
+    fn name(&self, code: HipError) -> String {
+        if let Some(f) = self.get_error_name {
+            // SAFETY: hipGetErrorName returns a static string (or null) for any code.
+            let s = unsafe { f(code) };
+            if !s.is_null() {
+                return unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+            }
+        }
+        format!("hipError_t {code}")
+    }
+}
+
+impl HsaApi {
+    fn load(lib: &Library) -> Result<HsaApi, &'static str> {
+        Ok(HsaApi {
+            init: required!(lib, "hsa_init"),
+            export_dmabuf: required!(lib, "hsa_amd_portable_export_dmabuf"),
+            close_dmabuf: required!(lib, "hsa_amd_portable_close_dmabuf"),
+            status_string: optional!(lib, "hsa_status_string"),
+        })
+    }
+
+    fn name(&self, code: HsaStatus) -> String {
+        if let Some(f) = self.status_string {
+            let mut s: *const c_char = std::ptr::null();
+            // SAFETY: `s` is a valid out-pointer; on success it points to a static string.
+            if unsafe { f(code, &mut s) } == HSA_STATUS_SUCCESS && !s.is_null() {
+                return unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+            }
+        }
+        format!("hsa_status_t {code:#x}")
+    }
+}
+
+/// Loads HIP (and HSA for the export), initialises them and asks every GPU HIP sees; with
+/// `export`, allocates [`PROBE_BYTES`] on each and exports it as a dma-buf.
+pub fn probe(export: bool) -> Lib<Hip> {
+    let Loaded { lib, path } = match open(&candidates(ENV_HIP, HIP_NAMES), b"hipInit\0") {
+        Ok(l) => l,
+        Err((tried, message)) => return Lib::NotFound { tried, message },
+    };
+    let api = match HipApi::load(&lib) {
+        Ok(api) => api,
+        Err(symbol) => {
+            return Lib::MissingSymbol {
+                library: path,
+                symbol: symbol.into(),
+            };
+        }
+    };
+    // SAFETY (every call below): out-pointers are ours and valid; buffers have the stated
+    // length; devices are ordinals below the count HIP returned.
+    let code = unsafe { (api.init)(0) };
+    if code != HIP_SUCCESS {
+        return Lib::Failed {
+            library: path,
+            call: "hipInit".into(),
+            code: code.into(),
+            error: api.name(code),
+        };
+    }
+    let mut version: c_int = 0;
+    let driver_version =
+        (unsafe { (api.driver_get_version)(&mut version) } == HIP_SUCCESS).then_some(version);
+    let mut count: c_int = 0;
+    let code = unsafe { (api.get_device_count)(&mut count) };
+    if code != HIP_SUCCESS {
+        return Lib::Failed {
+            library: path,
+            call: "hipGetDeviceCount".into(),
+            code: code.into(),
+            error: api.name(code),
+        };
+    }
+    let (hsa, hsa_api) = load_hsa();
+    let devices = (0..count.max(0))
+        .map(|ordinal| device(&api, hsa_api.as_ref(), ordinal, export))
+        .collect();
+    std::mem::forget(lib);
+    Lib::Ready(Hip {
+        library: path,
+        driver_version,
+        hsa,
+        devices,
+    })
+}
+
+fn load_hsa() -> (Lib<HsaLib>, Option<HsaApi>) {
+    let Loaded { lib, path } = match open(&candidates(ENV_HSA, HSA_NAMES), b"hsa_init\0") {
+        Ok(l) => l,
+        Err((tried, message)) => return (Lib::NotFound { tried, message }, None),
+    };
+    let api = match HsaApi::load(&lib) {
+        Ok(api) => api,
+        Err(symbol) => {
+            return (
+                Lib::MissingSymbol {
+                    library: path,
+                    symbol: symbol.into(),
+                },
+                None,
+            );
+        }
+    };
+    // SAFETY: hsa_init takes no arguments and is reference-counted (HIP has called it too).
+    let code = unsafe { (api.init)() };
+    if code != HSA_STATUS_SUCCESS {
+        let error = api.name(code);
+        return (
+            Lib::Failed {
+                library: path,
+                call: "hsa_init".into(),
+                code: code.into(),
+                error,
+            },
+            None,
+        );
+    }
+    std::mem::forget(lib);
+    (Lib::Ready(HsaLib { library: path }), Some(api))
+}
+
+fn device(api: &HipApi, hsa: Option<&HsaApi>, ordinal: c_int, export: bool) -> HipDevice {
+    let mut errors = Vec::new();
+    let mut buf = [0u8; 64];
+    let bus_id = match unsafe {
+        (api.device_get_pci_bus_id)(buf.as_mut_ptr().cast(), buf.len() as c_int, ordinal)
+    } {
+        HIP_SUCCESS => buffer_text(&buf),
+        code => {
+            errors.push(format!("hipDeviceGetPCIBusId: {}", api.name(code)));
+            None
+        }
+    };
+    let mut dev: c_int = 0;
+    let mut name = None;
+    match unsafe { (api.device_get)(&mut dev, ordinal) } {
+        HIP_SUCCESS => {
+            let mut buf = [0u8; 256];
+            match unsafe { (api.device_get_name)(buf.as_mut_ptr().cast(), buf.len() as c_int, dev) }
+            {
+                HIP_SUCCESS => name = buffer_text(&buf),
+                code => errors.push(format!("hipDeviceGetName: {}", api.name(code))),
+            }
+        }
+        code => errors.push(format!("hipDeviceGet: {}", api.name(code))),
+    }
+    let export = match (export, hsa) {
+        (false, _) => Export::NotTried {
+            reason: "export probe not asked for".into(),
+        },
+        (true, None) => Export::NotTried {
+            reason: "libhsa-runtime64 is not usable (see hip.hsa)".into(),
+        },
+        (true, Some(hsa)) => export_probe(api, hsa, ordinal),
+    };
+    HipDevice {
+        ordinal,
+        bus_id,
+        name,
+        export,
+        errors,
+    }
+}
+
+fn export_probe(api: &HipApi, hsa: &HsaApi, ordinal: c_int) -> Export {
+    let hip_failed = |call: &str, code: HipError| Export::Failed {
+        call: call.into(),
+        error: api.name(code),
+    };
+    let code = unsafe { (api.set_device)(ordinal) };
+    if code != HIP_SUCCESS {
+        return hip_failed("hipSetDevice", code);
+    }
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    let bytes = PROBE_BYTES as usize;
+    let code = unsafe { (api.malloc)(&mut ptr, bytes) };
+    if code != HIP_SUCCESS {
+        return hip_failed("hipMalloc", code);
+    }
+    let mut fd: c_int = -1;
+    let mut offset: u64 = 0;
+    let code = unsafe { (hsa.export_dmabuf)(ptr, bytes, &mut fd, &mut offset) };
+    let outcome = if code != HSA_STATUS_SUCCESS {
+        Export::Failed {
+            call: "hsa_amd_portable_export_dmabuf".into(),
+            error: hsa.name(code),
+        }
+    } else if fd < 0 {
+        Export::Failed {
+            call: "hsa_amd_portable_export_dmabuf".into(),
+            error: format!("returned HSA_STATUS_SUCCESS but fd {fd}"),
+        }
+    } else {
+        let target = fd_target(fd);
+        // SAFETY: the fd came from the export above; HSA closes it.
+        unsafe { (hsa.close_dmabuf)(fd) };
+        Export::Exported {
+            bytes: PROBE_BYTES,
+            fd_target: target,
+        }
+    };
+    let code = unsafe { (api.free)(ptr) };
+    match outcome {
+        Export::Exported { .. } if code != HIP_SUCCESS => hip_failed("hipFree", code),
+        outcome => outcome,
+    }
+}

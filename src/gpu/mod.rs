@@ -1,0 +1,369 @@
+//! The GPU runtime: what NVML, CUDA and HIP say about the GPUs sysfs shows, on a live node.
+//!
+//! The vendor libraries are loaded in a child process (`gdrdoctor probe-gpu`), never in the
+//! process that writes the report: a GPU that fell off the bus can hang the driver for minutes,
+//! and a vendor library can crash or print to our stdout. The parent gives the child a
+//! deadline, reads its JSON, and a hang, a crash or garbage becomes a finding. The child also
+//! frees every context and buffer by exiting, so the node is left as it was found.
+
+pub mod model;
+
+use crate::parse::pci::Bdf;
+use model::{HIDING_ENV, Probe};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the inventory knows of the GPU runtime.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum Runtime {
+    /// The probe did not run.
+    Skipped { reason: SkipReason },
+    /// The probe ran; what the libraries said.
+    Probed(Box<Probe>),
+    /// The probe ran and gave no answer: it hung, crashed, or wrote something unreadable.
+    Failed { error: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkipReason {
+    /// A captured root: its GPUs are elsewhere.
+    Offline,
+    /// `--no-gpu-probe`, or a command that does not need it.
+    Disabled,
+    /// No NVIDIA or AMD GPU on the bus: nothing to ask.
+    NoGpu,
+}
+
+impl SkipReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SkipReason::Offline => "a captured root, whose GPUs are elsewhere",
+            SkipReason::Disabled => "--no-gpu-probe",
+            SkipReason::NoGpu => "no NVIDIA or AMD GPU on the PCI bus",
+        }
+    }
+}
+
+impl Runtime {
+    pub fn probe(&self) -> Option<&Probe> {
+        match self {
+            Runtime::Probed(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// What to ask the child for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ask {
+    pub nvml: bool,
+    pub cuda: bool,
+    pub hip: bool,
+    /// Allocate and export a dma-buf on every GPU (CUDA, HIP).
+    pub export: bool,
+}
+
+impl Ask {
+    /// Everything `gdrdoctor check` judges.
+    pub const FULL: Ask = Ask {
+        nvml: true,
+        cuda: true,
+        hip: true,
+        export: true,
+    };
+    /// What `gdrdoctor topo` shows: NVLinks, from NVML alone.
+    pub const NVML: Ask = Ask {
+        nvml: true,
+        cuda: false,
+        hip: false,
+        export: false,
+    };
+
+    pub fn args(self) -> Vec<&'static str> {
+        [
+            (self.nvml, "--nvml"),
+            (self.cuda, "--cuda"),
+            (self.hip, "--hip"),
+            (self.export, "--export"),
+        ]
+        .into_iter()
+        .filter_map(|(on, arg)| on.then_some(arg))
+        .collect()
+    }
+}
+
+/// How to run the probe: this binary, with a deadline.
+#[derive(Debug, Clone)]
+pub struct ProbeCommand {
+    pub exe: PathBuf,
+    pub timeout: Duration,
+    pub ask: Ask,
+}
+
+/// The child's side: load what was asked for, print the JSON, exit.
+pub fn child_main(ask: Ask) -> String {
+    // The three libraries are independent; ask them at the same time.
+    let probe = std::thread::scope(|s| {
+        let nvml = s.spawn(|| ask.nvml.then(crate::ffi::nvml::probe));
+        let hip = s.spawn(|| ask.hip.then(|| crate::ffi::hip::probe(ask.export)));
+        let cuda = ask.cuda.then(|| crate::ffi::cuda::probe(ask.export));
+        Probe {
+            nvml: nvml.join().unwrap_or(None),
+            cuda,
+            hip: hip.join().unwrap_or(None),
+            cleared_env: Vec::new(),
+        }
+    });
+    serde_json::to_string(&probe).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// The parent's side: run the child, wait at most `timeout`, and read its answer.
+pub fn run(cmd: &ProbeCommand) -> Runtime {
+    let cleared: Vec<String> = HIDING_ENV
+        .iter()
+        .filter_map(|name| {
+            std::env::var_os(name).map(|v| format!("{name}={}", v.to_string_lossy()))
+        })
+        .collect();
+    let mut command = Command::new(&cmd.exe);
+    command
+        .arg("probe-gpu")
+        .args(cmd.ask.args())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for name in HIDING_ENV {
+        command.env_remove(name);
+    }
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Runtime::Failed {
+                error: format!("cannot start {} probe-gpu: {e}", cmd.exe.display()),
+            };
+        }
+    };
+    // Read both pipes on threads, so that a chatty library cannot fill a pipe and stall.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Some(mut pipe) = pipe {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.by_ref().take(16 << 20).read_to_end(&mut buf);
+                let _ = tx.send(buf);
+            });
+        }
+        rx
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + cmd.timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) => {
+                let _ = child.kill();
+                return Runtime::Failed {
+                    error: format!(
+                        "the GPU probe did not finish within {} s (a GPU that hangs the driver: look for Xid errors in `dmesg`); it was killed",
+                        cmd.timeout.as_secs_f64()
+                    ),
+                };
+            }
+            Err(e) => {
+                return Runtime::Failed {
+                    error: format!("cannot wait for the GPU probe: {e}"),
+                };
+            }
+        }
+    };
+    let grace = Duration::from_millis(500);
+    let out = stdout.recv_timeout(grace).unwrap_or_default();
+    let err = stderr.recv_timeout(grace).unwrap_or_default();
+    let err_tail = tail(&String::from_utf8_lossy(&err));
+    if !status.success() {
+        use std::os::unix::process::ExitStatusExt;
+        let how = match status.signal() {
+            Some(sig) => format!("was killed by signal {sig}{}", signal_name(sig)),
+            None => format!("exited with status {}", status.code().unwrap_or(-1)),
+        };
+        return Runtime::Failed {
+            error: format!("the GPU probe {how} (a GPU library crashed){err_tail}"),
+        };
+    }
+    // A library may print to stdout; the JSON is the last line.
+    let text = String::from_utf8_lossy(&out);
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    match serde_json::from_str::<Probe>(last) {
+        Ok(mut probe) => {
+            probe.cleared_env = cleared;
+            Runtime::Probed(Box::new(probe))
+        }
+        Err(e) => Runtime::Failed {
+            error: format!("the GPU probe's answer is unreadable ({e}){err_tail}"),
+        },
+    }
+}
+
+fn tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let start = lines.len().saturating_sub(3);
+    format!(
+        "; it said: {}",
+        crate::parse::shown(&lines[start..].join(" | "))
+    )
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => " (SIGSEGV)",
+        libc::SIGABRT => " (SIGABRT)",
+        libc::SIGBUS => " (SIGBUS)",
+        libc::SIGKILL => " (SIGKILL)",
+        libc::SIGILL => " (SIGILL)",
+        _ => "",
+    }
+}
+
+/// NVML and CUDA bus ids (`00000000:3B:00.0`, `0000:3B:00.0`) as sysfs addresses.
+pub fn bdf(bus_id: Option<&String>) -> Option<Bdf> {
+    bus_id.and_then(|s| Bdf::parse(s.trim()))
+}
+
+/// NVLink counts between GPU pairs, as `nvidia-smi topo -m` shows them (`NV18`): links from one
+/// GPU straight to the other, or, through NVSwitches, the smaller of the two GPUs' switch links
+/// (every switch-attached GPU reaches every other across the switch fabric).
+pub fn nvlinks(probe: &Probe) -> BTreeMap<(Bdf, Bdf), u32> {
+    let mut out = BTreeMap::new();
+    let Some(nvml) = probe.nvml.as_ref().and_then(|l| l.ready()) else {
+        return out;
+    };
+    let gpus: Vec<(Bdf, &model::NvmlDevice)> = nvml
+        .devices
+        .iter()
+        .filter_map(|d| bdf(d.bus_id.as_ref()).map(|b| (b, d)))
+        .collect();
+    for (a, da) in &gpus {
+        let switch_a = da
+            .nvlinks
+            .iter()
+            .filter(|l| l.remote_type == "switch")
+            .count() as u32;
+        for (b, db) in &gpus {
+            if a == b {
+                continue;
+            }
+            let direct = da
+                .nvlinks
+                .iter()
+                .filter(|l| l.remote_type != "switch" && bdf(l.remote_bus_id.as_ref()) == Some(*b))
+                .count() as u32;
+            let switch_b = db
+                .nvlinks
+                .iter()
+                .filter(|l| l.remote_type == "switch")
+                .count() as u32;
+            let n = direct + switch_a.min(switch_b);
+            if n > 0 {
+                out.insert((*a, *b), n);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::*;
+
+    fn dev(bus: &str, links: &[(&str, &str)]) -> NvmlDevice {
+        NvmlDevice {
+            index: 0,
+            bus_id: Some(bus.into()),
+            name: None,
+            bar1_total: None,
+            bar1_used: None,
+            nvlinks: links
+                .iter()
+                .enumerate()
+                .map(|(i, (t, r))| NvLink {
+                    link: i as u32,
+                    remote_type: (*t).into(),
+                    remote_bus_id: Some((*r).into()),
+                })
+                .collect(),
+            errors: vec![],
+        }
+    }
+
+    fn probe(devices: Vec<NvmlDevice>) -> Probe {
+        Probe {
+            nvml: Some(Lib::Ready(Nvml {
+                library: "x".into(),
+                driver_version: None,
+                cuda_driver_version: None,
+                devices,
+                errors: vec![],
+            })),
+            ..Probe::default()
+        }
+    }
+
+    #[test]
+    fn direct_links_count_per_pair() {
+        let a = "00000000:3B:00.0";
+        let b = "00000000:5E:00.0";
+        let p = probe(vec![
+            dev(a, &[("gpu", b), ("gpu", b), ("gpu", b)]),
+            dev(b, &[("gpu", a), ("gpu", a), ("gpu", a)]),
+        ]);
+        let m = nvlinks(&p);
+        let (ba, bb) = (Bdf::parse(a).unwrap(), Bdf::parse(b).unwrap());
+        assert_eq!(m.get(&(ba, bb)), Some(&3));
+        assert_eq!(m.get(&(bb, ba)), Some(&3));
+        assert_eq!(ba.to_string(), "0000:3b:00.0");
+    }
+
+    #[test]
+    fn switch_links_are_shared_across_the_fabric() {
+        let sw = "00000000:05:00.0";
+        let links18: Vec<(&str, &str)> = (0..18).map(|_| ("switch", sw)).collect();
+        let links12: Vec<(&str, &str)> = (0..12).map(|_| ("switch", sw)).collect();
+        let p = probe(vec![
+            dev("00000000:18:00.0", &links18),
+            dev("00000000:2A:00.0", &links18),
+            dev("00000000:3A:00.0", &links12),
+            dev("00000000:4A:00.0", &[]),
+        ]);
+        let m = nvlinks(&p);
+        let b = |s: &str| Bdf::parse(s).unwrap();
+        assert_eq!(m.get(&(b("0000:18:00.0"), b("0000:2a:00.0"))), Some(&18));
+        assert_eq!(m.get(&(b("0000:18:00.0"), b("0000:3a:00.0"))), Some(&12));
+        assert_eq!(m.get(&(b("0000:18:00.0"), b("0000:4a:00.0"))), None);
+    }
+}

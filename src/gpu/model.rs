@@ -1,0 +1,165 @@
+//! What the GPU vendors' own libraries said about the GPUs, as plain data. The probe child
+//! writes it as JSON, the parent reads it back, and the report shows it: every field here is
+//! documented in docs/report-json.md (`inventory.gpu_runtime`).
+
+use serde::{Deserialize, Serialize};
+
+/// One run of the probe. A library the probe was not asked to load is `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Probe {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvml: Option<Lib<Nvml>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<Lib<Cuda>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hip: Option<Lib<Hip>>,
+    /// `NAME=value` of variables that hide GPUs from CUDA or ROCm (`CUDA_VISIBLE_DEVICES`...):
+    /// set in gdrdoctor's environment, removed from the probe's so that it sees every GPU.
+    #[serde(default)]
+    pub cleared_env: Vec<String>,
+}
+
+/// A library the probe loaded, or why it could not use it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum Lib<T> {
+    /// Loaded and initialised; what it said.
+    Ready(T),
+    /// No file by any of these names could be loaded; `message` is the loader's last word.
+    NotFound { tried: Vec<String>, message: String },
+    /// Loaded, but a function gdrdoctor needs is not exported: an older library.
+    MissingSymbol { library: String, symbol: String },
+    /// A call failed before any GPU could be asked anything (`cuInit`, `nvmlInit_v2`).
+    Failed {
+        library: String,
+        call: String,
+        code: i64,
+        /// The library's name for the code: `CUDA_ERROR_NO_DEVICE`, `NVML_ERROR_DRIVER_NOT_LOADED`.
+        error: String,
+    },
+}
+
+impl<T> Lib<T> {
+    pub fn ready(&self) -> Option<&T> {
+        match self {
+            Lib::Ready(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// NVML (libnvidia-ml.so.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Nvml {
+    /// The file the loader mapped (from /proc/self/maps), else the name asked for.
+    pub library: String,
+    pub driver_version: Option<String>,
+    /// `12080` for CUDA 12.8: the newest CUDA the driver supports.
+    pub cuda_driver_version: Option<i32>,
+    pub devices: Vec<NvmlDevice>,
+    /// Calls that failed for the whole library (`nvmlDeviceGetCount_v2`...).
+    #[serde(default)]
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NvmlDevice {
+    pub index: u32,
+    /// As NVML gives it: `00000000:3B:00.0`; null when the handle could not be had.
+    pub bus_id: Option<String>,
+    pub name: Option<String>,
+    pub bar1_total: Option<u64>,
+    pub bar1_used: Option<u64>,
+    /// Active NVLinks: one entry per link.
+    #[serde(default)]
+    pub nvlinks: Vec<NvLink>,
+    /// What failed for this device (`nvmlDeviceGetHandleByIndex_v2: NVML_ERROR_GPU_IS_LOST`).
+    #[serde(default)]
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NvLink {
+    pub link: u32,
+    /// `gpu`, `switch`, `ibmnpu` or `unknown`.
+    pub remote_type: String,
+    pub remote_bus_id: Option<String>,
+}
+
+/// The CUDA driver API (libcuda.so.1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cuda {
+    pub library: String,
+    /// `cuDriverGetVersion`: `12080` for 12.8.
+    pub driver_version: i32,
+    /// `cuMemGetHandleForAddressRange` is exported (CUDA 11.7+): the dma-buf export call.
+    pub dmabuf_export_symbol: bool,
+    pub devices: Vec<CudaDevice>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CudaDevice {
+    pub ordinal: i32,
+    /// `0000:3B:00.0`, as `cuDeviceGetPCIBusId` gives it.
+    pub bus_id: Option<String>,
+    pub name: Option<String>,
+    /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED` (116).
+    pub gdr_supported: Option<bool>,
+    /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED` (124).
+    pub dmabuf_supported: Option<bool>,
+    pub export: Export,
+    #[serde(default)]
+    pub errors: Vec<String>,
+}
+
+/// The dma-buf export probe on one GPU: allocate, export, close, free.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "kebab-case")]
+pub enum Export {
+    /// A dma-buf fd came back for `bytes` of device memory; `fd_target` is what the fd is
+    /// (`anon_inode:dmabuf`, or `/dmabuf:` on newer kernels).
+    Exported { bytes: u64, fd_target: String },
+    /// The step that failed (`cuMemAlloc_v2`, `cuMemGetHandleForAddressRange`...) and its error.
+    Failed { call: String, error: String },
+    /// Not attempted: the reason (the driver says it cannot, a symbol is missing).
+    NotTried { reason: String },
+}
+
+/// HIP (libamdhip64) for the devices, HSA (libhsa-runtime64) for the dma-buf export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hip {
+    pub library: String,
+    /// `hipDriverGetVersion`.
+    pub driver_version: Option<i32>,
+    /// libhsa-runtime64, which exports `hsa_amd_portable_export_dmabuf`; `Ready` holds its path.
+    pub hsa: Lib<HsaLib>,
+    pub devices: Vec<HipDevice>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HsaLib {
+    pub library: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HipDevice {
+    pub ordinal: i32,
+    /// `0000:c1:00.0`, as `hipDeviceGetPCIBusId` gives it.
+    pub bus_id: Option<String>,
+    pub name: Option<String>,
+    pub export: Export,
+    #[serde(default)]
+    pub errors: Vec<String>,
+}
+
+/// Variables that hide GPUs from CUDA and ROCm; the probe removes them.
+pub const HIDING_ENV: &[&str] = &[
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+];
+
+/// The buffer each export probe allocates: one 2 MiB page, the granularity both vendors align
+/// device allocations to, so the exported range is page-aligned as the export calls require.
+pub const PROBE_BYTES: u64 = 2 << 20;

@@ -1,0 +1,769 @@
+//! The GPU runtime probe (issue 5) on a machine without GPUs: every absent-library and
+//! absent-symbol path, through the real binary and its probe child, with stand-in libraries
+//! built from tests/stubs/*.c; the probe's failure modes (hang, crash, garbage); and the real
+//! answers NVML and CUDA gave on the GPU machines (tests/data/gpu-runtime-*.json), judged
+//! against the real H200 capture they came from.
+#![allow(clippy::disallowed_methods)] // tests read the repository, not a node
+
+mod common;
+use common::*;
+use gdrdoctor::gpu::model::{Export, Lib, Probe};
+use gdrdoctor::gpu::{Ask, ProbeCommand, Runtime};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Builds one stand-in library: `tests/stubs/<src>.c` with `-DOMIT_<symbol>` for each omitted
+/// symbol. Cached per variant for the whole test binary.
+fn stub(src: &str, omit: &[&str]) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
+    let name = format!(
+        "lib{src}{}.so",
+        omit.iter().map(|o| format!("-no-{o}")).collect::<String>()
+    );
+    let out = dir.path().join(&name);
+    if !out.exists() {
+        let mut cc = std::process::Command::new("cc");
+        cc.args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
+            .arg(&out)
+            .arg(crate_dir().join(format!("tests/stubs/{src}.c")));
+        for o in omit {
+            cc.arg(format!("-DOMIT_{o}"));
+        }
+        let status = cc
+            .status()
+            .expect("cc (the C compiler) is needed for these tests");
+        assert!(status.success(), "building {name} failed");
+    }
+    out
+}
+
+const MISSING: &str = "/nonexistent/gdrdoctor-test/lib.so";
+
+/// The environment for a run: every library pointed somewhere (a stub, or nowhere), so that a
+/// machine that happens to have real GPU libraries gives the same answers.
+struct Libs {
+    nvml: PathBuf,
+    cuda: PathBuf,
+    hip: PathBuf,
+    hsa: PathBuf,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Libs {
+    fn none() -> Libs {
+        Libs {
+            nvml: MISSING.into(),
+            cuda: MISSING.into(),
+            hip: MISSING.into(),
+            hsa: MISSING.into(),
+            env: Vec::new(),
+        }
+    }
+    fn nvidia() -> Libs {
+        Libs {
+            nvml: stub("nvml", &[]),
+            cuda: stub("cuda", &[]),
+            ..Libs::none()
+        }
+    }
+    fn amd() -> Libs {
+        Libs {
+            hip: stub("hip", &[]),
+            hsa: stub("hsa", &[]),
+            ..Libs::none()
+        }
+    }
+    fn set(mut self, k: &'static str, v: &str) -> Libs {
+        self.env.push((k, v.into()));
+        self
+    }
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
+        c.args(args)
+            .current_dir(crate_dir())
+            .env("NO_COLOR", "1")
+            .env("GDRDOCTOR_LIBNVML", &self.nvml)
+            .env("GDRDOCTOR_LIBCUDA", &self.cuda)
+            .env("GDRDOCTOR_LIBHIP", &self.hip)
+            .env("GDRDOCTOR_LIBHSA", &self.hsa);
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+    /// `gdrdoctor probe-gpu` with everything asked: the child's own answer.
+    fn probe(&self) -> Probe {
+        let out = self
+            .command(&["probe-gpu", "--nvml", "--cuda", "--hip", "--export"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+    /// `gdrdoctor --root FIXTURE check --gpu-probe --format json`: a fixture's GPUs, with the
+    /// probe run against these libraries.
+    fn check(&self, fixture: &str) -> Value {
+        let out = self
+            .command(&[
+                "--root",
+                &format!("fixtures/{fixture}"),
+                "check",
+                "--gpu-probe",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        code(&out);
+        json(&out)
+    }
+}
+
+fn check<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+/// `(code, status, subject)` of every finding of a check.
+fn findings(report: &Value, id: &str) -> Vec<(String, String, String)> {
+    check(report, id)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["status"].as_str().unwrap().to_owned(),
+                f["subject"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn has(report: &Value, id: &str, code: &str, status: &str) -> bool {
+    findings(report, id)
+        .iter()
+        .any(|(c, s, _)| c == code && s == status)
+}
+
+fn message(report: &Value, id: &str, code: &str) -> String {
+    check(report, id)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == code)
+        .map(|f| f["message"].as_str().unwrap().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+// -- the probe child alone ------------------------------------------------------------------
+
+#[test]
+fn no_library_at_all() {
+    let p = Libs::none().probe();
+    for lib in [
+        p.nvml.as_ref().map(|l| matches!(l, Lib::NotFound { .. })),
+        p.cuda.as_ref().map(|l| matches!(l, Lib::NotFound { .. })),
+        p.hip.as_ref().map(|l| matches!(l, Lib::NotFound { .. })),
+    ] {
+        assert_eq!(lib, Some(true), "{p:?}");
+    }
+    let Some(Lib::NotFound { tried, message }) = &p.cuda else {
+        unreachable!()
+    };
+    assert_eq!(tried, &[MISSING.to_owned()]);
+    assert!(message.contains("No such file"), "{message}");
+}
+
+#[test]
+fn healthy_stand_ins_answer_everything() {
+    let p = Libs::nvidia().set("FAKE_NVML_LINKS", "18").probe();
+    let nvml = p.nvml.as_ref().and_then(|l| l.ready()).expect("NVML ready");
+    assert_eq!(nvml.driver_version.as_deref(), Some("580.159.04"));
+    assert_eq!(nvml.devices.len(), 2);
+    assert_eq!(nvml.devices[0].bus_id.as_deref(), Some("00000000:00:06.0"));
+    assert_eq!(nvml.devices[0].bar1_total, Some(256 << 30));
+    assert_eq!(nvml.devices[0].nvlinks.len(), 18);
+    assert_eq!(nvml.devices[0].nvlinks[0].remote_type, "gpu");
+    let cuda = p.cuda.as_ref().and_then(|l| l.ready()).expect("CUDA ready");
+    assert_eq!(cuda.driver_version, 12080);
+    assert!(cuda.dmabuf_export_symbol);
+    for d in &cuda.devices {
+        assert_eq!(
+            (d.gdr_supported, d.dmabuf_supported),
+            (Some(true), Some(true))
+        );
+        match &d.export {
+            // The stand-in exports a memfd: the fd was real, and was read back before closing.
+            Export::Exported { bytes, fd_target } => {
+                assert_eq!(*bytes, 2 << 20);
+                assert!(fd_target.contains("fake-dmabuf"), "{fd_target}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let hip = Libs::amd().probe().hip.unwrap();
+    let hip = hip.ready().expect("HIP ready");
+    assert_eq!(hip.devices.len(), 4);
+    assert!(hip.hsa.ready().is_some());
+    assert!(
+        hip.devices
+            .iter()
+            .all(|d| matches!(d.export, Export::Exported { .. }))
+    );
+}
+
+#[test]
+fn missing_symbols_name_the_symbol() {
+    let p = Libs {
+        nvml: stub("nvml", &["nvmlInit_v2"]),
+        cuda: stub("cuda", &["cuMemAlloc_v2"]),
+        hip: stub("hip", &["hipMalloc"]),
+        hsa: MISSING.into(),
+        env: vec![],
+    }
+    .probe();
+    assert!(
+        matches!(&p.nvml, Some(Lib::MissingSymbol { symbol, .. }) if symbol == "nvmlInit_v2"),
+        "{:?}",
+        p.nvml
+    );
+    assert!(
+        matches!(&p.cuda, Some(Lib::MissingSymbol { symbol, .. }) if symbol == "cuMemAlloc_v2"),
+        "{:?}",
+        p.cuda
+    );
+    assert!(
+        matches!(&p.hip, Some(Lib::MissingSymbol { symbol, .. }) if symbol == "hipMalloc"),
+        "{:?}",
+        p.hip
+    );
+    // Optional symbols: a CUDA without the dma-buf export call still answers, and says why it
+    // did not export; an NVML without BAR1 info still lists its GPUs.
+    let p = Libs {
+        nvml: stub("nvml", &["nvmlDeviceGetBAR1MemoryInfo"]),
+        cuda: stub("cuda", &["cuMemGetHandleForAddressRange"]),
+        hip: stub("hip", &[]),
+        hsa: stub("hsa", &["hsa_amd_portable_export_dmabuf"]),
+        env: vec![],
+    }
+    .probe();
+    let nvml = p.nvml.as_ref().and_then(|l| l.ready()).unwrap();
+    assert_eq!(nvml.devices[0].bar1_total, None);
+    assert!(
+        nvml.devices[0].errors[0].contains("nvmlDeviceGetBAR1MemoryInfo"),
+        "{:?}",
+        nvml.devices[0].errors
+    );
+    let cuda = p.cuda.as_ref().and_then(|l| l.ready()).unwrap();
+    assert!(!cuda.dmabuf_export_symbol);
+    assert!(
+        matches!(&cuda.devices[0].export, Export::NotTried { reason } if reason.contains("11.7"))
+    );
+    let hip = p.hip.as_ref().and_then(|l| l.ready()).unwrap();
+    assert!(
+        matches!(&hip.hsa, Lib::MissingSymbol { symbol, .. } if symbol == "hsa_amd_portable_export_dmabuf")
+    );
+    assert!(matches!(&hip.devices[0].export, Export::NotTried { .. }));
+}
+
+#[test]
+fn init_failures_keep_the_library_s_words() {
+    let p = Libs::nvidia()
+        .set("FAKE_NVML_INIT", "9")
+        .set("FAKE_CUDA_INIT", "100")
+        .probe();
+    assert!(
+        matches!(&p.nvml, Some(Lib::Failed { error, .. }) if error == "NVML_ERROR_DRIVER_NOT_LOADED"),
+        "{:?}",
+        p.nvml
+    );
+    assert!(
+        matches!(&p.cuda, Some(Lib::Failed { call, code: 100, error, .. }) if call == "cuInit" && error == "CUDA_ERROR_NO_DEVICE"),
+        "{:?}",
+        p.cuda
+    );
+}
+
+#[test]
+fn gpu_hiding_variables_are_cleared_and_reported() {
+    // A Slurm prolog may run with CUDA_VISIBLE_DEVICES set; the probe must see every GPU.
+    let r = Libs::nvidia()
+        .set("CUDA_VISIBLE_DEVICES", "0")
+        .check("h200x2-vm");
+    assert_eq!(
+        r["inventory"]["gpu_runtime"]["cleared_env"],
+        serde_json::json!(["CUDA_VISIBLE_DEVICES=0"])
+    );
+    let evidence = check(&r, "gpu")["findings"][0]["evidence"].to_string();
+    assert!(
+        evidence.contains("CUDA_VISIBLE_DEVICES=0 (removed for the probe"),
+        "{evidence}"
+    );
+}
+
+// -- the probe's failure modes -------------------------------------------------------------
+
+fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fake-probe");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, path)
+}
+
+fn run_fake(exe: &Path, timeout: Duration) -> Runtime {
+    gdrdoctor::gpu::run(&ProbeCommand {
+        exe: exe.to_owned(),
+        timeout,
+        ask: Ask::FULL,
+    })
+}
+
+#[test]
+fn a_hung_probe_is_killed_at_its_deadline() {
+    let (_d, exe) = script("sleep 30");
+    let start = std::time::Instant::now();
+    let r = run_fake(&exe, Duration::from_millis(300));
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    let Runtime::Failed { error } = r else {
+        panic!("{r:?}")
+    };
+    assert!(error.contains("did not finish within 0.3 s"), "{error}");
+    assert!(error.contains("Xid"), "{error}");
+}
+
+#[test]
+fn a_crashed_probe_says_how_it_died() {
+    let (_d, exe) = script("echo 'cuda: something went wrong' >&2; kill -SEGV $$");
+    let Runtime::Failed { error } = run_fake(&exe, Duration::from_secs(10)) else {
+        panic!()
+    };
+    assert!(error.contains("signal 11 (SIGSEGV)"), "{error}");
+    assert!(error.contains("something went wrong"), "{error}");
+    let (_d, exe) = script("exit 3");
+    let Runtime::Failed { error } = run_fake(&exe, Duration::from_secs(10)) else {
+        panic!()
+    };
+    assert!(error.contains("exited with status 3"), "{error}");
+}
+
+#[test]
+fn a_probe_answering_garbage_is_not_believed() {
+    let (_d, exe) = script("echo 'not json'");
+    let Runtime::Failed { error } = run_fake(&exe, Duration::from_secs(10)) else {
+        panic!()
+    };
+    assert!(error.contains("unreadable"), "{error}");
+    // A library printing to stdout before the answer does not spoil it.
+    let (_d, exe) = script("echo 'banner from a library'; echo '{\"cleared_env\":[]}'");
+    assert!(matches!(
+        run_fake(&exe, Duration::from_secs(10)),
+        Runtime::Probed(_)
+    ));
+    let Runtime::Failed { error } =
+        run_fake(Path::new("/nonexistent/gdrdoctor"), Duration::from_secs(10))
+    else {
+        panic!()
+    };
+    assert!(error.contains("cannot start"), "{error}");
+}
+
+// -- findings, end to end: a fixture's GPUs, probed with stand-ins -------------------------
+
+#[test]
+fn missing_nvidia_libraries_are_failures_with_fixes() {
+    let r = Libs::none().check("h200x2-vm");
+    assert_eq!(check(&r, "gpu")["status"], "fail");
+    let f = findings(&r, "gpu");
+    assert!(
+        f.contains(&(
+            "nvidia-library-missing".into(),
+            "fail".into(),
+            MISSING.into()
+        )),
+        "{f:?}"
+    );
+    assert_eq!(
+        f.iter().filter(|x| x.0 == "nvidia-library-missing").count(),
+        2,
+        "NVML and CUDA"
+    );
+    let fix = &check(&r, "gpu")["findings"][0]["fix"];
+    assert!(fix.to_string().contains("libnvidia-compute-580"), "{fix}");
+    // The DMA-BUF path is still inferred from driver and kernel, and says it is unverified.
+    let m = message(&r, "peer-memory", "gdr-path-dmabuf");
+    assert!(m.contains("inferred, not verified"), "{m}");
+    assert_eq!(r["verdict"]["ready"], false);
+}
+
+#[test]
+fn healthy_nvidia_stand_ins_pass_and_verify_dmabuf() {
+    let r = Libs::nvidia().check("h200x2-vm");
+    let f = findings(&r, "gpu");
+    assert_eq!(
+        f.iter()
+            .filter(|x| x.0 == "gpu-ready" && x.1 == "pass")
+            .count(),
+        2,
+        "{f:?}"
+    );
+    let m = message(&r, "peer-memory", "gdr-path-dmabuf");
+    assert!(
+        m.contains("verified: each of the 2 GPUs exported a dma-buf"),
+        "{m}"
+    );
+    assert!(!m.contains("not verified"), "{m}");
+}
+
+#[test]
+fn driver_state_failures() {
+    let r = Libs::nvidia().set("FAKE_NVML_INIT", "9").check("h200x2-vm");
+    assert!(
+        has(&r, "gpu", "nvidia-driver-not-loaded", "fail"),
+        "{:?}",
+        findings(&r, "gpu")
+    );
+    // NVML_ERROR_LIB_RM_VERSION_MISMATCH (18): upgraded without a reboot.
+    let r = Libs::nvidia()
+        .set("FAKE_NVML_INIT", "18")
+        .check("h200x2-vm");
+    assert!(
+        has(&r, "gpu", "nvidia-driver-mismatch", "fail"),
+        "{:?}",
+        findings(&r, "gpu")
+    );
+    let r = Libs::nvidia()
+        .set("FAKE_CUDA_INIT", "803")
+        .check("h200x2-vm");
+    assert!(
+        has(&r, "gpu", "nvidia-driver-mismatch", "fail"),
+        "{:?}",
+        findings(&r, "gpu")
+    );
+    // cuInit failing with nvidia_uvm loaded (as in the capture): device access is the suspect.
+    let r = Libs::nvidia()
+        .set("FAKE_CUDA_INIT", "999")
+        .check("h200x2-vm");
+    assert!(
+        has(&r, "gpu", "gpu-runtime-error", "fail"),
+        "{:?}",
+        findings(&r, "gpu")
+    );
+    assert!(message(&r, "gpu", "gpu-runtime-error").contains("/dev/nvidia"));
+    // The same on a copy of the capture without nvidia_uvm: the fix loads it.
+    let copy = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(crate_dir().join("fixtures/h200x2-vm"))
+        .arg(copy.path().join("node"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let node = copy.path().join("node");
+    let modules = std::fs::read_to_string(node.join("proc/modules")).unwrap();
+    let kept: String = modules
+        .lines()
+        .filter(|l| !l.starts_with("nvidia_uvm "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(node.join("proc/modules"), kept).unwrap();
+    std::fs::remove_dir_all(node.join("sys/module/nvidia_uvm")).unwrap();
+    let out = Libs::nvidia()
+        .set("FAKE_CUDA_INIT", "999")
+        .command(&[
+            "--root",
+            node.to_str().unwrap(),
+            "check",
+            "--gpu-probe",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let r = json(&out);
+    let m = message(&r, "gpu", "gpu-runtime-error");
+    assert!(m.contains("nvidia_uvm is not loaded"), "{m}");
+    let fix = check(&r, "gpu")["findings"][0]["fix"].to_string();
+    assert!(fix.contains("modprobe nvidia-uvm"), "{fix}");
+}
+
+#[test]
+fn library_symbols_missing_are_failures() {
+    let r = Libs {
+        cuda: stub("cuda", &["cuInit"]),
+        ..Libs::nvidia()
+    }
+    .check("h200x2-vm");
+    assert!(
+        has(&r, "gpu", "nvidia-library-too-old", "fail"),
+        "{:?}",
+        findings(&r, "gpu")
+    );
+    assert!(message(&r, "gpu", "nvidia-library-too-old").contains("cuInit"));
+    // Without the export call, DMA-BUF is not available for these GPUs: no GDR path at all on
+    // this node (no peermem either).
+    let r = Libs {
+        cuda: stub("cuda", &["cuMemGetHandleForAddressRange"]),
+        ..Libs::nvidia()
+    }
+    .check("h200x2-vm");
+    assert_eq!(check(&r, "peer-memory")["status"], "fail");
+    let m = message(&r, "peer-memory", "peermem-not-loaded");
+    assert!(m.contains("older than 11.7"), "{m}");
+}
+
+#[test]
+fn a_gpu_the_driver_lost_is_a_failure() {
+    // NVML cannot get a handle for index 1 (GPU_IS_LOST) and CUDA lists one GPU.
+    let r = Libs::nvidia()
+        .set("FAKE_NVML_LOST", "1")
+        .set("FAKE_CUDA_COUNT", "1")
+        .check("h200x2-vm");
+    let f = findings(&r, "gpu");
+    assert!(
+        f.contains(&(
+            "gpu-not-seen-by-driver".into(),
+            "fail".into(),
+            "GPU 0000:00:07.0 (NVIDIA H200)".into()
+        )),
+        "{f:?}"
+    );
+    assert!(f.contains(&(
+        "gpu-ready".into(),
+        "pass".into(),
+        "GPU 0000:00:06.0 (NVIDIA H200)".into()
+    )));
+    let m = message(&r, "gpu", "gpu-not-seen-by-driver");
+    assert!(m.contains("NVML_ERROR_GPU_IS_LOST"), "{m}");
+    // The lost GPU cannot export either, so the DMA-BUF path is not there for it.
+    assert!(message(&r, "peer-memory", "peermem-not-loaded").contains("0000:00:07.0"));
+}
+
+#[test]
+fn gdr_unsupported_and_export_failures() {
+    let r = Libs::nvidia().set("FAKE_CUDA_GDR", "0").check("h200x2-vm");
+    assert!(
+        has(&r, "gpu", "gpu-gdr-unsupported", "fail"),
+        "{:?}",
+        findings(&r, "gpu")
+    );
+    let r = Libs::nvidia()
+        .set("FAKE_CUDA_EXPORT", "801")
+        .check("h200x2-vm");
+    let m = message(&r, "peer-memory", "peermem-not-loaded");
+    assert!(
+        m.contains("cuMemGetHandleForAddressRange failed with CUDA_ERROR_NOT_SUPPORTED"),
+        "{m}"
+    );
+    // BAR1 from NVML only counts when sysfs has none; here sysfs says 256 GiB.
+    let r = Libs::nvidia()
+        .set("FAKE_NVML_BAR1_MIB", "256")
+        .check("h200x2-vm");
+    assert_eq!(check(&r, "gpu")["status"], "pass");
+}
+
+#[test]
+fn amd_paths() {
+    let r = Libs::amd().check("amd-mi300x-roce");
+    assert_eq!(
+        findings(&r, "gpu")
+            .iter()
+            .filter(|x| x.0 == "gpu-ready")
+            .count(),
+        4,
+        "{:?}",
+        findings(&r, "gpu")
+    );
+    assert!(message(&r, "peer-memory", "gdr-path-dmabuf").contains("verified: 4 GPU(s) exported"));
+    // No ROCm on the host: a warning (containers bring their own), and nothing verified.
+    let r = Libs::none().check("amd-mi300x-roce");
+    assert!(
+        has(&r, "gpu", "rocm-library-missing", "warn"),
+        "{:?}",
+        findings(&r, "gpu")
+    );
+    assert!(message(&r, "peer-memory", "gdr-path-dmabuf").contains("not verified"));
+    // HSA without the export call.
+    let r = Libs {
+        hsa: stub("hsa", &["hsa_amd_portable_export_dmabuf"]),
+        ..Libs::amd()
+    }
+    .check("amd-mi300x-roce");
+    assert!(message(&r, "gpu", "rocm-library-missing").contains("hsa_amd_portable_export_dmabuf"));
+    // hipInit failing with GPUs on the bus.
+    let r = Libs::amd()
+        .set("FAKE_HIP_INIT", "100")
+        .check("amd-mi300x-roce");
+    assert!(has(&r, "gpu", "gpu-runtime-error", "fail"));
+    assert!(message(&r, "gpu", "gpu-runtime-error").contains("hipErrorNoDevice"));
+    // HIP lists 3 of the 4.
+    let r = Libs::amd()
+        .set("FAKE_HIP_COUNT", "3")
+        .check("amd-mi300x-roce");
+    assert!(has(&r, "gpu", "gpu-not-seen-by-driver", "fail"));
+    // HSA export failing: the DMA-BUF path is not verified, it is refuted.
+    let r = Libs::amd()
+        .set("FAKE_HSA_EXPORT", "4097")
+        .check("amd-mi300x-roce");
+    assert_eq!(check(&r, "peer-memory")["status"], "fail");
+}
+
+#[test]
+fn no_gpu_probe_and_offline_skip_with_a_reason() {
+    let off = json(&gdrdoctor(&[
+        "--root",
+        "fixtures/h200x2-vm",
+        "check",
+        "--format",
+        "json",
+    ]));
+    assert!(message(&off, "gpu", "gpu-probe-skipped").contains("a captured root"));
+    assert_eq!(off["inventory"]["gpu_runtime"]["reason"], "offline");
+    let out = gdrdoctor(&["check", "--no-gpu-probe", "--gpu-probe"]);
+    assert_eq!(code(&out), 2, "the two flags conflict");
+}
+
+// -- what the real GPU machines answered -----------------------------------------------------
+
+fn real_runtime(machine: &str) -> Runtime {
+    let text =
+        std::fs::read_to_string(crate_dir().join(format!("tests/data/gpu-runtime-{machine}.json")))
+            .unwrap();
+    Runtime::Probed(Box::new(serde_json::from_str(&text).unwrap()))
+}
+
+/// The H200 pair's probe output (tests/gpu-machine/results/h200x2) judged against the capture
+/// of that same VM: both GPUs ready, DMA-BUF verified, and NVLink NV18 both ways, as
+/// `nvidia-smi topo -m` showed it there.
+#[test]
+fn real_h200_pair_answers() {
+    let root = gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/h200x2-vm")).unwrap();
+    let config = gdrdoctor::config::Config::default();
+    let mut inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
+    inv.gpu_runtime = real_runtime("h200x2");
+    let results = gdrdoctor::checks::run(&inv, &config, &Default::default());
+    let gpu = results.iter().find(|c| c.id == "gpu").unwrap();
+    assert_eq!(gpu.status, gdrdoctor::model::Status::Pass);
+    assert_eq!(
+        gpu.findings
+            .iter()
+            .filter(|f| f.code == "gpu-ready")
+            .count(),
+        2
+    );
+    assert!(
+        gpu.findings[0]
+            .message
+            .contains("NVML device 0; GPUDirect RDMA supported (CUDA)"),
+        "{}",
+        gpu.findings[0].message
+    );
+    let pm = results.iter().find(|c| c.id == "peer-memory").unwrap();
+    assert!(
+        pm.findings[0].message.contains(
+            "verified: each of the 2 GPUs exported a dma-buf of device memory (CUDA 13.0)"
+        ),
+        "{}",
+        pm.findings[0].message
+    );
+    let m = gdrdoctor::placement::matrix(&inv);
+    assert_eq!(m.nvlinks[0][1], Some(18));
+    assert_eq!(m.nvlinks[1][0], Some(18));
+    let topo = gdrdoctor::report::topo::human(&m);
+    let smi = std::fs::read_to_string(
+        crate_dir().join("tests/gpu-machine/results/h200x2/nvidia-smi-topo.txt"),
+    )
+    .unwrap();
+    for (ours, theirs) in [
+        ("GPU0\t X \tNV18\t", "GPU0\t X \tNV18\t"),
+        ("GPU1\tNV18\t X \t", "GPU1\tNV18\t X \t"),
+    ] {
+        assert!(topo.contains(ours), "{topo}");
+        assert!(smi.contains(theirs), "{smi}");
+    }
+}
+
+#[test]
+fn real_h100_answers() {
+    let Runtime::Probed(p) = real_runtime("h100") else {
+        unreachable!()
+    };
+    let cuda = p.cuda.as_ref().and_then(|l| l.ready()).unwrap();
+    assert_eq!(cuda.devices.len(), 1);
+    assert!(
+        matches!(&cuda.devices[0].export, Export::Exported { fd_target, .. } if fd_target.contains("dmabuf"))
+    );
+    let nvml = p.nvml.as_ref().and_then(|l| l.ready()).unwrap();
+    assert_eq!(nvml.devices[0].bar1_total, Some(128 << 30));
+    assert!(
+        nvml.devices[0].nvlinks.is_empty(),
+        "one H100: no NVLink peer"
+    );
+}
+
+/// Every field of the probe's JSON (as `inventory.gpu_runtime` in a report) is documented.
+#[test]
+fn gpu_runtime_fields_are_documented() {
+    fn walk(v: &Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, child) in map {
+                    let p = format!("{path}.{k}");
+                    out.insert(p.clone());
+                    walk(child, &p, out);
+                }
+            }
+            Value::Array(items) => items
+                .iter()
+                .for_each(|i| walk(i, &format!("{path}[]"), out)),
+            _ => {}
+        }
+    }
+    let mut fields = std::collections::BTreeSet::new();
+    let variants = [
+        Libs::nvidia().set("FAKE_NVML_LINKS", "2").probe(),
+        Libs::amd().probe(),
+        Libs::none().probe(),
+        Libs {
+            cuda: stub("cuda", &["cuInit"]),
+            ..Libs::nvidia().set("FAKE_CUDA_EXPORT", "801")
+        }
+        .probe(),
+        Libs {
+            hsa: stub("hsa", &["hsa_amd_portable_export_dmabuf"]),
+            ..Libs::amd()
+        }
+        .probe(),
+        Libs::nvidia().set("FAKE_NVML_INIT", "9").probe(),
+    ];
+    for p in &variants {
+        walk(
+            &serde_json::to_value(p).unwrap(),
+            "inventory.gpu_runtime",
+            &mut fields,
+        );
+    }
+    let doc = std::fs::read_to_string(crate_dir().join("docs/report-json.md")).unwrap();
+    let missing: Vec<_> = fields
+        .iter()
+        .filter(|f| !doc.contains(&format!("| `{f}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "undocumented in docs/report-json.md: {missing:#?}"
+    );
+}

@@ -1,0 +1,58 @@
+#include "common.h"
+/* libcuda.so.1 stand-in. FAKE_CUDA_INIT: cuInit's result; FAKE_CUDA_COUNT: devices (2);
+ * FAKE_CUDA_BUSIDS: their bus ids; FAKE_CUDA_GDR, FAKE_CUDA_DMABUF: attributes 116 and 124 (1);
+ * FAKE_CUDA_EXPORT: cuMemGetHandleForAddressRange's result (0); FAKE_CUDA_VERSION (12080). */
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+#define BUSIDS "0000:00:06.0,0000:00:07.0"
+
+static const char *names(CUresult r) {
+    switch (r) {
+    case 0: return "CUDA_SUCCESS";
+    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 801: return "CUDA_ERROR_NOT_SUPPORTED";
+    case 803: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case 999: return "CUDA_ERROR_UNKNOWN";
+    default: return 0;
+    }
+}
+
+static int initialised;
+CUresult cuGetErrorName(CUresult r, const char **s) { *s = names(r); return *s ? 0 : 1; }
+#ifndef OMIT_cuInit
+CUresult cuInit(unsigned flags) { (void)flags; int r = env_int("FAKE_CUDA_INIT", 0); initialised = r == 0; return r; }
+#endif
+CUresult cuDriverGetVersion(int *v) { *v = env_int("FAKE_CUDA_VERSION", 12080); return 0; }
+CUresult cuDeviceGetCount(int *n) { if (!initialised) return 3; *n = env_int("FAKE_CUDA_COUNT", 2); return 0; }
+CUresult cuDeviceGet(CUdevice *d, int ordinal) { *d = ordinal; return 0; }
+CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d) {
+    return env_item("FAKE_CUDA_BUSIDS", BUSIDS, d, buf, len) ? 101 : 0;
+}
+CUresult cuDeviceGetName(char *buf, int len, CUdevice d) { snprintf(buf, len, "Fake GPU %d", d); return 0; }
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
+    (void)d;
+    if (attr == 116) { *v = env_int("FAKE_CUDA_GDR", 1); return 0; }
+    if (attr == 124) { *v = env_int("FAKE_CUDA_DMABUF", 1); return 0; }
+    return 1;
+}
+static int contexts;
+CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) { contexts++; *ctx = (void *)(long)(d + 1); return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { (void)d; contexts--; return 0; }
+CUresult cuCtxSetCurrent(void *ctx) { (void)ctx; return 0; }
+#ifndef OMIT_cuMemAlloc_v2
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { void *m = aligned_alloc(2 << 20, n); *p = (CUdeviceptr)m; return m ? 0 : 2; }
+#endif
+CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)p); return 0; }
+#ifndef OMIT_cuMemGetHandleForAddressRange
+CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t n, int type, unsigned long long flags) {
+    (void)p; (void)n; (void)flags;
+    int r = env_int("FAKE_CUDA_EXPORT", 0);
+    if (r) return r;
+    if (type != 1) return 1;
+    *(int *)handle = fake_dmabuf();
+    return 0;
+}
+#endif
