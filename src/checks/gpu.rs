@@ -518,8 +518,46 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
         }
     }
 
-    // AMD: the KFD topology, which is what ROCm enumerates (offline as well as live).
+    // AMD: the render node ROCm opens, and the KFD topology it enumerates (offline too).
     if g.vendor == GpuVendor::Amd && bound_to(inv, g, "amdgpu") {
+        let drm_path = inv
+            .function(g.bdf)
+            .map(|f| format!("{}/drm", f.path))
+            .unwrap_or_default();
+        match &g.drm {
+            Some(Ok(nodes)) => match nodes.iter().find(|n| n.starts_with("renderD")) {
+                Some(render) => {
+                    facts.push(format!("render node {render}"));
+                    evidence.push(Evidence {
+                        path: drm_path,
+                        value: nodes.join(" "),
+                    });
+                }
+                None => problems.push(
+                    Finding::fail(
+                        "gpu-not-seen-by-driver",
+                        subject.clone(),
+                        "bound to amdgpu but it has no render node (renderD*): amdgpu did not finish bringing it up, and ROCm cannot open it".to_string(),
+                    )
+                    .evidence(drm_path, if nodes.is_empty() { "<empty>".into() } else { nodes.join(" ") })
+                    .fix(not_seen_fix(g.vendor, g.bdf)),
+                ),
+            },
+            Some(Err(e)) if e.is_not_found() => problems.push(
+                Finding::fail(
+                    "gpu-not-seen-by-driver",
+                    subject.clone(),
+                    "bound to amdgpu but it has no DRM device: amdgpu did not finish bringing it up, and ROCm cannot open it".to_string(),
+                )
+                .evidence(e.path(), format!("<{}>", e.reason()))
+                .fix(not_seen_fix(g.vendor, g.bdf)),
+            ),
+            Some(Err(e)) => problems.push(
+                Finding::unknown("gpu-not-seen-by-driver", subject.clone(), format!("cannot read its DRM nodes: {}", e.reason()))
+                    .evidence(e.path(), format!("<{}>", e.reason())),
+            ),
+            None => {}
+        }
         match &inv.kfd {
             Some(Ok(kfd)) => match kfd.nodes.get(&g.bdf) {
                 Some(path) => {

@@ -75,6 +75,14 @@ pub fn aperture(root: &Root, function_path: &str) -> Fact<Aperture> {
     Fact::read(root, format!("{function_path}/resource"), parse_aperture)
 }
 
+/// The DRM nodes amdgpu made for a GPU: `<device>/drm/{cardN,renderDN}`. ROCm opens the render
+/// node; a GPU without one cannot be used for compute.
+pub fn drm(root: &Root, function_path: &str) -> Result<Vec<String>, crate::root::ReadError> {
+    let mut names = root.read_dir(&format!("{function_path}/drm"))?.names;
+    names.sort();
+    Ok(names)
+}
+
 /// The KFD topology: GPU nodes by PCI address, with the path of each node's `properties`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kfd {

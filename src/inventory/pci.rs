@@ -299,6 +299,8 @@ pub struct Gpu {
     pub declared: bool,
     /// NVIDIA and AMD: the prefetchable region peers reach GPU memory through (`resource`).
     pub aperture: Option<super::Fact<super::gpu::Aperture>>,
+    /// AMD: the DRM nodes under `<device>/drm` (`card0`, `renderD128`), or why not readable.
+    pub drm: Option<Result<Vec<String>, crate::root::ReadError>>,
 }
 
 impl Gpu {
@@ -348,12 +350,14 @@ pub fn classify_gpus(
         }
         let aperture = matches!(vendor, GpuVendor::Nvidia | GpuVendor::Amd)
             .then(|| super::gpu::aperture(root, &f.path));
+        let drm = (vendor == GpuVendor::Amd).then(|| super::gpu::drm(root, &f.path));
         gpus.push(Gpu {
             bdf: f.bdf,
             vendor,
             model,
             declared: declared.is_some(),
             aperture,
+            drm,
         });
     }
     gpus
