@@ -21,6 +21,11 @@ echo "exit ${PIPESTATUS[0]}; $(cat "$out/check.time")"
 "$bin" check --format json > "$out/check.json"
 echo "== as nobody (no root)"
 setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" check --color never --select gpu,peer-memory | tail -n 8
+echo "== CUDA_VISIBLE_DEVICES=0 set (as in a Slurm prolog), and a deadline the probe cannot meet"
+CUDA_VISIBLE_DEVICES=0 "$bin" check --format json > "$out/cvd.json"
+printf 'timeouts: {gpu_probe_s: 0.05}\n' > "$out/short.yaml"
+"$bin" --config "$out/short.yaml" check --format json > "$out/short.json"
+"$bin" --config "$out/short.yaml" check --color never --select gpu | tail -n 4
 echo "== claims"
 python3 - "$out" <<'PY'
 import json, re, sys
@@ -86,6 +91,16 @@ for k in pairs:
     claim(smi[k] == ours.get(k), f"{k[0]}-{k[1]}: nvidia-smi {smi[k]}, gdrdoctor {ours.get(k)}")
 if not pairs:
     print("(one GPU: no GPU x GPU pair to compare)")
+cvd = json.load(open(f"{out}/cvd.json"))["inventory"]["gpu_runtime"]
+seen = sorted(bdf(d["bus_id"]) for d in cvd.get("cuda", {}).get("devices", []) if d.get("bus_id"))
+claim(cvd.get("cleared_env") == ["CUDA_VISIBLE_DEVICES=0"] and seen == sysfs,
+      f"with CUDA_VISIBLE_DEVICES=0 set, the probe cleared it ({cvd.get('cleared_env')}) and CUDA saw {seen}")
+short = json.load(open(f"{out}/short.json"))
+srt = short["inventory"]["gpu_runtime"]
+sg = next(c for c in short["checks"] if c["id"] == "gpu")
+claim(srt["status"] == "failed" and "did not finish within 0.05 s" in srt.get("error", "")
+      and any(f["code"] == "gpu-probe-failed" and f["status"] == "unknown" for f in sg["findings"]),
+      f"a 0.05 s deadline: {srt.get('error', srt['status'])[:90]}...; gpu is {sg['status']}")
 print(f"{failed} claim(s) failed")
 sys.exit(1 if failed else 0)
 PY
