@@ -28,4 +28,21 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
   exit 1
 fi
 "$bin" --root fixtures/h200x2-vm check --format json > /dev/null || [ $? -eq 1 ]
+
+# The GPU probe on this machine, asked about the captured H200s (--gpu-probe): where the NVIDIA
+# libraries are absent (CI), the same binary must say so as findings with fixes, not crash.
+if ldconfig -p 2>/dev/null | grep -q -E 'libnvidia-ml\.so\.1|libcuda\.so\.1'; then
+  echo "release-binary: NVIDIA libraries installed here; the absent-library run is left to tests/gpu_runtime.rs"
+else
+  set +e
+  "$bin" --root fixtures/h200x2-vm check --gpu-probe --select gpu --color never > /tmp/gdrdoctor-probe.txt 2>&1
+  rc=$?
+  set -e
+  grep -E '^ +FAIL (libnvidia-ml|libcuda)' /tmp/gdrdoctor-probe.txt || true
+  if [ "$rc" -ne 1 ] || [ "$(grep -c -E '^ +FAIL (libnvidia-ml\.so\.1|libcuda\.so\.1): ' /tmp/gdrdoctor-probe.txt)" -ne 2 ]; then
+    echo "release-binary: FAIL: missing NVIDIA libraries not reported (exit $rc)" >&2
+    cat /tmp/gdrdoctor-probe.txt >&2
+    exit 1
+  fi
+fi
 echo "release-binary: ok"
