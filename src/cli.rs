@@ -57,6 +57,15 @@ enum Command {
         /// A directory to create, or a file ending in .tar.gz.
         out: PathBuf,
     },
+    /// Run the GPUDirect RDMA write test alone, with its options (the gdr-test check).
+    #[command(name = "gdr-test")]
+    GdrTest(GdrTestArgs),
+    /// (internal) Test one GPU-NIC pair and print JSON: what gdr-test runs in a child process.
+    #[command(name = "gdr-pair", hide = true)]
+    GdrPair {
+        #[arg(long)]
+        spec: String,
+    },
     /// (internal) Ask the GPU libraries and print JSON: what `check` runs in a child process.
     #[command(name = "probe-gpu", hide = true)]
     ProbeGpu {
@@ -99,6 +108,70 @@ struct CheckArgs {
     /// root at DIR and the host's GPUs through the NVIDIA Container Toolkit (or /dev/kfd).
     #[arg(long)]
     gpu_probe: bool,
+    /// Do not run the GDR write test (it moves bytes between GPU memory and the NICs).
+    #[arg(long)]
+    no_gdr_test: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct GdrTestArgs {
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    #[arg(short, long)]
+    verbose: bool,
+    /// Count warnings and unknowns as failures in the exit code.
+    #[arg(long)]
+    strict: bool,
+    /// The buffer under test: each GPU's own (default), host (the NIC's baseline), host-dmabuf
+    /// (host memory as a dma-buf, via /dev/udmabuf), cuda, hip.
+    #[arg(long, value_enum)]
+    memory: Option<gdrdoctor::gdr::Memory>,
+    /// nearest: each GPU with its nearest NIC(s); all: every GPU with every NIC.
+    #[arg(long, value_enum, default_value_t = Pairs::Nearest)]
+    pairs: Pairs,
+    /// Only these GPUs (PCI addresses; repeatable).
+    #[arg(long = "gpu", value_name = "BDF")]
+    gpus: Vec<String>,
+    /// Only these NICs, optionally a port (`mlx5_0`, `mlx5_0:1`; repeatable).
+    #[arg(long = "nic", value_name = "NAME[:PORT]")]
+    nics: Vec<gdrdoctor::gdr::plan::NicArg>,
+    /// The GID index to use on RoCE ports (default: the RoCE v2 IPv4 one).
+    #[arg(long)]
+    gid_index: Option<u32>,
+    /// Buffer and message size in bytes (suffixes K, M).
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    size: u64,
+    /// Most WRITEs per direction in the bandwidth run.
+    #[arg(long, default_value_t = 5000)]
+    iters: u32,
+    /// Longest bandwidth run, both directions together, in milliseconds.
+    #[arg(long, default_value_t = 400)]
+    duration_ms: u64,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Pairs {
+    Nearest,
+    All,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, mult) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (bytes, or with K, M, G)"))?;
+    let bytes = n.checked_mul(mult).ok_or("size too large")?;
+    if !(4096..=(1 << 30)).contains(&bytes) || bytes % 4096 != 0 {
+        return Err(format!(
+            "{s}: the size must be a multiple of 4 KiB between 4K and 1G"
+        ));
+    }
+    Ok(bytes)
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +197,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Check(args) => check(&cli, args),
         Command::Capture { out } => capture(&cli, out),
+        Command::GdrPair { spec } => {
+            println!("{}", gdrdoctor::gdr::child_main(spec));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::GdrTest(args) => gdr_test(&cli, args),
         Command::ProbeGpu {
             nvml,
             cuda,
@@ -203,14 +281,8 @@ fn gpu_probe(
     if disabled {
         return None;
     }
-    // GDRDOCTOR_PROBE_EXE replaces the probe program: the tests use it for a probe that hangs
-    // or crashes.
-    let exe = std::env::var_os("GDRDOCTOR_PROBE_EXE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_exe().ok())
-        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
     Some(gdrdoctor::gpu::ProbeCommand {
-        exe,
+        exe: this_exe(),
         timeout: config.timeouts.gpu_probe(),
         ask,
     })
@@ -265,25 +337,110 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         ),
         gpu_probe_on_root: args.gpu_probe,
     };
-    let inv = Inventory::load(&root, &config, options);
-    let results = checks::run(&inv, &config, &selection);
-    let report = report::build(
+    let mut inv = Inventory::load(&root, &config, options);
+    if inv.live && selection.runs("gdr-test", &config) {
+        inv.gdr_test = if args.no_gdr_test {
+            inventory::GdrTest::Skipped("--no-gdr-test".into())
+        } else {
+            run_gdr(&inv, &config, gdrdoctor::gdr::plan::Options::default())
+        };
+    }
+    render(
         &inv,
+        &config,
+        &selection,
+        args.format,
+        args.verbose,
+        args.strict,
+        display,
+    )
+}
+
+fn render(
+    inv: &Inventory,
+    config: &Config,
+    selection: &Selection,
+    format: Format,
+    verbose: bool,
+    strict: bool,
+    display: String,
+) -> anyhow::Result<ExitCode> {
+    let results = checks::run(inv, config, selection);
+    let report = report::build(
+        inv,
         results,
         &report::Options {
-            strict: args.strict,
+            strict,
             root_display: display,
         },
     );
-    let text = match args.format {
-        Format::Human => report::human::render(
-            &report,
-            &report::human::Style {
-                verbose: args.verbose,
-            },
-        ),
+    let text = match format {
+        Format::Human => report::human::render(&report, &report::human::Style { verbose }),
         Format::Json => report::json::render(&report),
     };
     print!("{text}");
     Ok(ExitCode::from(report.verdict.exit_code))
+}
+
+/// This binary, for the probe and test children. GDRDOCTOR_PROBE_EXE replaces it: the tests use
+/// it for a child that hangs or crashes.
+fn this_exe() -> PathBuf {
+    std::env::var_os("GDRDOCTOR_PROBE_EXE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"))
+}
+
+fn run_gdr(
+    inv: &Inventory,
+    config: &Config,
+    mut opts: gdrdoctor::gdr::plan::Options,
+) -> inventory::GdrTest {
+    opts.deadline_ms = (config.timeouts.gdr_pair_s * 1000.0) as u64;
+    let (planned, not_planned) = gdrdoctor::gdr::plan::plan(inv, &opts);
+    let outcomes = gdrdoctor::gdr::plan::run(planned, &this_exe());
+    inventory::GdrTest::Ran {
+        outcomes,
+        not_planned,
+    }
+}
+
+fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
+    let (config, _path) = Config::load(cli.config.as_deref())?;
+    let (root, display) = open_root(cli)?;
+    if !root.is_live() {
+        bail!("gdr-test moves bytes on this node; it cannot run on a captured root (--root)");
+    }
+    let mut gpus = Vec::new();
+    for g in &args.gpus {
+        gpus.push(gdrdoctor::parse::pci::Bdf::parse(g).ok_or_else(|| {
+            anyhow::anyhow!("--gpu {g:?} is not a PCI address such as 0000:3b:00.0")
+        })?);
+    }
+    let selection = Selection {
+        select: vec!["gdr-test".into()],
+        skip: Vec::new(),
+    };
+    let mut inv = Inventory::load(&root, &config, inventory::Options::default());
+    let opts = gdrdoctor::gdr::plan::Options {
+        memory: args.memory,
+        all_pairs: args.pairs == Pairs::All,
+        gpus,
+        nics: args.nics.clone(),
+        gid_index: args.gid_index,
+        size: args.size,
+        iters: args.iters,
+        duration_ms: args.duration_ms,
+        deadline_ms: 0,
+    };
+    inv.gdr_test = run_gdr(&inv, &config, opts);
+    render(
+        &inv,
+        &config,
+        &selection,
+        args.format,
+        args.verbose,
+        args.strict,
+        display,
+    )
 }

@@ -39,11 +39,16 @@ pub struct Timeouts {
     /// and reported as hung. CUDA initialises every GPU: about a second on a node without
     /// persistence mode, much longer on a GPU that is failing.
     pub gpu_probe_s: f64,
+    /// Seconds one GDR write-test pair may take, from allocation to the last completion.
+    pub gdr_pair_s: f64,
 }
 
 impl Default for Timeouts {
     fn default() -> Timeouts {
-        Timeouts { gpu_probe_s: 20.0 }
+        Timeouts {
+            gpu_probe_s: 20.0,
+            gdr_pair_s: 10.0,
+        }
     }
 }
 
@@ -97,6 +102,9 @@ pub struct Thresholds {
     /// A GPU whose BAR1 (the aperture GPUDirect RDMA maps GPU memory through) is smaller than
     /// this (MiB) fails `gpu`.
     pub bar1_min_mib: u64,
+    /// The GDR write test warns when a pair's bandwidth is below this fraction of the rate it
+    /// should reach (the lowest of the port rate and the two PCIe links).
+    pub gdr_min_bw_fraction: f64,
 }
 
 impl Default for Thresholds {
@@ -114,6 +122,9 @@ impl Default for Thresholds {
             // 2 x NCCL_BUFFSIZE (4 MiB) per channel and peer, hundreds of MiB on one node.
             // Data-centre GPUs expose 16 GiB or more.
             bar1_min_mib: 1024,
+            // A GPU at SYS distance reaches about half of host-memory bandwidth (perftest#241);
+            // healthy GDR loopback reaches 90-95% of the port (Azure's health checks).
+            gdr_min_bw_fraction: 0.6,
         }
     }
 }
@@ -257,13 +268,27 @@ impl Config {
                 });
             }
         }
-        let t = self.timeouts.gpu_probe_s;
-        if !(t.is_finite() && t > 0.0 && t <= 3600.0) {
+        for (key, t) in [
+            ("gpu_probe_s", self.timeouts.gpu_probe_s),
+            ("gdr_pair_s", self.timeouts.gdr_pair_s),
+        ] {
+            if !(t.is_finite() && t > 0.0 && t <= 3600.0) {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!(
+                        "{}timeouts.{key}: {t} is not a number of seconds between 0 and 3600",
+                        position(key)
+                    ),
+                });
+            }
+        }
+        let f = self.thresholds.gdr_min_bw_fraction;
+        if !(f.is_finite() && (0.0..=1.0).contains(&f)) {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
                 message: format!(
-                    "{}timeouts.gpu_probe_s: {t} is not a number of seconds between 0 and 3600",
-                    position("gpu_probe_s")
+                    "{}thresholds.gdr_min_bw_fraction: {f} is not a fraction between 0 and 1",
+                    position("gdr_min_bw_fraction")
                 ),
             });
         }

@@ -6,8 +6,10 @@
 
 pub mod capture;
 pub mod checks;
+pub mod child;
 pub mod config;
 pub mod ffi;
+pub mod gdr;
 pub mod gpu;
 pub mod inventory;
 pub mod model;

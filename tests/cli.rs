@@ -34,7 +34,8 @@ fn list_shows_every_check_in_order() {
             "iommu",
             "rdma-link",
             "rdma-gid",
-            "rdma-access"
+            "rdma-access",
+            "gdr-test"
         ]
     );
     assert!(stdout(&out).contains("rdma-access") && stdout(&out).contains("(live only)"));
@@ -129,7 +130,7 @@ fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", H200, "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
-        "NOT READY rdma-link (rdma-no-device); 5 passed, 4 skipped"
+        "NOT READY rdma-link (rdma-no-device); 5 passed, 5 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",

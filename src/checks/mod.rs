@@ -5,6 +5,7 @@
 //! depends on (GPU driver, peer memory) to what depends on everything (access from a process).
 
 mod acs;
+mod gdr_test;
 mod gpu;
 mod gpu_driver;
 mod iommu;
@@ -55,6 +56,7 @@ pub static ALL: &[&dyn Check] = &[
     &rdma_link::RdmaLink,
     &rdma_gid::RdmaGid,
     &rdma_access::RdmaAccess,
+    &gdr_test::GdrTestCheck,
 ];
 
 pub fn find(id: &str) -> Option<&'static dyn Check> {

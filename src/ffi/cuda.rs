@@ -40,6 +40,13 @@ struct Api {
     get_handle_for_address_range: Option<
         unsafe extern "C" fn(*mut c_void, CuDevicePtr, usize, c_int, c_ulonglong) -> CuResult,
     >,
+    /// For the GDR write test: the GPU by bus id, copies, and synchronous memory operations.
+    device_get_by_pci_bus_id:
+        Option<unsafe extern "C" fn(*mut CuDevice, *const c_char) -> CuResult>,
+    memcpy_htod: Option<unsafe extern "C" fn(CuDevicePtr, *const c_void, usize) -> CuResult>,
+    memcpy_dtoh: Option<unsafe extern "C" fn(*mut c_void, CuDevicePtr, usize) -> CuResult>,
+    pointer_set_attribute:
+        Option<unsafe extern "C" fn(*const c_void, c_int, CuDevicePtr) -> CuResult>,
 }
 
 /// Looks up one required symbol, or says which one is missing.
@@ -82,6 +89,10 @@ impl Api {
             mem_free: required!(lib, "cuMemFree_v2"),
             get_error_name: optional!(lib, "cuGetErrorName"),
             get_handle_for_address_range: optional!(lib, "cuMemGetHandleForAddressRange"),
+            device_get_by_pci_bus_id: optional!(lib, "cuDeviceGetByPCIBusId"),
+            memcpy_htod: optional!(lib, "cuMemcpyHtoD_v2"),
+            memcpy_dtoh: optional!(lib, "cuMemcpyDtoH_v2"),
+            pointer_set_attribute: optional!(lib, "cuPointerSetAttribute"),
         })
     }
 
@@ -318,4 +329,228 @@ fn export_probe(api: &Api, dev: CuDevice, get_handle: GetHandle) -> Export {
         (api.primary_ctx_release)(dev);
     }
     result
+}
+
+// -- the GDR write test's side: one GPU, one buffer -------------------------------------------
+
+/// libcuda loaded and initialised, for the GDR write test.
+pub struct Session {
+    api: Api,
+    pub path: String,
+    pub driver_version: i32,
+}
+
+/// Why CUDA cannot be used for the write test: a [`Lib`] without facts.
+pub type SessionError = Lib<()>;
+
+const CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: c_int = 6;
+
+impl Session {
+    pub fn open() -> Result<Session, SessionError> {
+        let names = candidates(ENV, &[SONAME]);
+        let Loaded { lib, path } = open(&names, b"cuInit\0")
+            .map_err(|(tried, message)| Lib::NotFound { tried, message })?;
+        let api = Api::load(&lib).map_err(|symbol| Lib::MissingSymbol {
+            library: path.clone(),
+            symbol: symbol.into(),
+        })?;
+        for (present, symbol) in [
+            (
+                api.device_get_by_pci_bus_id.is_some(),
+                "cuDeviceGetByPCIBusId",
+            ),
+            (api.memcpy_htod.is_some(), "cuMemcpyHtoD_v2"),
+            (api.memcpy_dtoh.is_some(), "cuMemcpyDtoH_v2"),
+        ] {
+            if !present {
+                return Err(Lib::MissingSymbol {
+                    library: path,
+                    symbol: symbol.into(),
+                });
+            }
+        }
+        // SAFETY: plain calls with valid out-pointers.
+        let code = unsafe { (api.init)(0) };
+        if code != CUDA_SUCCESS {
+            return Err(Lib::Failed {
+                library: path,
+                call: "cuInit".into(),
+                code: code.into(),
+                error: api.name(code),
+            });
+        }
+        let mut version = 0;
+        unsafe { (api.driver_get_version)(&mut version) };
+        std::mem::forget(lib);
+        Ok(Session {
+            api,
+            path,
+            driver_version: version,
+        })
+    }
+
+    /// The GPU at a PCI address (`0000:3b:00.0`), its primary context made current: CUDA
+    /// ordinals follow CUDA_VISIBLE_DEVICES, bus ids do not.
+    pub fn gpu(&self, bus_id: &str) -> Result<Gpu<'_>, String> {
+        let c = std::ffi::CString::new(bus_id).map_err(|e| e.to_string())?;
+        let mut dev: CuDevice = 0;
+        let get = self
+            .api
+            .device_get_by_pci_bus_id
+            .ok_or("cuDeviceGetByPCIBusId missing")?;
+        // SAFETY: valid out-pointer and NUL-terminated string.
+        self.api.check("cuDeviceGetByPCIBusId", unsafe {
+            get(&mut dev, c.as_ptr())
+        })?;
+        let mut ctx: CuContext = std::ptr::null_mut();
+        self.api.check("cuDevicePrimaryCtxRetain", unsafe {
+            (self.api.primary_ctx_retain)(&mut ctx, dev)
+        })?;
+        let gpu = Gpu { s: self, dev };
+        self.api.check("cuCtxSetCurrent", unsafe {
+            (self.api.ctx_set_current)(ctx)
+        })?;
+        Ok(gpu)
+    }
+}
+
+/// A GPU whose primary context is retained (released on drop).
+pub struct Gpu<'a> {
+    s: &'a Session,
+    dev: CuDevice,
+}
+
+impl Drop for Gpu<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the context was retained in `Session::gpu` and is released once.
+        unsafe {
+            (self.s.api.ctx_set_current)(std::ptr::null_mut());
+            (self.s.api.primary_ctx_release)(self.dev);
+        }
+    }
+}
+
+impl Gpu<'_> {
+    pub fn name(&self) -> Option<String> {
+        let mut buf = [0u8; 256];
+        let len = buf.len() as c_int;
+        (unsafe { (self.s.api.device_get_name)(buf.as_mut_ptr().cast(), len, self.dev) }
+            == CUDA_SUCCESS)
+            .then(|| buffer_text(&buf))
+            .flatten()
+    }
+
+    fn attribute(&self, attr: c_int) -> Option<i32> {
+        let mut v: c_int = 0;
+        (unsafe { (self.s.api.device_get_attribute)(&mut v, attr, self.dev) } == CUDA_SUCCESS)
+            .then_some(v)
+    }
+
+    pub fn dmabuf_supported(&self) -> Option<bool> {
+        self.attribute(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED)
+            .map(|v| v != 0)
+    }
+
+    pub fn gdr_supported(&self) -> Option<bool> {
+        self.attribute(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED)
+            .map(|v| v != 0)
+    }
+
+    /// `cuMemAlloc`, with `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` set so that copies and RDMA to it
+    /// are ordered (as perftest does for GPUDirect). Returns the buffer and whether the
+    /// attribute was set.
+    pub fn alloc(&self, len: usize) -> Result<(DeviceBuffer<'_>, bool), String> {
+        let mut ptr: CuDevicePtr = 0;
+        self.s.api.check("cuMemAlloc_v2", unsafe {
+            (self.s.api.mem_alloc)(&mut ptr, len)
+        })?;
+        let buf = DeviceBuffer {
+            gpu: self,
+            ptr,
+            len,
+        };
+        let mut sync = false;
+        if let Some(set) = self.s.api.pointer_set_attribute {
+            let one: c_uint = 1;
+            self.s
+                .api
+                .check("cuPointerSetAttribute(SYNC_MEMOPS)", unsafe {
+                    set(
+                        (&one as *const c_uint).cast(),
+                        CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                        ptr,
+                    )
+                })?;
+            sync = true;
+        }
+        Ok((buf, sync))
+    }
+}
+
+/// Device memory, freed on drop.
+pub struct DeviceBuffer<'a> {
+    gpu: &'a Gpu<'a>,
+    pub ptr: u64,
+    pub len: usize,
+}
+
+impl Drop for DeviceBuffer<'_> {
+    fn drop(&mut self) {
+        // SAFETY: allocated by us, freed once.
+        unsafe { (self.gpu.s.api.mem_free)(self.ptr) };
+    }
+}
+
+impl DeviceBuffer<'_> {
+    /// A dma-buf fd for the whole buffer; the caller closes it.
+    pub fn export_dmabuf(&self) -> Result<i32, String> {
+        let f =
+            self.gpu.s.api.get_handle_for_address_range.ok_or(
+                "cuMemGetHandleForAddressRange is not exported (CUDA driver older than 11.7)",
+            )?;
+        let mut fd: c_int = -1;
+        self.gpu
+            .s
+            .api
+            .check("cuMemGetHandleForAddressRange", unsafe {
+                f(
+                    (&mut fd as *mut c_int).cast(),
+                    self.ptr,
+                    self.len,
+                    CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                    0,
+                )
+            })?;
+        if fd < 0 {
+            return Err(format!("cuMemGetHandleForAddressRange returned fd {fd}"));
+        }
+        Ok(fd)
+    }
+
+    pub fn write(&self, data: &[u8]) -> Result<(), String> {
+        let f = self
+            .gpu
+            .s
+            .api
+            .memcpy_htod
+            .ok_or("cuMemcpyHtoD_v2 missing")?;
+        let n = data.len().min(self.len);
+        // SAFETY: `n` bytes of `data` into our allocation of at least `n` bytes.
+        self.gpu.s.api.check("cuMemcpyHtoD_v2", unsafe {
+            f(self.ptr, data.as_ptr().cast(), n)
+        })
+    }
+
+    pub fn read(&self, out: &mut [u8]) -> Result<(), String> {
+        let f = self
+            .gpu
+            .s
+            .api
+            .memcpy_dtoh
+            .ok_or("cuMemcpyDtoH_v2 missing")?;
+        let n = out.len().min(self.len);
+        self.gpu.s.api.check("cuMemcpyDtoH_v2", unsafe {
+            f(out.as_mut_ptr().cast(), self.ptr, n)
+        })
+    }
 }

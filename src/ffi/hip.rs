@@ -291,3 +291,154 @@ fn export_probe(api: &HipApi, hsa: &HsaApi, ordinal: c_int) -> Export {
         outcome => outcome,
     }
 }
+
+// -- the GDR write test's side: one AMD GPU, one buffer ---------------------------------------
+
+type HipMemcpy = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> HipError;
+type HipDeviceGetByPciBusId = unsafe extern "C" fn(*mut c_int, *const c_char) -> HipError;
+const HIP_MEMCPY_HOST_TO_DEVICE: c_int = 1;
+const HIP_MEMCPY_DEVICE_TO_HOST: c_int = 2;
+
+/// HIP (and HSA, for dma-buf export) loaded and initialised, for the GDR write test.
+/// Unverified on AMD hardware: built against the documented ABI.
+pub struct Session {
+    api: HipApi,
+    memcpy: HipMemcpy,
+    by_bus_id: HipDeviceGetByPciBusId,
+    hsa: Option<HsaApi>,
+    pub path: String,
+}
+
+impl Session {
+    pub fn open() -> Result<Session, Lib<()>> {
+        let Loaded { lib, path } = open(&candidates(ENV_HIP, HIP_NAMES), b"hipInit\0")
+            .map_err(|(tried, message)| Lib::NotFound { tried, message })?;
+        let missing = |symbol: &str| Lib::MissingSymbol {
+            library: path.clone(),
+            symbol: symbol.into(),
+        };
+        let api = HipApi::load(&lib).map_err(missing)?;
+        // SAFETY: the types match hip_runtime_api.h.
+        let memcpy: HipMemcpy = unsafe { lib.get(b"hipMemcpy\0") }
+            .map(|s| *s)
+            .map_err(|_| missing("hipMemcpy"))?;
+        let by_bus_id: HipDeviceGetByPciBusId = unsafe { lib.get(b"hipDeviceGetByPCIBusId\0") }
+            .map(|s| *s)
+            .map_err(|_| missing("hipDeviceGetByPCIBusId"))?;
+        let code = unsafe { (api.init)(0) };
+        if code != HIP_SUCCESS {
+            return Err(Lib::Failed {
+                library: path,
+                call: "hipInit".into(),
+                code: code.into(),
+                error: api.name(code),
+            });
+        }
+        let (_, hsa) = load_hsa();
+        std::mem::forget(lib);
+        Ok(Session {
+            api,
+            memcpy,
+            by_bus_id,
+            hsa,
+            path,
+        })
+    }
+
+    /// Makes the GPU at `bus_id` current and allocates `len` bytes on it.
+    pub fn alloc(&self, bus_id: &str, len: usize) -> Result<HipBuffer<'_>, String> {
+        let c = std::ffi::CString::new(bus_id).map_err(|e| e.to_string())?;
+        let mut dev: c_int = -1;
+        let code = unsafe { (self.by_bus_id)(&mut dev, c.as_ptr()) };
+        if code != HIP_SUCCESS {
+            return Err(format!("hipDeviceGetByPCIBusId: {}", self.api.name(code)));
+        }
+        let code = unsafe { (self.api.set_device)(dev) };
+        if code != HIP_SUCCESS {
+            return Err(format!("hipSetDevice: {}", self.api.name(code)));
+        }
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        let code = unsafe { (self.api.malloc)(&mut ptr, len) };
+        if code != HIP_SUCCESS {
+            return Err(format!("hipMalloc: {}", self.api.name(code)));
+        }
+        Ok(HipBuffer { s: self, ptr, len })
+    }
+}
+
+/// Device memory from hipMalloc, freed on drop.
+pub struct HipBuffer<'a> {
+    s: &'a Session,
+    ptr: *mut c_void,
+    pub len: usize,
+}
+
+impl Drop for HipBuffer<'_> {
+    fn drop(&mut self) {
+        // SAFETY: allocated by us, freed once.
+        unsafe { (self.s.api.free)(self.ptr) };
+    }
+}
+
+impl HipBuffer<'_> {
+    pub fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    /// `hsa_amd_portable_export_dmabuf`: the fd and the buffer's offset in it. Close the fd
+    /// with [`HipBuffer::close_dmabuf`].
+    pub fn export_dmabuf(&self) -> Result<(i32, u64), String> {
+        let hsa = self
+            .s
+            .hsa
+            .as_ref()
+            .ok_or("libhsa-runtime64 with hsa_amd_portable_export_dmabuf is not available")?;
+        let (mut fd, mut offset) = (-1, 0u64);
+        let code = unsafe { (hsa.export_dmabuf)(self.ptr, self.len, &mut fd, &mut offset) };
+        if code != HSA_STATUS_SUCCESS || fd < 0 {
+            return Err(format!(
+                "hsa_amd_portable_export_dmabuf: {}",
+                hsa.name(code)
+            ));
+        }
+        Ok((fd, offset))
+    }
+
+    pub fn close_dmabuf(&self, fd: i32) {
+        if let Some(hsa) = &self.s.hsa {
+            // SAFETY: the fd came from export_dmabuf.
+            unsafe { (hsa.close_dmabuf)(fd) };
+        }
+    }
+
+    pub fn write(&self, data: &[u8]) -> Result<(), String> {
+        let n = data.len().min(self.len);
+        match unsafe {
+            (self.s.memcpy)(self.ptr, data.as_ptr().cast(), n, HIP_MEMCPY_HOST_TO_DEVICE)
+        } {
+            HIP_SUCCESS => Ok(()),
+            code => Err(format!(
+                "hipMemcpy(HostToDevice): {}",
+                self.s.api.name(code)
+            )),
+        }
+    }
+
+    pub fn read(&self, out: &mut [u8]) -> Result<(), String> {
+        let n = out.len().min(self.len);
+        match unsafe {
+            (self.s.memcpy)(
+                out.as_mut_ptr().cast(),
+                self.ptr,
+                n,
+                HIP_MEMCPY_DEVICE_TO_HOST,
+            )
+        } {
+            HIP_SUCCESS => Ok(()),
+            code => Err(format!(
+                "hipMemcpy(DeviceToHost): {}",
+                self.s.api.name(code)
+            )),
+        }
+    }
+}

@@ -6,7 +6,10 @@
 
 pub mod cuda;
 pub mod hip;
+pub mod hostmem;
+pub mod ibverbs;
 pub mod nvml;
+pub mod udmabuf;
 pub mod verbs;
 
 use libloading::Library;

@@ -12,10 +12,8 @@ use crate::parse::pci::Bdf;
 use model::{HIDING_ENV, Probe};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What the inventory knows of the GPU runtime.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -131,121 +129,34 @@ pub fn run(cmd: &ProbeCommand) -> Runtime {
             std::env::var_os(name).map(|v| format!("{name}={}", v.to_string_lossy()))
         })
         .collect();
-    let mut command = Command::new(&cmd.exe);
-    command
-        .arg("probe-gpu")
-        .args(cmd.ask.args())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for name in HIDING_ENV {
-        command.env_remove(name);
-    }
-    let mut child = match command.spawn() {
-        Ok(c) => c,
-        Err(e) => {
+    let mut args = vec!["probe-gpu"];
+    args.extend(cmd.ask.args());
+    let line = match crate::child::run(&cmd.exe, &args, HIDING_ENV, cmd.timeout, "the GPU probe") {
+        Ok(line) => line,
+        Err(e) if e.contains("did not finish") => {
             return Runtime::Failed {
-                error: format!("cannot start {} probe-gpu: {e}", cmd.exe.display()),
+                error: format!("{e} (a GPU that hangs the driver: look for Xid errors in `dmesg`)"),
             };
         }
-    };
-    // Read both pipes on threads, so that a chatty library cannot fill a pipe and stall.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        if let Some(mut pipe) = pipe {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let _ = pipe.by_ref().take(16 << 20).read_to_end(&mut buf);
-                let _ = tx.send(buf);
-            });
+        Err(e) if e.contains("signal") || e.contains("exited") => {
+            return Runtime::Failed {
+                error: e.replacen(
+                    "the GPU probe ",
+                    "the GPU probe (a GPU library crashed) ",
+                    1,
+                ),
+            };
         }
-        rx
+        Err(e) => return Runtime::Failed { error: e },
     };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + cmd.timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
-            Ok(None) => {
-                let _ = child.kill();
-                return Runtime::Failed {
-                    error: format!(
-                        "the GPU probe did not finish within {} s (a GPU that hangs the driver: look for Xid errors in `dmesg`); it was killed",
-                        cmd.timeout.as_secs_f64()
-                    ),
-                };
-            }
-            Err(e) => {
-                return Runtime::Failed {
-                    error: format!("cannot wait for the GPU probe: {e}"),
-                };
-            }
-        }
-    };
-    let grace = Duration::from_millis(500);
-    let out = stdout.recv_timeout(grace).unwrap_or_default();
-    let err = stderr.recv_timeout(grace).unwrap_or_default();
-    let err_tail = tail(&String::from_utf8_lossy(&err));
-    if !status.success() {
-        use std::os::unix::process::ExitStatusExt;
-        let how = match status.signal() {
-            Some(sig) => format!("was killed by signal {sig}{}", signal_name(sig)),
-            None => format!("exited with status {}", status.code().unwrap_or(-1)),
-        };
-        return Runtime::Failed {
-            error: format!("the GPU probe {how} (a GPU library crashed){err_tail}"),
-        };
-    }
-    // A library may print to stdout; the JSON is the last line.
-    let text = String::from_utf8_lossy(&out);
-    let last = text
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
-    match serde_json::from_str::<Probe>(last) {
+    match serde_json::from_str::<Probe>(&line) {
         Ok(mut probe) => {
             probe.cleared_env = cleared;
             Runtime::Probed(Box::new(probe))
         }
         Err(e) => Runtime::Failed {
-            error: format!("the GPU probe's answer is unreadable ({e}){err_tail}"),
+            error: format!("the GPU probe's answer is unreadable ({e})"),
         },
-    }
-}
-
-fn tail(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.is_empty() {
-        return String::new();
-    }
-    let start = lines.len().saturating_sub(3);
-    format!(
-        "; it said: {}",
-        crate::parse::shown(&lines[start..].join(" | "))
-    )
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGSEGV => " (SIGSEGV)",
-        libc::SIGABRT => " (SIGABRT)",
-        libc::SIGBUS => " (SIGBUS)",
-        libc::SIGKILL => " (SIGKILL)",
-        libc::SIGILL => " (SIGILL)",
-        _ => "",
     }
 }
 

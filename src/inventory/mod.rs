@@ -146,6 +146,18 @@ pub struct Inventory {
     pub kfd: Option<Result<gpu::Kfd, Problem>>,
     /// What the GPU libraries said (live), or why they were not asked.
     pub gpu_runtime: crate::gpu::Runtime,
+    /// The GDR write test's outcomes (live), filled in after loading, since it needs placement.
+    pub gdr_test: GdrTest,
+}
+
+/// Whether the GDR write test ran, and what it found.
+#[derive(Debug, Clone)]
+pub enum GdrTest {
+    Skipped(String),
+    Ran {
+        outcomes: Vec<crate::gdr::plan::Outcome>,
+        not_planned: Vec<crate::gdr::plan::NotPlanned>,
+    },
 }
 
 impl Inventory {
@@ -249,6 +261,11 @@ impl Inventory {
             access,
             kfd,
             gpu_runtime,
+            gdr_test: GdrTest::Skipped(if root.is_live() {
+                "not asked".into()
+            } else {
+                "a captured root: the test moves bytes on the live node".into()
+            }),
         }
     }
 

@@ -102,6 +102,28 @@ impl Port {
     pub fn is_infiniband(&self) -> bool {
         self.link_layer.value() == Some(&LinkLayer::InfiniBand)
     }
+
+    /// The GID NCCL uses on a RoCE port by default: the first RoCE v2 IPv4 entry, else the
+    /// first RoCE v2 entry with a routable IPv6 address.
+    pub fn roce_v2_gid_index(&self) -> Option<u32> {
+        let v2 = |g: &&GidEntry| g.gid_type.value() == Some(&GidType::RoceV2);
+        self.gids
+            .iter()
+            .filter(v2)
+            .find(|g| g.gid.family() == pr::GidFamily::Ipv4)
+            .or_else(|| {
+                self.gids
+                    .iter()
+                    .filter(v2)
+                    .find(|g| g.gid.family() == pr::GidFamily::Ipv6)
+            })
+            .map(|g| g.index)
+    }
+
+    /// `4: ACTIVE`.
+    pub fn is_active(&self) -> bool {
+        self.state.value().is_some_and(|(n, _)| *n == 4)
+    }
 }
 
 /// Reads every RDMA device. `Err` when the class directory itself could not be read (missing

@@ -76,6 +76,8 @@ pub struct InventorySummary {
     pub gpus: Vec<GpuSummary>,
     /// What the GPU libraries said (live), or why they were not asked.
     pub gpu_runtime: crate::gpu::Runtime,
+    /// The GDR write test's pairs and what each child measured; null when it did not run.
+    pub gdr_test: Option<Vec<GdrSummary>>,
     pub rdma_devices: Vec<RdmaSummary>,
     /// Files and directories that could not be read or made no sense.
     pub problems: Vec<Problem>,
@@ -92,6 +94,20 @@ pub struct GpuSummary {
     pub link: Option<String>,
     /// The largest prefetchable BAR (NVIDIA's BAR1, AMD's VRAM BAR), from sysfs.
     pub bar1_bytes: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GdrSummary {
+    pub gpu: Option<Bdf>,
+    /// `mlx5_0 port 1`.
+    pub nic: Option<String>,
+    pub memory: crate::gdr::Memory,
+    pub level: Option<crate::placement::Level>,
+    pub expected_gbps: Option<f64>,
+    /// What the test child reported.
+    pub result: Option<crate::gdr::PairResult>,
+    /// Why the child reported nothing (killed at its deadline, crashed).
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -315,6 +331,23 @@ fn summarise(inv: &Inventory) -> InventorySummary {
     InventorySummary {
         gpus,
         gpu_runtime: inv.gpu_runtime.clone(),
+        gdr_test: match &inv.gdr_test {
+            crate::inventory::GdrTest::Skipped(_) => None,
+            crate::inventory::GdrTest::Ran { outcomes, .. } => Some(
+                outcomes
+                    .iter()
+                    .map(|o| GdrSummary {
+                        gpu: o.planned.gpu,
+                        nic: o.planned.nic.clone(),
+                        memory: o.planned.spec.memory,
+                        level: o.planned.level,
+                        expected_gbps: o.planned.expected.as_ref().map(|e| e.gbps),
+                        result: o.result.as_ref().ok().cloned(),
+                        error: o.result.as_ref().err().cloned(),
+                    })
+                    .collect(),
+            ),
+        },
         rdma_devices,
         problems,
     }

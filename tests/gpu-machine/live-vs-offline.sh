@@ -26,15 +26,15 @@ live, off = (json.load(open(p)) for p in sys.argv[1:3])
 REASONS = ["--no-gpu-probe", "a captured root, whose GPUs are elsewhere"]
 def norm(r):
     r = dict(r); r.pop("root"); r.pop("verdict"); r.pop("counts")
-    r["checks"] = [c for c in r["checks"] if c["id"] != "rdma-access"]
-    r["inventory"] = dict(r["inventory"]); r["inventory"].pop("gpu_runtime")
+    r["checks"] = [c for c in r["checks"] if c["id"] not in ("rdma-access", "gdr-test")]
+    r["inventory"] = dict(r["inventory"]); r["inventory"].pop("gpu_runtime"); r["inventory"].pop("gdr_test", None)
     text = json.dumps(r)
     for reason in REASONS:
         text = text.replace(reason, "<not asked>")
     return json.loads(text)
 a, b = norm(live), norm(off)
 if a == b:
-    print("live == offline (all checks but the live-only rdma-access, and the inventory)")
+    print("live == offline (all checks but the live-only rdma-access and gdr-test, and the inventory)")
 else:
     for k in a:
         if a[k] != b.get(k):

@@ -13,8 +13,16 @@ EXPECT lines (blank lines and # comments ignored):
   fix CODE TEXT               some finding with that code has TEXT in one of its fix commands
   gid-index-matches-kernel    the roce-v2-ipv4 finding names the index the guest's sysfs shows
   json PATH VALUE             a value in the report: a.b[2].c, a[key=value].c
+  file-code FILE CODE STATUS  the same, in another report the scenario sent (gdr-test's)
+  file-message FILE CODE TEXT
+  file-json FILE PATH VALUE
+  below FILE SECONDS          FILE holds a number smaller than SECONDS
+  perftest-ratio FILE PATH PERFTEST MIN
+                              the Gb/s at PATH in FILE divided by ib_write_bw's average
+                              (PERFTEST, its client output) is at least MIN; the ratio is
+                              written to ratio.txt for BENCHMARKS.md
 Always asserted: the report of the guest's own capture (in the guest, and unpacked on the host)
-equals the live report, except for the live-only rdma-access check.
+equals the live report, except for the live-only checks (rdma-access, gdr-test).
 """
 import json
 import os
@@ -66,8 +74,17 @@ def comparable(report):
     r = dict(report)
     for key in ("root", "verdict", "counts"):
         r.pop(key, None)
-    r["checks"] = [c for c in r["checks"] if c["id"] != "rdma-access"]
+    r["checks"] = [c for c in r["checks"] if c["id"] not in ("rdma-access", "gdr-test")]
+    r["inventory"] = {k: v for k, v in r["inventory"].items() if k != "gdr_test"}
     return r
+
+
+def perftest_gbps(path):
+    """ib_write_bw's client table: `#bytes #iterations BW peak BW average MsgRate`."""
+    rows = [l.split() for l in open(path) if l.strip() and l.split()[0].isdigit()]
+    if not rows:
+        raise ValueError(f"no result row in {path}")
+    return float(rows[-1][3])
 
 
 def first_difference(a, b, path=""):
@@ -145,6 +162,33 @@ def main():
                 path, want = arg.split(" ", 1)
                 got = walk(live, path)
                 check(json.dumps(got) == want or str(got) == want, line, f"{path} = {json.dumps(got)}")
+            elif word in ("file-code", "file-message", "file-json"):
+                name, rest = arg.split(" ", 1)
+                other = load(os.path.join(out, name))
+                if word == "file-code":
+                    code, status = rest.split()
+                    got = sorted({f["status"] for f in findings(other) if f["code"] == code})
+                    check(status in got, line, f"{code}: {got or 'no such finding'}")
+                elif word == "file-message":
+                    code, text = rest.split(" ", 1)
+                    texts = [f["message"] for f in findings(other) if f["code"] == code]
+                    check(any(text in t for t in texts), line, f"messages: {texts or 'no such finding'}")
+                else:
+                    path, want = rest.split(" ", 1)
+                    got = walk(other, path)
+                    check(json.dumps(got) == want or str(got) == want, line, f"{path} = {json.dumps(got)}")
+            elif word == "below":
+                name, limit = arg.split()
+                got = float(open(os.path.join(out, name)).read().split()[0])
+                check(got < float(limit), line, f"{got}")
+            elif word == "perftest-ratio":
+                name, path, perf, minimum = arg.split()
+                ours = float(walk(load(os.path.join(out, name)), path))
+                theirs = perftest_gbps(os.path.join(out, perf))
+                ratio = ours / theirs if theirs > 0 else 0.0
+                with open(os.path.join(out, "ratio.txt"), "w") as f:
+                    f.write(f"gdrdoctor {ours} Gb/s, ib_write_bw {theirs} Gb/s, ratio {ratio:.2f}\n")
+                check(ratio >= float(minimum), line, f"gdrdoctor {ours} Gb/s / ib_write_bw {theirs} Gb/s = {ratio:.2f}")
             else:
                 failures.append(f"  unknown assertion `{line}`")
         except (KeyError, IndexError, ValueError, TypeError) as e:

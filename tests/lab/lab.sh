@@ -37,7 +37,7 @@ say() { printf 'lab: %s\n' "$*" >&2; }
 # ------------------------------------------------------------------------------ packages --
 need=()
 for p in qemu-system-x86 busybox-static cpio linux-image-amd64 linux-headers-amd64 kmod rdma-core \
-         ibverbs-providers iproute2 pciutils make gcc python3; do
+         ibverbs-providers perftest iproute2 pciutils make gcc python3; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -92,6 +92,7 @@ build_base() {
     copy_elf /usr/sbin/ip
     copy_elf /usr/bin/rdma
     copy_elf /usr/bin/setpci
+    copy_elf /usr/bin/ib_write_bw
     local lib=/usr/lib/x86_64-linux-gnu
     copy_elf "$lib/libibverbs.so.1"
     copy_elf "$lib/libibverbs/librxe-rdmav34.so"

@@ -1,4 +1,5 @@
 #include "common.h"
+#include <strings.h>
 /* libcuda.so.1 stand-in. FAKE_CUDA_INIT: cuInit's result; FAKE_CUDA_COUNT: devices (2);
  * FAKE_CUDA_BUSIDS: their bus ids; FAKE_CUDA_GDR, FAKE_CUDA_DMABUF: attributes 116 and 124 (1);
  * FAKE_CUDA_EXPORT: cuMemGetHandleForAddressRange's result (0); FAKE_CUDA_VERSION (12080). */
@@ -56,3 +57,19 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t n, in
     return 0;
 }
 #endif
+
+/* For the GDR write test: the device by bus id, copies (device memory is host memory here),
+ * and the pointer attribute. */
+#ifndef OMIT_cuDeviceGetByPCIBusId
+CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *bus) {
+    char id[64];
+    for (int i = 0; i < env_int("FAKE_CUDA_COUNT", 2); i++) {
+        if (env_item("FAKE_CUDA_BUSIDS", BUSIDS, i, id, sizeof id)) break;
+        if (strcasecmp(id, bus) == 0) { *d = i; return 0; }
+    }
+    return 101; /* CUDA_ERROR_INVALID_DEVICE */
+}
+#endif
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { memcpy((void *)dst, src, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { memcpy(dst, (void *)src, n); return 0; }
+CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p) { (void)value; (void)p; return attr == 6 ? 0 : 1; }

@@ -1,0 +1,408 @@
+//! `gdr-test` (live only): RDMA WRITEs between GPU memory and host memory through each GPU's
+//! nearest NIC, every byte verified, bandwidth measured (src/gdr). The check judges the
+//! outcomes the engine recorded in the inventory.
+
+use super::{Check, Context};
+use crate::gdr::plan::{Expected, Outcome};
+use crate::gdr::{FailureKind, PairResult};
+use crate::inventory::GdrTest;
+use crate::model::{Code, Evidence, Finding, Fix, Status};
+
+pub struct GdrTestCheck;
+
+const CODES: &[Code] = &[
+    Code {
+        id: "gdr-test-pass",
+        summary: "RDMA WRITEs both ways between the buffer and the NIC, every byte verified, at the expected rate",
+    },
+    Code {
+        id: "gdr-test-slow",
+        summary: "the data arrived intact, but slower than the configured fraction of the expected rate",
+    },
+    Code {
+        id: "gdr-test-register-failed",
+        summary: "the buffer could not be registered with the NIC on any path (DMA-BUF, peer memory)",
+    },
+    Code {
+        id: "gdr-test-no-reg-dmabuf",
+        summary: "libibverbs lacks ibv_reg_dmabuf_mr (rdma-core older than 34): no DMA-BUF path",
+    },
+    Code {
+        id: "gdr-test-completion-error",
+        summary: "a WRITE completed with an error status",
+    },
+    Code {
+        id: "gdr-test-data-mismatch",
+        summary: "the bytes that arrived differ from the bytes written",
+    },
+    Code {
+        id: "gdr-test-timeout",
+        summary: "the test did not finish before its deadline",
+    },
+    Code {
+        id: "gdr-test-port-down",
+        summary: "the NIC port to test through is not ACTIVE",
+    },
+    Code {
+        id: "gdr-test-no-libibverbs",
+        summary: "libibverbs.so.1 cannot be loaded",
+    },
+    Code {
+        id: "gdr-test-libibverbs-too-old",
+        summary: "libibverbs lacks a call the test needs",
+    },
+    Code {
+        id: "gdr-test-no-uverbs",
+        summary: "libibverbs finds no verbs devices at all (ib_uverbs not loaded)",
+    },
+    Code {
+        id: "gdr-test-no-provider",
+        summary: "libibverbs has no provider for the NIC's driver",
+    },
+    Code {
+        id: "gdr-test-no-access",
+        summary: "the NIC's /dev/infiniband/uverbs* cannot be opened by this process",
+    },
+    Code {
+        id: "gdr-test-setup-failed",
+        summary: "opening the device, a PD, CQ or QP, or connecting the QP failed",
+    },
+    Code {
+        id: "gdr-test-memory",
+        summary: "the buffer under test could not be allocated or exported (GPU runtime)",
+    },
+    Code {
+        id: "gdr-test-error",
+        summary: "the test process crashed or answered garbage",
+    },
+    Code {
+        id: "gdr-test-no-rdma-device",
+        summary: "no RDMA device on this node: the GPU side ran, there is nothing to write through",
+    },
+    Code {
+        id: "gdr-test-not-run",
+        summary: "a GPU with no way to test it (no memory API for its vendor)",
+    },
+    Code {
+        id: "gdr-test-skipped",
+        summary: "the test was not run (--no-gdr-test, or no GPU and no NIC)",
+    },
+];
+
+impl Check for GdrTestCheck {
+    fn id(&self) -> &'static str {
+        "gdr-test"
+    }
+    fn title(&self) -> &'static str {
+        "GPUDirect RDMA WRITEs per GPU-NIC pair, verified"
+    }
+    fn codes(&self) -> &'static [Code] {
+        CODES
+    }
+    fn readme(&self) -> &'static str {
+        include_str!("../../checks/gdr-test/README.md")
+    }
+    fn live_only(&self) -> bool {
+        true
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let fraction = cx.config.thresholds.gdr_min_bw_fraction;
+        match &cx.inv.gdr_test {
+            GdrTest::Skipped(reason) => vec![
+                Finding::skip("gdr-test-skipped", "node", format!("not run: {reason}"))
+                    .evidence("gdrdoctor gdr-pair", format!("<not run: {reason}>")),
+            ],
+            GdrTest::Ran {
+                outcomes,
+                not_planned,
+            } => {
+                let mut out: Vec<Finding> =
+                    outcomes.iter().flat_map(|o| judge(o, fraction)).collect();
+                for n in not_planned {
+                    out.push(
+                        Finding::skip("gdr-test-not-run", n.subject.clone(), n.reason.clone())
+                            .evidence("gdrdoctor gdr-pair", "<not run>"),
+                    );
+                }
+                if out.is_empty() {
+                    let (code, message) = if cx.inv.rdma.is_empty() {
+                        (
+                            "gdr-test-no-rdma-device",
+                            "no RDMA device on this node: nothing to write through (see rdma-link)",
+                        )
+                    } else {
+                        (
+                            "gdr-test-skipped",
+                            "no GPU to test (`gdrdoctor gdr-test --memory host` tests the NICs alone)",
+                        )
+                    };
+                    out.push(Finding::skip(code, "node", message).evidence(
+                        crate::inventory::pci::PCI_DEVICES,
+                        format!(
+                            "{} GPUs, {} RDMA devices",
+                            cx.inv.gpus.len(),
+                            cx.inv.rdma.len()
+                        ),
+                    ));
+                }
+                out
+            }
+        }
+    }
+}
+
+fn subject(o: &Outcome) -> String {
+    match &o.planned.nic {
+        Some(n) => format!("{} <-> {n}", o.planned.subject),
+        None => o.planned.subject.clone(),
+    }
+}
+
+/// What was done and seen, as evidence: the child's steps.
+fn evidence(o: &Outcome, r: &PairResult) -> Vec<Evidence> {
+    let mut ev: Vec<Evidence> = r
+        .memory_steps
+        .iter()
+        .map(|s| Evidence {
+            path: "buffer".into(),
+            value: s.clone(),
+        })
+        .collect();
+    if let Some(lib) = &r.verbs_library {
+        ev.push(Evidence {
+            path: lib.clone(),
+            value: "libibverbs".into(),
+        });
+    }
+    if let (Some(p), Some(nic)) = (&r.port, &o.planned.nic) {
+        ev.push(Evidence {
+            path: nic.clone(),
+            value: format!(
+                "{} {}, MTU {}{}{}",
+                p.link_layer,
+                p.state,
+                p.active_mtu,
+                if p.link_layer == "InfiniBand" {
+                    format!(", LID {:#x}", p.lid)
+                } else {
+                    String::new()
+                },
+                p.gid
+                    .as_ref()
+                    .map(|g| format!(", GID {g}"))
+                    .unwrap_or_default()
+            ),
+        });
+    }
+    for reg in &r.registrations {
+        ev.push(Evidence {
+            path: format!("registration ({})", reg.path),
+            value: if reg.ok {
+                "ok".into()
+            } else {
+                format!(
+                    "{}{}",
+                    reg.error.clone().unwrap_or_default(),
+                    reg.meaning
+                        .as_ref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                )
+            },
+        });
+    }
+    ev
+}
+
+fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
+    let subject = subject(o);
+    let level = o
+        .planned
+        .level
+        .map(|l| format!(" ({l})"))
+        .unwrap_or_default();
+    let r = match &o.result {
+        Ok(r) => r,
+        Err(e) if e.contains("did not finish") => {
+            return vec![Finding::fail("gdr-test-timeout", subject, format!("{e}: a call never returned (a peer-memory module or provider stuck in the kernel; see dmesg)"))
+                .evidence("gdrdoctor gdr-pair", format!("<{e}>"))
+                .fix(dmesg_fix())];
+        }
+        Err(e) => {
+            return vec![
+                Finding::fail("gdr-test-error", subject, e.clone())
+                    .evidence("gdrdoctor gdr-pair", format!("<{e}>"))
+                    .fix(dmesg_fix()),
+            ];
+        }
+    };
+    let ev = evidence(o, r);
+    let dmabuf_symbol_missing = r.registrations.iter().any(|a| {
+        a.path == "dmabuf"
+            && a.error
+                .as_deref()
+                .is_some_and(|e| e.contains("ibv_reg_dmabuf_mr"))
+            && a.errno.is_none()
+            && !a.ok
+    });
+    let mut out = Vec::new();
+    match &r.failure {
+        None => {
+            let path = r.path.as_deref().unwrap_or("?");
+            let bw = r.bandwidth.as_ref();
+            let speeds = bw
+                .map(|b| {
+                    format!(
+                        "{} Gb/s into the buffer, {} Gb/s out ({} WRITEs of {})",
+                        b.to_target_gbps,
+                        b.from_target_gbps,
+                        b.messages,
+                        crate::parse::bytes(b.message_bytes)
+                    )
+                })
+                .unwrap_or_default();
+            let verified = r
+                .verified_bytes
+                .map(crate::parse::bytes)
+                .unwrap_or_default();
+            let base = format!("{path} path{level}: {verified} verified both ways; {speeds}");
+            let slowest = bw.map(|b| b.to_target_gbps.min(b.from_target_gbps));
+            match (&o.planned.expected, slowest, o.planned.software) {
+                (_, _, true) => out.push(Finding::pass("gdr-test-pass", subject.clone(), format!("{base}; bandwidth not judged: a software RDMA device runs at the CPU's pace")).with(ev.clone())),
+                (Some(Expected { gbps, limited_by }), Some(got), false) if got < gbps * fraction => out.push(
+                    Finding::warn(
+                        "gdr-test-slow",
+                        subject.clone(),
+                        format!("{base}; below {:.0}% of the {gbps:.0} Gb/s expected ({limited_by})", fraction * 100.0),
+                    )
+                    .with(ev.clone())
+                    .fix(
+                        Fix::new(
+                            "Find what slows the pair: placement (pcie-placement, acs), link training (pcie-link), IOMMU translation (iommu), or a NIC or GPU throttled; compare with the host-memory baseline",
+                            "Read-only commands; the test only moves its own buffers.",
+                        )
+                        .manual(format!("gdrdoctor gdr-test --memory host --nic {}", o.planned.spec.nic.as_ref().map(|n| n.device.as_str()).unwrap_or("")))
+                        .manual("gdrdoctor check --select pcie-placement,acs,pcie-link,iommu -v"),
+                    ),
+                ),
+                (Some(Expected { gbps, limited_by }), Some(_), false) => out.push(Finding::pass("gdr-test-pass", subject.clone(), format!("{base}; expected {gbps:.0} Gb/s ({limited_by})")).with(ev.clone())),
+                _ => out.push(Finding::pass("gdr-test-pass", subject.clone(), format!("{base}; no expected rate known")).with(ev.clone())),
+            }
+            if dmabuf_symbol_missing {
+                out.push(no_reg_dmabuf(
+                    &subject,
+                    Status::Warn,
+                    "the peer-memory path worked instead",
+                    ev,
+                ));
+            }
+        }
+        Some(f) => {
+            let step = &f.step;
+            let message = format!("{step}: {}", f.message);
+            let finding = match f.kind {
+                FailureKind::NoRdmaDevice => Finding::skip("gdr-test-no-rdma-device", subject, format!("{}; the GPU side ran: {}", f.message, r.memory_steps.join("; "))).with(ev),
+                FailureKind::Memory if o.planned.spec.memory == crate::gdr::Memory::HostDmabuf => Finding::fail("gdr-test-memory", subject, message).with(ev).fix(
+                    Fix::new("Give the node a source of host dma-bufs: the udmabuf driver (CONFIG_UDMABUF), or a DRM device that exports dumb buffers", "Loading udmabuf only adds a character device.")
+                        .runtime("modprobe udmabuf"),
+                ),
+                FailureKind::Memory => Finding::fail("gdr-test-memory", subject, message).with(ev).fix(
+                    Fix::new("Fix the GPU runtime first (see the gpu check)", "Read-only commands.").manual("gdrdoctor check --select gpu -v"),
+                ),
+                FailureKind::VerbsMissing => Finding::fail("gdr-test-no-libibverbs", subject, message).with(ev).fix(
+                    Fix::new("Install rdma-core's libibverbs and the providers", "Installs user-space packages only.")
+                        .manual("apt-get install libibverbs1 ibverbs-providers   # Debian/Ubuntu")
+                        .manual("dnf install libibverbs   # RHEL and derivatives"),
+                ),
+                FailureKind::VerbsSymbolMissing => Finding::fail("gdr-test-libibverbs-too-old", subject, message).with(ev).fix(
+                    Fix::new("Update rdma-core (libibverbs)", "Installs user-space packages only.").manual("apt-get install --only-upgrade libibverbs1 ibverbs-providers"),
+                ),
+                FailureKind::DeviceList => Finding::fail("gdr-test-no-uverbs", subject, message).with(ev).fix(
+                    Fix::new("Load the verbs user-space interface", "Loading a module does not disturb running traffic.")
+                        .runtime("modprobe ib_uverbs")
+                        .persistent("echo ib_uverbs > /etc/modules-load.d/ib_uverbs.conf"),
+                ),
+                FailureKind::ProviderMissing => Finding::fail("gdr-test-no-provider", subject, message).with(ev).fix(
+                    Fix::new("Install the libibverbs provider for the NIC's driver (rdma-core's ibverbs-providers, or the vendor's)", "Installs user-space packages only.")
+                        .manual("apt-get install ibverbs-providers; ls /etc/libibverbs.d/"),
+                ),
+                FailureKind::NoAccess => Finding::fail("gdr-test-no-access", subject, message).with(ev).fix(
+                    Fix::new("Let the process open /dev/infiniband/uverbs* (rdma-core's udev rules make them 0666), or run as root", "Changes device permissions for every user of the node.")
+                        .manual("ls -l /dev/infiniband/")
+                        .runtime("chmod 0666 /dev/infiniband/uverbs*"),
+                ),
+                FailureKind::OpenFailed | FailureKind::QpFailed => Finding::fail("gdr-test-setup-failed", subject, message).with(ev).fix(dmesg_fix()),
+                FailureKind::PortNotActive => Finding::fail("gdr-test-port-down", subject, message).with(ev).fix(
+                    Fix::new("Bring the port up (see rdma-link: cable, switch port, subnet manager, netdev)", "Read-only commands.").manual("rdma link show; ibstat"),
+                ),
+                FailureKind::RegisterFailed if dmabuf_symbol_missing && r.registrations.iter().all(|a| !a.ok) => {
+                    no_reg_dmabuf(&subject, Status::Fail, "and no other path worked", ev)
+                }
+                FailureKind::RegisterFailed => Finding::fail("gdr-test-register-failed", subject, message).with(ev).fix(register_fix(r)),
+                FailureKind::CompletionError => Finding::fail("gdr-test-completion-error", subject, message).with(ev).fix(dmesg_fix()),
+                FailureKind::Timeout => Finding::fail("gdr-test-timeout", subject, message).with(ev).fix(dmesg_fix()),
+                FailureKind::DataMismatch => Finding::fail("gdr-test-data-mismatch", subject, message).with(ev).fix(
+                    Fix::new(
+                        "Do not run GPU jobs over this pair: data is corrupted in flight. Check ACS/IOMMU (acs, iommu), PCIe errors (AER in dmesg), and update the NIC firmware and GPU driver",
+                        "Read-only commands.",
+                    )
+                    .manual("dmesg | grep -i -E 'aer|pcie bus error|xid' | tail -30"),
+                ),
+            };
+            out.push(finding);
+        }
+    }
+    out
+}
+
+fn no_reg_dmabuf(subject: &str, status: Status, consequence: &str, ev: Vec<Evidence>) -> Finding {
+    Finding::new(
+        "gdr-test-no-reg-dmabuf",
+        status,
+        subject.to_owned(),
+        format!("libibverbs has no ibv_reg_dmabuf_mr (rdma-core older than 34), so GPU memory cannot be registered through DMA-BUF; {consequence}"),
+    )
+    .with(ev)
+    .fix(
+        Fix::new("Install rdma-core 34 or later (libibverbs1, ibverbs-providers)", "Installs user-space packages only; running jobs keep the library they loaded.")
+            .manual("apt-get install --only-upgrade libibverbs1 ibverbs-providers"),
+    )
+}
+
+fn dmesg_fix() -> Fix {
+    Fix::new(
+        "Look at what the kernel says about the NIC and GPU drivers, then rerun the test alone",
+        "Read-only commands.",
+    )
+    .manual("dmesg | tail -50")
+    .manual("gdrdoctor gdr-test -v")
+}
+
+/// The fix for a registration failure, from what the attempts' errnos mean.
+fn register_fix(r: &PairResult) -> Fix {
+    let errnos: Vec<(String, i32)> = r
+        .registrations
+        .iter()
+        .filter_map(|a| Some((a.path.clone(), a.errno?)))
+        .collect();
+    let has = |path: &str, e: i32| errnos.iter().any(|(p, n)| p == path && *n == e);
+    if errnos.iter().any(|(_, e)| *e == libc::ENOMEM) {
+        return Fix::new(
+            "Raise the locked-memory limit for the jobs (and this test): unlimited, as NVIDIA and every cloud recommend",
+            "Raising RLIMIT_MEMLOCK lets processes pin more memory; it is the norm on GPU nodes.",
+        )
+        .manual("ulimit -l")
+        .persistent("printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/90-memlock.conf");
+    }
+    if has("peermem", libc::EFAULT) || has("peermem", libc::EINVAL) {
+        return Fix::new(
+            "Give the RDMA stack a way to reach GPU memory: the DMA-BUF path (open NVIDIA kernel modules, kernel >= 5.12, a NIC driver with dma-buf MRs) or nvidia_peermem on an RDMA stack with the peer-memory API",
+            "Loading nvidia-peermem does not disturb running jobs.",
+        )
+        .runtime("modprobe nvidia-peermem")
+        .manual("gdrdoctor check --select peer-memory -v");
+    }
+    Fix::new("See the errno of each attempt in the evidence; the peer-memory check says which path this node should have", "Read-only commands.")
+        .manual("gdrdoctor check --select peer-memory,rdma-access -v")
+}

@@ -1,0 +1,894 @@
+//! libibverbs for the GDR write test: the ~20 exported calls, the two inline ones reached through
+//! `ibv_context.ops` (`post_send`, `poll_cq`), and the structures they take, laid out as
+//! <infiniband/verbs.h> (rdma-core) lays them out. `tests/verbs_layout.rs` compiles a C program
+//! against the real header and compares every size and offset used here with [`layout`].
+//!
+//! Every resource is owned by a guard whose `Drop` releases it, so every path (success, error,
+//! panic) frees QPs, CQs, MRs, PDs and contexts in the right order.
+
+use super::{Loaded, candidates, open};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::mem::offset_of;
+
+pub const ENV: &str = "GDRDOCTOR_LIBIBVERBS";
+pub const SONAME: &str = "libibverbs.so.1";
+
+// -- the structures --------------------------------------------------------------------------
+
+/// `union ibv_gid`: 16 bytes, 8-aligned (its `global` member is two `__be64`).
+#[repr(C, align(8))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gid(pub [u8; 16]);
+
+/// `struct ibv_port_attr` (the fields before `flags` are the `_compat_` ones the exported
+/// `ibv_query_port` fills).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PortAttr {
+    pub state: c_uint,
+    pub max_mtu: c_uint,
+    pub active_mtu: c_uint,
+    pub gid_tbl_len: c_int,
+    pub port_cap_flags: u32,
+    pub max_msg_sz: u32,
+    pub bad_pkey_cntr: u32,
+    pub qkey_viol_cntr: u32,
+    pub pkey_tbl_len: u16,
+    pub lid: u16,
+    pub sm_lid: u16,
+    pub lmc: u8,
+    pub max_vl_num: u8,
+    pub sm_sl: u8,
+    pub subnet_timeout: u8,
+    pub init_type_reply: u8,
+    pub active_width: u8,
+    pub active_speed: u8,
+    pub phys_state: u8,
+    pub link_layer: u8,
+    pub flags: u8,
+    pub port_cap_flags2: u16,
+    /// Room for fields newer libraries add at the end.
+    pub _reserved: [u32; 8],
+}
+
+/// `struct ibv_mr`: only read, through the pointer the library returns.
+#[repr(C)]
+pub struct Mr {
+    pub context: *mut c_void,
+    pub pd: *mut c_void,
+    pub addr: *mut c_void,
+    pub length: usize,
+    pub handle: u32,
+    pub lkey: u32,
+    pub rkey: u32,
+}
+
+/// The start of `struct ibv_qp`, up to `qp_num`.
+#[repr(C)]
+pub struct QpHead {
+    pub context: *mut c_void,
+    pub qp_context: *mut c_void,
+    pub pd: *mut c_void,
+    pub send_cq: *mut c_void,
+    pub recv_cq: *mut c_void,
+    pub srq: *mut c_void,
+    pub handle: u32,
+    pub qp_num: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QpCap {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+}
+
+#[repr(C)]
+pub struct QpInitAttr {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut c_void,
+    pub recv_cq: *mut c_void,
+    pub srq: *mut c_void,
+    pub cap: QpCap,
+    pub qp_type: c_uint,
+    pub sq_sig_all: c_int,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GlobalRoute {
+    pub dgid: Gid,
+    pub flow_label: u32,
+    pub sgid_index: u8,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AhAttr {
+    pub grh: GlobalRoute,
+    pub dlid: u16,
+    pub sl: u8,
+    pub src_path_bits: u8,
+    pub static_rate: u8,
+    pub is_global: u8,
+    pub port_num: u8,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QpAttr {
+    pub qp_state: c_uint,
+    pub cur_qp_state: c_uint,
+    pub path_mtu: c_uint,
+    pub path_mig_state: c_uint,
+    pub qkey: u32,
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+    pub dest_qp_num: u32,
+    pub qp_access_flags: c_uint,
+    pub cap: QpCap,
+    pub ah_attr: AhAttr,
+    pub alt_ah_attr: AhAttr,
+    pub pkey_index: u16,
+    pub alt_pkey_index: u16,
+    pub en_sqd_async_notify: u8,
+    pub sq_draining: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub port_num: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub alt_port_num: u8,
+    pub alt_timeout: u8,
+    pub rate_limit: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// `struct ibv_send_wr`, with its unions as the `rdma` member plus padding to their full size.
+#[repr(C)]
+pub struct SendWr {
+    pub wr_id: u64,
+    pub next: *mut SendWr,
+    pub sg_list: *mut Sge,
+    pub num_sge: c_int,
+    pub opcode: c_uint,
+    pub send_flags: c_uint,
+    pub imm_data: u32,
+    pub rdma_remote_addr: u64,
+    pub rdma_rkey: u32,
+    /// The rest of the `wr` union (its `atomic` member is 32 bytes).
+    pub _wr_rest: [u32; 5],
+    pub xrc_remote_srqn: u32,
+    /// The `bind_mw` / `tso` union (48 bytes).
+    pub _bind: [u64; 6],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Wc {
+    pub wr_id: u64,
+    pub status: c_uint,
+    pub opcode: c_uint,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+    pub imm_data: u32,
+    pub qp_num: u32,
+    pub src_qp: u32,
+    pub wc_flags: c_uint,
+    pub pkey_index: u16,
+    pub slid: u16,
+    pub sl: u8,
+    pub dlid_path_bits: u8,
+}
+
+type PollCq = unsafe extern "C" fn(*mut c_void, c_int, *mut Wc) -> c_int;
+type PostSend = unsafe extern "C" fn(*mut c_void, *mut SendWr, *mut *mut SendWr) -> c_int;
+
+/// `struct ibv_context_ops`: 32 function pointers; `poll_cq` is the 12th, `post_send` the 26th.
+#[repr(C)]
+pub struct ContextOps {
+    pub _before_poll_cq: [*mut c_void; 11],
+    pub poll_cq: Option<PollCq>,
+    pub _before_post_send: [*mut c_void; 13],
+    pub post_send: Option<PostSend>,
+    pub _after: [*mut c_void; 6],
+}
+
+/// The start of `struct ibv_context`.
+#[repr(C)]
+pub struct ContextHead {
+    pub device: *mut c_void,
+    pub ops: ContextOps,
+}
+
+/// Every size and offset this module relies on, named as the C program in
+/// tests/stubs/verbs_layout.c prints them.
+pub fn layout() -> Vec<(&'static str, usize)> {
+    vec![
+        (
+            "sizeof(struct ibv_port_attr)",
+            std::mem::size_of::<PortAttr>() - 32,
+        ),
+        ("ibv_port_attr.state", offset_of!(PortAttr, state)),
+        ("ibv_port_attr.active_mtu", offset_of!(PortAttr, active_mtu)),
+        ("ibv_port_attr.lid", offset_of!(PortAttr, lid)),
+        ("ibv_port_attr.phys_state", offset_of!(PortAttr, phys_state)),
+        ("ibv_port_attr.link_layer", offset_of!(PortAttr, link_layer)),
+        ("ibv_mr.lkey", offset_of!(Mr, lkey)),
+        ("ibv_mr.rkey", offset_of!(Mr, rkey)),
+        ("ibv_qp.qp_num", offset_of!(QpHead, qp_num)),
+        (
+            "sizeof(struct ibv_qp_init_attr)",
+            std::mem::size_of::<QpInitAttr>(),
+        ),
+        ("ibv_qp_init_attr.cap", offset_of!(QpInitAttr, cap)),
+        ("ibv_qp_init_attr.qp_type", offset_of!(QpInitAttr, qp_type)),
+        (
+            "ibv_qp_init_attr.sq_sig_all",
+            offset_of!(QpInitAttr, sq_sig_all),
+        ),
+        ("sizeof(struct ibv_ah_attr)", std::mem::size_of::<AhAttr>()),
+        ("ibv_ah_attr.dlid", offset_of!(AhAttr, dlid)),
+        ("ibv_ah_attr.is_global", offset_of!(AhAttr, is_global)),
+        ("ibv_ah_attr.port_num", offset_of!(AhAttr, port_num)),
+        (
+            "ibv_global_route.sgid_index",
+            offset_of!(GlobalRoute, sgid_index),
+        ),
+        (
+            "ibv_global_route.hop_limit",
+            offset_of!(GlobalRoute, hop_limit),
+        ),
+        ("sizeof(struct ibv_qp_attr)", std::mem::size_of::<QpAttr>()),
+        ("ibv_qp_attr.path_mtu", offset_of!(QpAttr, path_mtu)),
+        ("ibv_qp_attr.dest_qp_num", offset_of!(QpAttr, dest_qp_num)),
+        (
+            "ibv_qp_attr.qp_access_flags",
+            offset_of!(QpAttr, qp_access_flags),
+        ),
+        ("ibv_qp_attr.ah_attr", offset_of!(QpAttr, ah_attr)),
+        ("ibv_qp_attr.pkey_index", offset_of!(QpAttr, pkey_index)),
+        (
+            "ibv_qp_attr.max_rd_atomic",
+            offset_of!(QpAttr, max_rd_atomic),
+        ),
+        (
+            "ibv_qp_attr.min_rnr_timer",
+            offset_of!(QpAttr, min_rnr_timer),
+        ),
+        ("ibv_qp_attr.port_num", offset_of!(QpAttr, port_num)),
+        ("ibv_qp_attr.rnr_retry", offset_of!(QpAttr, rnr_retry)),
+        ("ibv_qp_attr.rate_limit", offset_of!(QpAttr, rate_limit)),
+        ("sizeof(struct ibv_sge)", std::mem::size_of::<Sge>()),
+        ("sizeof(struct ibv_send_wr)", std::mem::size_of::<SendWr>()),
+        ("ibv_send_wr.sg_list", offset_of!(SendWr, sg_list)),
+        ("ibv_send_wr.num_sge", offset_of!(SendWr, num_sge)),
+        ("ibv_send_wr.opcode", offset_of!(SendWr, opcode)),
+        ("ibv_send_wr.send_flags", offset_of!(SendWr, send_flags)),
+        (
+            "ibv_send_wr.wr.rdma.remote_addr",
+            offset_of!(SendWr, rdma_remote_addr),
+        ),
+        ("ibv_send_wr.wr.rdma.rkey", offset_of!(SendWr, rdma_rkey)),
+        (
+            "ibv_send_wr.qp_type.xrc.remote_srqn",
+            offset_of!(SendWr, xrc_remote_srqn),
+        ),
+        ("sizeof(struct ibv_wc)", std::mem::size_of::<Wc>()),
+        ("ibv_wc.status", offset_of!(Wc, status)),
+        ("ibv_wc.byte_len", offset_of!(Wc, byte_len)),
+        ("ibv_wc.qp_num", offset_of!(Wc, qp_num)),
+        (
+            "ibv_context.ops.poll_cq",
+            offset_of!(ContextHead, ops) + offset_of!(ContextOps, poll_cq),
+        ),
+        (
+            "ibv_context.ops.post_send",
+            offset_of!(ContextHead, ops) + offset_of!(ContextOps, post_send),
+        ),
+        (
+            "sizeof(struct ibv_context_ops)",
+            std::mem::size_of::<ContextOps>(),
+        ),
+    ]
+}
+
+// -- constants from verbs.h ------------------------------------------------------------------
+
+pub const ACCESS_LOCAL_WRITE: c_int = 1;
+pub const ACCESS_REMOTE_WRITE: c_int = 1 << 1;
+pub const ACCESS_REMOTE_READ: c_int = 1 << 2;
+pub const QPT_RC: c_uint = 2;
+pub const QPS_INIT: c_uint = 1;
+pub const QPS_RTR: c_uint = 2;
+pub const QPS_RTS: c_uint = 3;
+pub const WR_RDMA_WRITE: c_uint = 0;
+pub const SEND_SIGNALED: c_uint = 1 << 1;
+pub const PORT_ACTIVE: c_uint = 4;
+pub const LINK_LAYER_ETHERNET: u8 = 2;
+const QP_STATE: c_int = 1;
+const QP_ACCESS_FLAGS: c_int = 1 << 3;
+const QP_PKEY_INDEX: c_int = 1 << 4;
+const QP_PORT: c_int = 1 << 5;
+const QP_AV: c_int = 1 << 7;
+const QP_PATH_MTU: c_int = 1 << 8;
+const QP_TIMEOUT: c_int = 1 << 9;
+const QP_RETRY_CNT: c_int = 1 << 10;
+const QP_RNR_RETRY: c_int = 1 << 11;
+const QP_RQ_PSN: c_int = 1 << 12;
+const QP_MAX_QP_RD_ATOMIC: c_int = 1 << 13;
+const QP_MIN_RNR_TIMER: c_int = 1 << 15;
+const QP_SQ_PSN: c_int = 1 << 16;
+const QP_MAX_DEST_RD_ATOMIC: c_int = 1 << 17;
+const QP_DEST_QPN: c_int = 1 << 20;
+
+/// `ibv_wc_status_str`'s words for the statuses a write test meets.
+pub fn wc_status_name(status: c_uint) -> String {
+    const NAMES: [&str; 24] = [
+        "IBV_WC_SUCCESS",
+        "IBV_WC_LOC_LEN_ERR",
+        "IBV_WC_LOC_QP_OP_ERR",
+        "IBV_WC_LOC_EEC_OP_ERR",
+        "IBV_WC_LOC_PROT_ERR",
+        "IBV_WC_WR_FLUSH_ERR",
+        "IBV_WC_MW_BIND_ERR",
+        "IBV_WC_BAD_RESP_ERR",
+        "IBV_WC_LOC_ACCESS_ERR",
+        "IBV_WC_REM_INV_REQ_ERR",
+        "IBV_WC_REM_ACCESS_ERR",
+        "IBV_WC_REM_OP_ERR",
+        "IBV_WC_RETRY_EXC_ERR",
+        "IBV_WC_RNR_RETRY_EXC_ERR",
+        "IBV_WC_LOC_RDD_VIOL_ERR",
+        "IBV_WC_REM_INV_RD_REQ_ERR",
+        "IBV_WC_REM_ABORT_ERR",
+        "IBV_WC_INV_EECN_ERR",
+        "IBV_WC_INV_EEC_STATE_ERR",
+        "IBV_WC_FATAL_ERR",
+        "IBV_WC_RESP_TIMEOUT_ERR",
+        "IBV_WC_GENERAL_ERR",
+        "IBV_WC_TM_ERR",
+        "IBV_WC_TM_RNDV_INCOMPLETE",
+    ];
+    NAMES
+        .get(status as usize)
+        .map(|s| (*s).to_owned())
+        .unwrap_or_else(|| format!("wc status {status}"))
+}
+
+/// `IBV_MTU_4096` (5) as bytes.
+pub fn mtu_bytes(mtu: c_uint) -> u32 {
+    match mtu {
+        1..=5 => 128 << mtu,
+        _ => 0,
+    }
+}
+
+// -- the library -----------------------------------------------------------------------------
+
+type GetDeviceList = unsafe extern "C" fn(*mut c_int) -> *mut *mut c_void;
+type FreeDeviceList = unsafe extern "C" fn(*mut *mut c_void);
+type GetDeviceName = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+type OpenDevice = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
+type CloseDevice = unsafe extern "C" fn(*mut c_void) -> c_int;
+type QueryPort = unsafe extern "C" fn(*mut c_void, u8, *mut PortAttr) -> c_int;
+type QueryGid = unsafe extern "C" fn(*mut c_void, u8, c_int, *mut Gid) -> c_int;
+type AllocPd = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
+type DeallocPd = unsafe extern "C" fn(*mut c_void) -> c_int;
+type RegMr = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, c_int) -> *mut Mr;
+type RegDmabufMr = unsafe extern "C" fn(*mut c_void, u64, usize, u64, c_int, c_int) -> *mut Mr;
+type DeregMr = unsafe extern "C" fn(*mut Mr) -> c_int;
+type CreateCq =
+    unsafe extern "C" fn(*mut c_void, c_int, *mut c_void, *mut c_void, c_int) -> *mut c_void;
+type DestroyCq = unsafe extern "C" fn(*mut c_void) -> c_int;
+type CreateQp = unsafe extern "C" fn(*mut c_void, *mut QpInitAttr) -> *mut QpHead;
+type ModifyQp = unsafe extern "C" fn(*mut QpHead, *mut QpAttr, c_int) -> c_int;
+type DestroyQp = unsafe extern "C" fn(*mut QpHead) -> c_int;
+
+/// The exported calls. `reg_dmabuf_mr` is optional: rdma-core added it in 34 (IBVERBS_1.12).
+pub struct Verbs {
+    pub path: String,
+    get_device_list: GetDeviceList,
+    free_device_list: FreeDeviceList,
+    get_device_name: GetDeviceName,
+    open_device: OpenDevice,
+    close_device: CloseDevice,
+    query_port: QueryPort,
+    query_gid: QueryGid,
+    alloc_pd: AllocPd,
+    dealloc_pd: DeallocPd,
+    reg_mr: RegMr,
+    reg_dmabuf_mr: Option<RegDmabufMr>,
+    dereg_mr: DeregMr,
+    create_cq: CreateCq,
+    destroy_cq: DestroyCq,
+    create_qp: CreateQp,
+    modify_qp: ModifyQp,
+    destroy_qp: DestroyQp,
+}
+
+/// Why libibverbs cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum LoadError {
+    NotFound { tried: Vec<String>, message: String },
+    MissingSymbol { library: String, symbol: String },
+}
+
+macro_rules! sym {
+    ($lib:expr, $path:expr, $name:literal) => {
+        // SAFETY: the type at the use site matches the prototype in verbs.h.
+        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
+            Ok(s) => *s,
+            Err(_) => {
+                return Err(LoadError::MissingSymbol {
+                    library: $path.clone(),
+                    symbol: $name.into(),
+                })
+            }
+        }
+    };
+}
+
+impl Verbs {
+    pub fn load() -> Result<Verbs, LoadError> {
+        let Loaded { lib, path } = open(&candidates(ENV, &[SONAME]), b"ibv_get_device_list\0")
+            .map_err(|(tried, message)| LoadError::NotFound { tried, message })?;
+        let v = Verbs {
+            get_device_list: sym!(lib, path, "ibv_get_device_list"),
+            free_device_list: sym!(lib, path, "ibv_free_device_list"),
+            get_device_name: sym!(lib, path, "ibv_get_device_name"),
+            open_device: sym!(lib, path, "ibv_open_device"),
+            close_device: sym!(lib, path, "ibv_close_device"),
+            query_port: sym!(lib, path, "ibv_query_port"),
+            query_gid: sym!(lib, path, "ibv_query_gid"),
+            alloc_pd: sym!(lib, path, "ibv_alloc_pd"),
+            dealloc_pd: sym!(lib, path, "ibv_dealloc_pd"),
+            reg_mr: sym!(lib, path, "ibv_reg_mr"),
+            // SAFETY: as in `sym!`.
+            reg_dmabuf_mr: unsafe { lib.get(b"ibv_reg_dmabuf_mr\0") }.ok().map(|s| *s),
+            dereg_mr: sym!(lib, path, "ibv_dereg_mr"),
+            create_cq: sym!(lib, path, "ibv_create_cq"),
+            destroy_cq: sym!(lib, path, "ibv_destroy_cq"),
+            create_qp: sym!(lib, path, "ibv_create_qp"),
+            modify_qp: sym!(lib, path, "ibv_modify_qp"),
+            destroy_qp: sym!(lib, path, "ibv_destroy_qp"),
+            path,
+        };
+        // Providers stay loaded with the library until the process (the test child) exits.
+        std::mem::forget(lib);
+        Ok(v)
+    }
+
+    pub fn has_reg_dmabuf_mr(&self) -> bool {
+        self.reg_dmabuf_mr.is_some()
+    }
+
+    /// The devices libibverbs has a provider for; `Err` with errno when the list fails.
+    pub fn device_names(&self) -> Result<Vec<String>, std::io::Error> {
+        let mut n: c_int = 0;
+        // SAFETY: valid out-pointer; a null return means failure with errno set.
+        let list = unsafe { (self.get_device_list)(&mut n) };
+        if list.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut names = Vec::new();
+        for i in 0..usize::try_from(n).unwrap_or(0) {
+            // SAFETY: the list holds `n` device pointers until it is freed.
+            let dev = unsafe { *list.add(i) };
+            if dev.is_null() {
+                break;
+            }
+            // SAFETY: a NUL-terminated name owned by the device, copied before the free.
+            let p = unsafe { (self.get_device_name)(dev) };
+            if !p.is_null() {
+                names.push(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
+            }
+        }
+        // SAFETY: freed exactly once.
+        unsafe { (self.free_device_list)(list) };
+        Ok(names)
+    }
+
+    /// Opens a device by name. `Ok(None)`: no provider lists it.
+    pub fn open(&self, name: &str) -> Result<Option<Context<'_>>, std::io::Error> {
+        let mut n: c_int = 0;
+        // SAFETY: as in `device_names`.
+        let list = unsafe { (self.get_device_list)(&mut n) };
+        if list.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut found = None;
+        for i in 0..usize::try_from(n).unwrap_or(0) {
+            let dev = unsafe { *list.add(i) };
+            if dev.is_null() {
+                break;
+            }
+            let p = unsafe { (self.get_device_name)(dev) };
+            if !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == name.as_bytes() {
+                found = Some(dev);
+                break;
+            }
+        }
+        let result = match found {
+            None => Ok(None),
+            Some(dev) => {
+                // SAFETY: `dev` is from the live list; the context outlives the list.
+                let ctx = unsafe { (self.open_device)(dev) };
+                if ctx.is_null() {
+                    Err(std::io::Error::last_os_error())
+                } else {
+                    Ok(Some(Context { verbs: self, ctx }))
+                }
+            }
+        };
+        unsafe { (self.free_device_list)(list) };
+        result
+    }
+}
+
+/// An open device context.
+pub struct Context<'a> {
+    verbs: &'a Verbs,
+    ctx: *mut c_void,
+}
+
+impl Drop for Context<'_> {
+    fn drop(&mut self) {
+        // SAFETY: opened by us, closed once, after every child resource (they borrow us).
+        unsafe { (self.verbs.close_device)(self.ctx) };
+    }
+}
+
+fn errno_or(rc: c_int) -> std::io::Error {
+    // Verbs return either -1 with errno or the errno itself.
+    if rc > 0 {
+        std::io::Error::from_raw_os_error(rc)
+    } else {
+        std::io::Error::last_os_error()
+    }
+}
+
+impl<'a> Context<'a> {
+    pub fn query_port(&self, port: u8) -> Result<PortAttr, std::io::Error> {
+        let mut attr = PortAttr::default();
+        // SAFETY: `attr` is larger than the compat structure the call fills.
+        let rc = unsafe { (self.verbs.query_port)(self.ctx, port, &mut attr) };
+        if rc != 0 {
+            return Err(errno_or(rc));
+        }
+        Ok(attr)
+    }
+
+    pub fn query_gid(&self, port: u8, index: u32) -> Result<Gid, std::io::Error> {
+        let mut gid = Gid::default();
+        let rc = unsafe { (self.verbs.query_gid)(self.ctx, port, index as c_int, &mut gid) };
+        if rc != 0 {
+            return Err(errno_or(rc));
+        }
+        Ok(gid)
+    }
+
+    pub fn alloc_pd(&self) -> Result<Pd<'_>, std::io::Error> {
+        let pd = unsafe { (self.verbs.alloc_pd)(self.ctx) };
+        if pd.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Pd { ctx: self, pd })
+    }
+
+    pub fn create_cq(&self, cqe: i32) -> Result<Cq<'_>, std::io::Error> {
+        let cq = unsafe {
+            (self.verbs.create_cq)(self.ctx, cqe, std::ptr::null_mut(), std::ptr::null_mut(), 0)
+        };
+        if cq.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Cq { ctx: self, cq })
+    }
+
+    fn ops(&self) -> &ContextOps {
+        // SAFETY: `ctx` points to a live `struct ibv_context`, whose `ops` follow `device`.
+        unsafe { &(*(self.ctx as *const ContextHead)).ops }
+    }
+}
+
+pub struct Pd<'a> {
+    ctx: &'a Context<'a>,
+    pd: *mut c_void,
+}
+
+impl Drop for Pd<'_> {
+    fn drop(&mut self) {
+        unsafe { (self.ctx.verbs.dealloc_pd)(self.pd) };
+    }
+}
+
+impl<'a> Pd<'a> {
+    /// `ibv_reg_mr` on a virtual address: host memory, or (peermem path) a GPU pointer.
+    ///
+    /// # Safety
+    /// `addr..addr+len` must stay valid until the returned region is dropped.
+    pub unsafe fn reg_mr(
+        &self,
+        addr: *mut c_void,
+        len: usize,
+        access: c_int,
+    ) -> Result<MemoryRegion<'_>, std::io::Error> {
+        let mr = unsafe { (self.ctx.verbs.reg_mr)(self.pd, addr, len, access) };
+        if mr.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(MemoryRegion { pd: self, mr })
+    }
+
+    /// `ibv_reg_dmabuf_mr`; `None` when the library predates it.
+    pub fn reg_dmabuf_mr(
+        &self,
+        offset: u64,
+        len: usize,
+        iova: u64,
+        fd: i32,
+        access: c_int,
+    ) -> Option<Result<MemoryRegion<'_>, std::io::Error>> {
+        let f = self.ctx.verbs.reg_dmabuf_mr?;
+        // SAFETY: the fd is a dma-buf the caller keeps open until registration returns; the
+        // kernel holds its own reference afterwards.
+        let mr = unsafe { f(self.pd, offset, len, iova, fd, access) };
+        Some(if mr.is_null() {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(MemoryRegion { pd: self, mr })
+        })
+    }
+
+    pub fn create_qp(&self, cq: &Cq<'_>, depth: u32) -> Result<Qp<'_>, std::io::Error> {
+        let mut init = QpInitAttr {
+            qp_context: std::ptr::null_mut(),
+            send_cq: cq.cq,
+            recv_cq: cq.cq,
+            srq: std::ptr::null_mut(),
+            cap: QpCap {
+                max_send_wr: depth,
+                max_recv_wr: 1,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            qp_type: QPT_RC,
+            sq_sig_all: 0,
+        };
+        let qp = unsafe { (self.ctx.verbs.create_qp)(self.pd, &mut init) };
+        if qp.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Qp { pd: self, qp })
+    }
+}
+
+pub struct MemoryRegion<'a> {
+    pd: &'a Pd<'a>,
+    mr: *mut Mr,
+}
+
+impl MemoryRegion<'_> {
+    pub fn lkey(&self) -> u32 {
+        unsafe { (*self.mr).lkey }
+    }
+    pub fn rkey(&self) -> u32 {
+        unsafe { (*self.mr).rkey }
+    }
+}
+
+impl Drop for MemoryRegion<'_> {
+    fn drop(&mut self) {
+        unsafe { (self.pd.ctx.verbs.dereg_mr)(self.mr) };
+    }
+}
+
+pub struct Cq<'a> {
+    ctx: &'a Context<'a>,
+    cq: *mut c_void,
+}
+
+impl Drop for Cq<'_> {
+    fn drop(&mut self) {
+        unsafe { (self.ctx.verbs.destroy_cq)(self.cq) };
+    }
+}
+
+impl Cq<'_> {
+    /// `ibv_poll_cq` through the context's ops. `Err` when the provider has no `poll_cq`.
+    pub fn poll(&self, wc: &mut [Wc]) -> Result<usize, String> {
+        let f = self
+            .ctx
+            .ops()
+            .poll_cq
+            .ok_or("the provider has no poll_cq")?;
+        let n = unsafe { f(self.cq, wc.len() as c_int, wc.as_mut_ptr()) };
+        if n < 0 {
+            return Err(format!("ibv_poll_cq returned {n}"));
+        }
+        Ok(n as usize)
+    }
+}
+
+pub struct Qp<'a> {
+    pd: &'a Pd<'a>,
+    qp: *mut QpHead,
+}
+
+impl Drop for Qp<'_> {
+    fn drop(&mut self) {
+        unsafe { (self.pd.ctx.verbs.destroy_qp)(self.qp) };
+    }
+}
+
+/// Where a QP connected to itself sends: its own GID (RoCE) or LID (InfiniBand).
+#[derive(Debug, Clone, Copy)]
+pub struct Loopback {
+    pub port: u8,
+    pub gid: Option<(u8, Gid)>,
+    pub lid: u16,
+    pub mtu: c_uint,
+}
+
+impl Qp<'_> {
+    pub fn num(&self) -> u32 {
+        unsafe { (*self.qp).qp_num }
+    }
+
+    fn modify(&self, attr: &mut QpAttr, mask: c_int, what: &str) -> Result<(), String> {
+        let rc = unsafe { (self.pd.ctx.verbs.modify_qp)(self.qp, attr, mask) };
+        if rc != 0 {
+            return Err(format!("ibv_modify_qp to {what}: {}", errno_or(rc)));
+        }
+        Ok(())
+    }
+
+    /// RESET -> INIT -> RTR -> RTS, connected to itself.
+    pub fn connect_to_self(&self, to: Loopback) -> Result<(), String> {
+        let mut a = QpAttr {
+            qp_state: QPS_INIT,
+            port_num: to.port,
+            pkey_index: 0,
+            qp_access_flags: (ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ)
+                as c_uint,
+            ..QpAttr::default()
+        };
+        self.modify(
+            &mut a,
+            QP_STATE | QP_PKEY_INDEX | QP_PORT | QP_ACCESS_FLAGS,
+            "INIT",
+        )?;
+        let mut ah = AhAttr {
+            dlid: to.lid,
+            port_num: to.port,
+            ..AhAttr::default()
+        };
+        if let Some((index, gid)) = to.gid {
+            ah.is_global = 1;
+            ah.grh = GlobalRoute {
+                dgid: gid,
+                sgid_index: index,
+                hop_limit: 1,
+                ..GlobalRoute::default()
+            };
+        }
+        let mut a = QpAttr {
+            qp_state: QPS_RTR,
+            path_mtu: to.mtu,
+            dest_qp_num: self.num(),
+            rq_psn: 0,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+            ah_attr: ah,
+            ..QpAttr::default()
+        };
+        self.modify(
+            &mut a,
+            QP_STATE
+                | QP_AV
+                | QP_PATH_MTU
+                | QP_DEST_QPN
+                | QP_RQ_PSN
+                | QP_MAX_DEST_RD_ATOMIC
+                | QP_MIN_RNR_TIMER,
+            "RTR",
+        )?;
+        let mut a = QpAttr {
+            qp_state: QPS_RTS,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            sq_psn: 0,
+            max_rd_atomic: 1,
+            ..QpAttr::default()
+        };
+        self.modify(
+            &mut a,
+            QP_STATE | QP_TIMEOUT | QP_RETRY_CNT | QP_RNR_RETRY | QP_SQ_PSN | QP_MAX_QP_RD_ATOMIC,
+            "RTS",
+        )
+    }
+
+    /// One signalled RDMA WRITE of `len` bytes from `(laddr, lkey)` to `(raddr, rkey)`.
+    pub fn post_write(
+        &self,
+        id: u64,
+        laddr: u64,
+        lkey: u32,
+        len: u32,
+        raddr: u64,
+        rkey: u32,
+    ) -> Result<(), String> {
+        let f = self
+            .pd
+            .ctx
+            .ops()
+            .post_send
+            .ok_or("the provider has no post_send")?;
+        let mut sge = Sge {
+            addr: laddr,
+            length: len,
+            lkey,
+        };
+        let mut wr = SendWr {
+            wr_id: id,
+            next: std::ptr::null_mut(),
+            sg_list: &mut sge,
+            num_sge: 1,
+            opcode: WR_RDMA_WRITE,
+            send_flags: SEND_SIGNALED,
+            imm_data: 0,
+            rdma_remote_addr: raddr,
+            rdma_rkey: rkey,
+            _wr_rest: [0; 5],
+            xrc_remote_srqn: 0,
+            _bind: [0; 6],
+        };
+        let mut bad: *mut SendWr = std::ptr::null_mut();
+        // SAFETY: `wr` and `sge` live across the call; the provider copies them into its queue.
+        let rc = unsafe { f(self.qp.cast(), &mut wr, &mut bad) };
+        if rc != 0 {
+            return Err(format!("ibv_post_send: {}", errno_or(rc)));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Gid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, pair) in self.0.chunks(2).enumerate() {
+            if i > 0 {
+                f.write_str(":")?;
+            }
+            write!(f, "{:02x}{:02x}", pair[0], pair[1])?;
+        }
+        Ok(())
+    }
+}
+
+/// Loads libibverbs for a quick look (rdma-access): the library's error text, if any.
+pub fn describe(e: &LoadError) -> String {
+    match e {
+        LoadError::NotFound { message, .. } => message.clone(),
+        LoadError::MissingSymbol { library, symbol } => {
+            format!("{library} does not export {symbol}")
+        }
+    }
+}

@@ -1,0 +1,801 @@
+//! One pair, in the child: the buffer under test, the NIC, registration, loopback WRITEs both
+//! ways, verification, bandwidth. Every resource is a guard dropped in reverse order on every
+//! return path.
+
+use super::{
+    Bandwidth, Failure, FailureKind, Memory, PairResult, PairSpec, PortInfo, Registration,
+    errno_meaning,
+};
+use crate::ffi::hostmem::HostBuffer;
+use crate::ffi::ibverbs::{self, Cq, Loopback, MemoryRegion, Qp, Verbs, Wc};
+use crate::ffi::{cuda, hip, udmabuf};
+use std::time::{Duration, Instant};
+
+const ACCESS: i32 =
+    ibverbs::ACCESS_LOCAL_WRITE | ibverbs::ACCESS_REMOTE_WRITE | ibverbs::ACCESS_REMOTE_READ;
+/// WRITEs in flight during the bandwidth run (perftest's default tx depth is 128; 32 keeps
+/// the send queue small and is enough to saturate a loopback).
+const DEPTH: u32 = 32;
+
+/// The buffer under test.
+enum Target<'a> {
+    Host(HostBuffer),
+    Udma(udmabuf::HostDmabuf),
+    Cuda(cuda::DeviceBuffer<'a>),
+    Hip(hip::HipBuffer<'a>),
+}
+
+impl Target<'_> {
+    fn addr(&mut self) -> u64 {
+        match self {
+            Target::Host(b) => b.addr(),
+            Target::Udma(u) => u.addr(),
+            Target::Cuda(b) => b.ptr,
+            Target::Hip(b) => b.addr(),
+        }
+    }
+    fn write(&mut self, data: &[u8]) -> Result<(), String> {
+        match self {
+            Target::Host(b) => {
+                b.as_mut_slice()[..data.len()].copy_from_slice(data);
+                Ok(())
+            }
+            Target::Udma(u) => {
+                u.as_slice_mut()[..data.len()].copy_from_slice(data);
+                Ok(())
+            }
+            Target::Cuda(b) => b.write(data),
+            Target::Hip(b) => b.write(data),
+        }
+    }
+    fn read(&self, out: &mut [u8]) -> Result<(), String> {
+        match self {
+            Target::Host(b) => {
+                out.copy_from_slice(&b.as_slice()[..out.len()]);
+                Ok(())
+            }
+            Target::Udma(u) => {
+                out.copy_from_slice(&u.as_slice()[..out.len()]);
+                Ok(())
+            }
+            Target::Cuda(b) => b.read(out),
+            Target::Hip(b) => b.read(out),
+        }
+    }
+    fn name(&self) -> &'static str {
+        match self {
+            Target::Host(_) | Target::Udma(_) => "host buffer",
+            Target::Cuda(_) | Target::Hip(_) => "GPU",
+        }
+    }
+}
+
+struct Run {
+    res: PairResult,
+    start: Instant,
+    deadline: Instant,
+}
+
+impl Run {
+    fn fail(
+        mut self,
+        kind: FailureKind,
+        step: impl Into<String>,
+        message: impl Into<String>,
+    ) -> PairResult {
+        self.res.failure = Some(Failure {
+            kind,
+            step: step.into(),
+            message: message.into(),
+        });
+        self.done()
+    }
+    fn done(mut self) -> PairResult {
+        self.res.elapsed_ms = self.start.elapsed().as_millis() as u64;
+        self.res
+    }
+}
+
+pub fn run_pair(spec: &PairSpec) -> PairResult {
+    let start = Instant::now();
+    let run = Run {
+        res: PairResult::default(),
+        start,
+        deadline: start + Duration::from_millis(spec.deadline_ms),
+    };
+    let size = spec.size.max(4096) as usize;
+    // The sessions outlive every buffer that borrows them.
+    let cuda_session;
+    let cuda_gpu;
+    let hip_session;
+    let mut run = run;
+    let target = match spec.memory {
+        Memory::Host => match HostBuffer::new(size) {
+            Ok(b) => {
+                run.res.memory_steps.push(format!(
+                    "host buffer of {}",
+                    crate::parse::bytes(size as u64)
+                ));
+                Target::Host(b)
+            }
+            Err(e) => return run.fail(FailureKind::Memory, "host allocation", e),
+        },
+        Memory::HostDmabuf => match udmabuf::HostDmabuf::create(size) {
+            Ok(u) => {
+                run.res.memory_steps.push(format!(
+                    "{} of host memory as a dma-buf from {}",
+                    crate::parse::bytes(size as u64),
+                    u.source
+                ));
+                Target::Udma(u)
+            }
+            Err(e) => return run.fail(FailureKind::Memory, "host dma-buf", e),
+        },
+        Memory::Cuda => {
+            let Some(bus) = spec.gpu.as_deref() else {
+                return run.fail(FailureKind::Memory, "spec", "CUDA memory needs a GPU");
+            };
+            cuda_session = match cuda::Session::open() {
+                Ok(s) => s,
+                Err(e) => return run.fail(FailureKind::Memory, "libcuda", describe_lib(&e)),
+            };
+            run.res.memory_steps.push(format!(
+                "cuInit: {} (CUDA {}.{})",
+                cuda_session.path,
+                cuda_session.driver_version / 1000,
+                cuda_session.driver_version % 1000 / 10
+            ));
+            cuda_gpu = match cuda_session.gpu(bus) {
+                Ok(g) => g,
+                Err(e) => return run.fail(FailureKind::Memory, "cuDeviceGetByPCIBusId", e),
+            };
+            run.res.memory_steps.push(format!(
+                "{bus}: {}; GPU_DIRECT_RDMA_SUPPORTED={}, DMA_BUF_SUPPORTED={}",
+                cuda_gpu.name().unwrap_or_default(),
+                flag(cuda_gpu.gdr_supported()),
+                flag(cuda_gpu.dmabuf_supported())
+            ));
+            match cuda_gpu.alloc(size) {
+                Ok((b, sync)) => {
+                    run.res.memory_steps.push(format!(
+                        "cuMemAlloc {} at {:#x}{}",
+                        crate::parse::bytes(size as u64),
+                        b.ptr,
+                        if sync {
+                            "; CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set"
+                        } else {
+                            ""
+                        }
+                    ));
+                    Target::Cuda(b)
+                }
+                Err(e) => return run.fail(FailureKind::Memory, "cuMemAlloc", e),
+            }
+        }
+        Memory::Hip => {
+            let Some(bus) = spec.gpu.as_deref() else {
+                return run.fail(FailureKind::Memory, "spec", "HIP memory needs a GPU");
+            };
+            hip_session = match hip::Session::open() {
+                Ok(s) => s,
+                Err(e) => return run.fail(FailureKind::Memory, "libamdhip64", describe_lib(&e)),
+            };
+            match hip_session.alloc(bus, size) {
+                Ok(b) => {
+                    run.res.memory_steps.push(format!(
+                        "hipMalloc {} on {bus}",
+                        crate::parse::bytes(size as u64)
+                    ));
+                    Target::Hip(b)
+                }
+                Err(e) => return run.fail(FailureKind::Memory, "hipMalloc", e),
+            }
+        }
+    };
+    let mut target = target;
+
+    // The GPU side's dma-buf, exported before any NIC is involved: on a node without an RDMA
+    // device this still proves the export.
+    let mut dmabuf: Option<Result<(i32, u64, bool), String>> = match &target {
+        Target::Cuda(b) => Some(b.export_dmabuf().map(|fd| (fd, 0, true))),
+        Target::Hip(b) => Some(b.export_dmabuf().map(|(fd, off)| (fd, off, true))),
+        Target::Udma(u) => Some(Ok((u.fd, 0, false))),
+        Target::Host(_) => None,
+    };
+    match &dmabuf {
+        Some(Ok((fd, _, true))) => run
+            .res
+            .memory_steps
+            .push(format!("dma-buf exported ({})", crate::ffi::fd_target(*fd))),
+        Some(Err(e)) => run
+            .res
+            .memory_steps
+            .push(format!("dma-buf export failed: {e}")),
+        _ => {}
+    }
+    let result = with_nic(spec, run, &mut target, &dmabuf);
+    if let Some(Ok((fd, _, true))) = dmabuf.take() {
+        match &target {
+            Target::Hip(b) => b.close_dmabuf(fd),
+            _ => crate::ffi::close_fd(fd),
+        }
+    }
+    result
+}
+
+fn flag(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "1",
+        Some(false) => "0",
+        None => "?",
+    }
+}
+
+fn describe_lib<T>(l: &crate::gpu::model::Lib<T>) -> String {
+    use crate::gpu::model::Lib;
+    match l {
+        Lib::Ready(_) => "ready".into(),
+        Lib::NotFound { tried, message } => format!("cannot load {}: {message}", tried.join(", ")),
+        Lib::MissingSymbol { library, symbol } => format!("{library} does not export {symbol}"),
+        Lib::Failed { call, error, .. } => format!("{call} failed with {error}"),
+    }
+}
+
+fn with_nic(
+    spec: &PairSpec,
+    mut run: Run,
+    target: &mut Target,
+    dmabuf: &Option<Result<(i32, u64, bool), String>>,
+) -> PairResult {
+    let Some(nic) = &spec.nic else {
+        return run.fail(
+            FailureKind::NoRdmaDevice,
+            "NIC",
+            "no RDMA device on this node: nothing to write through",
+        );
+    };
+    let verbs = match Verbs::load() {
+        Ok(v) => v,
+        Err(ibverbs::LoadError::NotFound { tried, message }) => {
+            return run.fail(
+                FailureKind::VerbsMissing,
+                "dlopen libibverbs",
+                format!("{}: {message}", tried.join(", ")),
+            );
+        }
+        Err(ibverbs::LoadError::MissingSymbol { library, symbol }) => {
+            return run.fail(
+                FailureKind::VerbsSymbolMissing,
+                "dlsym",
+                format!("{library} does not export {symbol}"),
+            );
+        }
+    };
+    run.res.verbs_library = Some(verbs.path.clone());
+    let ctx = match verbs.open(&nic.device) {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            let listed = verbs
+                .device_names()
+                .map(|n| n.join(", "))
+                .unwrap_or_default();
+            return run.fail(
+                FailureKind::ProviderMissing,
+                "ibv_get_device_list",
+                format!("libibverbs lists no {} (it lists: {}): no provider for its driver is installed", nic.device, if listed.is_empty() { "nothing" } else { &listed }),
+            );
+        }
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+            return run.fail(
+                FailureKind::NoAccess,
+                "ibv_open_device",
+                format!(
+                    "{}: {} (the /dev/infiniband/uverbs* node)",
+                    nic.device,
+                    super::os_error(&e)
+                ),
+            );
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+            return run.fail(
+                FailureKind::DeviceList,
+                "ibv_get_device_list",
+                format!("{e}: ib_uverbs is not loaded"),
+            );
+        }
+        Err(e) => {
+            return run.fail(
+                FailureKind::OpenFailed,
+                "ibv_open_device",
+                format!("{}: {e}", nic.device),
+            );
+        }
+    };
+    let port = match ctx.query_port(nic.port) {
+        Ok(p) => p,
+        Err(e) => {
+            return run.fail(
+                FailureKind::OpenFailed,
+                "ibv_query_port",
+                format!("{} port {}: {e}", nic.device, nic.port),
+            );
+        }
+    };
+    let roce = port.link_layer == ibverbs::LINK_LAYER_ETHERNET;
+    let gid = match (roce, nic.gid_index) {
+        (true, Some(i)) => match ctx.query_gid(nic.port, i) {
+            Ok(g) => Some((i as u8, g)),
+            Err(e) => {
+                return run.fail(
+                    FailureKind::OpenFailed,
+                    "ibv_query_gid",
+                    format!("{} port {} GID {i}: {e}", nic.device, nic.port),
+                );
+            }
+        },
+        (true, None) => {
+            return run.fail(
+                FailureKind::OpenFailed,
+                "GID",
+                format!(
+                    "{} port {} is RoCE but has no RoCE v2 GID to use (see rdma-gid)",
+                    nic.device, nic.port
+                ),
+            );
+        }
+        (false, _) => None,
+    };
+    run.res.port = Some(PortInfo {
+        state: port_state(port.state),
+        link_layer: if roce {
+            "Ethernet".into()
+        } else {
+            "InfiniBand".into()
+        },
+        active_mtu: ibverbs::mtu_bytes(port.active_mtu),
+        lid: port.lid,
+        gid: gid.map(|(i, g)| format!("{i}: {g}")),
+    });
+    if port.state != ibverbs::PORT_ACTIVE {
+        return run.fail(
+            FailureKind::PortNotActive,
+            "ibv_query_port",
+            format!(
+                "{} port {} is {}, not ACTIVE: nothing can be sent through it",
+                nic.device,
+                nic.port,
+                port_state(port.state)
+            ),
+        );
+    }
+    let pd = match ctx.alloc_pd() {
+        Ok(p) => p,
+        Err(e) => return run.fail(FailureKind::OpenFailed, "ibv_alloc_pd", e.to_string()),
+    };
+
+    // Register the buffer under test: dma-buf first where there is one, then the peer-memory
+    // path for GPU memory; host memory directly.
+    let target_addr = target.addr();
+    let mut target_mr: Option<MemoryRegion> = None;
+    let mut attempts: Vec<Registration> = Vec::new();
+    if let Some(d) = dmabuf {
+        let attempt = match d {
+            Ok((fd, offset, _)) => match pd.reg_dmabuf_mr(
+                *offset,
+                spec.size.max(4096) as usize,
+                target_addr,
+                *fd,
+                ACCESS,
+            ) {
+                None => Registration {
+                    path: "dmabuf".into(),
+                    ok: false,
+                    errno: None,
+                    error: Some(format!(
+                        "{} does not export ibv_reg_dmabuf_mr (rdma-core older than 34)",
+                        verbs.path
+                    )),
+                    meaning: Some("libibverbs too old for the DMA-BUF path".into()),
+                },
+                Some(Ok(mr)) => {
+                    target_mr = Some(mr);
+                    Registration {
+                        path: "dmabuf".into(),
+                        ok: true,
+                        errno: None,
+                        error: None,
+                        meaning: None,
+                    }
+                }
+                Some(Err(e)) => Registration {
+                    path: "dmabuf".into(),
+                    ok: false,
+                    errno: e.raw_os_error(),
+                    error: Some(format!("ibv_reg_dmabuf_mr: {}", super::os_error(&e))),
+                    meaning: e
+                        .raw_os_error()
+                        .and_then(|n| errno_meaning("dmabuf", n))
+                        .map(str::to_owned),
+                },
+            },
+            Err(e) => Registration {
+                path: "dmabuf".into(),
+                ok: false,
+                errno: None,
+                error: Some(format!("no dma-buf to register: {e}")),
+                meaning: None,
+            },
+        };
+        attempts.push(attempt);
+    }
+    if target_mr.is_none() && !matches!(target, Target::Udma(_)) {
+        let path = if matches!(target, Target::Host(_)) {
+            "host"
+        } else {
+            "peermem"
+        };
+        // SAFETY: the target outlives the region (it is dropped first, below).
+        match unsafe { pd.reg_mr(target_addr as *mut _, spec.size.max(4096) as usize, ACCESS) } {
+            Ok(mr) => {
+                target_mr = Some(mr);
+                attempts.push(Registration {
+                    path: path.into(),
+                    ok: true,
+                    errno: None,
+                    error: None,
+                    meaning: None,
+                });
+            }
+            Err(e) => attempts.push(Registration {
+                path: path.into(),
+                ok: false,
+                errno: e.raw_os_error(),
+                error: Some(format!("ibv_reg_mr: {}", super::os_error(&e))),
+                meaning: e
+                    .raw_os_error()
+                    .and_then(|n| errno_meaning(path, n))
+                    .map(str::to_owned),
+            }),
+        }
+    }
+    run.res.path = attempts.iter().find(|a| a.ok).map(|a| a.path.clone());
+    run.res.registrations = attempts;
+    let Some(target_mr) = target_mr else {
+        let why: Vec<String> = run
+            .res
+            .registrations
+            .iter()
+            .map(|a| {
+                format!(
+                    "{}: {}{}",
+                    a.path,
+                    a.error.clone().unwrap_or_default(),
+                    a.meaning
+                        .as_ref()
+                        .map(|m| format!(" ({m})"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        return run.fail(
+            FailureKind::RegisterFailed,
+            "memory registration",
+            format!(
+                "the {} cannot be registered with {}: {}",
+                target.name(),
+                nic.device,
+                why.join("; ")
+            ),
+        );
+    };
+    let size = spec.size.max(4096) as usize;
+    let mut src = match HostBuffer::new(size) {
+        Ok(b) => b,
+        Err(e) => return run.fail(FailureKind::Memory, "host allocation", e),
+    };
+    let mut dst = match HostBuffer::new(size) {
+        Ok(b) => b,
+        Err(e) => return run.fail(FailureKind::Memory, "host allocation", e),
+    };
+    let (src_mr, dst_mr) = unsafe {
+        // SAFETY: both buffers outlive their regions (declared before, dropped after).
+        match (
+            pd.reg_mr(src.as_mut_ptr(), size, ACCESS),
+            pd.reg_mr(dst.as_mut_ptr(), size, ACCESS),
+        ) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                let meaning = e
+                    .raw_os_error()
+                    .and_then(|n| errno_meaning("host", n))
+                    .unwrap_or("");
+                return run.fail(
+                    FailureKind::RegisterFailed,
+                    "ibv_reg_mr (host buffers)",
+                    format!(
+                        "host memory cannot be registered with {}: {} {meaning}",
+                        nic.device,
+                        super::os_error(&e)
+                    ),
+                );
+            }
+        }
+    };
+    let cq = match ctx.create_cq((DEPTH * 2) as i32) {
+        Ok(c) => c,
+        Err(e) => return run.fail(FailureKind::QpFailed, "ibv_create_cq", e.to_string()),
+    };
+    let qp = match pd.create_qp(&cq, DEPTH) {
+        Ok(q) => q,
+        Err(e) => return run.fail(FailureKind::QpFailed, "ibv_create_qp", e.to_string()),
+    };
+    let loopback = Loopback {
+        port: nic.port,
+        gid,
+        lid: port.lid,
+        mtu: port.active_mtu,
+    };
+    if let Err(e) = qp.connect_to_self(loopback) {
+        return run.fail(FailureKind::QpFailed, "connect the QP to itself", e);
+    }
+
+    // Verify: a random pattern host -> target, read back; then target -> host, compared.
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x9e37_79b9_7f4a_7c15)
+        | 1;
+    pattern(src.as_mut_slice(), seed);
+    let zeros = vec![0u8; size];
+    if let Err(e) = target.write(&zeros) {
+        return run.fail(FailureKind::Memory, "clear the buffer under test", e);
+    }
+    let to = format!("RDMA WRITE host -> {}", target.name());
+    let from = format!("RDMA WRITE {} -> host", target.name());
+    if let Err((kind, msg)) = one_write(
+        &qp,
+        &cq,
+        src.addr(),
+        src_mr.lkey(),
+        target_addr,
+        target_mr.rkey(),
+        size,
+        run.deadline,
+    ) {
+        return run.fail(kind, to, msg);
+    }
+    let mut back = vec![0u8; size];
+    if let Err(e) = target.read(&mut back) {
+        return run.fail(FailureKind::Memory, "read the buffer under test back", e);
+    }
+    if let Some(m) = mismatch(src.as_slice(), &back) {
+        return run.fail(
+            FailureKind::DataMismatch,
+            to,
+            format!(
+                "the {} holds different bytes than were written: {m}",
+                target.name()
+            ),
+        );
+    }
+    if let Err((kind, msg)) = one_write(
+        &qp,
+        &cq,
+        target_addr,
+        target_mr.lkey(),
+        dst.addr(),
+        dst_mr.rkey(),
+        size,
+        run.deadline,
+    ) {
+        return run.fail(kind, from, msg);
+    }
+    if let Some(m) = mismatch(src.as_slice(), dst.as_slice()) {
+        return run.fail(
+            FailureKind::DataMismatch,
+            from,
+            format!(
+                "the host received different bytes than the {} held: {m}",
+                target.name()
+            ),
+        );
+    }
+    run.res.verified_bytes = Some(size as u64);
+
+    // Bandwidth: as many WRITEs as fit in half the duration each way, at most `iters`.
+    let half = Duration::from_millis(spec.duration_ms.max(2) / 2);
+    let a = stream(
+        &qp,
+        &cq,
+        src.addr(),
+        src_mr.lkey(),
+        target_addr,
+        target_mr.rkey(),
+        size,
+        spec.iters,
+        half,
+        run.deadline,
+    );
+    let b = match &a {
+        Ok(_) => stream(
+            &qp,
+            &cq,
+            target_addr,
+            target_mr.lkey(),
+            dst.addr(),
+            dst_mr.rkey(),
+            size,
+            spec.iters,
+            half,
+            run.deadline,
+        ),
+        Err(e) => Err(e.clone()),
+    };
+    match (a, b) {
+        (Ok((n1, t1)), Ok((n2, t2))) => {
+            let gbps = |n: u64, t: f64| {
+                if t > 0.0 {
+                    (n * size as u64) as f64 * 8.0 / t / 1e9
+                } else {
+                    0.0
+                }
+            };
+            run.res.bandwidth = Some(Bandwidth {
+                to_target_gbps: round2(gbps(n1, t1)),
+                from_target_gbps: round2(gbps(n2, t2)),
+                message_bytes: size as u64,
+                messages: n1 + n2,
+            });
+        }
+        (Err((kind, msg)), _) => return run.fail(kind, format!("{to} (bandwidth run)"), msg),
+        (_, Err((kind, msg))) => return run.fail(kind, format!("{from} (bandwidth run)"), msg),
+    }
+    // Everything is released in reverse order of creation as the guards go out of scope: QP,
+    // CQ, the host regions and buffers, the target's region, the PD, the context.
+    run.done()
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn port_state(s: u32) -> String {
+    match s {
+        1 => "DOWN",
+        2 => "INIT",
+        3 => "ARMED",
+        4 => "ACTIVE",
+        5 => "ACTIVE_DEFER",
+        _ => "NOP",
+    }
+    .into()
+}
+
+/// xorshift64: a cheap, seedable pattern in which every 8-byte word differs.
+fn pattern(buf: &mut [u8], mut x: u64) {
+    for chunk in buf.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let bytes = x.to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+}
+
+/// The first differing byte, and how many differ.
+fn mismatch(expected: &[u8], got: &[u8]) -> Option<String> {
+    let first = expected.iter().zip(got).position(|(a, b)| a != b)?;
+    let count = expected.iter().zip(got).filter(|(a, b)| a != b).count();
+    Some(format!(
+        "{count} of {} bytes differ, the first at offset {first} (expected {:#04x}, got {:#04x})",
+        expected.len(),
+        expected[first],
+        got[first]
+    ))
+}
+
+type StepError = (FailureKind, String);
+
+/// One WRITE and its completion.
+#[allow(clippy::too_many_arguments)]
+fn one_write(
+    qp: &Qp,
+    cq: &Cq,
+    laddr: u64,
+    lkey: u32,
+    raddr: u64,
+    rkey: u32,
+    size: usize,
+    deadline: Instant,
+) -> Result<(), StepError> {
+    qp.post_write(1, laddr, lkey, size as u32, raddr, rkey)
+        .map_err(|e| (FailureKind::QpFailed, e))?;
+    let mut wc = [Wc::default(); 4];
+    loop {
+        let n = cq
+            .poll(&mut wc)
+            .map_err(|e| (FailureKind::CompletionError, e))?;
+        if n > 0 {
+            return check_wc(&wc[..n]);
+        }
+        if Instant::now() > deadline {
+            return Err((FailureKind::Timeout, "no completion before the deadline: the WRITE never finished (a port that cannot reach itself, or a stuck peer-memory mapping)".into()));
+        }
+        std::hint::spin_loop();
+    }
+}
+
+fn check_wc(wc: &[Wc]) -> Result<(), StepError> {
+    match wc.iter().find(|w| w.status != 0) {
+        Some(w) => Err((
+            FailureKind::CompletionError,
+            format!(
+                "completion with {} (vendor error {:#x})",
+                ibverbs::wc_status_name(w.status),
+                w.vendor_err
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// WRITEs back to back with up to DEPTH in flight, until `iters` or `duration`.
+#[allow(clippy::too_many_arguments)]
+fn stream(
+    qp: &Qp,
+    cq: &Cq,
+    laddr: u64,
+    lkey: u32,
+    raddr: u64,
+    rkey: u32,
+    size: usize,
+    iters: u32,
+    duration: Duration,
+    deadline: Instant,
+) -> Result<(u64, f64), StepError> {
+    let start = Instant::now();
+    let (mut posted, mut done) = (0u64, 0u64);
+    let iters = u64::from(iters.max(1));
+    let mut wc = [Wc::default(); 16];
+    loop {
+        let time_left = start.elapsed() < duration;
+        while posted - done < u64::from(DEPTH) && posted < iters && time_left {
+            qp.post_write(posted, laddr, lkey, size as u32, raddr, rkey)
+                .map_err(|e| (FailureKind::QpFailed, e))?;
+            posted += 1;
+        }
+        if done == posted {
+            break;
+        }
+        let n = cq
+            .poll(&mut wc)
+            .map_err(|e| (FailureKind::CompletionError, e))?;
+        check_wc(&wc[..n])?;
+        done += n as u64;
+        if n == 0 && Instant::now() > deadline {
+            return Err((
+                FailureKind::Timeout,
+                format!("{} of {posted} WRITEs completed before the deadline", done),
+            ));
+        }
+    }
+    Ok((done, start.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pattern_and_mismatch() {
+        let mut a = vec![0u8; 4096];
+        super::pattern(&mut a, 12345);
+        assert!(a.chunks(8).collect::<std::collections::HashSet<_>>().len() > 500);
+        let mut b = a.clone();
+        assert_eq!(super::mismatch(&a, &b), None);
+        b[100] ^= 0xff;
+        let m = super::mismatch(&a, &b).unwrap();
+        assert!(
+            m.starts_with("1 of 4096 bytes differ, the first at offset 100"),
+            "{m}"
+        );
+    }
+}

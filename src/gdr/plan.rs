@@ -1,0 +1,404 @@
+//! The parent's side of the write test: which pairs, with what, and running them (pairs that
+//! share no device at the same time, each in a child with a deadline).
+
+use super::{Memory, NicSpec, PairResult, PairSpec};
+use crate::inventory::{Gpu, GpuVendor, Inventory, RdmaDevice};
+use crate::parse::pci::Bdf;
+use crate::placement::Level;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `--nic NAME[:PORT]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NicArg {
+    pub name: String,
+    pub port: Option<u8>,
+}
+
+impl std::str::FromStr for NicArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<NicArg, String> {
+        let (name, port) = match s.split_once(':') {
+            Some((n, p)) => (
+                n,
+                Some(
+                    p.parse::<u8>()
+                        .map_err(|_| format!("{p:?} is not a port number"))?,
+                ),
+            ),
+            None => (s, None),
+        };
+        if name.is_empty() || name.contains('/') || name.len() > 64 {
+            return Err(format!("{name:?} is not an RDMA device name"));
+        }
+        Ok(NicArg {
+            name: name.to_owned(),
+            port,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `None`: each GPU's own memory (CUDA for NVIDIA, HIP for AMD).
+    pub memory: Option<Memory>,
+    /// Every GPU with every NIC, not only the nearest.
+    pub all_pairs: bool,
+    pub gpus: Vec<Bdf>,
+    pub nics: Vec<NicArg>,
+    pub gid_index: Option<u32>,
+    pub size: u64,
+    pub iters: u32,
+    pub duration_ms: u64,
+    pub deadline_ms: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            memory: None,
+            all_pairs: false,
+            gpus: Vec::new(),
+            nics: Vec::new(),
+            gid_index: None,
+            size: 1 << 20,
+            iters: 5000,
+            duration_ms: 400,
+            deadline_ms: 10_000,
+        }
+    }
+}
+
+/// The rate a pair should reach, and what limits it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expected {
+    pub gbps: f64,
+    pub limited_by: String,
+}
+
+/// One pair to test, or why it cannot be.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub gpu: Option<Bdf>,
+    /// How reports name the GPU (`GPU 0000:3b:00.0 (NVIDIA H100)`) or the buffer (`host memory`).
+    pub subject: String,
+    /// `mlx5_0 port 1`.
+    pub nic: Option<String>,
+    pub level: Option<Level>,
+    pub spec: PairSpec,
+    pub expected: Option<Expected>,
+    /// A software RDMA device (rxe, siw): its bandwidth is the CPU's, not judged.
+    pub software: bool,
+}
+
+/// Why there is nothing to run for a GPU.
+#[derive(Debug, Clone)]
+pub struct NotPlanned {
+    pub subject: String,
+    pub reason: String,
+}
+
+fn pcie_gbps(speed_gts: f64, width: u32) -> f64 {
+    // 8b/10b up to 5 GT/s, 128b/130b for 8-32 GT/s, FLIT (about 242/256) at 64 GT/s.
+    let encoding = if speed_gts <= 5.0 {
+        0.8
+    } else if speed_gts <= 32.0 {
+        128.0 / 130.0
+    } else {
+        242.0 / 256.0
+    };
+    speed_gts * f64::from(width) * encoding
+}
+
+fn link_gbps(inv: &Inventory, bdf: Option<Bdf>) -> Option<f64> {
+    let d = inv.function(bdf?)?.detail.as_ref()?;
+    Some(pcie_gbps(
+        *d.link.current_speed.value()?,
+        *d.link.current_width.value()?,
+    ))
+}
+
+fn expected(
+    inv: &Inventory,
+    gpu: Option<Bdf>,
+    dev: &RdmaDevice,
+    port: Option<&crate::inventory::Port>,
+) -> Option<Expected> {
+    let mut limits: Vec<(f64, String)> = Vec::new();
+    if let Some(rate) = port.and_then(|p| p.rate.value()) {
+        limits.push((*rate, format!("{} port rate {rate} Gb/s", dev.name)));
+    }
+    if let Some(g) = link_gbps(inv, dev.pci) {
+        limits.push((g, format!("{} PCIe link {:.0} Gb/s", dev.name, g)));
+    }
+    if let Some(g) = link_gbps(inv, gpu) {
+        limits.push((g, format!("GPU PCIe link {:.0} Gb/s", g)));
+    }
+    limits
+        .into_iter()
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(gbps, limited_by)| Expected { gbps, limited_by })
+}
+
+/// The port to test through: the first ACTIVE one (RoCE with a usable GID, or InfiniBand),
+/// else the first port, so that a down port is tested, and named, rather than skipped.
+fn pick_port(dev: &RdmaDevice) -> Option<&crate::inventory::Port> {
+    dev.ports
+        .iter()
+        .find(|p| p.is_active() && (p.is_infiniband() || p.roce_v2_gid_index().is_some()))
+        .or_else(|| dev.ports.iter().find(|p| p.is_active()))
+        .or_else(|| dev.ports.first())
+}
+
+fn memory_for(g: &Gpu) -> Option<Memory> {
+    match g.vendor {
+        GpuVendor::Nvidia => Some(Memory::Cuda),
+        GpuVendor::Amd => Some(Memory::Hip),
+        GpuVendor::Other => None,
+    }
+}
+
+fn nic_spec<'a>(
+    d: &'a RdmaDevice,
+    opts: &Options,
+) -> (NicSpec, Option<&'a crate::inventory::Port>) {
+    let port_arg = opts
+        .nics
+        .iter()
+        .find(|n| n.name == d.name)
+        .and_then(|n| n.port);
+    let port = match port_arg {
+        Some(n) => d.ports.iter().find(|p| p.num == u32::from(n)),
+        None => pick_port(d),
+    };
+    let gid_index = opts
+        .gid_index
+        .or_else(|| port.and_then(|p| p.roce_v2_gid_index()));
+    (
+        NicSpec {
+            device: d.name.clone(),
+            port: port_arg
+                .or_else(|| port.and_then(|p| u8::try_from(p.num).ok()))
+                .unwrap_or(1),
+            gid_index,
+        },
+        port,
+    )
+}
+
+pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) {
+    let mut planned = Vec::new();
+    let mut not = Vec::new();
+    let spec = |gpu: Option<&Gpu>, nic: Option<NicSpec>, memory: Memory| PairSpec {
+        gpu: gpu.map(|g| g.bdf.to_string()),
+        nic,
+        memory,
+        size: opts.size,
+        iters: opts.iters,
+        duration_ms: opts.duration_ms,
+        deadline_ms: opts.deadline_ms,
+    };
+    // The NICs: from sysfs, or named on the command line (a device sysfs does not show is still
+    // tried, so that the test can name what libibverbs says about it).
+    let wanted =
+        |d: &RdmaDevice| opts.nics.is_empty() || opts.nics.iter().any(|n| n.name == d.name);
+    let devices: Vec<(usize, &RdmaDevice)> = inv
+        .rdma
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| wanted(d))
+        .collect();
+    let nic_spec = |d| nic_spec(d, opts);
+    let extra: Vec<NicSpec> = opts
+        .nics
+        .iter()
+        .filter(|n| !inv.rdma.iter().any(|d| d.name == n.name))
+        .map(|n| NicSpec {
+            device: n.name.clone(),
+            port: n.port.unwrap_or(1),
+            gid_index: opts.gid_index,
+        })
+        .collect();
+    let label = |n: &NicSpec| format!("{} port {}", n.device, n.port);
+
+    // Host memory: one run per NIC, no GPU.
+    if let Some(m @ (Memory::Host | Memory::HostDmabuf)) = opts.memory {
+        for (_, d) in &devices {
+            let (n, port) = nic_spec(d);
+            planned.push(Planned {
+                gpu: None,
+                subject: format!("{} memory", m.as_str()),
+                nic: Some(label(&n)),
+                level: None,
+                expected: expected(inv, None, d, port),
+                software: d.is_software(),
+                spec: spec(None, Some(n), m),
+            });
+        }
+        for n in extra {
+            planned.push(Planned {
+                gpu: None,
+                subject: format!("{} memory", m.as_str()),
+                nic: Some(label(&n)),
+                level: None,
+                expected: None,
+                software: false,
+                spec: spec(None, Some(n), m),
+            });
+        }
+        return (planned, not);
+    }
+
+    let nearest = crate::placement::nearest(inv);
+    for g in inv
+        .gpus
+        .iter()
+        .filter(|g| opts.gpus.is_empty() || opts.gpus.contains(&g.bdf))
+    {
+        let memory = match opts.memory.or_else(|| memory_for(g)) {
+            Some(m) => m,
+            None => {
+                not.push(NotPlanned {
+                    subject: g.subject(),
+                    reason: format!(
+                        "no GPU memory API for vendor {} (a declared accelerator): `gdrdoctor gdr-test --memory host` tests its NIC alone",
+                        inv.function(g.bdf).map(|f| format!("{:04x}", f.vendor)).unwrap_or_default()
+                    ),
+                });
+                continue;
+            }
+        };
+        if devices.is_empty() && extra.is_empty() {
+            // No NIC: the GPU side still runs, and the result says there is nothing to write through.
+            planned.push(Planned {
+                gpu: Some(g.bdf),
+                subject: g.subject(),
+                nic: None,
+                level: None,
+                expected: None,
+                software: false,
+                spec: spec(Some(g), None, memory),
+            });
+            continue;
+        }
+        let near = nearest
+            .iter()
+            .find(|(b, _)| *b == g.bdf)
+            .and_then(|(_, n)| n.as_ref());
+        for (i, d) in &devices {
+            let route = d.pci.and_then(|p| crate::placement::route(inv, g.bdf, p));
+            let is_near = near.is_none_or(|n| n.nics.iter().any(|(j, _)| j == i));
+            if !(opts.all_pairs || is_near || !opts.nics.is_empty()) {
+                continue;
+            }
+            let (n, port) = nic_spec(d);
+            planned.push(Planned {
+                gpu: Some(g.bdf),
+                subject: g.subject(),
+                nic: Some(label(&n)),
+                level: route.map(|r| r.level),
+                expected: expected(inv, Some(g.bdf), d, port),
+                software: d.is_software(),
+                spec: spec(Some(g), Some(n), memory),
+            });
+        }
+        for n in &extra {
+            planned.push(Planned {
+                gpu: Some(g.bdf),
+                subject: g.subject(),
+                nic: Some(label(n)),
+                level: None,
+                expected: None,
+                software: false,
+                spec: spec(Some(g), Some(n.clone()), memory),
+            });
+        }
+    }
+    (planned, not)
+}
+
+/// A pair and what its child said (or why it said nothing).
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub planned: Planned,
+    pub result: Result<PairResult, String>,
+}
+
+/// Runs the pairs: those that share no GPU and no NIC at the same time, each in its own child.
+pub fn run(planned: Vec<Planned>, exe: &std::path::Path) -> Vec<Outcome> {
+    let mut pending: Vec<(usize, Planned)> = planned.into_iter().enumerate().collect();
+    let mut done: Vec<(usize, Outcome)> = Vec::new();
+    while !pending.is_empty() {
+        // One wave: pairs whose devices are not taken by an earlier pair of the wave.
+        let mut busy: Vec<String> = Vec::new();
+        let mut wave = Vec::new();
+        let mut rest = Vec::new();
+        for (i, p) in pending {
+            let keys: Vec<String> = p
+                .spec
+                .gpu
+                .iter()
+                .cloned()
+                .chain(p.spec.nic.as_ref().map(|n| format!("nic:{}", n.device)))
+                .collect();
+            if keys.iter().any(|k| busy.contains(k)) {
+                rest.push((i, p));
+            } else {
+                busy.extend(keys);
+                wave.push((i, p));
+            }
+        }
+        pending = rest;
+        let exe: PathBuf = exe.to_owned();
+        let results: Vec<(usize, Outcome)> = std::thread::scope(|s| {
+            let handles: Vec<_> = wave
+                .into_iter()
+                .map(|(i, p)| {
+                    let exe = exe.clone();
+                    s.spawn(move || {
+                        let result = run_one(&exe, &p.spec);
+                        (i, Outcome { planned: p, result })
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        done.extend(results);
+    }
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, o)| o).collect()
+}
+
+fn run_one(exe: &std::path::Path, spec: &PairSpec) -> Result<PairResult, String> {
+    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+    // The child enforces the deadline itself between steps; the parent's kill covers a call
+    // that never returns (a peer-memory module stuck in ibv_reg_mr, cuInit on a dead GPU).
+    let timeout = Duration::from_millis(spec.deadline_ms) + Duration::from_secs(3);
+    let line = crate::child::run(
+        exe,
+        &["gdr-pair", "--spec", &json],
+        crate::gpu::model::HIDING_ENV,
+        timeout,
+        "the GDR test",
+    )?;
+    serde_json::from_str(&line).map_err(|e| format!("the GDR test's answer is unreadable ({e})"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pcie_rates() {
+        // Gen5 x16: 32 GT/s * 16 * 128/130 = 504 Gb/s; Gen3 x8: 63 Gb/s; Gen1 x1: 2 Gb/s.
+        assert_eq!(super::pcie_gbps(32.0, 16).round(), 504.0);
+        assert_eq!(super::pcie_gbps(8.0, 8).round(), 63.0);
+        assert_eq!(super::pcie_gbps(2.5, 1), 2.0);
+    }
+
+    #[test]
+    fn nic_args() {
+        let a: super::NicArg = "mlx5_0:2".parse().unwrap();
+        assert_eq!((a.name.as_str(), a.port), ("mlx5_0", Some(2)));
+        assert!("mlx5_0:x".parse::<super::NicArg>().is_err());
+        assert!("../x".parse::<super::NicArg>().is_err());
+    }
+}

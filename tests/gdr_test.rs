@@ -1,0 +1,534 @@
+//! The GDR write test's fault paths on a machine without an RDMA NIC: the real engine, in its
+//! real child process, over a stand-in libibverbs (tests/stubs/ibverbs.c, built against the
+//! real verbs.h) whose WRITEs are memcpy and whose faults are switched on by FAKE_IBV_*; GPU
+//! memory from the CUDA stand-in. The real thing runs in the lab (rxe, tests/lab/scenarios/gdr-*)
+//! and on the GPU machine (tests/gpu-machine/gdr-test.sh).
+#![allow(clippy::disallowed_methods)] // tests read the repository, not a node
+
+mod common;
+use common::*;
+use gdrdoctor::gdr::plan::{Outcome, Planned};
+use gdrdoctor::gdr::{FailureKind, Memory, NicSpec, PairResult, PairSpec};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn build(src: &str, omit: &[&str]) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
+    let name = format!(
+        "lib{src}{}.so",
+        omit.iter().map(|o| format!("-no-{o}")).collect::<String>()
+    );
+    let out = dir.path().join(&name);
+    if !out.exists() {
+        let mut cc = std::process::Command::new("cc");
+        cc.args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
+            .arg(&out)
+            .arg(crate_dir().join(format!("tests/stubs/{src}.c")));
+        for o in omit {
+            cc.arg(format!("-DOMIT_{o}"));
+        }
+        assert!(cc.status().expect("cc").success(), "building {name}");
+    }
+    out
+}
+
+fn spec(memory: Memory) -> PairSpec {
+    PairSpec {
+        gpu: memory.is_gpu().then(|| "0000:00:06.0".to_owned()),
+        nic: Some(NicSpec {
+            device: "fake0".into(),
+            port: 1,
+            gid_index: None,
+        }),
+        memory,
+        size: 1 << 16,
+        iters: 64,
+        duration_ms: 50,
+        deadline_ms: 2000,
+    }
+}
+
+/// Runs one pair in the real child, with the stand-in libraries and `env`.
+fn pair(spec: &PairSpec, verbs: Option<PathBuf>, env: &[(&str, &str)]) -> PairResult {
+    let verbs = verbs.unwrap_or_else(|| build("ibverbs", &[]));
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
+    c.args(["gdr-pair", "--spec", &serde_json::to_string(spec).unwrap()])
+        .env("GDRDOCTOR_LIBIBVERBS", verbs)
+        .env("GDRDOCTOR_LIBCUDA", build("cuda", &[]));
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
+}
+
+fn failure(r: &PairResult) -> (FailureKind, String) {
+    let f = r
+        .failure
+        .as_ref()
+        .unwrap_or_else(|| panic!("no failure: {r:?}"));
+    (f.kind, format!("{}: {}", f.step, f.message))
+}
+
+#[test]
+fn host_memory_passes_with_data_verified() {
+    let r = pair(&spec(Memory::Host), None, &[]);
+    assert_eq!(r.failure, None, "{r:?}");
+    assert_eq!(r.path.as_deref(), Some("host"));
+    assert_eq!(r.verified_bytes, Some(1 << 16));
+    let b = r.bandwidth.unwrap();
+    assert!(b.to_target_gbps > 0.0 && b.from_target_gbps > 0.0);
+    assert_eq!(b.messages, 128, "64 each way");
+    let port = r.port.unwrap();
+    assert_eq!(
+        (
+            port.state.as_str(),
+            port.link_layer.as_str(),
+            port.active_mtu,
+            port.lid
+        ),
+        ("ACTIVE", "InfiniBand", 4096, 1)
+    );
+}
+
+#[test]
+fn gpu_memory_falls_back_from_dmabuf_to_peermem_and_says_why() {
+    let r = pair(&spec(Memory::Cuda), None, &[]);
+    assert_eq!(r.failure, None, "{r:?}");
+    assert_eq!(r.path.as_deref(), Some("peermem"));
+    let dmabuf = &r.registrations[0];
+    assert_eq!(
+        (dmabuf.path.as_str(), dmabuf.ok, dmabuf.errno),
+        ("dmabuf", false, Some(95))
+    );
+    assert!(
+        dmabuf.error.as_deref().unwrap().contains("EOPNOTSUPP"),
+        "{dmabuf:?}"
+    );
+    assert!(
+        dmabuf
+            .meaning
+            .as_deref()
+            .unwrap()
+            .contains("does not register dma-bufs")
+    );
+    assert!(
+        r.memory_steps.iter().any(|s| s.contains("SYNC_MEMOPS set")),
+        "{:?}",
+        r.memory_steps
+    );
+    assert!(
+        r.memory_steps
+            .iter()
+            .any(|s| s.contains("dma-buf exported")),
+        "{:?}",
+        r.memory_steps
+    );
+    // A NIC driver that takes dma-bufs: the DMA-BUF path is used.
+    let r = pair(&spec(Memory::Cuda), None, &[("FAKE_IBV_DMABUF_ERRNO", "0")]);
+    assert_eq!(r.failure, None, "{r:?}");
+    assert_eq!(r.path.as_deref(), Some("dmabuf"));
+}
+
+#[test]
+fn registration_failures_are_explained() {
+    // No peer-memory client: the dma-buf refused, then EFAULT on the GPU pointer.
+    let r = pair(&spec(Memory::Cuda), None, &[("FAKE_IBV_REG_ERRNO", "14")]);
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::RegisterFailed);
+    assert!(
+        msg.contains("peermem: ibv_reg_mr: Bad address (EFAULT, errno 14)"),
+        "{msg}"
+    );
+    assert!(msg.contains("no peer-memory client"), "{msg}");
+    // ENOMEM on host memory: the memlock limit.
+    let r = pair(&spec(Memory::Host), None, &[("FAKE_IBV_HOST_ERRNO", "12")]);
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::RegisterFailed);
+    assert!(msg.contains("RLIMIT_MEMLOCK"), "{msg}");
+    // rdma-core < 34: no ibv_reg_dmabuf_mr; the attempt says so without an errno.
+    let old = build("ibverbs", &["ibv_reg_dmabuf_mr"]);
+    let r = pair(&spec(Memory::Cuda), Some(old), &[]);
+    assert_eq!(r.path.as_deref(), Some("peermem"));
+    assert!(
+        r.registrations[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("rdma-core older than 34")
+    );
+}
+
+#[test]
+fn completion_errors_and_corruption_are_caught() {
+    let r = pair(&spec(Memory::Host), None, &[("FAKE_IBV_WC_STATUS", "12")]);
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::CompletionError);
+    assert!(msg.contains("IBV_WC_RETRY_EXC_ERR"), "{msg}");
+    // One flipped byte in the first WRITE (host -> GPU) is found and located.
+    let r = pair(&spec(Memory::Cuda), None, &[("FAKE_IBV_CORRUPT", "1")]);
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::DataMismatch);
+    assert!(msg.contains("RDMA WRITE host -> GPU"), "{msg}");
+    assert!(
+        msg.contains("1 of 65536 bytes differ, the first at offset 32768"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_write_that_never_completes_times_out() {
+    let mut s = spec(Memory::Host);
+    s.deadline_ms = 300;
+    let start = Instant::now();
+    let r = pair(&s, None, &[("FAKE_IBV_DROP", "1")]);
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::Timeout);
+    assert!(msg.contains("no completion before the deadline"), "{msg}");
+}
+
+#[test]
+fn device_and_library_problems() {
+    let r = pair(&spec(Memory::Host), None, &[("FAKE_IBV_PORT_STATE", "1")]);
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::PortNotActive);
+    assert!(msg.contains("fake0 port 1 is DOWN"), "{msg}");
+    let r = pair(&spec(Memory::Host), None, &[("FAKE_IBV_OPEN_ERRNO", "13")]);
+    assert_eq!(failure(&r).0, FailureKind::NoAccess);
+    assert!(failure(&r).1.contains("EACCES"));
+    let r = pair(&spec(Memory::Host), None, &[("FAKE_IBV_NO_DEVICES", "1")]);
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::ProviderMissing);
+    assert!(msg.contains("lists no fake0"), "{msg}");
+    let r = pair(
+        &spec(Memory::Host),
+        Some("/nonexistent/libibverbs.so.1".into()),
+        &[],
+    );
+    assert_eq!(failure(&r).0, FailureKind::VerbsMissing);
+    let r = pair(
+        &spec(Memory::Host),
+        Some(build("ibverbs", &["ibv_create_qp"])),
+        &[],
+    );
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::VerbsSymbolMissing);
+    assert!(msg.contains("ibv_create_qp"), "{msg}");
+}
+
+#[test]
+fn gpu_side_runs_without_a_nic() {
+    // What the GPU machine shows: no RDMA device, yet the CUDA side ran.
+    let mut s = spec(Memory::Cuda);
+    s.nic = None;
+    let r = pair(&s, None, &[]);
+    let (kind, msg) = failure(&r);
+    assert_eq!(kind, FailureKind::NoRdmaDevice);
+    assert!(msg.contains("no RDMA device on this node"), "{msg}");
+    assert!(
+        r.memory_steps
+            .iter()
+            .any(|s| s.starts_with("cuMemAlloc 64 KiB")),
+        "{:?}",
+        r.memory_steps
+    );
+    // Missing CUDA is a memory failure, not a crash.
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
+    c.args(["gdr-pair", "--spec", &serde_json::to_string(&s).unwrap()])
+        .env("GDRDOCTOR_LIBCUDA", "/nonexistent/libcuda.so.1");
+    let r: PairResult = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+    assert_eq!(failure(&r).0, FailureKind::Memory);
+}
+
+// -- the check's verdicts and fixes, from outcomes -------------------------------------------
+
+fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
+    let root = gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/h200x2-vm")).unwrap();
+    let config = gdrdoctor::config::Config::default();
+    let mut inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
+    inv.live = true; // the check is live-only; these outcomes stand for a live run
+    inv.gdr_test = gdrdoctor::inventory::GdrTest::Ran {
+        outcomes,
+        not_planned: vec![],
+    };
+    let sel = gdrdoctor::checks::Selection {
+        select: vec!["gdr-test".into()],
+        skip: vec![],
+    };
+    let results = gdrdoctor::checks::run(&inv, &config, &sel);
+    results
+        .into_iter()
+        .find(|c| c.id == "gdr-test")
+        .unwrap()
+        .findings
+}
+
+fn outcome(s: PairSpec, result: Result<PairResult, String>, expected: Option<f64>) -> Outcome {
+    Outcome {
+        planned: Planned {
+            gpu: None,
+            subject: "GPU 0000:00:06.0".into(),
+            nic: Some("fake0 port 1".into()),
+            level: Some(gdrdoctor::placement::Level::Pix),
+            expected: expected.map(|gbps| gdrdoctor::gdr::plan::Expected {
+                gbps,
+                limited_by: "fake0 port rate".into(),
+            }),
+            software: false,
+            spec: s,
+        },
+        result,
+    }
+}
+
+#[test]
+fn the_check_judges_what_the_child_saw() {
+    let s = spec(Memory::Cuda);
+    let ok = pair(&s, None, &[]);
+    let f = judged(vec![outcome(s.clone(), Ok(ok.clone()), Some(1e6))]);
+    assert_eq!(f[0].code, "gdr-test-slow", "{f:?}");
+    assert!(
+        f[0].message
+            .contains("below 60% of the 1000000 Gb/s expected"),
+        "{}",
+        f[0].message
+    );
+    let f = judged(vec![outcome(s.clone(), Ok(ok), Some(0.001))]);
+    assert_eq!(
+        (f[0].code, f[0].status),
+        ("gdr-test-pass", gdrdoctor::model::Status::Pass)
+    );
+    assert!(
+        f[0].message
+            .starts_with("peermem path (PIX): 64 KiB verified both ways"),
+        "{}",
+        f[0].message
+    );
+
+    let efault = pair(&s, None, &[("FAKE_IBV_REG_ERRNO", "14")]);
+    let f = judged(vec![outcome(s.clone(), Ok(efault), None)]);
+    assert_eq!(f[0].code, "gdr-test-register-failed");
+    let fix = serde_json::to_string(&f[0].fix).unwrap();
+    assert!(fix.contains("modprobe nvidia-peermem"), "{fix}");
+
+    let enomem = pair(&spec(Memory::Host), None, &[("FAKE_IBV_HOST_ERRNO", "12")]);
+    let f = judged(vec![outcome(spec(Memory::Host), Ok(enomem), None)]);
+    assert!(
+        serde_json::to_string(&f[0].fix)
+            .unwrap()
+            .contains("memlock unlimited")
+    );
+
+    // rdma-core < 34 and no peer memory: the distinct finding, failing.
+    let old = build("ibverbs", &["ibv_reg_dmabuf_mr"]);
+    let r = pair(&s, Some(old.clone()), &[("FAKE_IBV_REG_ERRNO", "14")]);
+    let f = judged(vec![outcome(s.clone(), Ok(r), None)]);
+    assert_eq!(
+        (f[0].code, f[0].status),
+        ("gdr-test-no-reg-dmabuf", gdrdoctor::model::Status::Fail)
+    );
+    // ... with peer memory working: a pass, and the same finding as a warning.
+    let r = pair(&s, Some(old), &[]);
+    let f = judged(vec![outcome(s.clone(), Ok(r), None)]);
+    let codes: Vec<_> = f.iter().map(|x| (x.code, x.status)).collect();
+    assert!(
+        codes.contains(&("gdr-test-no-reg-dmabuf", gdrdoctor::model::Status::Warn)),
+        "{codes:?}"
+    );
+
+    let r = pair(&s, None, &[("FAKE_IBV_CORRUPT", "1")]);
+    assert_eq!(
+        judged(vec![outcome(s.clone(), Ok(r), None)])[0].code,
+        "gdr-test-data-mismatch"
+    );
+    // The parent's kill at the deadline, and a crash.
+    let f = judged(vec![outcome(
+        s.clone(),
+        Err("the GDR test did not finish within 13 s; it was killed".into()),
+        None,
+    )]);
+    assert_eq!(f[0].code, "gdr-test-timeout");
+    let f = judged(vec![outcome(
+        s,
+        Err("the GDR test was killed by signal 11 (SIGSEGV)".into()),
+        None,
+    )]);
+    assert_eq!(f[0].code, "gdr-test-error");
+    // Every finding carries evidence, and every failure a fix.
+    for x in &f {
+        assert!(!x.evidence.is_empty());
+    }
+}
+
+#[test]
+fn a_hung_pair_is_killed_by_the_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("hang");
+    std::fs::write(&exe, "#!/bin/sh\nsleep 30\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut s = spec(Memory::Host);
+    s.deadline_ms = 10; // the parent allows the deadline plus 3 s
+    let p = Planned {
+        gpu: None,
+        subject: "host memory".into(),
+        nic: Some("fake0 port 1".into()),
+        level: None,
+        expected: None,
+        software: false,
+        spec: s,
+    };
+    let start = Instant::now();
+    let out = gdrdoctor::gdr::plan::run(vec![p], &exe);
+    assert!(
+        start.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        start.elapsed()
+    );
+    let e = out[0].result.as_ref().unwrap_err();
+    assert!(e.contains("did not finish within 3.01 s"), "{e}");
+}
+
+#[test]
+fn gdr_test_command_end_to_end() {
+    let verbs = build("ibverbs", &[]);
+    let run = |extra: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
+        c.args([
+            "gdr-test", "--memory", "host", "--nic", "fake0:1", "--size", "64K", "--format", "json",
+        ])
+        .env("GDRDOCTOR_LIBIBVERBS", &verbs)
+        .env("NO_COLOR", "1");
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let r = json(&out);
+    assert_eq!(
+        r["inventory"]["gdr_test"][0]["result"]["verified_bytes"],
+        65536
+    );
+    let start = Instant::now();
+    let out = run(&[("FAKE_IBV_PORT_STATE", "1")]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(stdout(&out).contains("gdr-test-port-down"));
+    // Not on a captured root, and a size that is not a multiple of 4 KiB is refused.
+    let out = gdrdoctor(&["--root", "fixtures/h200x2-vm", "gdr-test"]);
+    assert_eq!(code(&out), 2);
+    let out = gdrdoctor(&["gdr-test", "--size", "1000"]);
+    assert_eq!(code(&out), 2);
+}
+
+/// Every field of `inventory.gdr_test` that a pass or a failure produces is documented.
+#[test]
+fn gdr_test_fields_are_documented() {
+    fn walk(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, child) in map {
+                    let p = format!("{path}.{k}");
+                    out.insert(p.clone());
+                    walk(child, &p, out);
+                }
+            }
+            serde_json::Value::Array(items) => items
+                .iter()
+                .for_each(|i| walk(i, &format!("{path}[]"), out)),
+            _ => {}
+        }
+    }
+    let verbs = build("ibverbs", &[]);
+    let mut fields = std::collections::BTreeSet::new();
+    for env in [vec![], vec![("FAKE_IBV_HOST_ERRNO", "12")]] {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
+        c.args([
+            "gdr-test", "--memory", "host", "--nic", "fake0", "--size", "64K", "--format", "json",
+        ])
+        .env("GDRDOCTOR_LIBIBVERBS", &verbs);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        walk(
+            &json(&c.output().unwrap())["inventory"]["gdr_test"],
+            "inventory.gdr_test",
+            &mut fields,
+        );
+    }
+    let doc = std::fs::read_to_string(crate_dir().join("docs/report-json.md")).unwrap();
+    let missing: Vec<_> = fields
+        .iter()
+        .filter(|f| !doc.contains(&format!("| `{f}` |")))
+        .collect();
+    assert!(missing.is_empty(), "undocumented: {missing:#?}");
+    assert!(fields.contains("inventory.gdr_test[].result.bandwidth.to_target_gbps"));
+    assert!(fields.contains("inventory.gdr_test[].result.failure.kind"));
+}
+
+/// Which pairs run: each GPU with its nearest NIC(s) by default, every pair with `--pairs all`,
+/// one per NIC for host memory; RoCE ports use the RoCE v2 IPv4 GID rdma-gid found.
+#[test]
+fn pairs_follow_placement() {
+    let root =
+        gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/healthy-8gpu-roce")).unwrap();
+    let config = gdrdoctor::config::Config::default();
+    let inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
+    let opts = gdrdoctor::gdr::plan::Options::default();
+    let (near, not) = gdrdoctor::gdr::plan::plan(&inv, &opts);
+    assert!(not.is_empty());
+    // Each switch holds two GPUs and two NICs: every GPU has two nearest NICs at PIX.
+    assert_eq!(near.len(), 16, "{near:#?}");
+    for p in &near {
+        assert_eq!(p.level, Some(gdrdoctor::placement::Level::Pix), "{p:?}");
+        assert_eq!(p.spec.memory, Memory::Cuda);
+        let nic = p.spec.nic.as_ref().unwrap();
+        assert_eq!((nic.port, nic.gid_index), (1, Some(3)));
+        // 400 Gb/s ports behind Gen5 x16 links: the port is the limit.
+        assert_eq!(p.expected.as_ref().unwrap().gbps, 400.0, "{:?}", p.expected);
+    }
+    let all = gdrdoctor::gdr::plan::plan(
+        &inv,
+        &gdrdoctor::gdr::plan::Options {
+            all_pairs: true,
+            ..Default::default()
+        },
+    )
+    .0;
+    assert_eq!(all.len(), 64);
+    let host = gdrdoctor::gdr::plan::plan(
+        &inv,
+        &gdrdoctor::gdr::plan::Options {
+            memory: Some(Memory::Host),
+            ..Default::default()
+        },
+    )
+    .0;
+    assert_eq!(host.len(), 8);
+    assert!(host.iter().all(|p| p.gpu.is_none() && p.spec.gpu.is_none()));
+    // A declared accelerator of another vendor cannot be tested with GPU memory: said, not run.
+    let root =
+        gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/lab-switch-pt")).unwrap();
+    let (config, _) = gdrdoctor::config::Config::load(Some(
+        &crate_dir().join("fixtures/lab-switch-pt/config.yaml"),
+    ))
+    .unwrap();
+    let inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
+    let (planned, not) = gdrdoctor::gdr::plan::plan(&inv, &opts);
+    assert!(planned.is_empty());
+    assert!(not[0].reason.contains("--memory host"), "{not:?}");
+}

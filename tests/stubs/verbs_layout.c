@@ -1,0 +1,59 @@
+/* Prints the sizes and offsets src/ffi/ibverbs.rs relies on, from the real <infiniband/verbs.h>
+ * (libibverbs-dev), one "name value" per line; tests/verbs_layout.rs compares them. */
+#include <stddef.h>
+#include <stdio.h>
+#include <infiniband/verbs.h>
+
+#define SZ(t) printf("sizeof(%s) %zu\n", #t, sizeof(t))
+#define OFF(t, f) printf("%s.%s %zu\n", #t, #f, offsetof(struct t, f))
+
+int main(void) {
+    /* The Rust struct adds room for newer fields; it compares the header's size without it. */
+    SZ(struct ibv_port_attr);
+    OFF(ibv_port_attr, state);
+    OFF(ibv_port_attr, active_mtu);
+    OFF(ibv_port_attr, lid);
+    OFF(ibv_port_attr, phys_state);
+    OFF(ibv_port_attr, link_layer);
+    OFF(ibv_mr, lkey);
+    OFF(ibv_mr, rkey);
+    OFF(ibv_qp, qp_num);
+    SZ(struct ibv_qp_init_attr);
+    OFF(ibv_qp_init_attr, cap);
+    OFF(ibv_qp_init_attr, qp_type);
+    OFF(ibv_qp_init_attr, sq_sig_all);
+    SZ(struct ibv_ah_attr);
+    OFF(ibv_ah_attr, dlid);
+    OFF(ibv_ah_attr, is_global);
+    OFF(ibv_ah_attr, port_num);
+    OFF(ibv_global_route, sgid_index);
+    OFF(ibv_global_route, hop_limit);
+    SZ(struct ibv_qp_attr);
+    OFF(ibv_qp_attr, path_mtu);
+    OFF(ibv_qp_attr, dest_qp_num);
+    OFF(ibv_qp_attr, qp_access_flags);
+    OFF(ibv_qp_attr, ah_attr);
+    OFF(ibv_qp_attr, pkey_index);
+    OFF(ibv_qp_attr, max_rd_atomic);
+    OFF(ibv_qp_attr, min_rnr_timer);
+    OFF(ibv_qp_attr, port_num);
+    OFF(ibv_qp_attr, rnr_retry);
+    OFF(ibv_qp_attr, rate_limit);
+    SZ(struct ibv_sge);
+    SZ(struct ibv_send_wr);
+    OFF(ibv_send_wr, sg_list);
+    OFF(ibv_send_wr, num_sge);
+    OFF(ibv_send_wr, opcode);
+    OFF(ibv_send_wr, send_flags);
+    OFF(ibv_send_wr, wr.rdma.remote_addr);
+    OFF(ibv_send_wr, wr.rdma.rkey);
+    OFF(ibv_send_wr, qp_type.xrc.remote_srqn);
+    SZ(struct ibv_wc);
+    OFF(ibv_wc, status);
+    OFF(ibv_wc, byte_len);
+    OFF(ibv_wc, qp_num);
+    OFF(ibv_context, ops.poll_cq);
+    OFF(ibv_context, ops.post_send);
+    SZ(struct ibv_context_ops);
+    return 0;
+}
