@@ -150,6 +150,17 @@ pub struct Inventory {
     pub gdr_test: GdrTest,
 }
 
+/// The GPU probe, still running in its child.
+pub struct PendingProbe(std::thread::JoinHandle<Runtime>);
+
+impl PendingProbe {
+    pub fn wait(self) -> Runtime {
+        self.0.join().unwrap_or_else(|_| Runtime::Failed {
+            error: "the thread waiting for the GPU probe panicked".into(),
+        })
+    }
+}
+
 /// Whether the GDR write test ran, and what it found.
 #[derive(Debug, Clone)]
 pub enum GdrTest {
@@ -162,6 +173,21 @@ pub enum GdrTest {
 
 impl Inventory {
     pub fn load(root: &Root, config: &Config, options: Options) -> Inventory {
+        let (mut inv, pending) = Inventory::load_pending(root, config, options);
+        if let Some(p) = pending {
+            inv.gpu_runtime = p.wait();
+        }
+        inv
+    }
+
+    /// Like [`Inventory::load`], but returns while the GPU probe may still run: the caller can
+    /// start other slow work (the GDR write test) and then [`PendingProbe::wait`] for it.
+    /// Until then `gpu_runtime` reads as not asked.
+    pub fn load_pending(
+        root: &Root,
+        config: &Config,
+        options: Options,
+    ) -> (Inventory, Option<PendingProbe>) {
         // A check's time is almost all system calls (about 1200 files on a large node), so the
         // two independent halves are read on two threads: kernel and RDMA, and the PCI bus.
         let (mut problems, kernel, (rdma, rdma_class), (mut pci, unidentified)) =
@@ -242,13 +268,16 @@ impl Inventory {
         }
         let iommu = Iommu::load(root, &pci);
         let access = (options.access && root.is_live()).then(|| access::Access::load(root, &rdma));
-        let gpu_runtime = match probe {
-            Err(reason) => Runtime::Skipped { reason },
-            Ok(handle) => handle.join().unwrap_or_else(|_| Runtime::Failed {
-                error: "the thread waiting for the GPU probe panicked".into(),
-            }),
+        let (gpu_runtime, pending) = match probe {
+            Err(reason) => (Runtime::Skipped { reason }, None),
+            Ok(handle) => (
+                Runtime::Skipped {
+                    reason: SkipReason::Disabled,
+                },
+                Some(PendingProbe(handle)),
+            ),
         };
-        Inventory {
+        let inv = Inventory {
             live: root.is_live(),
             kernel,
             pci,
@@ -266,7 +295,8 @@ impl Inventory {
             } else {
                 "a captured root: the test moves bytes on the live node".into()
             }),
-        }
+        };
+        (inv, pending)
     }
 
     pub fn function(&self, bdf: Bdf) -> Option<&PciFunction> {

@@ -105,7 +105,7 @@ print(f"{failed} claim(s) failed")
 sys.exit(1 if failed else 0)
 PY
 rc=$?
-echo "== timing: gdrdoctor check (with GPU probes) vs nvidia-smi topo -m, 10 runs each"
+echo "== timing: gdrdoctor check (GPU probe and GDR write test) vs nvidia-smi topo -m, 10 runs each"
 python3 - "$bin" <<'PY'
 import statistics, subprocess, sys, time
 def med(cmd, n=10):
@@ -114,12 +114,15 @@ def med(cmd, n=10):
         t = time.perf_counter(); subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); ts.append(time.perf_counter() - t)
     return statistics.median(ts), min(ts), max(ts)
 rows = [("gdrdoctor check", [sys.argv[1], "check", "--format", "json"]),
-        ("gdrdoctor check --no-gpu-probe", [sys.argv[1], "check", "--format", "json", "--no-gpu-probe"]),
+        ("gdrdoctor check --no-gdr-test", [sys.argv[1], "check", "--format", "json", "--no-gdr-test"]),
+        ("gdrdoctor check --no-gpu-probe --no-gdr-test", [sys.argv[1], "check", "--format", "json", "--no-gpu-probe", "--no-gdr-test"]),
         ("gdrdoctor topo", [sys.argv[1], "topo"]),
         ("nvidia-smi topo -m", ["nvidia-smi", "topo", "-m"])]
 res = {name: med(cmd) for name, cmd in rows}
 for name, (m, lo, hi) in res.items():
-    print(f"{name:34s} median {m*1000:8.1f} ms  (min {lo*1000:.1f}, max {hi*1000:.1f})")
-print(f"ratio gdrdoctor check / nvidia-smi topo -m = {res['gdrdoctor check'][0] / res['nvidia-smi topo -m'][0]:.2f}")
+    print(f"{name:46s} median {m*1000:8.1f} ms  (min {lo*1000:.1f}, max {hi*1000:.1f})")
+smi = res['nvidia-smi topo -m'][0]
+print(f"ratio gdrdoctor check / nvidia-smi topo -m = {res['gdrdoctor check'][0] / smi:.2f}")
+print(f"ratio gdrdoctor check --no-gdr-test (GPU probe, no write test) / nvidia-smi topo -m = {res['gdrdoctor check --no-gdr-test'][0] / smi:.2f}")
 PY
 exit $rc
