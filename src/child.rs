@@ -27,13 +27,25 @@ pub fn run(
     for name in env_remove {
         command.env_remove(name);
     }
-    let mut child = command.spawn().map_err(|e| {
-        format!(
-            "cannot start {} {}: {e}",
-            exe.display(),
-            args.first().unwrap_or(&"")
-        )
-    })?;
+    // ETXTBSY: the program was just written and another thread's fork still holds the file
+    // open for writing (it happens to freshly written test programs); it clears at once.
+    let mut tries = 0;
+    let mut child = loop {
+        match command.spawn() {
+            Ok(c) => break c,
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot start {} {}: {e}",
+                    exe.display(),
+                    args.first().unwrap_or(&"")
+                ));
+            }
+        }
+    };
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         let (tx, rx) = std::sync::mpsc::channel();
         if let Some(mut pipe) = pipe {
