@@ -325,36 +325,51 @@ pub struct Outcome {
 }
 
 /// Runs the pairs: those that share no GPU and no NIC at the same time, each in its own child.
-pub fn run(planned: Vec<Planned>, exe: &std::path::Path) -> Vec<Outcome> {
-    let mut pending: Vec<(usize, Planned)> = planned.into_iter().enumerate().collect();
-    let mut done: Vec<(usize, Outcome)> = Vec::new();
+/// Groups pairs into waves: within a wave no two pairs share a GPU or a NIC, so they can run at
+/// the same time without measuring each other. Indices into `specs`, in order.
+pub fn waves(specs: &[&PairSpec]) -> Vec<Vec<usize>> {
+    let mut pending: Vec<usize> = (0..specs.len()).collect();
+    let mut out = Vec::new();
     while !pending.is_empty() {
-        // One wave: pairs whose devices are not taken by an earlier pair of the wave.
         let mut busy: Vec<String> = Vec::new();
-        let mut wave = Vec::new();
-        let mut rest = Vec::new();
-        for (i, p) in pending {
-            let keys: Vec<String> = p
-                .spec
+        let (mut wave, mut rest) = (Vec::new(), Vec::new());
+        for i in pending {
+            let s = specs[i];
+            let keys: Vec<String> = s
                 .gpu
                 .iter()
-                .cloned()
-                .chain(p.spec.nic.as_ref().map(|n| format!("nic:{}", n.device)))
+                .map(|g| format!("gpu:{g}"))
+                .chain(s.nic.as_ref().map(|n| format!("nic:{}", n.device)))
                 .collect();
             if keys.iter().any(|k| busy.contains(k)) {
-                rest.push((i, p));
+                rest.push(i);
             } else {
                 busy.extend(keys);
-                wave.push((i, p));
+                wave.push(i);
             }
         }
+        out.push(wave);
         pending = rest;
-        let exe: PathBuf = exe.to_owned();
+    }
+    out
+}
+
+/// Runs the pairs, wave by wave (see [`waves`]), each pair in its own child.
+pub fn run(planned: Vec<Planned>, exe: &std::path::Path) -> Vec<Outcome> {
+    let specs: Vec<&PairSpec> = planned.iter().map(|p| &p.spec).collect();
+    let waves = waves(&specs);
+    let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
+    let mut done: Vec<(usize, Outcome)> = Vec::new();
+    for wave in waves {
+        let batch: Vec<(usize, Planned)> = wave
+            .into_iter()
+            .filter_map(|i| slots[i].take().map(|p| (i, p)))
+            .collect();
         let results: Vec<(usize, Outcome)> = std::thread::scope(|s| {
-            let handles: Vec<_> = wave
+            let handles: Vec<_> = batch
                 .into_iter()
                 .map(|(i, p)| {
-                    let exe = exe.clone();
+                    let exe: PathBuf = exe.to_owned();
                     s.spawn(move || {
                         let result = run_one(&exe, &p.spec);
                         (i, Outcome { planned: p, result })
@@ -392,6 +407,41 @@ mod tests {
         assert_eq!(super::pcie_gbps(32.0, 16).round(), 504.0);
         assert_eq!(super::pcie_gbps(8.0, 8).round(), 63.0);
         assert_eq!(super::pcie_gbps(2.5, 1), 2.0);
+    }
+
+    #[test]
+    fn pairs_sharing_a_device_never_run_together() {
+        use super::{Memory, NicSpec, PairSpec};
+        let spec = |gpu: &str, nic: &str| PairSpec {
+            gpu: Some(gpu.into()),
+            nic: Some(NicSpec {
+                device: nic.into(),
+                port: 1,
+                gid_index: None,
+            }),
+            memory: Memory::Cuda,
+            size: 4096,
+            iters: 1,
+            duration_ms: 1,
+            deadline_ms: 1,
+        };
+        // Two GPUs, each with two nearest NICs of one switch (as in healthy-8gpu-roce).
+        let s = [
+            spec("g0", "n0"),
+            spec("g0", "n1"),
+            spec("g1", "n0"),
+            spec("g1", "n1"),
+        ];
+        let refs: Vec<&PairSpec> = s.iter().collect();
+        let w = super::waves(&refs);
+        assert_eq!(w, vec![vec![0, 3], vec![1, 2]]);
+        for wave in &w {
+            for (a, b) in wave.iter().flat_map(|a| wave.iter().map(move |b| (*a, *b))) {
+                if a != b {
+                    assert!(s[a].gpu != s[b].gpu && s[a].nic != s[b].nic);
+                }
+            }
+        }
     }
 
     #[test]
