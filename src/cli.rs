@@ -57,6 +57,11 @@ enum Command {
         /// A directory to create, or a file ending in .tar.gz.
         out: PathBuf,
     },
+    /// Write the fixes for the current warnings and failures as one reviewed bash script (or,
+    /// with --apply, run its runtime part now).
+    Fix(FixArgs),
+    /// The NCCL settings that follow from this node: environment exports and /etc/nccl.conf.
+    Nccl,
     /// Run the GPUDirect RDMA write test alone, with its options (the gdr-test check).
     #[command(name = "gdr-test")]
     GdrTest(GdrTestArgs),
@@ -111,6 +116,23 @@ struct CheckArgs {
     /// Do not run the GDR write test (it moves bytes between GPU memory and the NICs).
     #[arg(long)]
     no_gdr_test: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct FixArgs {
+    /// Which commands the script runs (the rest stay as comments): runtime, persistent, all.
+    #[arg(long, value_enum, default_value_t = gdrdoctor::fixscript::Classes::All)]
+    class: gdrdoctor::fixscript::Classes,
+    /// Write the script to FILE (mode 0755) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Run the runtime commands now (never persistent or disruptive ones), logging each, then
+    /// check again and show what changed. Live only.
+    #[arg(long)]
+    apply: bool,
+    /// With --apply: do not ask for confirmation.
+    #[arg(long, requires = "apply")]
+    yes: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -202,6 +224,15 @@ pub fn run() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::GdrTest(args) => gdr_test(&cli, args),
+        Command::Fix(args) => fix(&cli, args),
+        Command::Nccl => {
+            let (config, _path) = Config::load(cli.config.as_deref())?;
+            let (root, display) = open_root(&cli)?;
+            let inv = Inventory::load(&root, &config, inventory::Options::default());
+            let settings = gdrdoctor::nccl::settings(&inv, config.thresholds.gdr_level);
+            print!("{}", gdrdoctor::nccl::render(&inv, &settings, &display));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::ProbeGpu {
             nvml,
             cuda,
@@ -448,4 +479,145 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
         args.strict,
         display,
     )
+}
+
+/// Everything `check` runs except the write test (it moves bytes, and fixes none of its own).
+fn fix_inventory(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckResult>) {
+    let selection = Selection {
+        select: Vec::new(),
+        skip: vec!["gdr-test".into()],
+    };
+    let options = inventory::Options {
+        access: root.is_live(),
+        gpu_probe: gpu_probe(config, gdrdoctor::gpu::Ask::FULL, false),
+        gpu_probe_on_root: false,
+    };
+    let inv = Inventory::load(root, config, options);
+    let results = checks::run(&inv, config, &selection);
+    (inv, results)
+}
+
+fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
+    use gdrdoctor::fixscript;
+    let (config, _path) = Config::load(cli.config.as_deref())?;
+    let (root, display) = open_root(cli)?;
+    if args.apply && !root.is_live() {
+        bail!("--apply changes this node; it cannot apply to a captured root (--root)");
+    }
+    let (inv, results) = fix_inventory(&root, &config);
+    let blocks = fixscript::blocks(&results);
+    if let Err(refusal) = fixscript::vet(&inv, &blocks) {
+        eprintln!("gdrdoctor: {refusal}");
+        return Ok(ExitCode::from(2));
+    }
+    if !args.apply {
+        let header = fixscript::Header {
+            host: inv.kernel.hostname.as_deref(),
+            kernel: inv.kernel.release.value().map(String::as_str),
+            root: &display,
+            live: root.is_live(),
+        };
+        let script = fixscript::render(&header, &results, args.class);
+        match &args.output {
+            Some(path) => {
+                std::fs::write(path, &script)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+                eprintln!("wrote {} ({} findings)", path.display(), blocks.len());
+            }
+            None => print!("{script}"),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    // --apply: the runtime commands, each once.
+    let mut commands: Vec<(String, String, gdrdoctor::model::FixCommand)> = Vec::new();
+    for b in &blocks {
+        for c in b.finding.fix.iter().flat_map(|f| &f.commands) {
+            if c.class == gdrdoctor::model::FixClass::Runtime
+                && !commands.iter().any(|(_, _, x)| x.run == c.run)
+            {
+                commands.push((b.check.to_owned(), b.finding.code.to_owned(), c.clone()));
+            }
+        }
+    }
+    if commands.is_empty() {
+        println!("nothing to apply: no warning or failure has a runtime fix");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "gdrdoctor fix --apply: {} runtime command(s):",
+        commands.len()
+    );
+    for (check, code, c) in &commands {
+        println!("  [{check}/{code}] {}", c.run);
+    }
+    if !args.yes {
+        print!("apply them now? [y/N] ");
+        use std::io::Write as _;
+        std::io::stdout().flush().ok();
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer).ok();
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("nothing applied");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let mut failed = 0;
+    for (check, code, c) in &commands {
+        let snippet = match &c.guard {
+            Some(g) => format!("if {g}; then echo 'already done'; else {}; fi", c.run),
+            None => c.run.clone(),
+        };
+        let out = std::process::Command::new("bash")
+            .args(["-c", &snippet])
+            .output()
+            .with_context(|| "cannot run bash")?;
+        let ok = out.status.success();
+        failed += usize::from(!ok);
+        println!(
+            "[{check}/{code}] $ {}\n  -> {}{}{}",
+            c.run,
+            if ok { "ok" } else { "FAILED" },
+            out.status
+                .code()
+                .map(|n| format!(" (exit {n})"))
+                .unwrap_or_default(),
+            {
+                let text = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let text = text.trim();
+                if text.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", text.replace('\n', " | "))
+                }
+            }
+        );
+    }
+    // Check again, and show what changed for the checks that were fixed.
+    let (_, after) = fix_inventory(&root, &config);
+    let affected: std::collections::BTreeSet<&str> =
+        commands.iter().map(|(c, _, _)| c.as_str()).collect();
+    println!("\nbefore -> after:");
+    let mut still_failing = false;
+    for id in affected {
+        let status = |r: &[checks::CheckResult]| {
+            r.iter()
+                .find(|c| c.id == id)
+                .map(|c| c.status.to_string())
+                .unwrap_or_default()
+        };
+        let now = status(&after);
+        still_failing |= now == "fail";
+        println!("  {id}: {} -> {now}", status(&results));
+    }
+    Ok(if failed > 0 || still_failing {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

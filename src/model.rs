@@ -77,6 +77,10 @@ pub enum FixClass {
 pub struct FixCommand {
     pub class: FixClass,
     pub run: String,
+    /// A shell test that succeeds when the change is already in place: `gdrdoctor fix` runs
+    /// `run` only when it fails, so that a script run twice changes nothing the second time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
 }
 
 /// How to make a warning or failure go away.
@@ -102,8 +106,44 @@ impl Fix {
         self.commands.push(FixCommand {
             class,
             run: run.into(),
+            guard: None,
         });
         self
+    }
+
+    /// A command that runs only when `guard` (a shell test for "already done") fails.
+    pub fn guarded(
+        mut self,
+        class: FixClass,
+        run: impl Into<String>,
+        guard: impl Into<String>,
+    ) -> Fix {
+        self.commands.push(FixCommand {
+            class,
+            run: run.into(),
+            guard: Some(guard.into()),
+        });
+        self
+    }
+
+    /// `modprobe` now, skipped when the module is already there (built in or loaded).
+    pub fn modprobe(self, module: &str) -> Fix {
+        let sysfs = module.replace('-', "_");
+        self.guarded(
+            FixClass::Runtime,
+            format!("modprobe {module}"),
+            format!("[ -d /sys/module/{sysfs} ]"),
+        )
+    }
+
+    /// Load a module at every boot (systemd's modules-load.d).
+    pub fn load_at_boot(self, module: &str) -> Fix {
+        let file = format!("/etc/modules-load.d/{module}.conf");
+        self.guarded(
+            FixClass::Persistent,
+            format!("echo {module} > {file}"),
+            format!("grep -qx {module} {file} 2>/dev/null"),
+        )
     }
 
     pub fn runtime(self, run: impl Into<String>) -> Fix {

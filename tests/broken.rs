@@ -399,7 +399,7 @@ fn hostile_names_are_refused_and_named() {
     assert!(has_problem(
         &r,
         "/sys/bus/pci/devices/0000:00:1f.7;reboot",
-        "not a PCI address"
+        "not a valid PCI address"
     ));
     assert!(has_problem(
         &r,

@@ -201,7 +201,11 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
         format!("Clear ACS redirect on {b} now, and at every boot with a oneshot unit (or in the BIOS; Linux 6.11+ also takes pci=config_acs=)"),
         "ACS is an isolation feature: on a host that assigns devices to VMs, clearing it merges their isolation domains. setpci's change is lost at reboot or hotplug.",
     )
-    .runtime(format!("setpci -s {} ECAP_ACS+0x6.w=0000", sh(&b.to_string())))
+    .guarded(
+        crate::model::FixClass::Runtime,
+        format!("setpci -s {} ECAP_ACS+0x6.w=0000", sh(&b.to_string())),
+        format!("[ \"$(setpci -s {} ECAP_ACS+0x6.w)\" = 0000 ]", sh(&b.to_string())),
+    )
     .persistent(format!(
         "printf '[Unit]\\nDescription=Clear PCIe ACS redirect for GPUDirect RDMA (gdrdoctor)\\n[Service]\\nType=oneshot\\n{exec}[Install]\\nWantedBy=multi-user.target\\n' > /etc/systemd/system/gdrdoctor-acs.service"
     ))

@@ -305,7 +305,7 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
                 FailureKind::NoRdmaDevice => Finding::skip("gdr-test-no-rdma-device", subject, format!("{}; the GPU side ran: {}", f.message, r.memory_steps.join("; "))).with(ev),
                 FailureKind::Memory if o.planned.spec.memory == crate::gdr::Memory::HostDmabuf => Finding::fail("gdr-test-memory", subject, message).with(ev).fix(
                     Fix::new("Give the node a source of host dma-bufs: the udmabuf driver (CONFIG_UDMABUF), or a DRM device that exports dumb buffers", "Loading udmabuf only adds a character device.")
-                        .runtime("modprobe udmabuf"),
+                        .modprobe("udmabuf"),
                 ),
                 FailureKind::Memory => Finding::fail("gdr-test-memory", subject, message).with(ev).fix(
                     Fix::new("Fix the GPU runtime first (see the gpu check)", "Read-only commands.").manual("gdrdoctor check --select gpu -v"),
@@ -320,8 +320,8 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
                 ),
                 FailureKind::DeviceList => Finding::fail("gdr-test-no-uverbs", subject, message).with(ev).fix(
                     Fix::new("Load the verbs user-space interface", "Loading a module does not disturb running traffic.")
-                        .runtime("modprobe ib_uverbs")
-                        .persistent("echo ib_uverbs > /etc/modules-load.d/ib_uverbs.conf"),
+                        .modprobe("ib_uverbs")
+                        .load_at_boot("ib_uverbs"),
                 ),
                 FailureKind::ProviderMissing => Finding::fail("gdr-test-no-provider", subject, message).with(ev).fix(
                     Fix::new("Install the libibverbs provider for the NIC's driver (rdma-core's ibverbs-providers, or the vendor's)", "Installs user-space packages only.")
@@ -400,7 +400,7 @@ fn register_fix(r: &PairResult) -> Fix {
             "Give the RDMA stack a way to reach GPU memory: the DMA-BUF path (open NVIDIA kernel modules, kernel >= 5.12, a NIC driver with dma-buf MRs) or nvidia_peermem on an RDMA stack with the peer-memory API",
             "Loading nvidia-peermem does not disturb running jobs.",
         )
-        .runtime("modprobe nvidia-peermem")
+        .modprobe("nvidia-peermem")
         .manual("gdrdoctor check --select peer-memory -v");
     }
     Fix::new("See the errno of each attempt in the evidence; the peer-memory check says which path this node should have", "Read-only commands.")

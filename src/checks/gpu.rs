@@ -294,7 +294,7 @@ fn library_findings(inv: &Inventory, p: &Probe) -> Vec<Finding> {
                         "Adding a user to the render and video groups takes effect at their next login.",
                     )
                     .manual("ls -l /dev/kfd /dev/dri/renderD*; dmesg | grep -i amdgpu | tail")
-                    .persistent("usermod -aG render,video \"$USER\""),
+                    .manual("usermod -aG render,video <user>   # each user who runs GPU jobs"),
                 ),
             };
             let f = if f.status == Status::Warn {
@@ -371,7 +371,7 @@ fn nvidia_init_failure(inv: &Inventory, library: &str, call: &str, error: &str) 
                 "Load the NVIDIA kernel module; if it refuses, dmesg says why (a kernel without its DKMS build, Secure Boot, a missing firmware file)",
                 "Loading the module only adds a driver; nothing running is disturbed.",
             )
-            .runtime("modprobe nvidia")
+            .modprobe("nvidia")
             .manual("dmesg | grep -i -E 'nvrm|nvidia' | tail -20"),
         ),
         "NVML_ERROR_LIB_RM_VERSION_MISMATCH" | "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" | "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE" => Finding::fail(
@@ -393,8 +393,9 @@ fn nvidia_init_failure(inv: &Inventory, library: &str, call: &str, error: &str) 
                 "Load nvidia_uvm and create its device nodes, now and at every boot",
                 "Loading the module only adds a driver; nothing running is disturbed.",
             )
-            .runtime("modprobe nvidia-uvm && nvidia-modprobe -u -c=0")
-            .persistent("echo nvidia-uvm > /etc/modules-load.d/nvidia-uvm.conf"),
+            .modprobe("nvidia-uvm")
+            .guarded(crate::model::FixClass::Runtime, "nvidia-modprobe -u -c=0", "[ -c /dev/nvidia-uvm ]")
+            .load_at_boot("nvidia-uvm"),
         ),
         _ => Finding::fail(
             "gpu-runtime-error",

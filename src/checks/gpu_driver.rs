@@ -133,10 +133,10 @@ fn judge(cx: &Context, gpu: &Gpu) -> Finding {
         (_, None) => {
             let fix = match gpu.vendor {
                 GpuVendor::Nvidia => Fix::new("Load the NVIDIA driver, or find out why it did not claim this GPU", "modprobe only loads the installed driver; if it fails, dmesg says why (version mismatch, missing firmware, Secure Boot).")
-                    .runtime("modprobe nvidia")
+                    .modprobe("nvidia")
                     .manual("dmesg | grep -i nvrm"),
                 GpuVendor::Amd => Fix::new("Load amdgpu, or find out why it did not claim this GPU", "modprobe only loads the installed driver; dmesg says why it failed.")
-                    .runtime("modprobe amdgpu")
+                    .modprobe("amdgpu")
                     .manual("dmesg | grep -i amdgpu"),
                 GpuVendor::Other => Fix::new("Load the accelerator's driver", "Depends on the vendor's driver.").manual(format!("lspci -k -s {}", gpu.bdf)),
             };

@@ -215,7 +215,7 @@ pub(crate) fn grub_fix(fix: crate::model::Fix, add: &[&str], remove: &[&str]) ->
             w = word
         ));
     }
-    fix.persistent("if command -v update-grub >/dev/null; then update-grub; else grub2-mkconfig -o /boot/grub2/grub.cfg; fi")
+    fix.persistent("if command -v update-grub >/dev/null; then update-grub; elif command -v grub2-mkconfig >/dev/null; then grub2-mkconfig -o /boot/grub2/grub.cfg; else echo 'no update-grub or grub2-mkconfig here: regenerate the boot loader configuration by hand' >&2; fi")
         .disruptive("systemctl reboot")
 }
 

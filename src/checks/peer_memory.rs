@@ -354,8 +354,8 @@ fn judge_nvidia(inv: &Inventory, n: usize, peermem: &Peermem) -> (Finding, bool)
                     "Load nvidia-peermem now and at every boot (or move to the open kernel modules, R515+, on kernel >= 5.12 for the DMA-BUF path)",
                     "nvidia-peermem needs the peer-memory API of MLNX_OFED/DOCA-OFED's ib_core; on an inbox RDMA stack it fails with 'Unknown symbol ib_register_peer_memory_client'.",
                 )
-                .runtime("modprobe nvidia-peermem")
-                .persistent("echo nvidia-peermem > /etc/modules-load.d/nvidia-peermem.conf"),
+                .modprobe("nvidia-peermem")
+                .load_at_boot("nvidia-peermem"),
             ),
             false,
         ),
@@ -546,7 +546,11 @@ fn unregistered(inv: &Inventory, module: &str, status: Status, consequence: Stri
             "Use an RDMA stack with the peer-memory API (MLNX_OFED / DOCA-OFED) and reload the module, or use the DMA-BUF path (open kernel modules R515+, kernel >= 5.12) and unload it",
             "Reloading nvidia_peermem is safe while no job holds GPU memory registrations.",
         )
-        .runtime(format!("modprobe -r {module} && modprobe {module}"))
+        .guarded(
+            crate::model::FixClass::Runtime,
+            format!("modprobe -r {module} && modprobe {module}"),
+            format!("[ -d {MEMORY_PEERS}/nv_mem ]"),
+        )
         .manual("# install DOCA-OFED (or MLNX_OFED) so that ib_core exports ib_register_peer_memory_client"),
     )
 }

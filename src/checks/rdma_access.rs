@@ -101,7 +101,7 @@ fn uverbs(cx: &Context, access: &Access) -> Vec<Finding> {
                     .evidence(CLASS_VERBS, access.uverbs.iter().map(|u| format!("{}->{}", u.name, u.ibdev.as_deref().unwrap_or("?"))).collect::<Vec<_>>().join(" "))
                     .fix(
                         Fix::new("Load ib_uverbs; in a container, pass the device nodes in", "Loading ib_uverbs is harmless.")
-                            .runtime("modprobe ib_uverbs")
+                            .modprobe("ib_uverbs")
                             .manual("# containers: --device=/dev/infiniband (docker) or the RDMA device plugin (Kubernetes)"),
                     ),
             ),

@@ -180,18 +180,20 @@ fn no_device(inv: &Inventory) -> Finding {
                 .join(", ")
         ));
         for m in &modules {
-            fix = fix.runtime(format!("modprobe {m}"));
+            fix = fix.modprobe(m);
         }
-        fix = fix.persistent(format!(
-            "printf '%s\\n' {} > /etc/modules-load.d/rdma-nics.conf",
-            modules.join(" ")
-        ));
+        let body = modules.join("\\n");
+        fix = fix.guarded(
+            crate::model::FixClass::Persistent,
+            format!("printf '%s\\n' {} > /etc/modules-load.d/rdma-nics.conf", modules.join(" ")),
+            format!("[ \"$(cat /etc/modules-load.d/rdma-nics.conf 2>/dev/null)\" = \"$(printf '{body}')\" ]"),
+        );
     } else if !unbound_ib.is_empty() {
         message.push_str(&format!(
             "; InfiniBand controllers with no driver: {}",
             unbound_ib.join(", ")
         ));
-        fix = fix.runtime("modprobe mlx5_ib");
+        fix = fix.modprobe("mlx5_ib");
     } else {
         message.push_str("; no RDMA-capable NIC was recognised on the PCI bus either");
         fix = fix.manual("lspci -nn -D | grep -Ei 'mellanox|infiniband|broadcom|ethernet'");
@@ -268,7 +270,14 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
             "Bringing an interface up changes nothing else; cable and switch work needs a person.",
         );
         if let Some(n) = netdev.filter(|n| n.operstate.value().is_some_and(|s| s == "down")) {
-            fix = fix.runtime(format!("ip link set dev {} up", sh(&n.name)));
+            fix = fix.guarded(
+                crate::model::FixClass::Runtime,
+                format!("ip link set dev {} up", sh(&n.name)),
+                format!(
+                    "[ \"$(cat /sys/class/net/{}/operstate)\" = up ]",
+                    sh(&n.name)
+                ),
+            );
         }
         let where_ = dev
             .pci
@@ -331,7 +340,11 @@ fn judge_roce_mtu(cx: &Context, dev: &RdmaDevice, port: &Port, subject: &str) ->
         .with([netdev.mtu.evidence(), Evidence { path: netdev.found_in.clone(), value: netdev.name.clone() }])
         .fix(
             Fix::new(format!("Raise the MTU of {} to 9000 (jumbo frames) now, and in the network configuration", netdev.name), "Every hop (switch ports, the peers) must carry the larger MTU, or large packets are dropped.")
-                .runtime(format!("ip link set dev {} mtu 9000", sh(&netdev.name)))
+                .guarded(
+                    crate::model::FixClass::Runtime,
+                    format!("ip link set dev {} mtu 9000", sh(&netdev.name)),
+                    format!("[ \"$(cat /sys/class/net/{}/mtu)\" -ge 9000 ]", sh(&netdev.name)),
+                )
                 .manual("# persist it in netplan / NetworkManager / ifcfg (mtu: 9000)"),
         )
     })

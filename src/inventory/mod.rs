@@ -8,6 +8,7 @@ pub mod access;
 pub mod gpu;
 pub mod iommu;
 pub mod kernel;
+pub mod net;
 pub mod pci;
 pub mod rdma;
 
@@ -107,7 +108,35 @@ pub struct Problem {
     pub message: String,
 }
 
+/// How problems about names gdrdoctor refused start: names that would not be safe in a path or
+/// a shell command (`x;rm -rf ~`, `$(reboot)`). `gdrdoctor fix` refuses to write a script for a
+/// node that has any.
+pub const UNSAFE_NAME: &str = "unsafe name";
+
 impl Problem {
+    /// A directory entry or value that is not a valid name of its kind, and was ignored.
+    pub fn unsafe_name(path: impl Into<String>, what: &str) -> Problem {
+        Problem {
+            path: path.into(),
+            message: format!("{UNSAFE_NAME}: not a valid {what}; ignored"),
+        }
+    }
+
+    /// A file whose content should be a name, and is not one.
+    pub fn unsafe_value(path: impl Into<String>, what: &str, value: &str) -> Problem {
+        Problem {
+            path: path.into(),
+            message: format!(
+                "{UNSAFE_NAME}: {} is not a valid {what}; ignored",
+                crate::parse::shown(value.trim())
+            ),
+        }
+    }
+
+    pub fn is_unsafe_name(&self) -> bool {
+        self.message.starts_with(UNSAFE_NAME)
+    }
+
     pub fn from_error(e: &ReadError) -> Problem {
         Problem {
             path: e.path().to_owned(),
@@ -148,6 +177,8 @@ pub struct Inventory {
     pub gpu_runtime: crate::gpu::Runtime,
     /// The GDR write test's outcomes (live), filled in after loading, since it needs placement.
     pub gdr_test: GdrTest,
+    /// Network interfaces, `/sys/class/net`.
+    pub netdevs: Vec<net::NetIf>,
 }
 
 /// The GPU probe, still running in its child.
@@ -190,13 +221,14 @@ impl Inventory {
     ) -> (Inventory, Option<PendingProbe>) {
         // A check's time is almost all system calls (about 1200 files on a large node), so the
         // two independent halves are read on two threads: kernel and RDMA, and the PCI bus.
-        let (mut problems, kernel, (rdma, rdma_class), (mut pci, unidentified)) =
+        let (mut problems, kernel, ((rdma, rdma_class), netdevs), (mut pci, unidentified)) =
             std::thread::scope(|s| {
                 let other = s.spawn(|| {
                     let mut problems = Vec::new();
                     let kernel = Kernel::load(root, &mut problems);
                     let rdma = rdma::load(root, &mut problems);
-                    (problems, kernel, rdma)
+                    let netdevs = net::load(root, &mut problems);
+                    (problems, kernel, (rdma, netdevs))
                 });
                 let mut pci_problems = Vec::new();
                 let scanned = pci::scan(root, config, &mut pci_problems);
@@ -290,6 +322,7 @@ impl Inventory {
             access,
             kfd,
             gpu_runtime,
+            netdevs,
             gdr_test: GdrTest::Skipped(if root.is_live() {
                 "not asked".into()
             } else {
@@ -297,6 +330,22 @@ impl Inventory {
             }),
         };
         (inv, pending)
+    }
+
+    /// Every problem the inventory recorded: its own, the unidentified functions', and each
+    /// RDMA device's and port's; sorted, without repeats.
+    pub fn all_problems(&self) -> Vec<Problem> {
+        let mut problems = self.problems.clone();
+        problems.extend(self.unidentified.iter().cloned());
+        for d in &self.rdma {
+            problems.extend(d.problems.iter().cloned());
+            for p in &d.ports {
+                problems.extend(p.problems.iter().cloned());
+            }
+        }
+        problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
+        problems.dedup();
+        problems
     }
 
     pub fn function(&self, bdf: Bdf) -> Option<&PciFunction> {
@@ -310,10 +359,10 @@ pub(crate) fn list(root: &Root, path: &str, problems: &mut Vec<Problem>) -> Vec<
     match root.read_dir(path) {
         Ok(listing) => {
             for bad in &listing.invalid {
-                problems.push(Problem {
-                    path: crate::root::join(path, bad),
-                    message: "name is not UTF-8; ignored".into(),
-                });
+                problems.push(Problem::unsafe_name(
+                    crate::root::join(path, bad),
+                    "name (not UTF-8)",
+                ));
             }
             listing.names
         }

@@ -158,10 +158,7 @@ pub fn scan(
         let entry = format!("{PCI_DEVICES}/{name}");
         let Some(bdf) = Bdf::parse(&name) else {
             // Not a function at all: nothing to identify, but worth a line.
-            problems.push(Problem {
-                path: entry,
-                message: "not a PCI address; ignored".into(),
-            });
+            problems.push(Problem::unsafe_name(entry, "PCI address"));
             continue;
         };
         let path = match root.canonical(&entry) {

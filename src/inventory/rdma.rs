@@ -145,17 +145,17 @@ pub fn load(root: &Root, problems: &mut Vec<Problem>) -> (Vec<RdmaDevice>, Resul
         if is_device_name(&name) {
             devices.push(device(root, name));
         } else {
-            problems.push(Problem {
-                path: format!("{CLASS_INFINIBAND}/{name}"),
-                message: "not a valid RDMA device name; ignored".into(),
-            });
+            problems.push(Problem::unsafe_name(
+                format!("{CLASS_INFINIBAND}/{name}"),
+                "RDMA device name",
+            ));
         }
     }
     for bad in listing.invalid {
-        problems.push(Problem {
-            path: format!("{CLASS_INFINIBAND}/{bad}"),
-            message: "name is not UTF-8; ignored".into(),
-        });
+        problems.push(Problem::unsafe_name(
+            format!("{CLASS_INFINIBAND}/{bad}"),
+            "RDMA device name (not UTF-8)",
+        ));
     }
     (devices, Ok(()))
 }
@@ -214,7 +214,15 @@ fn device(root: &Root, name: String) -> RdmaDevice {
             // (seen in the lab: /sys/class/infiniband/rxe0/parent = eth0).
             // The netdev's real path runs through its PCI function, possibly with a bus device
             // in between (virtio: .../0000:00:03.0/virtio2/net/eth0).
-            if let Some(parent) = text("parent").filter(|p| is_netdev_name(p)) {
+            let parent = text("parent");
+            if let Some(bad) = parent.as_ref().filter(|p| !is_netdev_name(p)) {
+                problems.push(Problem::unsafe_value(
+                    format!("{path}/parent"),
+                    "interface name",
+                    bad,
+                ));
+            }
+            if let Some(parent) = parent.filter(|p| is_netdev_name(p)) {
                 pci = root
                     .canonical(&format!("/sys/class/net/{parent}"))
                     .ok()
@@ -343,7 +351,15 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
         });
         // A used slot's type must read; its ndev may be absent (IB ports), but never nonsense.
         problems.extend(gid_type.as_problem(false));
-        problems.extend(ndev.as_problem(true));
+        match (&ndev.raw, &ndev.value) {
+            // Text that is not an interface name: refused, never parsed around.
+            (Ok(raw), None) => problems.push(Problem::unsafe_value(
+                ndev.path.clone(),
+                "interface name",
+                raw,
+            )),
+            _ => problems.extend(ndev.as_problem(true)),
+        }
         gids.push(GidEntry {
             index,
             gid,
@@ -352,7 +368,7 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
         });
     }
 
-    let netdev = port_netdev(root, &gids, class_path, num, attachment);
+    let netdev = port_netdev(root, &gids, class_path, num, attachment, &mut problems);
     Port {
         num,
         dir,
@@ -377,6 +393,7 @@ fn port_netdev(
     class_path: &str,
     num: u32,
     attachment: &Attachment,
+    problems: &mut Vec<Problem>,
 ) -> Option<Netdev> {
     let (name, found_in) =
         if let Some((g, name)) = gids.iter().find_map(|g| g.ndev.value().map(|n| (g, n))) {
@@ -385,13 +402,15 @@ fn port_netdev(
             (parent.clone(), format!("{class_path}/parent"))
         } else if *attachment == Attachment::Pci {
             let net = format!("{class_path}/device/net");
-            let names: Vec<String> = root
+            let (names, bad): (Vec<String>, Vec<String>) = root
                 .read_dir(&net)
                 .map(|l| l.names)
                 .unwrap_or_default()
                 .into_iter()
-                .filter(|n| is_netdev_name(n))
-                .collect();
+                .partition(|n| is_netdev_name(n));
+            for b in bad {
+                problems.push(Problem::unsafe_name(format!("{net}/{b}"), "interface name"));
+            }
             let pick = if names.len() == 1 {
                 names.into_iter().next()
             } else {

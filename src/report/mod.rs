@@ -317,17 +317,8 @@ fn summarise(inv: &Inventory) -> InventorySummary {
                 .collect(),
         })
         .collect();
-    let mut problems = inv.problems.clone();
-    problems.extend(inv.unidentified.iter().cloned());
-    for d in &inv.rdma {
-        problems.extend(d.problems.iter().cloned());
-        for p in &d.ports {
-            problems.extend(p.problems.iter().cloned());
-        }
-    }
     // One unreadable directory spoils every read below it; name it once.
-    problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
-    problems.dedup();
+    let problems = inv.all_problems();
     InventorySummary {
         gpus,
         gpu_runtime: inv.gpu_runtime.clone(),

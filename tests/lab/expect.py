@@ -17,6 +17,9 @@ EXPECT lines (blank lines and # comments ignored):
   file-message FILE CODE TEXT
   file-json FILE PATH VALUE
   below FILE SECONDS          FILE holds a number smaller than SECONDS
+  file-contains FILE TEXT     FILE (text the scenario sent) contains TEXT
+  file-count FILE TEXT N      TEXT occurs exactly N times in FILE
+  same-file A B               A and B hold the same bytes
   perftest-ratio FILE PATH PERFTEST MIN
                               the Gb/s at PATH in FILE divided by ib_write_bw's average
                               (PERFTEST, its client output) is at least MIN; the ratio is
@@ -177,6 +180,18 @@ def main():
                     path, want = rest.split(" ", 1)
                     got = walk(other, path)
                     check(json.dumps(got) == want or str(got) == want, line, f"{path} = {json.dumps(got)}")
+            elif word in ("file-contains", "file-count"):
+                name, rest = arg.split(" ", 1)
+                text = open(os.path.join(out, name), errors="replace").read()
+                if word == "file-contains":
+                    check(rest in text, line, f"{name}: {text[-400:]!r}")
+                else:
+                    needle, n = rest.rsplit(" ", 1)
+                    got = text.count(needle)
+                    check(got == int(n), line, f"{got} times in {name}: {text[-400:]!r}")
+            elif word == "same-file":
+                a, b = arg.split()
+                check(open(os.path.join(out, a), "rb").read() == open(os.path.join(out, b), "rb").read(), line, "they differ")
             elif word == "below":
                 name, limit = arg.split()
                 got = float(open(os.path.join(out, name)).read().split()[0])

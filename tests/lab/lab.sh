@@ -93,6 +93,10 @@ build_base() {
     copy_elf /usr/bin/rdma
     copy_elf /usr/bin/setpci
     copy_elf /usr/bin/ib_write_bw
+    # What rendered fix scripts run with on a real node: bash, GNU sed and grep.
+    copy_elf /bin/bash
+    copy_elf /bin/sed
+    copy_elf /bin/grep
     local lib=/usr/lib/x86_64-linux-gnu
     copy_elf "$lib/libibverbs.so.1"
     copy_elf "$lib/libibverbs/librxe-rdmav34.so"
@@ -185,6 +189,7 @@ topology() {
 run_scenario() {
     local name=$1 out=$WORK/results/$1
     local TOPO IOMMU EXPECT
+    unset -f host_prepare
     # shellcheck disable=SC1090
     . "$HERE/scenarios/$name.sh"
     rm -rf "$out"; mkdir -p "$out/overlay/usr/local/bin" "$out/overlay/etc/gdrdoctor"
@@ -193,6 +198,8 @@ run_scenario() {
     { cat "$HERE/guest/lib.sh" "$HERE/scenarios/$name.sh"; printf '\nguest\nreport\n'; } > "$out/overlay/guest.sh"
     cp "$GDRDOCTOR" "$out/overlay/usr/local/bin/gdrdoctor"
     cp "$HERE/config.yaml" "$out/overlay/etc/gdrdoctor/config.yaml"
+    # A scenario may prepare files on the host for the guest (host_prepare OVERLAY_DIR).
+    if declare -F host_prepare >/dev/null; then host_prepare "$out/overlay"; fi
     (cd "$out/overlay" && find . | cpio -o -H newc --quiet) > "$out/overlay.cpio"
     cat "$BASE/base.cpio" "$out/overlay.cpio" | gzip -1 > "$out/initrd.gz"
 

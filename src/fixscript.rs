@@ -1,0 +1,280 @@
+//! `gdrdoctor fix`: the fixes of the current warnings and failures as one bash script an operator
+//! can review and run: every block says what it fixes and why, checks before it changes (run it
+//! twice and the second run changes nothing), and leaves disruptive and manual steps as comments.
+//!
+//! The script is only written for a node whose names are all safe: a capture (or a node) with an
+//! interface, device or PCI entry named like `x;rm -rf /` gets a refusal, never a script.
+
+use crate::checks::CheckResult;
+use crate::inventory::{Inventory, Problem};
+use crate::model::{Finding, FixClass, FixCommand, Status};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Which classes become commands; the others stay in the script as comments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Classes {
+    /// Takes effect now, lost at reboot.
+    Runtime,
+    /// Survives a reboot.
+    Persistent,
+    /// Runtime and persistent (disruptive and manual steps are always comments).
+    All,
+}
+
+impl Classes {
+    fn runs(self, c: FixClass) -> bool {
+        matches!(
+            (self, c),
+            (Classes::Runtime | Classes::All, FixClass::Runtime)
+                | (Classes::Persistent | Classes::All, FixClass::Persistent)
+        )
+    }
+}
+
+/// Why no script was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub reasons: Vec<String>,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "refusing to write a fix script:")?;
+        for r in &self.reasons {
+            writeln!(f, "  {r}")?;
+        }
+        write!(
+            f,
+            "Names like these would be shell syntax in a script; look at the node (or the capture's origin) first."
+        )
+    }
+}
+
+/// A finding that has something to run or do, with where it came from.
+pub struct Block<'a> {
+    pub check: &'static str,
+    pub finding: &'a Finding,
+}
+
+/// The findings a script is for: warnings and failures with a fix, in report order.
+pub fn blocks(results: &[CheckResult]) -> Vec<Block<'_>> {
+    results
+        .iter()
+        .flat_map(|c| {
+            c.findings
+                .iter()
+                .filter(|f| matches!(f.status, Status::Warn | Status::Fail) && f.fix.is_some())
+                .map(move |f| Block {
+                    check: c.id,
+                    finding: f,
+                })
+        })
+        .collect()
+}
+
+/// Refuses a node with unsafe names anywhere gdrdoctor looked, and any command a script could
+/// not carry as it is (a newline or NUL in it).
+pub fn vet(inv: &Inventory, blocks: &[Block]) -> Result<(), Refusal> {
+    let mut reasons: Vec<String> = inv
+        .all_problems()
+        .iter()
+        .filter(|p: &&Problem| p.is_unsafe_name())
+        .map(|p| format!("{}: {}", comment(&p.path), p.message))
+        .collect();
+    for b in blocks {
+        for c in b.finding.fix.iter().flat_map(|f| &f.commands) {
+            let text = format!("{}{}", c.run, c.guard.as_deref().unwrap_or(""));
+            if text.contains(['\n', '\r', '\0']) {
+                reasons.push(format!(
+                    "{} ({}): a fix command with a line break or NUL in it",
+                    b.finding.code,
+                    comment(&b.finding.subject)
+                ));
+            }
+        }
+    }
+    if reasons.is_empty() {
+        Ok(())
+    } else {
+        Err(Refusal { reasons })
+    }
+}
+
+/// Text for a `#` comment: one line, control characters escaped.
+pub fn comment(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+pub struct Header<'a> {
+    pub host: Option<&'a str>,
+    pub kernel: Option<&'a str>,
+    pub root: &'a str,
+    pub live: bool,
+}
+
+fn guarded(c: &FixCommand, index: usize, indent: &str) -> String {
+    match &c.guard {
+        Some(g) => format!(
+            "{indent}if {g}; then\n{indent}  echo \"[{index}] already done: {}\"\n{indent}else\n{indent}  {}\n{indent}fi\n",
+            c.run
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('$', "\\$")
+                .replace('`', "\\`"),
+            c.run
+        ),
+        None => format!("{indent}{}\n", c.run),
+    }
+}
+
+/// The script. `vet` first: this renders whatever it is given.
+pub fn render(h: &Header, results: &[CheckResult], classes: Classes) -> String {
+    let blocks = blocks(results);
+    let mut o = String::new();
+    let _ = writeln!(o, "#!/usr/bin/env bash");
+    let _ = writeln!(o, "# gdrdoctor {} fix script", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(
+        o,
+        "# node: {} · kernel {} · {}",
+        comment(h.host.unwrap_or("(hostname unknown)")),
+        comment(h.kernel.unwrap_or("unknown")),
+        if h.live {
+            "written on the node itself".to_owned()
+        } else {
+            format!("written from the captured root {}", comment(h.root))
+        }
+    );
+    let mut per_check: BTreeMap<&str, (usize, Status)> = BTreeMap::new();
+    for b in &blocks {
+        let e = per_check.entry(b.check).or_insert((0, Status::Skip));
+        e.0 += 1;
+        e.1 = e.1.max(b.finding.status);
+    }
+    let _ = writeln!(
+        o,
+        "# from: {}",
+        if per_check.is_empty() {
+            "no check warned or failed with a fix".to_owned()
+        } else {
+            per_check
+                .iter()
+                .map(|(c, (n, s))| format!("{c} ({s}, {n})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    let classes_text = match classes {
+        Classes::Runtime => "runtime commands run; persistent ones are shown as comments",
+        Classes::Persistent => "persistent commands run; runtime ones are shown as comments",
+        Classes::All => "runtime and persistent commands run",
+    };
+    let _ = writeln!(
+        o,
+        "# {classes_text}; disruptive and by-hand steps are comments only."
+    );
+    let _ = writeln!(
+        o,
+        "# Every command that changes the node checks first: running this twice changes nothing the\n# second time. Review it, then run it as root."
+    );
+    let _ = writeln!(o, "set -euo pipefail");
+    let _ = writeln!(
+        o,
+        "if [ \"$(id -u)\" -ne 0 ]; then echo 'run this as root' >&2; exit 1; fi"
+    );
+    if blocks.is_empty() {
+        let _ = writeln!(o, "echo 'gdrdoctor found nothing to fix'");
+        return o;
+    }
+    // The same command in several findings (one ACS unit for every bridge) runs once.
+    let mut seen: BTreeMap<(FixClass, String), usize> = BTreeMap::new();
+    let total = blocks.len();
+    for (i, b) in blocks.iter().enumerate() {
+        let n = i + 1;
+        let f = b.finding;
+        let Some(fix) = &f.fix else { continue };
+        let _ = writeln!(o, "\n# {}", "-".repeat(94));
+        let _ = writeln!(
+            o,
+            "# [{n}/{total}] {} ({}) · check {} · {}",
+            f.code,
+            f.status,
+            b.check,
+            comment(&f.subject)
+        );
+        let _ = writeln!(o, "# {}", comment(&f.message));
+        for e in &f.evidence {
+            let _ = writeln!(o, "#   {} = {}", comment(&e.path), comment(&e.value));
+        }
+        let _ = writeln!(o, "# fix: {}", comment(&fix.summary));
+        let _ = writeln!(o, "# safety: {}", comment(&fix.safety));
+        let mut ran = false;
+        for c in &fix.commands {
+            let key = (c.class, c.run.clone());
+            let class = match c.class {
+                FixClass::Runtime => "runtime",
+                FixClass::Persistent => "persistent",
+                FixClass::Disruptive => "disruptive",
+                FixClass::Manual => "by hand",
+            };
+            if classes.runs(c.class) {
+                if let Some(first) = seen.get(&key) {
+                    let _ = writeln!(
+                        o,
+                        "# ({class}, done in block [{first}]) {}",
+                        comment(&c.run)
+                    );
+                    continue;
+                }
+                seen.insert(key, n);
+                let _ = writeln!(o, "echo '[{n}] {class}: {}'", f.code);
+                o.push_str(&guarded(c, n, ""));
+                ran = true;
+            } else {
+                let label = match c.class {
+                    FixClass::Disruptive => {
+                        "disruptive, not run: do it by hand on a drained node".to_owned()
+                    }
+                    FixClass::Manual => "by hand".to_owned(),
+                    _ => format!("{class}; not in --class"),
+                };
+                let _ = writeln!(o, "# ({label}) {}", comment(&c.run));
+            }
+        }
+        if !ran {
+            let _ = writeln!(o, "# (nothing in this block runs with this --class)");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\necho 'done: run gdrdoctor check again to see the result'"
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guards_and_comments() {
+        let c = FixCommand {
+            class: FixClass::Runtime,
+            run: "modprobe nvidia-peermem".into(),
+            guard: Some("[ -d /sys/module/nvidia_peermem ]".into()),
+        };
+        assert_eq!(
+            guarded(&c, 3, ""),
+            "if [ -d /sys/module/nvidia_peermem ]; then\n  echo \"[3] already done: modprobe nvidia-peermem\"\nelse\n  modprobe nvidia-peermem\nfi\n"
+        );
+        assert_eq!(comment("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
+    }
+}

@@ -1,0 +1,236 @@
+//! `gdrdoctor nccl`: the NCCL settings that follow from what the checks found, instead of the
+//! ones users guess (nccl#718, nccl#1131). Each setting comes with the evidence it came from, and
+//! a setting the node does not need is left out, with the reason.
+
+use crate::inventory::Inventory;
+use crate::placement::Level;
+use std::fmt::Write;
+
+/// One setting, or a note on why it is not set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    pub name: &'static str,
+    /// `None`: deliberately not set.
+    pub value: Option<String>,
+    /// Why, with the evidence: comment lines.
+    pub why: Vec<String>,
+}
+
+pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
+    let mut out = Vec::new();
+    let nearest = crate::placement::nearest(inv);
+
+    // NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port.
+    let mut hca: Vec<(String, u32, String)> = Vec::new();
+    let mut why = Vec::new();
+    let mut inactive = Vec::new();
+    for (gpu, near) in &nearest {
+        let Some(near) = near else { continue };
+        for (i, _) in &near.nics {
+            let dev = &inv.rdma[*i];
+            for p in &dev.ports {
+                let key = (dev.name.clone(), p.num);
+                if hca.iter().any(|(d, n, _)| (d, n) == (&key.0, &key.1)) {
+                    continue;
+                }
+                if p.is_active() {
+                    hca.push((
+                        dev.name.clone(),
+                        p.num,
+                        format!("{} (ACTIVE), nearest to GPU {gpu} at {}", p.dir, near.level),
+                    ));
+                } else if !inactive.contains(&key) {
+                    inactive.push(key);
+                }
+            }
+        }
+    }
+    for (_, _, w) in &hca {
+        why.push(w.clone());
+    }
+    for (d, n) in &inactive {
+        why.push(format!("{d} port {n} is not ACTIVE: left out"));
+    }
+    out.push(Setting {
+        name: "NCCL_IB_HCA",
+        value: (!hca.is_empty()).then(|| {
+            format!(
+                "={}",
+                hca.iter().map(|(d, n, _)| format!("{d}:{n}")).collect::<Vec<_>>().join(",")
+            )
+        }),
+        why: if hca.is_empty() {
+            vec!["no GPU has an RDMA device with an ACTIVE port nearby (see pcie-placement, rdma-link): nothing to name".into()]
+        } else {
+            let mut w = vec!["'=' makes NCCL match these names exactly (mlx5_1 does not also match mlx5_10)".to_owned()];
+            w.extend(why);
+            w
+        },
+    });
+
+    // NCCL_IB_GID_INDEX: the RoCE v2 index, when it is the same on every RoCE port used.
+    let mut indices: Vec<(String, Option<u32>)> = Vec::new();
+    for (d, n, _) in &hca {
+        if let Some(p) = inv
+            .rdma
+            .iter()
+            .find(|x| &x.name == d)
+            .and_then(|x| x.ports.iter().find(|p| p.num == *n))
+            .filter(|p| p.is_ethernet())
+        {
+            indices.push((format!("{d} port {n}"), p.roce_v2_gid_index()));
+        }
+    }
+    let distinct: std::collections::BTreeSet<Option<u32>> =
+        indices.iter().map(|(_, i)| *i).collect();
+    let gid = match (
+        indices.is_empty(),
+        distinct.len(),
+        distinct.iter().next().copied().flatten(),
+    ) {
+        (true, _, _) => Setting {
+            name: "NCCL_IB_GID_INDEX",
+            value: None,
+            why: vec!["no RoCE port is used (InfiniBand needs no GID index)".into()],
+        },
+        (false, 1, Some(i)) => Setting {
+            name: "NCCL_IB_GID_INDEX",
+            value: Some(i.to_string()),
+            why: indices
+                .iter()
+                .map(|(p, _)| format!("{p}: RoCE v2 IPv4 GID at index {i}"))
+                .collect(),
+        },
+        _ => {
+            let mut w = vec!["WARNING: not set: the RoCE v2 GID is not at the same index on every port used, so one NCCL_IB_GID_INDEX would be wrong for some; NCCL picks the RoCE v2 IPv4 GID per port when it is unset".to_owned()];
+            w.extend(indices.iter().map(|(p, i)| match i {
+                Some(i) => format!("{p}: index {i}"),
+                None => format!("{p}: no RoCE v2 GID (see rdma-gid)"),
+            }));
+            Setting {
+                name: "NCCL_IB_GID_INDEX",
+                value: None,
+                why: w,
+            }
+        }
+    };
+    out.push(gid);
+
+    // NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default.
+    let worst = nearest
+        .iter()
+        .filter_map(|(_, n)| n.as_ref().map(|n| n.level))
+        .max();
+    out.push(match worst {
+        Some(level) if level > gdr_level => Setting {
+            name: "NCCL_NET_GDR_LEVEL",
+            value: Some(level.as_str().to_owned()),
+            why: {
+                let mut w = vec![format!(
+                    "a GPU's nearest NIC is at {level}, beyond NCCL's default PXB: without this NCCL runs that GPU without GPUDirect RDMA. Trade-off: GDR through the CPU ({level}) can be slower than staging on some platforms; measure with `gdrdoctor gdr-test` before relying on it"
+                )];
+                w.extend(nearest.iter().filter_map(|(g, n)| n.as_ref().filter(|n| n.level > gdr_level).map(|n| format!("GPU {g}: nearest NIC at {}", n.level))));
+                w
+            },
+        },
+        Some(level) => Setting {
+            name: "NCCL_NET_GDR_LEVEL",
+            value: None,
+            why: vec![format!("not needed: every GPU has a NIC within {} (the farthest nearest NIC is at {level})", gdr_level)],
+        },
+        None => Setting {
+            name: "NCCL_NET_GDR_LEVEL",
+            value: None,
+            why: vec!["no GPU-NIC pair to judge".into()],
+        },
+    });
+
+    // NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev.
+    let rdma_netdevs: Vec<&str> = inv
+        .rdma
+        .iter()
+        .flat_map(|d| {
+            d.ports
+                .iter()
+                .filter_map(|p| p.netdev.as_ref().map(|n| n.name.as_str()))
+        })
+        .collect();
+    let candidates: Vec<&crate::inventory::net::NetIf> = inv
+        .netdevs
+        .iter()
+        .filter(|n| {
+            n.is_up() && n.kind.value() != Some(&772) && !rdma_netdevs.contains(&n.name.as_str())
+        })
+        .collect();
+    let pick = candidates
+        .iter()
+        .find(|n| !n.virtual_device)
+        .or_else(|| candidates.first());
+    out.push(match pick {
+        Some(n) => Setting {
+            name: "NCCL_SOCKET_IFNAME",
+            value: Some(format!("={}", n.name)),
+            why: vec![
+                format!("{}/{}/operstate = up; {}", crate::inventory::net::CLASS_NET, n.name, if n.virtual_device { "a virtual interface (no physical one is up)" } else { "a physical interface" }),
+                format!("not an RDMA port's netdev ({})", if rdma_netdevs.is_empty() { "none".to_owned() } else { rdma_netdevs.join(", ") }),
+            ],
+        },
+        None => Setting {
+            name: "NCCL_SOCKET_IFNAME",
+            value: None,
+            why: vec!["no interface is up besides loopback and the RDMA ports' netdevs: NCCL will pick one itself".into()],
+        },
+    });
+    out
+}
+
+fn quote(v: &str) -> String {
+    format!("'{}'", v.replace('\'', r"'\''"))
+}
+
+/// Environment exports, then an /etc/nccl.conf body.
+pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
+    let mut o = String::new();
+    let host = inv
+        .kernel
+        .hostname
+        .as_deref()
+        .unwrap_or("(hostname unknown)");
+    let _ = writeln!(
+        o,
+        "# NCCL settings for {} from gdrdoctor {} ({root})",
+        crate::fixscript::comment(host),
+        env!("CARGO_PKG_VERSION")
+    );
+    let _ = writeln!(
+        o,
+        "# Each line says what it came from; settings the node does not need are left out, with why."
+    );
+    let _ = writeln!(
+        o,
+        "\n# --- environment (a job script, or the Slurm TaskProlog)"
+    );
+    for s in settings {
+        for w in &s.why {
+            let _ = writeln!(o, "# {}: {}", s.name, crate::fixscript::comment(w));
+        }
+        match &s.value {
+            Some(v) => {
+                let _ = writeln!(o, "export {}={}", s.name, quote(v));
+            }
+            None => {
+                let _ = writeln!(o, "# {} not set", s.name);
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n# --- /etc/nccl.conf (read by every NCCL job on the node; the environment overrides it)"
+    );
+    for s in settings {
+        if let Some(v) = &s.value {
+            let _ = writeln!(o, "{}={v}", s.name);
+        }
+    }
+    o
+}

@@ -1,0 +1,261 @@
+//! `gdrdoctor fix` and `gdrdoctor nccl` on the fixtures: the whole script of every fixture that
+//! fails, snapshotted and shellcheck-clean; refusals for hostile names; the NCCL settings of the
+//! healthy and the mixed-GID nodes. Running the scripts for real happens in the lab
+//! (tests/lab/scenarios/fix-*.sh).
+#![allow(clippy::disallowed_methods)] // tests read the repository, not a node
+
+mod common;
+use common::*;
+
+/// Fixtures whose `check` exits 1 (something fails), with their config if they have one.
+fn failing() -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(crate_dir().join("fixtures")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        let dir = crate_dir().join("fixtures").join(&name);
+        if !dir.join("sys").is_dir() {
+            continue;
+        }
+        let config = dir
+            .join("config.yaml")
+            .is_file()
+            .then(|| format!("fixtures/{name}/config.yaml"));
+        let root = format!("fixtures/{name}");
+        let mut args = vec!["--root", root.as_str()];
+        if let Some(c) = &config {
+            args.extend(["--config", c.as_str()]);
+        }
+        args.push("check");
+        if code(&gdrdoctor(&args)) == 1 {
+            out.push((name, config));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn fix(name: &str, config: Option<&str>, extra: &[&str]) -> std::process::Output {
+    let root = format!("fixtures/{name}");
+    let mut args = vec!["--root", root.as_str()];
+    if let Some(c) = config {
+        args.extend(["--config", c]);
+    }
+    args.push("fix");
+    args.extend(extra);
+    gdrdoctor(&args)
+}
+
+fn shellcheck(script: &str, what: &str) {
+    let mut child = std::process::Command::new("shellcheck")
+        .args(["-s", "bash", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect(
+            "shellcheck is needed for this test (apt-get install shellcheck; .ci/run installs it)",
+        );
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "shellcheck on {what}:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn every_failing_fixture_gets_a_clean_script() {
+    let failing = failing();
+    assert!(failing.len() >= 15, "{failing:?}");
+    for (name, config) in &failing {
+        let out = fix(name, config.as_deref(), &[]);
+        assert_eq!(code(&out), 0, "{name}: {}", stderr(&out));
+        let script = stdout(&out);
+        assert!(script.starts_with("#!/usr/bin/env bash\n"), "{name}");
+        assert!(script.contains("set -euo pipefail"), "{name}");
+        shellcheck(&script, name);
+        insta::assert_snapshot!(format!("fix-{name}"), script);
+        for class in ["runtime", "persistent"] {
+            let s = stdout(&fix(name, config.as_deref(), &["--class", class]));
+            shellcheck(&s, &format!("{name} --class {class}"));
+        }
+    }
+}
+
+#[test]
+fn every_changing_command_is_guarded_or_idempotent() {
+    // A runtime or persistent command either has a guard, or is one of the forms that leave
+    // the node as they found it when repeated: writing a whole file with fixed content,
+    // installing a package, a test-then-act one-liner, regenerating the boot configuration.
+    let idempotent = |run: &str| {
+        run.contains(" > /etc/")
+            || run.starts_with("grep -q ")
+            || run.starts_with("if command -v ")
+            || run.starts_with("sed -i -E 's/^(GRUB_CMDLINE_LINUX=")
+            || run.starts_with("systemctl daemon-reload && systemctl enable ")
+            || run.starts_with("chmod ")
+    };
+    for (name, config) in failing() {
+        let root = format!("fixtures/{name}");
+        let mut args = vec!["--root", root.as_str()];
+        if let Some(c) = &config {
+            args.extend(["--config", c.as_str()]);
+        }
+        args.extend(["check", "--format", "json"]);
+        let report = json(&gdrdoctor(&args));
+        for c in report["checks"].as_array().unwrap() {
+            for f in c["findings"].as_array().unwrap() {
+                for cmd in f["fix"]["commands"].as_array().into_iter().flatten() {
+                    let class = cmd["class"].as_str().unwrap();
+                    let run = cmd["run"].as_str().unwrap();
+                    if (class == "runtime" || class == "persistent") && cmd["guard"].is_null() {
+                        assert!(
+                            idempotent(run),
+                            "{name}: {}: unguarded {class} command: {run}",
+                            f["code"]
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hostile_names_get_a_refusal_not_a_script() {
+    let out = fix("broken/hostile-names", None, &[]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stdout(&out).is_empty(),
+        "no script at all: {}",
+        stdout(&out)
+    );
+    let err = stderr(&out);
+    assert!(err.contains("refusing to write a fix script"), "{err}");
+    for name in ["0000:00:1f.7;reboot", "x;rm -rf ~", "$(reboot)", "ndevs/3"] {
+        assert!(err.contains(name), "{name} not named: {err}");
+    }
+    // The issue's own example: an interface named `x;rm -rf /`, which can only live in a file's
+    // contents (a name cannot hold '/'): the GID table's ndev of a healthy node's port.
+    let copy = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .args(["-a"])
+        .arg(crate_dir().join("fixtures/rdma-port-down"))
+        .arg(copy.path().join("node"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let node = copy.path().join("node");
+    let ndev = node.join("sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0");
+    let real = std::fs::canonicalize(&ndev).unwrap();
+    std::fs::write(&real, "x;rm -rf /\n").unwrap();
+    let out = gdrdoctor(&["--root", node.to_str().unwrap(), "fix"]);
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert!(stdout(&out).is_empty());
+    assert!(
+        stderr(&out).contains("unsafe name: \"x;rm -rf /\" is not a valid interface name"),
+        "{}",
+        stderr(&out)
+    );
+    // check still reports the node; only the script is refused.
+    assert_eq!(
+        code(&gdrdoctor(&["--root", node.to_str().unwrap(), "check"])),
+        1
+    );
+}
+
+#[test]
+fn a_healthy_node_gets_an_empty_script_and_apply_refuses_a_capture() {
+    let out = fix("healthy-8gpu-roce", None, &[]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("echo 'gdrdoctor found nothing to fix'"));
+    shellcheck(&stdout(&out), "healthy");
+    let out = fix("acs-redirect-on-path", None, &["--apply", "--yes"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("cannot apply to a captured root"),
+        "{}",
+        stderr(&out)
+    );
+    // -o writes an executable file.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fix.sh");
+    let out = fix(
+        "acs-redirect-on-path",
+        None,
+        &["-o", file.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 0);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000")
+    );
+}
+
+#[test]
+fn runtime_class_comments_out_the_rest() {
+    let s = stdout(&fix("acs-redirect-on-path", None, &["--class", "runtime"]));
+    assert!(
+        s.contains("\n  setpci -s 0000:02:01.0 ECAP_ACS+0x6.w=0000\n"),
+        "{s}"
+    );
+    assert!(
+        s.contains("# (persistent; not in --class) printf '[Unit]"),
+        "{s}"
+    );
+    let s = stdout(&fix("iommu-translated", None, &[]));
+    assert!(
+        s.contains("# (disruptive, not run: do it by hand on a drained node) systemctl reboot")
+    );
+}
+
+#[test]
+fn nccl_settings() {
+    for name in [
+        "healthy-8gpu-roce",
+        "roce-gid-index-differs",
+        "placement-phb",
+        "healthy-4gpu-ib-peermem",
+    ] {
+        let out = gdrdoctor(&["--root", &format!("fixtures/{name}"), "nccl"]);
+        assert_eq!(code(&out), 0);
+        insta::assert_snapshot!(format!("nccl-{name}"), stdout(&out));
+    }
+    let healthy = stdout(&gdrdoctor(&[
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "nccl",
+    ]));
+    assert!(healthy.contains("export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1'"));
+    assert!(healthy.contains("export NCCL_IB_GID_INDEX='3'"));
+    assert!(healthy.contains("\nNCCL_IB_GID_INDEX=3\n"));
+    assert!(!healthy.contains("export NCCL_NET_GDR_LEVEL"));
+    let mixed = stdout(&gdrdoctor(&[
+        "--root",
+        "fixtures/roce-gid-index-differs",
+        "nccl",
+    ]));
+    assert!(mixed.contains("WARNING: not set: the RoCE v2 GID is not at the same index"));
+    assert!(!mixed.contains("export NCCL_IB_GID_INDEX"));
+    let phb = stdout(&gdrdoctor(&["--root", "fixtures/placement-phb", "nccl"]));
+    assert!(phb.contains("export NCCL_NET_GDR_LEVEL='PHB'"));
+    assert!(phb.contains("Trade-off"));
+    let ib = stdout(&gdrdoctor(&[
+        "--root",
+        "fixtures/healthy-4gpu-ib-peermem",
+        "nccl",
+    ]));
+    assert!(ib.contains("no RoCE port is used"));
+}
