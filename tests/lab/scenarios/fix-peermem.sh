@@ -5,7 +5,7 @@ TOPO=switch
 IOMMU=pt
 host_prepare() {
     mkdir -p "$1/root"
-    "$GDRDOCTOR" --root "$REPO/fixtures/peermem-missing-proprietary" fix --class runtime -o "$1/root/peermem-fix.sh"
+    "$GDRDOCTOR" --root "$REPO/fixtures/peermem-missing-proprietary" fix --class runtime -o "$1/root/peermem-fix.sh" 2>/dev/null
 }
 guest() {
     modules
