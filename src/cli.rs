@@ -62,6 +62,17 @@ enum Command {
     Fix(FixArgs),
     /// The NCCL settings that follow from this node: environment exports and /etc/nccl.conf.
     Nccl,
+    /// Check many captures (files, directories, globs) and compare nodes of the same model.
+    Fleet {
+        /// `.tar.gz` captures, capture directories, directories of captures, or globs.
+        #[arg(required = true, value_name = "CAPTURE")]
+        captures: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = gdrdoctor::fleet::Format::Human)]
+        format: gdrdoctor::fleet::Format,
+        /// Captures analysed at once (default: one per CPU).
+        #[arg(long, short)]
+        jobs: Option<usize>,
+    },
     /// Run the GPUDirect RDMA write test alone, with its options (the gdr-test check).
     #[command(name = "gdr-test")]
     GdrTest(GdrTestArgs),
@@ -225,6 +236,39 @@ pub fn run() -> anyhow::Result<ExitCode> {
         }
         Command::GdrTest(args) => gdr_test(&cli, args),
         Command::Fix(args) => fix(&cli, args),
+        Command::Fleet {
+            captures,
+            format,
+            jobs,
+        } => {
+            use gdrdoctor::fleet;
+            let (config, _path) = Config::load(cli.config.as_deref())?;
+            if cli.root.is_some() {
+                bail!("fleet takes the captures as arguments, not --root");
+            }
+            let workers = jobs
+                .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+                .unwrap_or(2)
+                .clamp(1, 256);
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            fleet::write_header(&mut out, *format)?;
+            let mut first = true;
+            let tally = fleet::run(fleet::expand(captures), &config, workers, |r| {
+                let _ = fleet::write_node(&mut out, *format, first, r);
+                first = false;
+            });
+            fleet::write_summary(&mut out, *format, &tally)?;
+            use std::io::Write as _;
+            out.flush()?;
+            let clean =
+                tally.ready == tally.nodes && tally.unreadable == 0 && tally.cross().is_empty();
+            Ok(if clean {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Nccl => {
             let (config, _path) = Config::load(cli.config.as_deref())?;
             let (root, display) = open_root(&cli)?;
@@ -323,7 +367,7 @@ fn gpu_probe(
 fn open_root(cli: &Cli) -> anyhow::Result<(Root, String)> {
     Ok(match &cli.root {
         Some(dir) => (
-            Root::captured(dir).context("cannot use --root")?,
+            Root::open(dir).context("cannot use --root")?,
             dir.display().to_string(),
         ),
         None => (Root::live(), "/".to_owned()),

@@ -4,12 +4,14 @@
 //! facts) -> [`checks`] (findings) -> [`report`] (formats). Live and captured roots take the same
 //! path, so a capture analysed offline gives the report the node itself would.
 
+pub mod archive;
 pub mod capture;
 pub mod checks;
 pub mod child;
 pub mod config;
 pub mod ffi;
 pub mod fixscript;
+pub mod fleet;
 pub mod gdr;
 pub mod gpu;
 pub mod inventory;

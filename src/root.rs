@@ -128,6 +128,8 @@ pub enum Kind {
 pub struct Root {
     base: PathBuf,
     live: bool,
+    /// A `.tar.gz` capture read into memory: every lookup and read goes to it, none to disk.
+    tree: Option<std::sync::Arc<crate::archive::Tree>>,
     /// Node directory path -> resolved node directory path (no links left in it).
     dirs: Mutex<HashMap<String, String>>,
     /// Resolved directory -> what each of its entries is, for directories already listed (GID
@@ -172,6 +174,14 @@ enum Entry {
 /// A file's size when a lookup did not stat it.
 const SIZE_UNKNOWN: u64 = u64::MAX;
 
+fn tree_entry(k: crate::archive::EntryKind) -> Entry {
+    match k {
+        crate::archive::EntryKind::Dir => Entry::Is(Kind::Dir),
+        crate::archive::EntryKind::File => Entry::Is(Kind::File),
+        crate::archive::EntryKind::Link => Entry::Link,
+    }
+}
+
 fn entry_of(ft: std::fs::FileType) -> Entry {
     if ft.is_symlink() {
         Entry::Link
@@ -208,6 +218,8 @@ pub enum RootError {
     NotDir(PathBuf),
     #[error("{0}: not a captured root: it has neither sys/ nor proc/")]
     NotARoot(PathBuf),
+    #[error("{0}: capture refused: {1}")]
+    Archive(PathBuf, String),
 }
 
 impl Root {
@@ -216,6 +228,7 @@ impl Root {
         Root {
             base: PathBuf::from("/"),
             live: true,
+            tree: None,
             dirs: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
@@ -238,10 +251,37 @@ impl Root {
         Ok(Root {
             base: canon,
             live: false,
+            tree: None,
             dirs: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
         })
+    }
+
+    /// A `.tar.gz` capture (what `gdrdoctor capture OUT.tar.gz` writes), read in place into
+    /// memory: nothing is extracted. Refused whole when it holds anything a capture never does.
+    pub fn archive(file: &Path) -> Result<Root, RootError> {
+        let f = std::fs::File::open(file).map_err(|e| RootError::Open(file.to_owned(), e))?;
+        let tree = crate::archive::read(std::io::BufReader::new(f))
+            .map_err(|why| RootError::Archive(file.to_owned(), why))?;
+        Ok(Root {
+            base: file.to_owned(),
+            live: false,
+            tree: Some(std::sync::Arc::new(tree)),
+            dirs: Mutex::default(),
+            listed: Mutex::default(),
+            recording: None,
+        })
+    }
+
+    /// `--root PATH`: a capture directory, or a `.tar.gz` / `.tgz` capture file.
+    pub fn open(path: &Path) -> Result<Root, RootError> {
+        let name = path.to_string_lossy();
+        if (name.ends_with(".tar.gz") || name.ends_with(".tgz")) && path.is_file() {
+            Root::archive(path)
+        } else {
+            Root::captured(path)
+        }
     }
 
     pub fn is_live(&self) -> bool {
@@ -358,6 +398,16 @@ impl Root {
                 });
             }
         }
+        if let Some(tree) = &self.tree {
+            return match tree.get(resolved) {
+                Some(crate::archive::Node::File(data)) => {
+                    Ok(data[..data.len().min(n as usize)].to_vec())
+                }
+                _ => Err(ReadError::NotFound {
+                    path: path.to_owned(),
+                }),
+            };
+        }
         let file = std::fs::OpenOptions::new()
             .read(true)
             // O_NOFOLLOW | O_NONBLOCK: even if the tree changed since we looked, never follow a
@@ -424,10 +474,41 @@ impl Root {
                 path: path.to_owned(),
             });
         }
-        let entries = std::fs::read_dir(self.host_path(&resolved))
-            .map_err(|e| ReadError::from_io(path, &e))?;
         let mut listing = Listing::default();
         let mut kinds = HashMap::new();
+        if let Some(tree) = &self.tree {
+            let Some(crate::archive::Node::Dir(entries)) = tree.get(&resolved) else {
+                return Err(ReadError::NotDir {
+                    path: path.to_owned(),
+                });
+            };
+            for (name, kind) in entries {
+                kinds.insert(name.clone(), tree_entry(*kind));
+                listing.names.push(name.clone());
+            }
+            self.note(|r| {
+                let entries = entries
+                    .iter()
+                    .map(|(n, k)| {
+                        let kind = match k {
+                            crate::archive::EntryKind::Dir => Listed::Dir,
+                            crate::archive::EntryKind::File => Listed::File,
+                            crate::archive::EntryKind::Link => Listed::Link,
+                        };
+                        (n.clone(), kind)
+                    })
+                    .collect();
+                r.dirs.insert(resolved.clone());
+                r.listings.insert(resolved.clone(), entries);
+            });
+            self.listed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(resolved, kinds);
+            return Ok(listing);
+        }
+        let entries = std::fs::read_dir(self.host_path(&resolved))
+            .map_err(|e| ReadError::from_io(path, &e))?;
         for entry in entries {
             let entry = entry.map_err(|e| ReadError::from_io(path, &e))?;
             // getdents' d_type: known without a stat on the file systems sysfs and captures use.
@@ -474,6 +555,19 @@ impl Root {
     pub fn read_link(&self, path: &str) -> Result<String, ReadError> {
         let (parent, name) = split_last(path);
         let dir = self.resolve_dir(parent, 0).map_err(|e| e.asked(path))?;
+        if let Some(tree) = &self.tree {
+            return match tree.get(&join(&dir, name)) {
+                Some(crate::archive::Node::Link(t)) => Ok(t.clone()),
+                Some(_) => Err(ReadError::Io {
+                    path: path.to_owned(),
+                    errno: Some(22),
+                    message: "not a symbolic link".into(),
+                }),
+                None => Err(ReadError::NotFound {
+                    path: path.to_owned(),
+                }),
+            };
+        }
         let target = std::fs::read_link(self.host_path(&join(&dir, name))).map_err(|e| match e
             .raw_os_error()
         {
@@ -616,11 +710,23 @@ impl Root {
                     path: original.to_owned(),
                 });
             }
-            None => {
-                let meta = std::fs::symlink_metadata(self.host_path(&here))
-                    .map_err(|e| ReadError::from_io(original, &e))?;
-                (entry_of(meta.file_type()), meta.len())
-            }
+            None => match &self.tree {
+                Some(tree) => match tree.get(&here) {
+                    Some(crate::archive::Node::Dir(_)) => (Entry::Is(Kind::Dir), 0),
+                    Some(crate::archive::Node::File(d)) => (Entry::Is(Kind::File), d.len() as u64),
+                    Some(crate::archive::Node::Link(_)) => (Entry::Link, 0),
+                    None => {
+                        return Err(ReadError::NotFound {
+                            path: original.to_owned(),
+                        });
+                    }
+                },
+                None => {
+                    let meta = std::fs::symlink_metadata(self.host_path(&here))
+                        .map_err(|e| ReadError::from_io(original, &e))?;
+                    (entry_of(meta.file_type()), meta.len())
+                }
+            },
         };
         if entry == Entry::Link {
             if links >= MAX_LINKS {
@@ -628,11 +734,24 @@ impl Root {
                     path: original.to_owned(),
                 });
             }
-            let target = std::fs::read_link(self.host_path(&here))
-                .map_err(|e| ReadError::from_io(original, &e))?;
-            let target = target.to_str().ok_or_else(|| ReadError::NotUtf8 {
-                path: original.to_owned(),
-            })?;
+            let owned;
+            let target: &str = match &self.tree {
+                Some(tree) => match tree.get(&here) {
+                    Some(crate::archive::Node::Link(t)) => t,
+                    _ => {
+                        return Err(ReadError::NotFound {
+                            path: original.to_owned(),
+                        });
+                    }
+                },
+                None => {
+                    owned = std::fs::read_link(self.host_path(&here))
+                        .map_err(|e| ReadError::from_io(original, &e))?;
+                    owned.to_str().ok_or_else(|| ReadError::NotUtf8 {
+                        path: original.to_owned(),
+                    })?
+                }
+            };
             self.note(|r| {
                 r.dirs.insert(dir.to_owned());
                 r.links.insert(here.clone(), target.to_owned());

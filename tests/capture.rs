@@ -10,11 +10,11 @@ use std::process::Command;
 /// Every fixture root, with the config it needs.
 fn fixtures() -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
-    for base in ["fixtures", "fixtures/broken"] {
+    for base in ["fixtures", "fixtures/broken", "fixtures/fleet"] {
         for e in std::fs::read_dir(crate_dir().join(base)).unwrap() {
             let name = e.unwrap().file_name().into_string().unwrap();
             let dir = format!("{base}/{name}");
-            if ["synth", "broken", "pciutils"].contains(&name.as_str())
+            if ["synth", "broken", "pciutils", "fleet"].contains(&name.as_str())
                 || !crate_dir().join(&dir).is_dir()
             {
                 continue;

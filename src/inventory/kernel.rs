@@ -57,6 +57,10 @@ pub struct Kernel {
     pub release: Fact<String>,
     pub version: Option<KernelVersion>,
     pub hostname: Option<String>,
+    /// The machine's model, from DMI (`/sys/class/dmi/id`): vendor and product, and the board.
+    /// Serial numbers and UUIDs are never read.
+    pub product: Option<String>,
+    pub board: Option<String>,
     pub cmdline: Fact<Vec<Param>>,
     pub modules_file: Fact<()>,
     pub modules: BTreeMap<String, Module>,
@@ -105,6 +109,26 @@ impl Kernel {
             .read_text("/proc/sys/kernel/hostname")
             .ok()
             .filter(|h| is_uts_field(h));
+        // DMI strings are free text from the firmware: printable, bounded, or not at all.
+        let dmi = |attr: &str| {
+            root.read_text(&format!("/sys/class/dmi/id/{attr}"))
+                .ok()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| {
+                    !s.is_empty()
+                        && s.len() <= 64
+                        && s.chars().all(|c| !c.is_control())
+                        && !["To Be Filled By O.E.M.", "Default string", "Not Specified"]
+                            .contains(&s.as_str())
+                })
+        };
+        let join = |a: Option<String>, b: Option<String>| match (a, b) {
+            (Some(a), Some(b)) if b.starts_with(&a) => Some(b),
+            (Some(a), Some(b)) => Some(format!("{a} {b}")),
+            (a, b) => a.or(b),
+        };
+        let product = join(dmi("sys_vendor"), dmi("product_name"));
+        let board = join(dmi("board_vendor"), dmi("board_name"));
         let cmdline = Fact::read(root, PROC_CMDLINE.into(), |s| Some(pk::cmdline(s)));
 
         let modules_file = Fact::read(root, PROC_MODULES.into(), |_| Some(()));
@@ -174,6 +198,8 @@ impl Kernel {
             release,
             version,
             hostname,
+            product,
+            board,
             cmdline,
             modules_file,
             modules,

@@ -38,6 +38,9 @@ pub struct RootInfo {
 #[derive(Debug, Serialize)]
 pub struct NodeInfo {
     pub hostname: Option<String>,
+    /// DMI vendor and product (`Supermicro SYS-821GE-TNHR`); no serial numbers.
+    pub product: Option<String>,
+    pub board: Option<String>,
     pub kernel: Option<String>,
     pub gpus: usize,
     pub rdma_devices: usize,
@@ -199,6 +202,8 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
         },
         node: NodeInfo {
             hostname: inv.kernel.hostname.clone(),
+            product: inv.kernel.product.clone(),
+            board: inv.kernel.board.clone(),
             kernel: inv.kernel.release.value().cloned(),
             gpus: inv.gpus.len(),
             rdma_devices: inv.rdma.len(),

@@ -1,0 +1,732 @@
+//! `gdrdoctor fleet CAPTURE...`: many captures, one view. Each capture is checked as
+//! `check --root` would (in parallel, in memory for `.tar.gz` ones); the result per node is
+//! written out as it comes, in the order given, and only small per-model tallies are kept, so
+//! memory does not grow with the number of captures. What no single report can say comes from the
+//! tallies: nodes of one model that differ from their siblings (GID index, RoCE version, driver,
+//! firmware, kernel, placement, peermem).
+
+use crate::checks::{self, Selection};
+use crate::config::Config;
+use crate::inventory::{GpuVendor, Inventory};
+use crate::model::Status;
+use crate::root::Root;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// One node, as the fleet view shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeResult {
+    pub capture: String,
+    pub hostname: Option<String>,
+    pub product: Option<String>,
+    pub board: Option<String>,
+    pub kernel: Option<String>,
+    /// The GPU driver: `nvidia 580.159.04 (open)`, `amdgpu`.
+    pub gpu_driver: Option<String>,
+    /// NIC firmware versions, distinct, sorted (`mlx5 28.39.1002`).
+    pub nic_firmware: Vec<String>,
+    pub gpus: usize,
+    pub rdma_devices: usize,
+    pub ready: bool,
+    pub exit_code: u8,
+    /// The checks that make it not ready, with their codes: `acs (acs-redirect-on-path)`.
+    pub blocking: Vec<String>,
+    /// Every warning, failure and unknown: code -> status.
+    pub problems: BTreeMap<String, Status>,
+    /// The RoCE v2 GID indices its RoCE ports use (`3`), `none` where a port has none.
+    pub gid_indices: Vec<String>,
+    /// `v2`, `v1-only`, `none` (no RoCE v2 GID on some RoCE port), or null without RoCE.
+    pub roce: Option<String>,
+    /// The GPU x NIC levels, row by row (`PIX PIX NODE ...|...`): equal placement, equal string.
+    pub placement: Option<String>,
+    /// `registered`, `loaded-unregistered`, `absent`.
+    pub peermem: String,
+    /// The path the peer-memory check found: `dmabuf`, `peermem`, `none`, `unknown`.
+    pub gdr_path: String,
+}
+
+/// A capture that could not be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreadable {
+    pub capture: String,
+    pub reason: String,
+}
+
+pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
+    let root = Root::open(path).map_err(|e| e.to_string())?;
+    if root.is_live() {
+        return Err("/ is the live system, not a capture".into());
+    }
+    let inv = Inventory::load(&root, config, crate::inventory::Options::default());
+    let results = checks::run(&inv, config, &Selection::default());
+    let report = crate::report::build(
+        &inv,
+        results,
+        &crate::report::Options {
+            strict: false,
+            root_display: path.display().to_string(),
+        },
+    );
+    let mut problems = BTreeMap::new();
+    for c in &report.checks {
+        for f in &c.findings {
+            if matches!(f.status, Status::Warn | Status::Fail | Status::Unknown) {
+                let e = problems.entry(f.code.to_owned()).or_insert(f.status);
+                *e = (*e).max(f.status);
+            }
+        }
+    }
+    let gdr_path = report
+        .checks
+        .iter()
+        .find(|c| c.id == "peer-memory")
+        .and_then(|c| {
+            c.findings.iter().find_map(|f| match f.code {
+                "gdr-path-dmabuf" => Some("dmabuf"),
+                "gdr-path-peermem" => Some("peermem"),
+                "peermem-not-loaded" | "peermem-not-registered" | "amd-no-gdr-path" => Some("none"),
+                "peer-memory-no-gpu" => Some("no-gpu"),
+                _ => None,
+            })
+        })
+        .unwrap_or("unknown")
+        .to_owned();
+    let mut gid_indices = BTreeSet::new();
+    let mut roce_ports = 0;
+    let mut v2 = 0;
+    let mut v1_only = 0;
+    for d in &inv.rdma {
+        for p in d.ports.iter().filter(|p| p.is_ethernet()) {
+            roce_ports += 1;
+            match p.roce_v2_gid_index() {
+                Some(i) => {
+                    v2 += 1;
+                    gid_indices.insert(i.to_string());
+                }
+                None => {
+                    gid_indices.insert("none".to_owned());
+                    if p.gids.iter().any(|g| g.gid_type.value().is_some()) {
+                        v1_only += 1;
+                    }
+                }
+            }
+        }
+    }
+    let roce = (roce_ports > 0).then(|| {
+        if v2 == roce_ports {
+            "v2"
+        } else if v1_only > 0 {
+            "v1-only"
+        } else {
+            "none"
+        }
+        .to_owned()
+    });
+    let m = crate::placement::matrix(&inv);
+    let gpu_rows: Vec<usize> = (0..m.devices.len())
+        .filter(|&i| m.devices[i].kind == crate::placement::Kind::Gpu)
+        .collect();
+    let nic_cols: Vec<usize> = (0..m.devices.len())
+        .filter(|&i| m.devices[i].kind == crate::placement::Kind::Nic)
+        .collect();
+    let placement = (!gpu_rows.is_empty() && !nic_cols.is_empty()).then(|| {
+        gpu_rows
+            .iter()
+            .map(|&r| {
+                nic_cols
+                    .iter()
+                    .map(|&c| {
+                        m.levels[r][c]
+                            .as_ref()
+                            .map(|x| x.level.as_str())
+                            .unwrap_or("?")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join("|")
+    });
+    let peermem = if inv
+        .kernel
+        .memory_peers
+        .keys()
+        .any(|k| k.starts_with("nv_mem"))
+    {
+        "registered"
+    } else if ["nvidia_peermem", "nv_peer_mem"]
+        .iter()
+        .any(|m| inv.kernel.module(m).is_some_and(|m| m.live()))
+    {
+        "loaded-unregistered"
+    } else {
+        "absent"
+    }
+    .to_owned();
+    let gpu_driver = match inv.kernel.nvidia.value() {
+        Some(v) => Some(format!(
+            "nvidia {}{}",
+            v.version,
+            if v.open { " (open)" } else { "" }
+        )),
+        None if inv.gpus.iter().any(|g| g.vendor == GpuVendor::Amd) => Some("amdgpu".to_owned()),
+        None => None,
+    };
+    let nic_firmware: BTreeSet<String> = inv
+        .rdma
+        .iter()
+        .filter_map(|d| {
+            Some(format!(
+                "{} {}",
+                d.driver.as_deref().unwrap_or("?"),
+                d.fw_ver.as_deref()?
+            ))
+        })
+        .collect();
+    Ok(NodeResult {
+        capture: path.display().to_string(),
+        hostname: report.node.hostname.clone(),
+        product: report.node.product.clone(),
+        board: report.node.board.clone(),
+        kernel: report.node.kernel.clone(),
+        gpu_driver,
+        nic_firmware: nic_firmware.into_iter().collect(),
+        gpus: inv.gpus.len(),
+        rdma_devices: inv.rdma.len(),
+        ready: report.verdict.ready,
+        exit_code: report.verdict.exit_code,
+        blocking: report
+            .verdict
+            .blocking
+            .iter()
+            .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
+            .collect(),
+        problems,
+        gid_indices: gid_indices.into_iter().collect(),
+        roce,
+        placement,
+        peermem,
+        gdr_path,
+    })
+}
+
+/// The captures named by the arguments: `.tar.gz` files, capture directories, directories of
+/// captures (one level), and globs in the last component (`caps/*.tar.gz`) for shells that did
+/// not expand them.
+#[allow(clippy::disallowed_methods)] // these are the operator's capture files, not a node
+pub fn expand(args: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
+    let is_capture_file = |p: &Path| {
+        let n = p.to_string_lossy();
+        n.ends_with(".tar.gz") || n.ends_with(".tgz")
+    };
+    let is_root_dir = |p: &Path| p.join("sys").is_dir() || p.join("proc").is_dir();
+    let mut out = Vec::new();
+    for a in args {
+        let text = a.to_string_lossy();
+        let name = a
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.contains(['*', '?']) && !a.exists() {
+            let dir = a
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let mut hits: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .filter(|e| glob(&name, &e.file_name().to_string_lossy()))
+                        .map(|e| e.path())
+                        .collect()
+                })
+                .unwrap_or_default();
+            hits.sort();
+            if hits.is_empty() {
+                out.push(Err(Unreadable {
+                    capture: text.into_owned(),
+                    reason: "no capture matches this pattern".into(),
+                }));
+            }
+            out.extend(hits.into_iter().map(Ok));
+        } else if a.is_dir() && !is_root_dir(a) {
+            let mut hits: Vec<PathBuf> = std::fs::read_dir(a)
+                .map(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .map(|e| e.path())
+                        .filter(|p| {
+                            (p.is_file() && is_capture_file(p)) || (p.is_dir() && is_root_dir(p))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            hits.sort();
+            if hits.is_empty() {
+                out.push(Err(Unreadable {
+                    capture: text.into_owned(),
+                    reason: "neither a capture nor a directory of captures".into(),
+                }));
+            }
+            out.extend(hits.into_iter().map(Ok));
+        } else {
+            out.push(Ok(a.clone()));
+        }
+    }
+    out
+}
+
+/// `*` and `?` over one path component.
+fn glob(pattern: &str, name: &str) -> bool {
+    fn go(p: &[char], n: &[char]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some('*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some('?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    go(&p, &n)
+}
+
+/// Values seen for one aspect of one model, each with a count and a few example nodes.
+const EXAMPLES: usize = 3;
+/// Distinct values kept per aspect; more are counted together (memory stays bounded).
+const MAX_VALUES: usize = 64;
+const OTHER: &str = "(other values)";
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Seen {
+    pub nodes: usize,
+    pub examples: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct ModelTally {
+    nodes: usize,
+    aspects: BTreeMap<&'static str, BTreeMap<String, Seen>>,
+}
+
+/// A difference between nodes of one model.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossFinding {
+    pub code: String,
+    pub model: String,
+    pub aspect: &'static str,
+    /// Value -> how many nodes, with examples.
+    pub values: BTreeMap<String, Seen>,
+    pub message: String,
+}
+
+/// The running totals.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub nodes: usize,
+    pub ready: usize,
+    pub unreadable: usize,
+    /// code -> status -> nodes.
+    pub codes: BTreeMap<String, BTreeMap<Status, usize>>,
+    models: BTreeMap<String, ModelTally>,
+}
+
+const ASPECTS: &[(&str, &str)] = &[
+    ("gid-index", "the RoCE v2 GID index"),
+    ("roce-version", "the RoCE version"),
+    ("gpu-driver", "the GPU driver"),
+    ("nic-firmware", "the NIC firmware"),
+    ("kernel", "the kernel"),
+    ("placement", "the GPU-NIC placement"),
+    ("peermem", "nvidia_peermem"),
+];
+
+impl Tally {
+    pub fn add(&mut self, n: &NodeResult) {
+        self.nodes += 1;
+        self.ready += usize::from(n.ready);
+        for (code, status) in &n.problems {
+            *self
+                .codes
+                .entry(code.clone())
+                .or_default()
+                .entry(*status)
+                .or_default() += 1;
+        }
+        let model = n
+            .product
+            .clone()
+            .unwrap_or_else(|| "(model unknown)".into());
+        let name = n.hostname.clone().unwrap_or_else(|| n.capture.clone());
+        let t = self.models.entry(model).or_default();
+        t.nodes += 1;
+        let values: [(&str, Option<String>); 7] = [
+            (
+                "gid-index",
+                (!n.gid_indices.is_empty()).then(|| n.gid_indices.join(",")),
+            ),
+            ("roce-version", n.roce.clone()),
+            ("gpu-driver", n.gpu_driver.clone()),
+            (
+                "nic-firmware",
+                (!n.nic_firmware.is_empty()).then(|| n.nic_firmware.join(", ")),
+            ),
+            ("kernel", n.kernel.clone()),
+            ("placement", n.placement.clone()),
+            ("peermem", Some(n.peermem.clone())),
+        ];
+        for (aspect, value) in values {
+            let value = value.unwrap_or_else(|| "(none)".into());
+            let seen = t.aspects.entry(aspect).or_default();
+            let key = if seen.contains_key(&value) || seen.len() < MAX_VALUES {
+                value
+            } else {
+                OTHER.to_owned()
+            };
+            let s = seen.entry(key).or_default();
+            s.nodes += 1;
+            if s.examples.len() < EXAMPLES {
+                s.examples.push(name.clone());
+            }
+        }
+    }
+
+    /// Every aspect on which the nodes of one model disagree.
+    pub fn cross(&self) -> Vec<CrossFinding> {
+        let mut out = Vec::new();
+        for (model, t) in &self.models {
+            if t.nodes < 2 {
+                continue;
+            }
+            for (aspect, what) in ASPECTS {
+                let Some(values) = t.aspects.get(aspect) else {
+                    continue;
+                };
+                if values.len() < 2 {
+                    continue;
+                }
+                let parts: Vec<String> = values
+                    .iter()
+                    .map(|(v, s)| {
+                        format!(
+                            "{} on {} node(s) (e.g. {})",
+                            if *aspect == "placement" {
+                                short_placement(v)
+                            } else {
+                                v.clone()
+                            },
+                            s.nodes,
+                            s.examples.join(", ")
+                        )
+                    })
+                    .collect();
+                out.push(CrossFinding {
+                    code: format!("fleet-{aspect}-differs"),
+                    model: model.clone(),
+                    aspect,
+                    values: values.clone(),
+                    message: format!(
+                        "{} nodes of {model} differ in {what}: {}",
+                        t.nodes,
+                        parts.join("; ")
+                    ),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// A placement signature as a reader wants it: `8 GPUs x 8 NICs: 16 PIX, 16 NODE, 32 SYS
+/// [3f2a]`, the tag telling apart matrices with the same counts.
+fn short_placement(v: &str) -> String {
+    if !v.contains(' ') && !v.contains('|') && v.starts_with('(') {
+        return v.to_owned();
+    }
+    let rows: Vec<&str> = v.split('|').collect();
+    let cols = rows.first().map(|r| r.split(' ').count()).unwrap_or(0);
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for cell in rows.iter().flat_map(|r| r.split(' ')) {
+        *counts.entry(cell).or_default() += 1;
+    }
+    let order = ["PIX", "PXB", "PHB", "NODE", "SYS", "?"];
+    let parts: Vec<String> = order
+        .iter()
+        .filter_map(|l| counts.get(l).map(|n| format!("{n} {l}")))
+        .collect();
+    // FNV-1a: a short, stable tag for the exact matrix.
+    let tag = v.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!(
+        "{} GPUs x {cols} NICs: {} [{:04x}]",
+        rows.len(),
+        parts.join(", "),
+        tag & 0xffff
+    )
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Csv,
+}
+
+fn csv_field(s: &str) -> String {
+    // Formula injection in spreadsheets: a leading = + - @ is quoted with a tab-free apostrophe.
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s.to_owned()
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+fn clean(s: &str) -> String {
+    crate::fixscript::comment(s)
+}
+
+/// Writes one node's line as it arrives.
+pub fn write_node(
+    out: &mut dyn Write,
+    format: Format,
+    first: bool,
+    r: &Result<NodeResult, Unreadable>,
+) -> std::io::Result<()> {
+    match (format, r) {
+        (Format::Human, Ok(n)) => writeln!(
+            out,
+            "{:<10} {:<40} {:<20} {:<28} {}",
+            if n.ready { "READY" } else { "NOT READY" },
+            clean(&n.capture),
+            clean(n.hostname.as_deref().unwrap_or("?")),
+            clean(n.product.as_deref().unwrap_or("?")),
+            clean(&n.blocking.join("; "))
+        ),
+        (Format::Human, Err(u)) => writeln!(
+            out,
+            "{:<10} {:<40} {}",
+            "UNREADABLE",
+            clean(&u.capture),
+            clean(&u.reason)
+        ),
+        (Format::Json, r) => {
+            let v = match r {
+                Ok(n) => serde_json::to_value(n),
+                Err(u) => serde_json::to_value(
+                    serde_json::json!({"capture": u.capture, "unreadable": u.reason}),
+                ),
+            }
+            .unwrap_or_default();
+            write!(out, "{}\n    {}", if first { "" } else { "," }, v)
+        }
+        (Format::Csv, Ok(n)) => writeln!(
+            out,
+            "{}",
+            [
+                n.capture.clone(),
+                n.hostname.clone().unwrap_or_default(),
+                n.product.clone().unwrap_or_default(),
+                n.board.clone().unwrap_or_default(),
+                n.kernel.clone().unwrap_or_default(),
+                n.gpu_driver.clone().unwrap_or_default(),
+                n.nic_firmware.join("; "),
+                n.gpus.to_string(),
+                n.rdma_devices.to_string(),
+                n.ready.to_string(),
+                n.exit_code.to_string(),
+                n.blocking.join("; "),
+                n.gid_indices.join(";"),
+                n.roce.clone().unwrap_or_default(),
+                n.peermem.clone(),
+                n.gdr_path.clone(),
+                String::new(),
+            ]
+            .iter()
+            .map(|s| csv_field(s))
+            .collect::<Vec<_>>()
+            .join(",")
+        ),
+        (Format::Csv, Err(u)) => writeln!(
+            out,
+            "{},,,,,,,,,,,,,,,,{}",
+            csv_field(&u.capture),
+            csv_field(&u.reason)
+        ),
+    }
+}
+
+pub const CSV_HEADER: &str = "capture,hostname,product,board,kernel,gpu_driver,nic_firmware,gpus,rdma_devices,ready,exit_code,blocking,gid_indices,roce,peermem,gdr_path,unreadable";
+
+/// The summary after every node line.
+pub fn write_summary(out: &mut dyn Write, format: Format, t: &Tally) -> std::io::Result<()> {
+    let cross = t.cross();
+    match format {
+        Format::Human => {
+            writeln!(
+                out,
+                "\n{} captures: {} ready, {} not ready, {} unreadable",
+                t.nodes + t.unreadable,
+                t.ready,
+                t.nodes - t.ready,
+                t.unreadable
+            )?;
+            if !t.codes.is_empty() {
+                writeln!(
+                    out,
+                    "\nfindings (nodes with each warning, failure or unknown):"
+                )?;
+                for (code, by) in &t.codes {
+                    let parts: Vec<String> = by.iter().map(|(s, n)| format!("{n} {s}")).collect();
+                    writeln!(out, "  {code:<30} {}", parts.join(", "))?;
+                }
+            }
+            if cross.is_empty() {
+                writeln!(out, "\nno differences between nodes of the same model")?;
+            } else {
+                writeln!(out, "\ndifferences between nodes of the same model:")?;
+                for c in &cross {
+                    writeln!(out, "  WARN {}: {}", c.code, clean(&c.message))?;
+                }
+            }
+            Ok(())
+        }
+        Format::Json => {
+            let codes: BTreeMap<&String, BTreeMap<String, usize>> = t
+                .codes
+                .iter()
+                .map(|(c, by)| (c, by.iter().map(|(s, n)| (s.to_string(), *n)).collect()))
+                .collect();
+            write!(
+                out,
+                "\n  ],\n  \"summary\": {},\n  \"codes\": {},\n  \"cross\": {}\n}}\n",
+                serde_json::json!({"captures": t.nodes + t.unreadable, "ready": t.ready, "not_ready": t.nodes - t.ready, "unreadable": t.unreadable}),
+                serde_json::to_string(&codes).unwrap_or_default(),
+                serde_json::to_string_pretty(&cross)
+                    .unwrap_or_default()
+                    .replace('\n', "\n  ")
+            )
+        }
+        Format::Csv => Ok(()),
+    }
+}
+
+pub fn write_header(out: &mut dyn Write, format: Format) -> std::io::Result<()> {
+    match format {
+        Format::Human => writeln!(
+            out,
+            "{:<10} {:<40} {:<20} {:<28} BLOCKING",
+            "VERDICT", "CAPTURE", "HOSTNAME", "PRODUCT"
+        ),
+        Format::Json => write!(
+            out,
+            "{{\n  \"schema\": \"gdrdoctor.fleet\",\n  \"schema_version\": 1,\n  \"gdrdoctor_version\": \"{}\",\n  \"nodes\": [",
+            env!("CARGO_PKG_VERSION")
+        ),
+        Format::Csv => writeln!(out, "{CSV_HEADER}"),
+    }
+}
+
+/// Analyses the captures on `workers` threads; `emit` gets each result in input order as soon
+/// as it and every earlier one are done. Returns the tally.
+pub fn run(
+    captures: Vec<Result<PathBuf, Unreadable>>,
+    config: &Config,
+    workers: usize,
+    mut emit: impl FnMut(&Result<NodeResult, Unreadable>),
+) -> Tally {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    // How far the output has got: workers stay within a window of it, so that one slow capture
+    // cannot make the reorder buffer hold the rest of the fleet.
+    let emitted = AtomicUsize::new(0);
+    let window = workers.max(1) * 16;
+    let total = captures.len();
+    let mut tally = Tally::default();
+    let (tx, rx) =
+        std::sync::mpsc::sync_channel::<(usize, Result<NodeResult, Unreadable>)>(workers * 4);
+    std::thread::scope(|s| {
+        for _ in 0..workers.max(1) {
+            let tx = tx.clone();
+            let next = &next;
+            let emitted = &emitted;
+            let captures = &captures;
+            s.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        break;
+                    }
+                    while i >= emitted.load(Ordering::Relaxed) + window {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    let r = match &captures[i] {
+                        Err(u) => Err(u.clone()),
+                        Ok(path) => {
+                            let path = path.clone();
+                            // A capture that panics the analysis is reported, never fatal.
+                            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                analyse(&path, config)
+                            })) {
+                                Ok(Ok(n)) => Ok(n),
+                                Ok(Err(reason)) => Err(Unreadable {
+                                    capture: path.display().to_string(),
+                                    reason,
+                                }),
+                                Err(_) => Err(Unreadable {
+                                    capture: path.display().to_string(),
+                                    reason:
+                                        "gdrdoctor failed on this capture (a bug: please report it)"
+                                            .into(),
+                                }),
+                            }
+                        }
+                    };
+                    if tx.send((i, r)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // Reorder: results arrive nearly in order; hold the early ones until their turn.
+        let mut pending: BTreeMap<usize, Result<NodeResult, Unreadable>> = BTreeMap::new();
+        let mut want = 0;
+        for (i, r) in rx {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&want) {
+                match &r {
+                    Ok(n) => tally.add(n),
+                    Err(_) => tally.unreadable += 1,
+                }
+                emit(&r);
+                want += 1;
+                emitted.store(want, Ordering::Relaxed);
+            }
+        }
+    });
+    tally
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn globbing() {
+        assert!(super::glob("*.tar.gz", "node1.tar.gz"));
+        assert!(super::glob("node?.tgz", "node7.tgz"));
+        assert!(!super::glob("*.tar.gz", "node1.tgz"));
+    }
+
+    #[test]
+    fn csv_quoting() {
+        assert_eq!(super::csv_field("a,b"), "\"a,b\"");
+        assert_eq!(super::csv_field("=cmd()"), "'=cmd()");
+        assert_eq!(super::csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

@@ -1,0 +1,332 @@
+//! `.tar.gz` captures read in place, and `gdrdoctor fleet` over many captures: the small fleet in
+//! fixtures/fleet (expected cross-node findings snapshotted), archive captures equal to their
+//! directories, and a hostile-archive corpus refused capture by capture.
+#![allow(clippy::disallowed_methods)] // tests read the repository, not a node
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+#[test]
+fn the_small_fleet_shows_what_differs() {
+    let out = gdrdoctor(&["fleet", "fixtures/fleet", "--format", "json"]);
+    assert_eq!(
+        code(&out),
+        1,
+        "cross-node findings make the fleet not clean"
+    );
+    let r = json(&out);
+    assert_eq!(r["summary"]["captures"], 8);
+    assert_eq!(r["summary"]["ready"], 8);
+    let codes: Vec<&str> = r["cross"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "fleet-gid-index-differs",
+            "fleet-gpu-driver-differs",
+            "fleet-nic-firmware-differs",
+            "fleet-placement-differs",
+            "fleet-peermem-differs"
+        ]
+    );
+    // The A100 node is alone in its model: compared with nothing.
+    assert!(
+        r["cross"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["model"] == "Supermicro SYS-821GE-TNHR")
+    );
+    insta::assert_snapshot!("fleet-json", stdout(&out));
+    let human = gdrdoctor(&["fleet", "fixtures/fleet"]);
+    insta::assert_snapshot!("fleet-human", stdout(&human));
+    let csv = stdout(&gdrdoctor(&["fleet", "fixtures/fleet", "--format", "csv"]));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 9);
+    assert!(lines[0].starts_with("capture,hostname,product,board,kernel"));
+    assert!(
+        lines[4].contains("gpu-node04") && lines[4].contains("nvidia 570.124.06 (open)"),
+        "{}",
+        lines[4]
+    );
+    // One job or four: the same output.
+    let one = stdout(&gdrdoctor(&[
+        "fleet",
+        "fixtures/fleet",
+        "--format",
+        "json",
+        "--jobs",
+        "1",
+    ]));
+    let four = stdout(&gdrdoctor(&[
+        "fleet",
+        "fixtures/fleet",
+        "--format",
+        "json",
+        "--jobs",
+        "4",
+    ]));
+    assert_eq!(one, four);
+}
+
+/// `gdrdoctor capture X.tar.gz`, then `check --root X.tar.gz`: the same report as the directory.
+#[test]
+fn archive_captures_read_in_place_equal_their_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "healthy-8gpu-roce",
+        "h200x2-vm",
+        "iommu-translated",
+        "amd-mi300x-roce",
+    ] {
+        let archive = dir.path().join(format!("{name}.tar.gz"));
+        let out = gdrdoctor(&[
+            "--root",
+            &format!("fixtures/{name}"),
+            "capture",
+            archive.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let strip = |mut v: serde_json::Value| {
+            v.as_object_mut().unwrap().remove("root");
+            v
+        };
+        let from_dir = strip(json(&gdrdoctor(&[
+            "--root",
+            &format!("fixtures/{name}"),
+            "check",
+            "--format",
+            "json",
+        ])));
+        let from_tar = strip(json(&gdrdoctor(&[
+            "--root",
+            archive.to_str().unwrap(),
+            "check",
+            "--format",
+            "json",
+        ])));
+        assert_eq!(from_dir, from_tar, "{name}");
+    }
+    // Nothing was extracted: the temp dir holds the archives only.
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries.len(), 4, "{entries:?}");
+}
+
+// -- the hostile-archive corpus --------------------------------------------------------------
+
+/// A tar member with raw bytes for its name: the tar crate's own path setters refuse `..`.
+fn raw_member(kind: tar::EntryType, name: &[u8], link: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(kind);
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    {
+        let old = h.as_old_mut();
+        old.name[..name.len()].copy_from_slice(name);
+        old.linkname[..link.len()].copy_from_slice(link);
+    }
+    h.set_cksum();
+    let mut out = h.as_bytes().to_vec();
+    out.extend_from_slice(data);
+    out.resize(out.len().div_ceil(512) * 512, 0);
+    out
+}
+
+fn tar_gz(members: &[Vec<u8>]) -> Vec<u8> {
+    let mut tar = Vec::new();
+    // Every hostile capture is otherwise a root: it has a sys/ directory.
+    tar.extend(raw_member(tar::EntryType::Directory, b"sys/", b"", b""));
+    for m in members {
+        tar.extend_from_slice(m);
+    }
+    tar.extend(vec![0u8; 1024]);
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+fn corpus(dir: &Path) -> Vec<(PathBuf, &'static str)> {
+    use tar::EntryType as T;
+    let mut cases: Vec<(&str, Vec<u8>, &'static str)> = vec![
+        (
+            "traversal",
+            tar_gz(&[raw_member(
+                T::Regular,
+                b"sys/../../etc/passwd",
+                b"",
+                b"root:x:0:0\n",
+            )]),
+            "climbs out with '..'",
+        ),
+        (
+            "absolute",
+            tar_gz(&[raw_member(T::Regular, b"/etc/passwd", b"", b"root:x:0:0\n")]),
+            "has an absolute path",
+        ),
+        (
+            "link-escape",
+            tar_gz(&[raw_member(T::Symlink, b"sys/class", b"../../../etc", b"")]),
+            "leads out of the capture",
+        ),
+        (
+            "link-absolute",
+            tar_gz(&[raw_member(T::Symlink, b"sys/class", b"/etc", b"")]),
+            "points to the absolute path",
+        ),
+        (
+            "device",
+            tar_gz(&[raw_member(T::Char, b"sys/mem", b"", b"")]),
+            "is a device file",
+        ),
+        (
+            "fifo",
+            tar_gz(&[raw_member(T::Fifo, b"sys/fifo", b"", b"")]),
+            "is a FIFO",
+        ),
+        (
+            "hardlink",
+            tar_gz(&[raw_member(T::Link, b"sys/passwd", b"etc/passwd", b"")]),
+            "is a hard link",
+        ),
+        (
+            "oversized",
+            tar_gz(&[raw_member(
+                T::Regular,
+                b"sys/big",
+                b"",
+                &vec![b'x'; 2 << 20],
+            )]),
+            "over the 1048576-byte read limit",
+        ),
+    ];
+    // Truncated: a real capture cut in half.
+    let real = dir.join("real.tar.gz");
+    assert_eq!(
+        code(&gdrdoctor(&[
+            "--root",
+            "fixtures/healthy-8gpu-roce",
+            "capture",
+            real.to_str().unwrap()
+        ])),
+        0
+    );
+    let bytes = std::fs::read(&real).unwrap();
+    cases.push((
+        "truncated",
+        bytes[..bytes.len() / 2].to_vec(),
+        "truncated or corrupt",
+    ));
+    let mut out = Vec::new();
+    for (name, data, why) in cases {
+        let p = dir.join(format!("{name}.tar.gz"));
+        std::fs::write(&p, data).unwrap();
+        out.push((p, why));
+    }
+    // A gzip bomb: 300 MiB of zeros, about 300 KB compressed (gzip -1 by the system's gzip).
+    let bomb = dir.join("bomb.tar.gz");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "head -c 314572800 /dev/zero | gzip -1 > {}",
+            bomb.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    out.push((bomb, "expands beyond 256 MiB"));
+    out
+}
+
+#[test]
+fn hostile_archives_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = corpus(dir.path());
+    for (path, why) in &cases {
+        let out = gdrdoctor(&["--root", path.to_str().unwrap(), "check"]);
+        assert_eq!(code(&out), 2, "{}: {}", path.display(), stdout(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&path.display().to_string()),
+            "names the capture: {err}"
+        );
+        assert!(err.contains("capture refused"), "{err}");
+        assert!(
+            err.contains(why),
+            "{}: expected {why:?} in {err}",
+            path.display()
+        );
+    }
+    // In a fleet, each is reported with its reason and the good capture still counts.
+    let real = dir.path().join("real.tar.gz");
+    let mut args: Vec<String> = vec![
+        "fleet".into(),
+        "--format".into(),
+        "json".into(),
+        real.display().to_string(),
+    ];
+    args.extend(cases.iter().map(|(p, _)| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = json(&gdrdoctor(&refs));
+    assert_eq!(r["summary"]["ready"], 1);
+    assert_eq!(r["summary"]["unreadable"], cases.len());
+    for n in r["nodes"].as_array().unwrap().iter().skip(1) {
+        assert!(
+            n["unreadable"]
+                .as_str()
+                .unwrap()
+                .contains("capture refused"),
+            "{n}"
+        );
+    }
+    // Nothing was written anywhere: the temp dir holds exactly what the test put there, and no
+    // member name appeared on this machine.
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), cases.len() + 1, "{names:?}");
+    assert!(names.iter().all(|n| n.ends_with(".tar.gz")));
+    assert!(!dir.path().join("etc").exists() && !Path::new("etc/passwd").exists());
+}
+
+#[test]
+fn fleet_inputs_directories_globs_and_missing() {
+    // A glob the shell did not expand, a directory of captures, and a path that is neither.
+    let out = gdrdoctor(&["fleet", "fixtures/fleet/node0?", "--format", "csv"]);
+    assert_eq!(stdout(&out).lines().count(), 9);
+    let out = gdrdoctor(&[
+        "fleet",
+        "fixtures/pciutils",
+        "fixtures/fleet/node01",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    assert_eq!(r["summary"]["unreadable"], 1);
+    assert!(
+        r["nodes"][0]["unreadable"]
+            .as_str()
+            .unwrap()
+            .contains("neither a capture nor a directory of captures")
+    );
+    assert_eq!(code(&gdrdoctor(&["fleet"])), 2, "captures are required");
+    assert_eq!(
+        code(&gdrdoctor(&[
+            "--root",
+            "fixtures/fleet/node01",
+            "fleet",
+            "x"
+        ])),
+        2
+    );
+}
