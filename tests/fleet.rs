@@ -330,3 +330,49 @@ fn fleet_inputs_directories_globs_and_missing() {
         2
     );
 }
+
+/// Every field of the fleet JSON is named in docs/fleet.md.
+#[test]
+fn fleet_json_is_documented() {
+    fn walk(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, child) in map {
+                    // Maps keyed by data (finding codes, statuses, values) are documented as maps.
+                    if path.ends_with("codes")
+                        || path.ends_with("problems")
+                        || path.ends_with("values")
+                    {
+                        continue;
+                    }
+                    out.insert(k.clone());
+                    walk(child, &format!("{path}.{k}"), out);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|i| walk(i, path, out)),
+            _ => {}
+        }
+    }
+    let mut keys = std::collections::BTreeSet::new();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.tar.gz"), b"not gzip").unwrap();
+    let bad = dir.path().join("bad.tar.gz");
+    let r = json(&gdrdoctor(&[
+        "fleet",
+        "fixtures/fleet",
+        bad.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    walk(&r, "", &mut keys);
+    let doc = std::fs::read_to_string(crate_dir().join("docs/fleet.md")).unwrap();
+    let missing: Vec<_> = keys
+        .iter()
+        .filter(|k| {
+            !doc.contains(&format!("`{k}`"))
+                && !doc.contains(&format!(".{k}`"))
+                && !doc.contains(&format!("`.{k}`"))
+        })
+        .collect();
+    assert!(missing.is_empty(), "not in docs/fleet.md: {missing:?}");
+}
