@@ -4,11 +4,17 @@ use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use gdrdoctor::checks::{self, Selection};
 use gdrdoctor::config::Config;
+use gdrdoctor::deadline::Deadline;
 use gdrdoctor::inventory::{self, Inventory};
 use gdrdoctor::report;
 use gdrdoctor::root::Root;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Instant, SystemTime};
+
+static STARTED: OnceLock<(Instant, SystemTime)> = OnceLock::new();
 
 #[derive(Parser, Debug)]
 #[command(
@@ -29,6 +35,11 @@ pub struct Cli {
     /// Colour in human output (NO_COLOR is honoured by `auto`).
     #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
     color: Color,
+    /// End the whole run within SECONDS: the GPU probe and the GDR write test get what is left
+    /// and are reported unknown when cut short; if reading the node itself overruns, gdrdoctor
+    /// exits 2 at the deadline. For prologs and boot units with hard limits.
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = parse_deadline)]
+    deadline: Option<f64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -99,12 +110,78 @@ enum Command {
         /// A check ID (`iommu`) or a finding code (`iommu-translated`).
         id: String,
     },
+    /// (packaging) Write the man pages, generated from this command line, into DIR.
+    #[command(hide = true)]
+    Man {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// (packaging) Print the shell completion script for SHELL.
+    #[command(hide = true)]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Where a report goes besides standard output.
+#[derive(clap::Args, Debug)]
+struct OutputArgs {
+    /// Also write the report in FORMAT to PATH, atomically (a temporary file in the same
+    /// directory, then renamed), e.g. `json:/run/gdrdoctor/report.json`. Repeatable.
+    #[arg(long = "output", value_name = "FORMAT:PATH", value_parser = parse_output)]
+    outputs: Vec<(ReportFormat, PathBuf)>,
+    /// Also write the Prometheus metrics to DIR/gdrdoctor.prom, atomically, for
+    /// node_exporter's textfile collector (--collector.textfile.directory).
+    #[arg(long, value_name = "DIR")]
+    textfile_dir: Option<PathBuf>,
+}
+
+/// The formats of a check report.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ReportFormat {
+    /// For people: findings, fixes, the verdict last.
+    Human,
+    /// Everything, as documented in docs/report-json.md.
+    Json,
+    /// JUnit XML: a testcase per finding, a testsuite per check.
+    Junit,
+    /// Prometheus text exposition: gdrdoctor_* gauges.
+    Prometheus,
+    /// Node Feature Discovery feature file: gdr.ready=true, gdr.path=dmabuf, ...
+    Nfd,
+    /// One line: `gdrdoctor: ready` or `gdrdoctor: <blocking codes>` (a drain reason).
+    Reason,
+}
+
+fn parse_output(s: &str) -> Result<(ReportFormat, PathBuf), String> {
+    let (format, path) = s.split_once(':').ok_or_else(|| {
+        format!("{s:?}: expected FORMAT:PATH, such as json:/run/gdrdoctor/report.json")
+    })?;
+    let format = ReportFormat::from_str(format, true).map_err(|_| {
+        format!("{format:?} is not a format (human, json, junit, prometheus, nfd, reason)")
+    })?;
+    if path.is_empty() {
+        return Err(format!("{s:?}: no path after the format"));
+    }
+    Ok((format, PathBuf::from(path)))
+}
+
+fn parse_deadline(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?}: the deadline is a number of seconds, above 0 and at most 86400"
+        )),
+    }
 }
 
 #[derive(clap::Args, Debug)]
 struct CheckArgs {
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    format: ReportFormat,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Show the evidence (file and value) behind every finding.
     #[arg(short, long)]
     verbose: bool,
@@ -148,8 +225,10 @@ struct FixArgs {
 
 #[derive(clap::Args, Debug)]
 struct GdrTestArgs {
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    format: ReportFormat,
+    #[command(flatten)]
+    output: OutputArgs,
     #[arg(short, long)]
     verbose: bool,
     /// Count warnings and unknowns as failures in the exit code.
@@ -220,8 +299,56 @@ enum Color {
     Never,
 }
 
+static DEADLINE: OnceLock<Deadline> = OnceLock::new();
+/// What the run is doing, for the watchdog's message.
+static STAGE: Mutex<&str> = Mutex::new("starting");
+/// Held by the thread that writes the report: the watchdog never cuts a report in half.
+static FINISHING: Mutex<()> = Mutex::new(());
+/// The watchdog also prints `gdrdoctor: deadline-exceeded` on stdout (--format reason).
+static REASON_ON_STDOUT: AtomicBool = AtomicBool::new(false);
+
+fn deadline() -> Deadline {
+    DEADLINE.get().copied().unwrap_or_default()
+}
+
+fn stage(what: &'static str) {
+    *STAGE.lock().unwrap_or_else(|e| e.into_inner()) = what;
+}
+
+/// At the deadline, unless the report is being written already: say what overran and exit 2.
+/// The children (GPU probe, GDR pairs) have shorter limits of their own, and die with this
+/// process (PR_SET_PDEATHSIG); what is left to overrun is reading the node itself.
+fn start_watchdog(d: Deadline) {
+    let Some(end) = d.end() else { return };
+    std::thread::spawn(move || {
+        std::thread::sleep(end.saturating_duration_since(Instant::now()));
+        let Ok(_writing) = FINISHING.try_lock() else {
+            return;
+        };
+        let what = *STAGE.lock().unwrap_or_else(|e| e.into_inner());
+        if REASON_ON_STDOUT.load(Ordering::SeqCst) {
+            println!("gdrdoctor: deadline-exceeded");
+        }
+        eprintln!(
+            "gdrdoctor: error: the --deadline of {} s passed while {what}; no report (a read that blocks in sysfs points at a device or driver that stopped answering)",
+            d.seconds()
+        );
+        std::process::exit(2);
+    });
+}
+
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    let started = (Instant::now(), SystemTime::now());
+    let d = cli.deadline.map(Deadline::after).unwrap_or_default();
+    let _ = DEADLINE.set(d);
+    let _ = STARTED.set(started);
+    if let Command::Check(CheckArgs { format, .. }) | Command::GdrTest(GdrTestArgs { format, .. }) =
+        &cli.command
+    {
+        REASON_ON_STDOUT.store(*format == ReportFormat::Reason, Ordering::SeqCst);
+    }
+    start_watchdog(d);
     match cli.color {
         Color::Always => owo_colors::set_override(true),
         Color::Never => owo_colors::set_override(false),
@@ -332,6 +459,21 @@ pub fn run() -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Man { dir } => {
+            use clap::CommandFactory as _;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let cmd = Cli::command();
+            clap_mangen::generate_to(cmd, dir)
+                .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            let mut cmd = Cli::command();
+            clap_complete::generate(*shell, &mut cmd, "gdrdoctor", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Explain { id } => {
             let check = checks::find(id).or_else(|| checks::find_code(id).map(|(c, _)| c));
             match check {
@@ -356,10 +498,13 @@ fn gpu_probe(
     if disabled {
         return None;
     }
+    let d = deadline();
+    let budget = d.budget(config.timeouts.gpu_probe());
     Some(gdrdoctor::gpu::ProbeCommand {
         exe: this_exe(),
-        timeout: config.timeouts.gpu_probe(),
+        timeout: budget.limit,
         ask,
+        cut_by_deadline: budget.cut.then(|| d.seconds()),
     })
 }
 
@@ -414,7 +559,16 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     // The GPU probe and the GDR write test each spend most of their time in cuInit; they run
     // at the same time.
+    stage("reading the node");
+    // A test seam for the watchdog (tests/formats.rs): stand in for a sysfs read that blocks.
+    if let Some(ms) = std::env::var("GDRDOCTOR_TEST_STALL_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     let (mut inv, pending) = Inventory::load_pending(&root, &config, options);
+    stage("running the GDR write test");
     if inv.live && selection.runs("gdr-test", &config) {
         inv.gdr_test = if args.no_gdr_test {
             inventory::GdrTest::Skipped("--no-gdr-test".into())
@@ -422,6 +576,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
             run_gdr(&inv, &config, gdrdoctor::gdr::plan::Options::default())
         };
     }
+    stage("waiting for the GPU probe");
     if let Some(p) = pending {
         inv.gpu_runtime = p.wait();
     }
@@ -429,7 +584,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         &inv,
         &config,
         &selection,
-        args.format,
+        (args.format, &args.output),
         args.verbose,
         args.strict,
         display,
@@ -440,11 +595,12 @@ fn render(
     inv: &Inventory,
     config: &Config,
     selection: &Selection,
-    format: Format,
+    (format, output): (ReportFormat, &OutputArgs),
     verbose: bool,
     strict: bool,
     display: String,
 ) -> anyhow::Result<ExitCode> {
+    stage("judging");
     let results = checks::run(inv, config, selection);
     let report = report::build(
         inv,
@@ -454,12 +610,45 @@ fn render(
             root_display: display,
         },
     );
-    let text = match format {
-        Format::Human => report::human::render(&report, &report::human::Style { verbose }),
-        Format::Json => report::json::render(&report),
+    let (t0, wall) = STARTED
+        .get()
+        .copied()
+        .unwrap_or((Instant::now(), SystemTime::now()));
+    let run = report::prometheus::Run {
+        started_unix_s: wall
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
+        duration_s: t0.elapsed().as_secs_f64(),
     };
-    print!("{text}");
-    Ok(ExitCode::from(report.verdict.exit_code))
+    let text = |f: ReportFormat| match f {
+        ReportFormat::Human => report::human::render(&report, &report::human::Style { verbose }),
+        ReportFormat::Json => report::json::render(&report),
+        ReportFormat::Junit => report::junit::render(&report),
+        ReportFormat::Prometheus => report::prometheus::render(&report, Some(run)),
+        ReportFormat::Nfd => report::nfd::render(&report),
+        ReportFormat::Reason => report::reason::render(&report),
+    };
+    let mut files: Vec<(ReportFormat, PathBuf)> = output.outputs.clone();
+    if let Some(dir) = &output.textfile_dir {
+        files.push((ReportFormat::Prometheus, dir.join("gdrdoctor.prom")));
+    }
+    // From here the watchdog waits: a report is never cut in half.
+    let writing = FINISHING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut failed = false;
+    for (f, path) in &files {
+        if let Err(e) = gdrdoctor::output::write_atomic(path, text(*f).as_bytes()) {
+            eprintln!("gdrdoctor: error: cannot write {}: {e}", path.display());
+            failed = true;
+        }
+    }
+    print!("{}", text(format));
+    std::mem::forget(writing);
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(report.verdict.exit_code)
+    })
 }
 
 /// This binary, for the probe and test children. GDRDOCTOR_PROBE_EXE replaces it: the tests use
@@ -478,7 +667,7 @@ fn run_gdr(
 ) -> inventory::GdrTest {
     opts.deadline_ms = (config.timeouts.gdr_pair_s * 1000.0) as u64;
     let (planned, not_planned) = gdrdoctor::gdr::plan::plan(inv, &opts);
-    let outcomes = gdrdoctor::gdr::plan::run(planned, &this_exe());
+    let outcomes = gdrdoctor::gdr::plan::run(planned, &this_exe(), deadline());
     inventory::GdrTest::Ran {
         outcomes,
         not_planned,
@@ -513,12 +702,13 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
         duration_ms: args.duration_ms,
         deadline_ms: 0,
     };
+    stage("running the GDR write test");
     inv.gdr_test = run_gdr(&inv, &config, opts);
     render(
         &inv,
         &config,
         &selection,
-        args.format,
+        (args.format, &args.output),
         args.verbose,
         args.strict,
         display,

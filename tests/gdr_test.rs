@@ -7,6 +7,7 @@
 
 mod common;
 use common::*;
+use gdrdoctor::deadline::Deadline;
 use gdrdoctor::gdr::plan::{Outcome, Planned};
 use gdrdoctor::gdr::{FailureKind, Memory, NicSpec, PairResult, PairSpec};
 use std::path::PathBuf;
@@ -286,6 +287,7 @@ fn outcome(s: PairSpec, result: Result<PairResult, String>, expected: Option<f64
             spec: s,
         },
         result,
+        cut_short: false,
     }
 }
 
@@ -387,7 +389,7 @@ fn a_hung_pair_is_killed_by_the_parent() {
         spec: s,
     };
     let start = Instant::now();
-    let out = gdrdoctor::gdr::plan::run(vec![p], &exe);
+    let out = gdrdoctor::gdr::plan::run(vec![p], &exe, Deadline::none());
     assert!(
         start.elapsed() < Duration::from_secs(6),
         "{:?}",
@@ -395,6 +397,68 @@ fn a_hung_pair_is_killed_by_the_parent() {
     );
     let e = out[0].result.as_ref().unwrap_err();
     assert!(e.contains("did not finish within 3.01 s"), "{e}");
+    assert!(!out[0].cut_short);
+    assert_eq!(judged(out)[0].code, "gdr-test-timeout");
+}
+
+/// --deadline: a pair that hangs is killed when the run's deadline comes, long before its own
+/// (10 s) limit, and judged unknown (cut short), not a failure of the pair; a pair with no time
+/// left is not started at all.
+#[test]
+fn the_run_deadline_cuts_pairs_short_as_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("hang");
+    std::fs::write(&exe, "#!/bin/sh\nsleep 30\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let planned = |gpu: &str, nic: &str| {
+        let mut s = spec(Memory::Host);
+        s.deadline_ms = 10_000;
+        s.gpu = Some(gpu.into());
+        s.nic.as_mut().unwrap().device = nic.into();
+        Planned {
+            gpu: None,
+            subject: format!("GPU {gpu}"),
+            nic: Some(format!("{nic} port 1")),
+            level: None,
+            expected: None,
+            software: false,
+            spec: s,
+        }
+    };
+    // Two pairs sharing a NIC: two waves. The first hangs until the deadline; the second then
+    // has no time left.
+    let start = Instant::now();
+    let out = gdrdoctor::gdr::plan::run(
+        vec![
+            planned("0000:01:00.0", "fake0"),
+            planned("0000:02:00.0", "fake0"),
+        ],
+        &exe,
+        Deadline::after(1.5),
+    );
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    assert!(took > Duration::from_millis(900), "{took:?}");
+    assert!(out.iter().all(|o| o.cut_short), "{out:?}");
+    assert!(
+        out[1]
+            .result
+            .as_ref()
+            .unwrap_err()
+            .contains("not run: the --deadline of 1.5 s")
+    );
+    let f = judged(out);
+    assert_eq!(f.len(), 2, "{f:?}");
+    for finding in &f {
+        assert_eq!(finding.code, "gdr-test-cut-short");
+        assert_eq!(finding.status, gdrdoctor::model::Status::Unknown);
+        assert!(
+            finding.message.contains("cut short by --deadline"),
+            "{}",
+            finding.message
+        );
+    }
 }
 
 #[test]
@@ -428,6 +492,41 @@ fn gdr_test_command_end_to_end() {
         start.elapsed()
     );
     assert!(stdout(&out).contains("gdr-test-port-down"));
+    // The same run as Prometheus gauges: the pair passed, and its bandwidth per direction.
+    let verbs2 = verbs.clone();
+    let prom = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args([
+            "gdr-test",
+            "--memory",
+            "host",
+            "--nic",
+            "fake0:1",
+            "--size",
+            "64K",
+            "--format",
+            "prometheus",
+        ])
+        .env("GDRDOCTOR_LIBIBVERBS", &verbs2)
+        .output()
+        .unwrap();
+    let text = stdout(&prom);
+    assert!(
+        text.contains(
+            "gdrdoctor_gdr_pair_ok{gpu=\"\",nic=\"fake0\",port=\"1\",memory=\"host\"} 1\n"
+        ),
+        "{text}"
+    );
+    for direction in ["to_target", "from_target"] {
+        let line = text
+            .lines()
+            .find(|l| {
+                l.starts_with("gdrdoctor_gdr_pair_bandwidth_bytes_per_second{")
+                    && l.contains(&format!("direction=\"{direction}\""))
+            })
+            .unwrap_or_else(|| panic!("no {direction} bandwidth in\n{text}"));
+        let v: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(v > 0.0, "{line}");
+    }
     // Not on a captured root, and a size that is not a multiple of 4 KiB is refused.
     let out = gdrdoctor(&["--root", "fixtures/h200x2-vm", "gdr-test"]);
     assert_eq!(code(&out), 2);

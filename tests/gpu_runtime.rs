@@ -326,6 +326,7 @@ fn run_fake(exe: &Path, timeout: Duration) -> Runtime {
         exe: exe.to_owned(),
         timeout,
         ask: Ask::FULL,
+        cut_by_deadline: None,
     })
 }
 

@@ -36,6 +36,10 @@ const CODES: &[Code] = &[
         summary: "the bytes that arrived differ from the bytes written",
     },
     Code {
+        id: "gdr-test-cut-short",
+        summary: "--deadline ended the run before the pair's test could finish (or start): unknown",
+    },
+    Code {
         id: "gdr-test-timeout",
         summary: "the test did not finish before its deadline",
     },
@@ -222,6 +226,29 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
         .level
         .map(|l| format!(" ({l})"))
         .unwrap_or_default();
+    let cut = |why: &str| {
+        vec![
+            Finding::unknown("gdr-test-cut-short", subject.clone(), format!("{why}: cut short by --deadline, which bounds the whole run; this says nothing about the pair (run `gdrdoctor gdr-test` with more time)"))
+                .evidence("gdrdoctor gdr-pair", format!("<{why}>")),
+        ]
+    };
+    if o.cut_short {
+        match &o.result {
+            Err(e) => return cut(e),
+            Ok(r)
+                if r.failure
+                    .as_ref()
+                    .is_some_and(|f| f.kind == crate::gdr::FailureKind::Timeout) =>
+            {
+                return cut(&r
+                    .failure
+                    .as_ref()
+                    .map(|f| f.message.clone())
+                    .unwrap_or_default());
+            }
+            Ok(_) => {}
+        }
+    }
     let r = match &o.result {
         Ok(r) => r,
         Err(e) if e.contains("did not finish") => {

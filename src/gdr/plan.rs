@@ -322,6 +322,9 @@ pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) 
 pub struct Outcome {
     pub planned: Planned,
     pub result: Result<PairResult, String>,
+    /// `--deadline` shortened this pair's time limit (or left none): a timeout then says
+    /// nothing about the pair.
+    pub cut_short: bool,
 }
 
 /// Runs the pairs: those that share no GPU and no NIC at the same time, each in its own child.
@@ -355,7 +358,11 @@ pub fn waves(specs: &[&PairSpec]) -> Vec<Vec<usize>> {
 }
 
 /// Runs the pairs, wave by wave (see [`waves`]), each pair in its own child.
-pub fn run(planned: Vec<Planned>, exe: &std::path::Path) -> Vec<Outcome> {
+pub fn run(
+    planned: Vec<Planned>,
+    exe: &std::path::Path,
+    deadline: crate::deadline::Deadline,
+) -> Vec<Outcome> {
     let specs: Vec<&PairSpec> = planned.iter().map(|p| &p.spec).collect();
     let waves = waves(&specs);
     let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
@@ -368,11 +375,43 @@ pub fn run(planned: Vec<Planned>, exe: &std::path::Path) -> Vec<Outcome> {
         let results: Vec<(usize, Outcome)> = std::thread::scope(|s| {
             let handles: Vec<_> = batch
                 .into_iter()
-                .map(|(i, p)| {
+                .map(|(i, mut p)| {
                     let exe: PathBuf = exe.to_owned();
                     s.spawn(move || {
-                        let result = run_one(&exe, &p.spec);
-                        (i, Outcome { planned: p, result })
+                        // The child enforces the deadline itself between steps; the parent's
+                        // kill, a little later, covers a call that never returns (a
+                        // peer-memory module stuck in ibv_reg_mr, cuInit on a dead GPU).
+                        let wanted = Duration::from_millis(p.spec.deadline_ms) + KILL_GRACE;
+                        let budget = deadline.budget(wanted);
+                        if budget.cut && budget.limit < MIN_PAIR_TIME {
+                            let result = Err(format!(
+                                "not run: the --deadline of {} s left no time for it",
+                                deadline.seconds()
+                            ));
+                            return (
+                                i,
+                                Outcome {
+                                    planned: p,
+                                    result,
+                                    cut_short: true,
+                                },
+                            );
+                        }
+                        if budget.cut {
+                            let own = budget
+                                .limit
+                                .saturating_sub(KILL_GRACE.min(budget.limit / 2));
+                            p.spec.deadline_ms = own.as_millis() as u64;
+                        }
+                        let result = run_one(&exe, &p.spec, budget.limit);
+                        (
+                            i,
+                            Outcome {
+                                planned: p,
+                                result,
+                                cut_short: budget.cut,
+                            },
+                        )
                     })
                 })
                 .collect();
@@ -384,11 +423,17 @@ pub fn run(planned: Vec<Planned>, exe: &std::path::Path) -> Vec<Outcome> {
     done.into_iter().map(|(_, o)| o).collect()
 }
 
-fn run_one(exe: &std::path::Path, spec: &PairSpec) -> Result<PairResult, String> {
+/// How much later than the child's own deadline the parent kills it.
+const KILL_GRACE: Duration = Duration::from_secs(3);
+/// Below this a pair cannot even load its libraries: it is not started.
+const MIN_PAIR_TIME: Duration = Duration::from_millis(250);
+
+fn run_one(
+    exe: &std::path::Path,
+    spec: &PairSpec,
+    timeout: Duration,
+) -> Result<PairResult, String> {
     let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-    // The child enforces the deadline itself between steps; the parent's kill covers a call
-    // that never returns (a peer-memory module stuck in ibv_reg_mr, cuInit on a dead GPU).
-    let timeout = Duration::from_millis(spec.deadline_ms) + Duration::from_secs(3);
     let line = crate::child::run(
         exe,
         &["gdr-pair", "--spec", &json],

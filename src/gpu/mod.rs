@@ -102,6 +102,9 @@ pub struct ProbeCommand {
     pub exe: PathBuf,
     pub timeout: Duration,
     pub ask: Ask,
+    /// `--deadline` (seconds) when it made `timeout` shorter than configured: a probe killed
+    /// then was cut short, it did not hang.
+    pub cut_by_deadline: Option<f64>,
 }
 
 /// The child's side: load what was asked for, print the JSON, exit.
@@ -131,8 +134,26 @@ pub fn run(cmd: &ProbeCommand) -> Runtime {
         .collect();
     let mut args = vec!["probe-gpu"];
     args.extend(cmd.ask.args());
+    if let (Some(seconds), true) = (
+        cmd.cut_by_deadline,
+        cmd.timeout < Duration::from_millis(100),
+    ) {
+        return Runtime::Failed {
+            error: format!(
+                "the GPU probe was not run: the --deadline of {seconds} s left no time for it"
+            ),
+        };
+    }
     let line = match crate::child::run(&cmd.exe, &args, HIDING_ENV, cmd.timeout, "the GPU probe") {
         Ok(line) => line,
+        Err(e) if e.contains("did not finish") && cmd.cut_by_deadline.is_some() => {
+            return Runtime::Failed {
+                error: format!(
+                    "{e}: cut short by the --deadline of {} s, which bounds the whole run (not a verdict on the GPUs)",
+                    cmd.cut_by_deadline.unwrap_or_default()
+                ),
+            };
+        }
         Err(e) if e.contains("did not finish") => {
             return Runtime::Failed {
                 error: format!("{e} (a GPU that hangs the driver: look for Xid errors in `dmesg`)"),

@@ -3,6 +3,10 @@
 
 pub mod human;
 pub mod json;
+pub mod junit;
+pub mod nfd;
+pub mod prometheus;
+pub mod reason;
 pub mod topo;
 
 use crate::checks::CheckResult;

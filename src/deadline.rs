@@ -1,0 +1,100 @@
+//! `--deadline SECONDS`: the whole run ends within it. Active work (the GPU probe, the GDR
+//! write test) gets what is left minus what the report needs after it, is cut short when that
+//! runs out, and says so (an unknown, never a pass or a fail); a watchdog ends the process if
+//! even reading sysfs overruns (a dead device can make a read block).
+
+use std::time::{Duration, Instant};
+
+/// What is kept back for everything after the active work: judging, rendering, writing.
+pub const RESERVE: Duration = Duration::from_millis(300);
+
+/// The point in time the run must end by, or none.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deadline {
+    end: Option<Instant>,
+    seconds: f64,
+}
+
+/// A time limit after the deadline had its say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub limit: Duration,
+    /// The deadline made the limit shorter than asked for (or zero: do not start).
+    pub cut: bool,
+}
+
+impl Deadline {
+    pub fn none() -> Deadline {
+        Deadline::default()
+    }
+
+    pub fn after(seconds: f64) -> Deadline {
+        Deadline {
+            end: Some(Instant::now() + Duration::from_secs_f64(seconds.max(0.0))),
+            seconds,
+        }
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.end.is_some()
+    }
+
+    pub fn seconds(&self) -> f64 {
+        self.seconds
+    }
+
+    pub fn end(&self) -> Option<Instant> {
+        self.end
+    }
+
+    /// Time left for active work that wants `wanted`: the smaller of the two, keeping RESERVE.
+    pub fn budget(&self, wanted: Duration) -> Budget {
+        match self.end {
+            None => Budget {
+                limit: wanted,
+                cut: false,
+            },
+            Some(end) => {
+                let left = end
+                    .saturating_duration_since(Instant::now())
+                    .saturating_sub(RESERVE);
+                if left < wanted {
+                    Budget {
+                        limit: left,
+                        cut: true,
+                    }
+                } else {
+                    Budget {
+                        limit: wanted,
+                        cut: false,
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets() {
+        let d = Deadline::none();
+        assert_eq!(
+            d.budget(Duration::from_secs(5)),
+            Budget {
+                limit: Duration::from_secs(5),
+                cut: false
+            }
+        );
+        let d = Deadline::after(100.0);
+        assert!(!d.budget(Duration::from_secs(5)).cut);
+        let d = Deadline::after(1.0);
+        let b = d.budget(Duration::from_secs(5));
+        assert!(b.cut && b.limit <= Duration::from_millis(700), "{b:?}");
+        let d = Deadline::after(0.0);
+        let b = d.budget(Duration::from_secs(5));
+        assert!(b.cut && b.limit.is_zero());
+    }
+}

@@ -1,0 +1,195 @@
+//! `--format junit`: JUnit XML, one testcase per finding, one testsuite per check, for CI
+//! systems and test dashboards.
+//!
+//! Mapping: fail -> `<failure>`; warn -> passes with the message in `<system-out>` (a
+//! `<failure>` under --strict); unknown -> `<skipped>` (could not tell; an `<error>` under
+//! --strict); skip -> `<skipped>`; a check without findings (skipped or not run) is one
+//! testcase of its own. So the XML has failures or errors exactly when the node is not ready.
+
+use super::Report;
+use crate::checks::CheckResult;
+use crate::model::{Finding, Status};
+use std::fmt::Write as _;
+
+pub fn render(report: &Report) -> String {
+    let strict = report.verdict.strict;
+    let host = report.node.hostname.as_deref().unwrap_or("");
+    let mut suites = String::new();
+    let (mut tests, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
+    for c in &report.checks {
+        let cases = cases(c, strict);
+        let n = |k: Kind| cases.iter().filter(|(kind, _)| *kind == k).count();
+        let (t, f, e, s) = (
+            cases.len(),
+            n(Kind::Failure),
+            n(Kind::Error),
+            n(Kind::Skipped),
+        );
+        tests += t;
+        failures += f;
+        errors += e;
+        skipped += s;
+        let _ = writeln!(
+            suites,
+            "  <testsuite name=\"gdrdoctor.{id}\" tests=\"{t}\" failures=\"{f}\" errors=\"{e}\" skipped=\"{s}\" hostname=\"{host}\">",
+            id = c.id,
+            host = attr(host),
+        );
+        let _ = writeln!(
+            suites,
+            "    <properties>\n      <property name=\"title\" value=\"{}\"/>\n      <property name=\"status\" value=\"{}\"/>\n    </properties>",
+            attr(c.title),
+            c.status
+        );
+        for (_, xml) in cases {
+            suites.push_str(&xml);
+        }
+        suites.push_str("  </testsuite>\n");
+    }
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"gdrdoctor\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
+    );
+    out.push_str(&suites);
+    out.push_str("</testsuites>\n");
+    out
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Pass,
+    Failure,
+    Error,
+    Skipped,
+}
+
+fn cases(c: &CheckResult, strict: bool) -> Vec<(Kind, String)> {
+    if c.findings.is_empty() {
+        let why = c.skipped.as_deref().unwrap_or("no findings");
+        let (kind, body) = match c.status {
+            Status::Skip => (
+                Kind::Skipped,
+                format!("<skipped message=\"{}\"/>", attr(why)),
+            ),
+            // A check with no findings and another status would be a bug; show it, never hide it.
+            s => (
+                Kind::Error,
+                format!("<error message=\"{} without findings\"/>", s),
+            ),
+        };
+        return vec![(
+            kind,
+            format!(
+                "    <testcase classname=\"gdrdoctor.{id}\" name=\"{id}\">\n      {body}\n    </testcase>\n",
+                id = c.id
+            ),
+        )];
+    }
+    c.findings.iter().map(|f| case(c, f, strict)).collect()
+}
+
+fn case(c: &CheckResult, f: &Finding, strict: bool) -> (Kind, String) {
+    let name = if f.subject.is_empty() {
+        f.code.to_owned()
+    } else {
+        format!("{}: {}", f.code, f.subject)
+    };
+    let mut detail = String::new();
+    for e in &f.evidence {
+        let _ = writeln!(detail, "{} = {}", e.path, e.value);
+    }
+    if let Some(fix) = &f.fix {
+        let _ = writeln!(detail, "fix: {}", fix.summary);
+        for cmd in &fix.commands {
+            let _ = writeln!(detail, "  [{:?}] {}", cmd.class, cmd.run);
+        }
+    }
+    let message = format!("{}: {}", f.status, f.message);
+    let (kind, body) = match f.status {
+        Status::Fail => (Kind::Failure, element("failure", f.code, &message, &detail)),
+        Status::Warn if strict => (Kind::Failure, element("failure", f.code, &message, &detail)),
+        Status::Unknown if strict => (Kind::Error, element("error", f.code, &message, &detail)),
+        Status::Unknown | Status::Skip => (
+            Kind::Skipped,
+            format!("<skipped message=\"{}\"/>", attr(&message)),
+        ),
+        Status::Warn | Status::Pass => (
+            Kind::Pass,
+            format!(
+                "<system-out>{}</system-out>",
+                text(&format!("{message}\n{detail}"))
+            ),
+        ),
+    };
+    (
+        kind,
+        format!(
+            "    <testcase classname=\"gdrdoctor.{}\" name=\"{}\">\n      {body}\n    </testcase>\n",
+            c.id,
+            attr(&name)
+        ),
+    )
+}
+
+fn element(tag: &str, code: &str, message: &str, detail: &str) -> String {
+    format!(
+        "<{tag} type=\"{}\" message=\"{}\">{}</{tag}>",
+        attr(code),
+        attr(message),
+        text(detail)
+    )
+}
+
+/// Characters XML 1.0 cannot carry at all (most C0 controls) become U+FFFD: a value read off a
+/// hostile capture must not make the file unparseable.
+fn legal(ch: char) -> char {
+    match ch {
+        '\t' | '\n' | '\r' => ch,
+        c if (c as u32) < 0x20 => '\u{FFFD}',
+        '\u{FFFE}' | '\u{FFFF}' => '\u{FFFD}',
+        c => c,
+    }
+}
+
+fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars().map(legal) {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn attr(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars().map(legal) {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hostile_text_stays_well_formed() {
+        assert_eq!(
+            super::attr("a\"<b>&\u{1}\n"),
+            "a&quot;&lt;b&gt;&amp;\u{FFFD}&#10;"
+        );
+        assert_eq!(super::text("x]]>\u{7}"), "x]]&gt;\u{FFFD}");
+    }
+}
