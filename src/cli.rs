@@ -26,7 +26,8 @@ static STARTED: OnceLock<(Instant, SystemTime)> = OnceLock::new();
     after_help = "Exit codes: 0 ready, 1 not ready (a check failed; with --strict also a warning or unknown), 2 could not run."
 )]
 pub struct Cli {
-    /// Read a captured copy of a node (a directory with sys/, proc/, dev/) instead of this one.
+    /// Read a captured copy of a node (a directory with sys/, proc/, dev/, or its .tar.gz)
+    /// instead of this one.
     #[arg(long, global = true, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Site policy (YAML). Default: /etc/gdrdoctor/config.yaml when it exists.
@@ -470,7 +471,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
         }
         Command::Completions { shell } => {
             use clap::CommandFactory as _;
-            let mut cmd = Cli::command();
+            // clap_complete offers hidden subcommands too; complete only what people type.
+            let full = Cli::command();
+            let mut cmd = clap::Command::new("gdrdoctor")
+                .version(env!("CARGO_PKG_VERSION"))
+                .args(full.get_arguments().cloned())
+                .subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
             clap_complete::generate(*shell, &mut cmd, "gdrdoctor", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }

@@ -333,5 +333,6 @@ fn man_pages_and_completions_come_from_the_cli() {
         assert_eq!(code(&o), 0);
         let s = stdout(&o);
         assert!(s.contains("fleet") && s.contains("deadline"), "{shell}");
+        assert!(!s.contains("probe-gpu") && !s.contains("gdr-pair"), "{shell}");
     }
 }
