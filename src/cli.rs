@@ -136,6 +136,10 @@ struct OutputArgs {
     /// node_exporter's textfile collector (--collector.textfile.directory).
     #[arg(long, value_name = "DIR")]
     textfile_dir: Option<PathBuf>,
+    /// NFD output: labels expire SECONDS after the run (`# +expiry-time=`), so a node whose
+    /// checker stopped does not keep its last verdict.
+    #[arg(long, value_name = "SECONDS")]
+    nfd_expiry: Option<u64>,
 }
 
 /// The formats of a check report.
@@ -632,7 +636,10 @@ fn render(
         ReportFormat::Json => report::json::render(&report),
         ReportFormat::Junit => report::junit::render(&report),
         ReportFormat::Prometheus => report::prometheus::render(&report, Some(run)),
-        ReportFormat::Nfd => report::nfd::render(&report),
+        ReportFormat::Nfd => report::nfd::render(
+            &report,
+            output.nfd_expiry.map(|s| run.started_unix_s as u64 + s),
+        ),
         ReportFormat::Reason => report::reason::render(&report),
     };
     let mut files: Vec<(ReportFormat, PathBuf)> = output.outputs.clone();
@@ -649,12 +656,19 @@ fn render(
         }
     }
     print!("{}", text(format));
+    // A file that could not be written never hides "not ready" (a prolog must still drain);
+    // on a ready node it is exit 2, so that a unit or a cron job notices the missing file.
+    let code = match (failed, report.verdict.exit_code) {
+        (true, 0) => {
+            eprintln!(
+                "gdrdoctor: the report above is complete; the exit code is 2 because an output file could not be written"
+            );
+            2
+        }
+        (_, c) => c,
+    };
     std::mem::forget(writing);
-    Ok(if failed {
-        ExitCode::from(2)
-    } else {
-        ExitCode::from(report.verdict.exit_code)
-    })
+    Ok(ExitCode::from(code))
 }
 
 /// This binary, for the probe and test children. GDRDOCTOR_PROBE_EXE replaces it: the tests use

@@ -78,21 +78,7 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
             }
         }
     }
-    let gdr_path = report
-        .checks
-        .iter()
-        .find(|c| c.id == "peer-memory")
-        .and_then(|c| {
-            c.findings.iter().find_map(|f| match f.code {
-                "gdr-path-dmabuf" => Some("dmabuf"),
-                "gdr-path-peermem" => Some("peermem"),
-                "peermem-not-loaded" | "peermem-not-registered" | "amd-no-gdr-path" => Some("none"),
-                "peer-memory-no-gpu" => Some("no-gpu"),
-                _ => None,
-            })
-        })
-        .unwrap_or("unknown")
-        .to_owned();
+    let gdr_path = crate::report::nfd::path(&report).to_owned();
     let mut gid_indices = BTreeSet::new();
     let mut roce_ports = 0;
     let mut v2 = 0;

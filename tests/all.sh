@@ -22,6 +22,13 @@ step "release binary: no GPU or RDMA library linked, starts on a fresh node"
 cargo build --locked --release
 tests/release-binary.sh "${CARGO_TARGET_DIR:-target}/release/gdrdoctor"
 
+step "integrations: packages, systemd, Prometheus, JUnit, Slurm, NHC, Ansible, Kubernetes (tests/integrations/)"
+if [ "${GDRDOCTOR_SKIP_INTEGRATIONS:-0}" = 1 ]; then
+  echo "GDRDOCTOR_SKIP_INTEGRATIONS=1: the integrations were NOT run"
+else
+  tests/integrations/run.sh
+fi
+
 step "lab: gdrdoctor in a real kernel under QEMU (tests/lab/README.md)"
 if [ "${GDRDOCTOR_SKIP_LAB:-0}" = 1 ]; then
   echo "GDRDOCTOR_SKIP_LAB=1: the lab was NOT run"

@@ -87,6 +87,9 @@ fn reason_is_one_line_a_scheduler_can_use() {
 fn nfd_feature_files() {
     let label = |l: &str| {
         let (k, v) = l.split_once('=').expect("name=value");
+        let k = k
+            .strip_prefix("feature.node.kubernetes.io/")
+            .expect("NFD's default namespace, in full");
         let ok = |s: &str, max| {
             !s.is_empty()
                 && s.len() <= max
@@ -108,6 +111,17 @@ fn nfd_feature_files() {
         text.lines().filter(|l| !l.starts_with('#')).for_each(label);
         insta::assert_snapshot!(name, text);
     }
+    // A capture without GPUs: the same word as the fleet view.
+    let (_, text) = out("fixtures/lab-switch-pt", "nfd", &[]);
+    assert!(text.contains("/gdr.path=no-gpu\n"), "{text}");
+    // --nfd-expiry: NFD drops the labels at that time (RFC 3339, UTC).
+    let (_, text) = out(READY, "nfd", &["--nfd-expiry", "1800"]);
+    let line = text.lines().nth(1).unwrap();
+    let when = line.strip_prefix("# +expiry-time=").expect(line);
+    assert!(
+        when.len() == 20 && when.ends_with('Z') && when.as_bytes()[10] == b'T',
+        "{when}"
+    );
 }
 
 #[test]
@@ -200,8 +214,8 @@ fn outputs_are_written_whole_next_to_stdout() {
     );
     let prom = std::fs::read_to_string(dir.path().join("gdrdoctor.prom")).unwrap();
     assert_eq!(stable(&prom), stable(&out(FAILING, "prometheus", &[]).1));
-    // A directory that does not exist: the report still goes to stdout, the run exits 2 and
-    // names the file.
+    // A directory that does not exist: the report still goes to stdout; a ready node's run
+    // exits 2 and names the file ...
     let o = gdrdoctor(&[
         "--root",
         READY,
@@ -218,6 +232,18 @@ fn outputs_are_written_whole_next_to_stdout() {
         "{}",
         stderr(&o)
     );
+    // ... but never hides "not ready": a prolog must still drain (exit 1, and the warning).
+    let o = gdrdoctor(&[
+        "--root",
+        FAILING,
+        "check",
+        "--format",
+        "reason",
+        "--output",
+        "json:/nonexistent-gdrdoctor-dir/r.json",
+    ]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("cannot write /nonexistent-gdrdoctor-dir/r.json"));
     // Bad specs are refused before anything runs.
     for bad in ["json", "yaml:/tmp/x", "json:"] {
         let o = gdrdoctor(&["--root", READY, "check", "--output", bad]);
@@ -333,6 +359,9 @@ fn man_pages_and_completions_come_from_the_cli() {
         assert_eq!(code(&o), 0);
         let s = stdout(&o);
         assert!(s.contains("fleet") && s.contains("deadline"), "{shell}");
-        assert!(!s.contains("probe-gpu") && !s.contains("gdr-pair"), "{shell}");
+        assert!(
+            !s.contains("probe-gpu") && !s.contains("gdr-pair"),
+            "{shell}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! `--format nfd`: a Node Feature Discovery feature file (its `local` source reads
-//! `/etc/kubernetes/node-feature-discovery/features.d/*`; each `name=value` line becomes the
-//! node label `feature.node.kubernetes.io/name=value`).
+//! `/etc/kubernetes/node-feature-discovery/features.d/*`; each `name=value` line becomes a node
+//! label).
 //!
 //! Only fixed vocabulary goes into names and values (check IDs, statuses, `dmabuf`/`peermem`),
 //! so every line is a valid label whatever the node holds.
@@ -8,21 +8,32 @@
 use super::Report;
 use crate::model::Status;
 
-pub fn render(report: &Report) -> String {
+/// Names carry NFD's default namespace in full: NFD adds it to bare names today, and refuses
+/// bare names once its `DisableAutoPrefix` gate is on; written out, the label is the same both
+/// ways.
+pub const PREFIX: &str = "feature.node.kubernetes.io/";
+
+/// `expires`: Unix seconds after which NFD drops the labels (`# +expiry-time=`, NFD 0.14 and
+/// later), so that a node whose checker stopped does not keep its last verdict forever.
+pub fn render(report: &Report, expires: Option<u64>) -> String {
     let v = &report.verdict;
     let mut out = String::new();
     out.push_str("# gdrdoctor: GPUDirect RDMA readiness (gdrdoctor check --format nfd)\n");
-    out.push_str(&format!("gdr.ready={}\n", v.ready));
-    out.push_str(&format!("gdr.verified={}\n", v.verified));
-    out.push_str(&format!("gdr.path={}\n", path(report)));
+    if let Some(t) = expires {
+        out.push_str(&format!("# +expiry-time={}\n", rfc3339(t)));
+    }
+    out.push_str(&format!("{PREFIX}gdr.ready={}\n", v.ready));
+    out.push_str(&format!("{PREFIX}gdr.verified={}\n", v.verified));
+    out.push_str(&format!("{PREFIX}gdr.path={}\n", path(report)));
     for c in &report.checks {
-        out.push_str(&format!("gdr.check.{}={}\n", c.id, c.status));
+        out.push_str(&format!("{PREFIX}gdr.check.{}={}\n", c.id, c.status));
     }
     out
 }
 
 /// Which GPUDirect RDMA path NCCL can use, as the peer-memory check found it: `dmabuf`,
-/// `peermem`, `mixed` (GPUs differ), `none` (the check failed), `unknown`.
+/// `peermem`, `mixed` (GPUs differ), `none` (no path), `no-gpu`, `unknown` (not judged). The
+/// fleet view uses the same words.
 pub fn path(report: &Report) -> &'static str {
     let Some(c) = report.checks.iter().find(|c| c.id == "peer-memory") else {
         return "unknown";
@@ -32,11 +43,50 @@ pub fn path(report: &Report) -> &'static str {
             .iter()
             .any(|f| f.code == code && !matches!(f.status, Status::Fail | Status::Skip))
     };
+    let none = [
+        "peermem-not-loaded",
+        "peermem-not-registered",
+        "amd-no-gdr-path",
+    ];
     match (has("gdr-path-dmabuf"), has("gdr-path-peermem")) {
         (true, true) => "mixed",
         (true, false) => "dmabuf",
         (false, true) => "peermem",
+        (false, false) if c.findings.iter().any(|f| none.contains(&f.code)) => "none",
+        (false, false) if c.findings.iter().any(|f| f.code == "peer-memory-no-gpu") => "no-gpu",
         (false, false) if c.status == Status::Fail => "none",
         (false, false) => "unknown",
+    }
+}
+
+/// `2026-11-22T10:00:00Z` for Unix seconds (UTC), for NFD's `# +expiry-time=` directive.
+pub fn rfc3339(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(super::rfc3339(1_795_350_896), "2026-11-22T12:34:56Z");
     }
 }

@@ -26,7 +26,8 @@ systemctl stop prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 
 work=$(mktemp -d)
 exporter=
-cleanup() { [ -n "$exporter" ] && kill "$exporter" 2>/dev/null; rm -rf "$work"; }
+# shellcheck disable=SC2317  # run by the trap
+cleanup() { if [ -n "$exporter" ]; then kill "$exporter" 2>/dev/null; fi; rm -rf "$work"; }
 trap cleanup EXIT
 
 # --- Prometheus ------------------------------------------------------------------------------
@@ -39,7 +40,7 @@ for dir in fixtures/*/; do
     fail "promtool check metrics on ${dir%/}: $out"
   fi
 done
-[ "$n" -gt 20 ] && pass "promtool check metrics accepts the output for all $n fixtures" || fail "only $n fixtures"
+if [ "$n" -gt 20 ]; then pass "promtool check metrics accepts the output for all $n fixtures"; else fail "only $n fixtures"; fi
 
 # A GDR write test (host memory, over the stand-in libibverbs the cargo tests use): the per-pair
 # gauges, through promtool.

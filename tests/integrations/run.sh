@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Where operators run gdrdoctor, with the real components (tests/integrations/README.md):
+# the packages (dpkg -i, rpm, systemd-analyze), the machine formats (promtool, node_exporter,
+# junitparser), a real single-node Slurm running the prolog, NHC's contract, ansible-core, and
+# the Kubernetes DaemonSet's command. Each script installs what it needs (apt as root, PyPI
+# into a cached venv). Runs them all, then fails if any failed.
+#   tests/integrations/run.sh [NAME...]     (GDRDOCTOR_BIN: the binary, default release)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(package formats slurm nhc ansible kubernetes)
+failed=()
+for n in "${names[@]}"; do
+  printf '\n-- integrations: %s\n' "$n"
+  start=$SECONDS
+  if "tests/integrations/$n.sh"; then
+    echo "-- integrations: $n passed ($((SECONDS - start)) s)"
+  else
+    echo "-- integrations: $n FAILED ($((SECONDS - start)) s)"
+    failed+=("$n")
+  fi
+done
+echo
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "integrations FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "integrations: all ${#names[@]} passed"

@@ -1,0 +1,304 @@
+#!/bin/bash
+# tests/integrations/slurm.sh: packaging/slurm/prolog.sh as the Prolog of a REAL single-node Slurm.
+#
+# Boots munged, slurmctld and slurmd (Debian's slurm-wlm, installed with apt when missing) under a
+# private directory, with Prolog= pointing at a two-line wrapper that sets GDRDOCTOR_DEFAULTS and
+# execs the real, unchanged packaging/slurm/prolog.sh. The defaults file points gdrdoctor at a
+# captured node (fixtures/<name>) through GDRDOCTOR_PROLOG_ARGS="--root ..."; switching the fixture
+# means rewriting that file. Each assertion prints one PASS/FAIL line; the exit status is 1 when any
+# failed, 2 when the lab could not be set up.
+#
+# Usage (root, from the repository root):
+#   tests/integrations/slurm.sh
+#   GDRDOCTOR_BIN=/path/to/gdrdoctor tests/integrations/slurm.sh
+# Environment:
+#   GDRDOCTOR_BIN   the gdrdoctor binary (default ${CARGO_TARGET_DIR:-target}/release/gdrdoctor,
+#                   relative to the repository root)
+#   PROLOG_FLAGS    slurm.conf PrologFlags (default Alloc; empty for Slurm's default)
+#   SLURM_LAB_PORT  slurmctld port; slurmd uses the next one (default 16827)
+#   KEEP_LAB=1      keep the lab directory (logs) even when everything passed
+# Only processes this script started are stopped: the daemons by PID, and anything that Slurm
+# started for this lab (prologs, job steps), found by SLURM_CONF=<lab>/slurm.conf in its environment.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+REPO=$(pwd -P)
+BIN=${GDRDOCTOR_BIN:-${CARGO_TARGET_DIR:-target}/release/gdrdoctor}
+case "$BIN" in /*) ;; *) BIN=$REPO/$BIN ;; esac
+PROLOG_FLAGS=${PROLOG_FLAGS-Alloc}
+PORT=${SLURM_LAB_PORT:-16827}
+NODE=$(hostname -s)
+
+die() { echo "SETUP ERROR: $*" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || die "run as root (munged, slurmd)"
+[ -x "$BIN" ] || die "no gdrdoctor binary at $BIN (set GDRDOCTOR_BIN)"
+case "$REPO" in *[[:space:]]*) die "the repository path has a space; GDRDOCTOR_PROLOG_ARGS splits on spaces" ;; esac
+for p in "$PORT" $((PORT + 1)); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then die "port $p is in use (set SLURM_LAB_PORT)"; fi
+done
+
+now() { date +%s%N; }
+ms() { echo $(( ($(now) - $1) / 1000000 )); }
+PASS=0; FAILS=0; PIDS=(); ESCAPED=
+pass() { echo "PASS: $1"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL: $1${2:+  ($2)}"; FAILS=$((FAILS + 1)); }
+check() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
+expect_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', want '$3'"; fi; }
+
+LAB=$(mktemp -d /tmp/gdrdoctor-slurm.XXXXXX) || die "mktemp"
+chmod 0755 "$LAB"                       # munged runs as user munge and must reach $LAB/munge
+export SLURM_CONF=$LAB/slurm.conf
+
+# Processes Slurm started for this lab (prologs, slurmstepd, job payloads): their environment
+# names our slurm.conf. Leaves out this shell and the subshell doing the listing.
+lab_procs() {
+  local f pid
+  for f in /proc/[0-9]*/environ; do
+    pid=${f#/proc/}; pid=${pid%/environ}
+    [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
+    grep -qszxF "SLURM_CONF=$SLURM_CONF" "$f" && echo "$pid"
+  done
+}
+alive() { case "$(ps -o stat= -p "$1" 2>/dev/null)" in ""|Z*) return 1 ;; esac; }
+cleanup() {
+  local p left='' jobs=() procs=()
+  trap - EXIT INT TERM
+  if [ ${#PIDS[@]} -gt 1 ]; then
+    read -r -a jobs <<<"$(squeue -h -o %i 2>/dev/null | tr '\n' ' ')"
+    [ ${#jobs[@]} -gt 0 ] && timeout 5 scancel --quiet "${jobs[@]}" 2>/dev/null
+  fi
+  read -r -a procs <<<"$(lab_procs | tr '\n' ' ')"
+  procs+=("${PIDS[@]}")
+  [ -n "$ESCAPED" ] && procs+=("$ESCAPED")
+  for p in "${procs[@]}"; do kill "$p" 2>/dev/null; done
+  for _ in $(seq 1 20); do
+    left=''
+    for p in "${procs[@]}"; do alive "$p" && left+=" $p"; done
+    [ -z "$left" ] && break
+    sleep 0.25
+  done
+  for p in $left; do kill -9 "$p" 2>/dev/null; done
+  [ -n "$left" ] && echo "cleanup: had to KILL$left"
+  if [ "$FAILS" = 0 ] && [ "${KEEP_LAB:-0}" != 1 ]; then rm -rf "$LAB"; else echo "lab kept: $LAB"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+T0=$(now)
+
+# 1. packages -----------------------------------------------------------------------------------
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
+  s=$(now)
+  apt-get update -qq >/dev/null || die "apt-get update"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null \
+    || die "apt-get install slurm-wlm munge"
+  echo "TIME install slurm-wlm munge: $(ms "$s") ms"
+fi
+echo "slurm: $(slurmctld -V)   gdrdoctor: $("$BIN" --version)   binary: $BIN"
+
+# 2. private munged ------------------------------------------------------------------------------
+mkdir -p "$LAB"/{state,spool,log,run,munge,report}
+chown munge:munge "$LAB/munge"; chmod 0711 "$LAB/munge"   # 0700: "Socket is inaccessible"
+dd if=/dev/urandom of="$LAB/munge/munge.key" bs=1024 count=1 status=none
+chown munge:munge "$LAB/munge/munge.key"; chmod 0400 "$LAB/munge/munge.key"
+runuser -u munge -- /usr/sbin/munged --key-file="$LAB/munge/munge.key" --socket="$LAB/munge/munge.socket" \
+  --pid-file="$LAB/munge/munged.pid" --log-file="$LAB/munge/munged.log" --seed-file="$LAB/munge/munged.seed" \
+  || die "munged did not start"
+PIDS+=("$(cat "$LAB/munge/munged.pid")")
+
+# 3. slurm.conf, the Prolog wrapper, the defaults file -------------------------------------------
+cat > "$SLURM_CONF" <<EOF
+ClusterName=gdrdoctorlab
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CryptoType=crypto/munge
+AuthInfo=socket=$LAB/munge/munge.socket
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
+StateSaveLocation=$LAB/state
+SlurmdSpoolDir=$LAB/spool
+SlurmctldPidFile=$LAB/run/slurmctld.pid
+SlurmdPidFile=$LAB/run/slurmd.pid
+SlurmctldLogFile=$LAB/log/slurmctld.log
+SlurmdLogFile=$LAB/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+SwitchType=switch/none
+MailProg=/bin/true
+ReturnToService=2
+Prolog=$LAB/prolog
+${PROLOG_FLAGS:+PrologFlags=$PROLOG_FLAGS}
+SlurmdTimeout=30
+KillWait=5
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+EOF
+{
+  echo '#!/bin/bash'
+  printf 'export GDRDOCTOR_DEFAULTS=%q\n' "$LAB/defaults"
+  printf 'exec %q\n' "$REPO/packaging/slurm/prolog.sh"
+} > "$LAB/prolog"
+chmod 0755 "$LAB/prolog"
+
+# defaults fixture=NAME [gdrdoctor=PATH] [on_error=drain|pass] [deadline=N]
+defaults() {
+  local fixture='' bin=$BIN on_error='' deadline=10 kv
+  for kv in "$@"; do
+    case "$kv" in
+      fixture=*) fixture=${kv#*=} ;; gdrdoctor=*) bin=${kv#*=} ;;
+      on_error=*) on_error=${kv#*=} ;; deadline=*) deadline=${kv#*=} ;;
+    esac
+  done
+  {
+    printf 'GDRDOCTOR=%q\n' "$bin"
+    printf 'GDRDOCTOR_PROLOG_DEADLINE=%q\n' "$deadline"
+    printf 'GDRDOCTOR_PROLOG_ARGS=%q\n' "--no-gdr-test --root $REPO/fixtures/$fixture"
+    [ -n "$on_error" ] && printf 'GDRDOCTOR_ON_ERROR=%q\n' "$on_error"
+    printf 'GDRDOCTOR_REPORT_DIR=%q\n' "$LAB/report"
+  } > "$LAB/defaults.new" && mv "$LAB/defaults.new" "$LAB/defaults"
+}
+
+lacks_line() { ! grep -qxF "$1" <<<"$2"; }
+not_running() { ! pgrep -f "$1" >/dev/null; }
+reason() { sinfo -h -N -n "$NODE" -o '%E' | head -n 1; }   # "none" when there is none
+state()  { sinfo -h -N -n "$NODE" -o '%T' | head -n 1; }   # idle / drained / ...
+wait_state() { for _ in $(seq 1 "${2:-80}"); do [ "$(state)" = "$1" ] && return 0; sleep 0.25; done; return 1; }
+resume() { scontrol update nodename="$NODE" state=resume; wait_state idle; }
+report_is() {   # report_is ready|not-ready [code]: the JSON report of the last prolog run
+  python3 - "$LAB/report/prolog.json" "$1" "${2:-}" <<'PY'
+import json, sys
+path, want, code = sys.argv[1:4]
+d = json.load(open(path))
+v = d["verdict"]
+ok = v["ready"] == (want == "ready")
+if code:
+    ok = ok and any(code in b.get("codes", []) for b in v.get("blocking", []))
+sys.exit(0 if ok else 1)
+PY
+}
+# run_prolog: the wrapper by hand, as slurmd would (a drained node gets no jobs). Sets RC, MS, ERR.
+run_prolog() {
+  local s; s=$(now)
+  ERR=$(SLURMD_NODENAME=$NODE SLURM_JOB_ID=manual "$LAB/prolog" 2>&1 >/dev/null); RC=$?
+  MS=$(ms "$s")
+  echo "  prolog by hand: exit $RC in $MS ms${ERR:+; said: $ERR}"
+}
+
+# 4. daemons ----------------------------------------------------------------------------------
+defaults fixture=healthy-8gpu-roce
+s=$(now)
+slurmctld -D -i > "$LAB/log/slurmctld.out" 2>&1 & PIDS+=($!)
+slurmd -D -N "$NODE" > "$LAB/log/slurmd.out" 2>&1 & PIDS+=($!)
+wait_state idle || die "node not idle after start (see $LAB/log)"
+echo "TIME daemons to idle: $(ms "$s") ms   (PrologFlags=${PROLOG_FLAGS:-<default>})"
+
+# 5. failing check: the job does not run, the node is drained with gdrdoctor's line --------------
+echo "== not ready (fixture acs-redirect-on-path)"
+defaults fixture=acs-redirect-on-path
+s=$(now); out=$(timeout 60 srun -N1 hostname 2>&1); rc=$?
+echo "  srun exit $rc in $(ms "$s") ms: $(tr '\n' ' ' <<<"$out")"
+check "not-ready: srun -N1 hostname fails" test "$rc" -ne 0
+check "not-ready: srun did not run hostname" lacks_line "$NODE" "$out"
+check "not-ready: node drained" wait_state drained 40
+expect_eq "not-ready: reason is gdrdoctor's line" "$(reason)" "gdrdoctor: acs-redirect-on-path"
+echo "  sinfo -N -n $NODE -o '%T|%E': $(sinfo -h -N -n "$NODE" -o '%T|%E')"
+check "not-ready: JSON report written (ready=false, acs-redirect-on-path)" report_is not-ready acs-redirect-on-path
+
+resume
+rm -f "$LAB/report/prolog.json"
+jb=$(sbatch --parsable -o "$LAB/log/job_%j.out" --wrap 'echo payload-ran')
+st=
+for _ in $(seq 1 60); do
+  st=$(squeue -h -j "$jb" -o '%T|%r'); [ "$st" = "PENDING|launch failed requeued held" ] && break; sleep 0.25
+done
+echo "  sbatch job $jb: $st"
+expect_eq "not-ready: sbatch job requeued and held" "$st" "PENDING|launch failed requeued held"
+check "not-ready: sbatch payload did not run" lacks_line payload-ran "$(cat "$LAB/log/job_$jb.out" 2>/dev/null)"
+check "not-ready: node drained again (sbatch)" wait_state drained 40
+expect_eq "not-ready: reason is gdrdoctor's line (sbatch)" "$(reason)" "gdrdoctor: acs-redirect-on-path"
+scancel "$jb"
+
+# 6. resume with a ready node: jobs run --------------------------------------------------------
+echo "== ready (fixture healthy-8gpu-roce)"
+defaults fixture=healthy-8gpu-roce
+check "ready: resume -> idle" resume
+s=$(now); out=$(timeout 60 srun -N1 hostname 2>&1); rc=$?
+echo "  srun exit $rc in $(ms "$s") ms: $(tr '\n' ' ' <<<"$out")"
+expect_eq "ready: srun -N1 hostname prints the host name" "$out" "$NODE"
+s=$(now); jb=$(timeout 60 sbatch --wait --parsable -o "$LAB/log/job_%j.out" --wrap 'echo payload-ran'); rc=$?
+echo "  sbatch --wait exit $rc in $(ms "$s") ms"
+expect_eq "ready: sbatch --wait completes" "$rc" 0
+check "ready: sbatch payload ran" grep -qs payload-ran "$LAB/log/job_${jb%%;*}.out"
+expect_eq "ready: node still idle" "$(state)" idle
+expect_eq "ready: no reason" "$(reason)" none
+check "ready: JSON report written (ready=true)" report_is ready
+
+# 7. an operator's reason is kept -----------------------------------------------------------------
+echo "== operator reason first"
+scontrol update nodename="$NODE" state=drain reason="operator: maintenance"
+defaults fixture=acs-redirect-on-path
+run_prolog
+expect_eq "operator: prolog exits 1" "$RC" 1
+expect_eq "operator: reason kept" "$(reason)" "operator: maintenance"
+echo "  prolog wall time (not ready, reason kept): $MS ms"
+
+# 8. a reason gdrdoctor set earlier is replaced ---------------------------------------------------
+echo "== gdrdoctor reason replaced"
+resume
+run_prolog
+expect_eq "replace: first run drains with acs-redirect-on-path" "$(reason)" "gdrdoctor: acs-redirect-on-path"
+echo "  prolog wall time (not ready, drain): $MS ms"
+defaults fixture=roce-v1-only
+run_prolog
+expect_eq "replace: prolog exits 1" "$RC" 1
+expect_eq "replace: reason replaced by the new finding" "$(reason)" "gdrdoctor: roce-v1-only"
+echo "  prolog wall time (not ready, replace): $MS ms"
+
+# 9. GDRDOCTOR_ON_ERROR ------------------------------------------------------------------------
+echo "== could not run (GDRDOCTOR=$LAB/no-such-gdrdoctor)"
+resume
+defaults fixture=healthy-8gpu-roce gdrdoctor="$LAB/no-such-gdrdoctor"   # ON_ERROR unset: drain
+run_prolog
+expect_eq "on-error=drain (default): prolog exits 1" "$RC" 1
+expect_eq "on-error=drain (default): reason" "$(reason)" "gdrdoctor: could not run (exit 127)"
+resume
+defaults fixture=healthy-8gpu-roce gdrdoctor="$LAB/no-such-gdrdoctor" on_error=pass
+run_prolog
+expect_eq "on-error=pass: prolog exits 0" "$RC" 0
+out=$(timeout 60 srun -N1 hostname 2>&1)
+expect_eq "on-error=pass: srun runs the job" "$out" "$NODE"
+expect_eq "on-error=pass: node not drained" "$(state)|$(reason)" "idle|none"
+
+# 10. the deadline backstop ---------------------------------------------------------------------
+# A stand-in that never answers: it ignores TERM, and leaves a descendant in a session of its own
+# that holds stdout open (timeout(1) cannot reach it). deadline=1: TERM at 4 s, KILL at 6 s.
+echo "== deadline backstop (a gdrdoctor that hangs)"
+cat > "$LAB/hang-gdrdoctor" <<EOF
+#!/bin/bash
+setsid sleep 300 & echo \$! > $LAB/escaped.pid
+trap '' TERM
+while :; do sleep 1; done
+EOF
+chmod 0755 "$LAB/hang-gdrdoctor"
+defaults fixture=healthy-8gpu-roce gdrdoctor="$LAB/hang-gdrdoctor" deadline=1
+run_prolog
+ESCAPED=$(cat "$LAB/escaped.pid" 2>/dev/null)
+expect_eq "deadline: prolog exits 1" "$RC" 1
+check "deadline: prolog ended within deadline+backstop (<= 8 s; took $MS ms)" test "$MS" -le 8000
+check "deadline: prolog waited for the deadline (>= 4 s)" test "$MS" -ge 4000
+expect_eq "deadline: reason" "$(reason)" "gdrdoctor: timed out after 4s"
+check "deadline: the hung gdrdoctor was killed" not_running "$LAB/hang-gdrdoctor"
+echo "  prolog wall time (hung gdrdoctor): $MS ms"
+if [ -n "$ESCAPED" ] && kill "$ESCAPED" 2>/dev/null; then
+  echo "  the escaped descendant ($ESCAPED) outlived the prolog as expected; stopped by the test"
+fi
+resume
+
+echo "TIME total: $(ms "$T0") ms"
+echo "RESULT: $PASS passed, $FAILS failed (PrologFlags=${PROLOG_FLAGS:-<default>})"
+[ "$FAILS" = 0 ]
