@@ -18,7 +18,9 @@ command -v man >/dev/null || need+=(man-db)
 command -v rpmbuild >/dev/null || need+=(rpm)
 command -v objdump >/dev/null || need+=(binutils)
 command -v bash-completion >/dev/null 2>&1 || [ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
+command -v shellcheck >/dev/null || need+=(shellcheck)
 if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
 fi
 if grep -rqs 'path-exclude.*/usr/share/man' /etc/dpkg/dpkg.cfg.d/; then
@@ -28,7 +30,6 @@ else
   man_excluded=0
 fi
 
-command -v shellcheck >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends shellcheck >/dev/null
 check "shellcheck: the shipped scripts (prolog, NHC check, build scripts)" \
   shellcheck packaging/slurm/prolog.sh packaging/stage.sh packaging/deb/build.sh packaging/rpm/build.sh
 check "shellcheck: the NHC check function (bash)" shellcheck -s bash packaging/nhc/gdrdoctor.nhc
