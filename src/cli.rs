@@ -38,7 +38,8 @@ pub struct Cli {
     color: Color,
     /// End the whole run within SECONDS: the GPU probe and the GDR write test get what is left
     /// and are reported unknown when cut short; if reading the node itself overruns, gdrdoctor
-    /// exits 2 at the deadline. For prologs and boot units with hard limits.
+    /// exits 2 at the deadline (never in the middle of `fix --apply`). For prologs and boot
+    /// units with hard limits.
     #[arg(long, global = true, value_name = "SECONDS", value_parser = parse_deadline)]
     deadline: Option<f64>,
     #[command(subcommand)]
@@ -353,7 +354,16 @@ pub fn run() -> anyhow::Result<ExitCode> {
     {
         REASON_ON_STDOUT.store(*format == ReportFormat::Reason, Ordering::SeqCst);
     }
-    start_watchdog(d);
+    // Never in the middle of `fix --apply`: a half-applied fix is worse than a late one (the
+    // probe's and the pairs' budgets still follow the deadline there).
+    if !matches!(cli.command, Command::Fix(_)) {
+        start_watchdog(d);
+    }
+    stage(match &cli.command {
+        Command::Fleet { .. } => "analysing the captures",
+        Command::Capture { .. } => "copying the node",
+        _ => "reading the node",
+    });
     match cli.color {
         Color::Always => owo_colors::set_override(true),
         Color::Never => owo_colors::set_override(false),
