@@ -16,6 +16,8 @@ need=()
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v man >/dev/null || need+=(man-db)
 command -v rpmbuild >/dev/null || need+=(rpm)
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
 command -v objdump >/dev/null || need+=(binutils)
 command -v bash-completion >/dev/null 2>&1 || [ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
 command -v shellcheck >/dev/null || need+=(shellcheck)
@@ -75,8 +77,11 @@ check "bash completes formats (check --format <TAB> has junit, prometheus, nfd, 
   bash -c 'for f in junit prometheus nfd reason; do grep -qx "$f" <<<"$1" || exit 1; done' _ "$(complete_words gdrdoctor check --format '')"
 check "bash does not offer the internal subcommands" \
   bash -c '! grep -qx -e probe-gpu -e gdr-pair <<<"$1"' _ "$(complete_words gdrdoctor '')"
-if command -v zsh >/dev/null; then check "zsh completion parses" zsh -n /usr/share/zsh/vendor-completions/_gdrdoctor; fi
-if command -v fish >/dev/null; then check "fish completion parses" fish -n /usr/share/fish/vendor_completions.d/gdrdoctor.fish; fi
+check "zsh completion parses" zsh -n /usr/share/zsh/vendor-completions/_gdrdoctor
+# fish loads vendor completions by itself: ask it what <TAB> offers.
+fish_formats=$(fish -c "complete -C 'gdrdoctor check --format '" | cut -f1)
+check "fish completes formats from the installed file (got: ${fish_formats//$'\n'/ })" \
+  bash -c 'for f in junit prometheus nfd reason; do grep -qx "$f" <<<"$1" || exit 1; done' _ "$fish_formats"
 
 # systemd units: systemd-analyze verify accepts them (and is shown to refuse a broken one).
 units=(/lib/systemd/system/gdrdoctor.service /lib/systemd/system/gdrdoctor-metrics.service /lib/systemd/system/gdrdoctor-metrics.timer)
