@@ -49,26 +49,6 @@ struct Api {
         Option<unsafe extern "C" fn(*const c_void, c_int, CuDevicePtr) -> CuResult>,
 }
 
-/// Looks up one required symbol, or says which one is missing.
-macro_rules! required {
-    ($lib:expr, $name:literal) => {
-        // SAFETY: the type at the use site matches the prototype in cuda.h.
-        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
-            Ok(sym) => *sym,
-            Err(_) => return Err($name),
-        }
-    };
-}
-
-macro_rules! optional {
-    ($lib:expr, $name:literal) => {
-        // SAFETY: as in `required!`.
-        unsafe { $lib.get(concat!($name, "\0").as_bytes()) }
-            .ok()
-            .map(|s| *s)
-    };
-}
-
 impl Api {
     fn load(lib: &Library) -> Result<Api, &'static str> {
         Ok(Api {

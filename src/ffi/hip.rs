@@ -48,25 +48,6 @@ struct HsaApi {
     status_string: Option<unsafe extern "C" fn(HsaStatus, *mut *const c_char) -> HsaStatus>,
 }
 
-macro_rules! required {
-    ($lib:expr, $name:literal) => {
-        // SAFETY: the type at the use site matches the prototype in the ROCm header.
-        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
-            Ok(sym) => *sym,
-            Err(_) => return Err($name),
-        }
-    };
-}
-
-macro_rules! optional {
-    ($lib:expr, $name:literal) => {
-        // SAFETY: as in `required!`.
-        unsafe { $lib.get(concat!($name, "\0").as_bytes()) }
-            .ok()
-            .map(|s| *s)
-    };
-}
-
 impl HipApi {
     fn load(lib: &Library) -> Result<HipApi, &'static str> {
         Ok(HipApi {

@@ -4,6 +4,29 @@
 //! Every function pointer is looked up before anything is called, so a missing symbol is a
 //! finding (an older library), never a crash.
 
+/// Looks up one required symbol in a `Library` for a function-pointer field, or returns
+/// `Err(name)` from the enclosing function: which symbol is missing is the finding.
+macro_rules! required {
+    ($lib:expr, $name:literal) => {
+        // SAFETY: the type at the use site (the struct field) matches the prototype in the
+        // vendor's header (cuda.h, hip_runtime_api.h, hsa_ext_amd.h).
+        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
+            Ok(sym) => *sym,
+            Err(_) => return Err($name),
+        }
+    };
+}
+
+/// Looks up one optional symbol: `None` when the library is older than it.
+macro_rules! optional {
+    ($lib:expr, $name:literal) => {
+        // SAFETY: as in `required!`.
+        unsafe { $lib.get(concat!($name, "\0").as_bytes()) }
+            .ok()
+            .map(|s| *s)
+    };
+}
+
 pub mod cuda;
 pub mod hip;
 pub mod hostmem;
