@@ -255,11 +255,7 @@ fn outputs_are_written_whole_next_to_stdout() {
 /// unknown that says it was cut short, not a verdict on the GPUs.
 #[test]
 fn deadline_cuts_the_gpu_probe_short() {
-    let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("hang");
-    std::fs::write(&exe, "#!/bin/sh\nsleep 30\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_dir, exe) = script("sleep 30");
     let start = Instant::now();
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
         .args([

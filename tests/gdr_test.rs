@@ -11,29 +11,7 @@ use gdrdoctor::deadline::Deadline;
 use gdrdoctor::gdr::plan::{Outcome, Planned};
 use gdrdoctor::gdr::{FailureKind, Memory, NicSpec, PairResult, PairSpec};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-fn build(src: &str, omit: &[&str]) -> PathBuf {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
-    let name = format!(
-        "lib{src}{}.so",
-        omit.iter().map(|o| format!("-no-{o}")).collect::<String>()
-    );
-    let out = dir.path().join(&name);
-    if !out.exists() {
-        let mut cc = std::process::Command::new("cc");
-        cc.args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
-            .arg(&out)
-            .arg(crate_dir().join(format!("tests/stubs/{src}.c")));
-        for o in omit {
-            cc.arg(format!("-DOMIT_{o}"));
-        }
-        assert!(cc.status().expect("cc").success(), "building {name}");
-    }
-    out
-}
 
 fn spec(memory: Memory) -> PairSpec {
     PairSpec {
@@ -53,11 +31,11 @@ fn spec(memory: Memory) -> PairSpec {
 
 /// Runs one pair in the real child, with the stand-in libraries and `env`.
 fn pair(spec: &PairSpec, verbs: Option<PathBuf>, env: &[(&str, &str)]) -> PairResult {
-    let verbs = verbs.unwrap_or_else(|| build("ibverbs", &[]));
+    let verbs = verbs.unwrap_or_else(|| stub("ibverbs", &[]));
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
     c.args(["gdr-pair", "--spec", &serde_json::to_string(spec).unwrap()])
         .env("GDRDOCTOR_LIBIBVERBS", verbs)
-        .env("GDRDOCTOR_LIBCUDA", build("cuda", &[]));
+        .env("GDRDOCTOR_LIBCUDA", stub("cuda", &[]));
     for (k, v) in env {
         c.env(k, v);
     }
@@ -151,7 +129,7 @@ fn registration_failures_are_explained() {
     assert_eq!(kind, FailureKind::RegisterFailed);
     assert!(msg.contains("RLIMIT_MEMLOCK"), "{msg}");
     // rdma-core < 34: no ibv_reg_dmabuf_mr; the attempt says so without an errno.
-    let old = build("ibverbs", &["ibv_reg_dmabuf_mr"]);
+    let old = stub("ibverbs", &["ibv_reg_dmabuf_mr"]);
     let r = pair(&spec(Memory::Cuda), Some(old), &[]);
     assert_eq!(r.path.as_deref(), Some("peermem"));
     assert!(
@@ -217,7 +195,7 @@ fn device_and_library_problems() {
     assert_eq!(failure(&r).0, FailureKind::VerbsMissing);
     let r = pair(
         &spec(Memory::Host),
-        Some(build("ibverbs", &["ibv_create_qp"])),
+        Some(stub("ibverbs", &["ibv_create_qp"])),
         &[],
     );
     let (kind, msg) = failure(&r);
@@ -330,7 +308,7 @@ fn the_check_judges_what_the_child_saw() {
     );
 
     // rdma-core < 34 and no peer memory: the distinct finding, failing.
-    let old = build("ibverbs", &["ibv_reg_dmabuf_mr"]);
+    let old = stub("ibverbs", &["ibv_reg_dmabuf_mr"]);
     let r = pair(&s, Some(old.clone()), &[("FAKE_IBV_REG_ERRNO", "14")]);
     let f = judged(vec![outcome(s.clone(), Ok(r), None)]);
     assert_eq!(
@@ -372,11 +350,7 @@ fn the_check_judges_what_the_child_saw() {
 
 #[test]
 fn a_hung_pair_is_killed_by_the_parent() {
-    let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("hang");
-    std::fs::write(&exe, "#!/bin/sh\nsleep 30\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_dir, exe) = script("sleep 30");
     let mut s = spec(Memory::Host);
     s.deadline_ms = 10; // the parent allows the deadline plus 3 s
     let p = Planned {
@@ -406,11 +380,7 @@ fn a_hung_pair_is_killed_by_the_parent() {
 /// left is not started at all.
 #[test]
 fn the_run_deadline_cuts_pairs_short_as_unknown() {
-    let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("hang");
-    std::fs::write(&exe, "#!/bin/sh\nsleep 30\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_dir, exe) = script("sleep 30");
     let planned = |gpu: &str, nic: &str| {
         let mut s = spec(Memory::Host);
         s.deadline_ms = 10_000;
@@ -463,7 +433,7 @@ fn the_run_deadline_cuts_pairs_short_as_unknown() {
 
 #[test]
 fn gdr_test_command_end_to_end() {
-    let verbs = build("ibverbs", &[]);
+    let verbs = stub("ibverbs", &[]);
     let run = |extra: &[(&str, &str)]| {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
         c.args([
@@ -552,7 +522,7 @@ fn gdr_test_fields_are_documented() {
             _ => {}
         }
     }
-    let verbs = build("ibverbs", &[]);
+    let verbs = stub("ibverbs", &[]);
     let mut fields = std::collections::BTreeSet::new();
     for env in [vec![], vec![("FAKE_IBV_HOST_ERRNO", "12")]] {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));

@@ -11,34 +11,7 @@ use gdrdoctor::gpu::model::{Export, Lib, Probe};
 use gdrdoctor::gpu::{Ask, ProbeCommand, Runtime};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
-
-/// Builds one stand-in library: `tests/stubs/<src>.c` with `-DOMIT_<symbol>` for each omitted
-/// symbol. Cached per variant for the whole test binary.
-fn stub(src: &str, omit: &[&str]) -> PathBuf {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
-    let name = format!(
-        "lib{src}{}.so",
-        omit.iter().map(|o| format!("-no-{o}")).collect::<String>()
-    );
-    let out = dir.path().join(&name);
-    if !out.exists() {
-        let mut cc = std::process::Command::new("cc");
-        cc.args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
-            .arg(&out)
-            .arg(crate_dir().join(format!("tests/stubs/{src}.c")));
-        for o in omit {
-            cc.arg(format!("-DOMIT_{o}"));
-        }
-        let status = cc
-            .status()
-            .expect("cc (the C compiler) is needed for these tests");
-        assert!(status.success(), "building {name} failed");
-    }
-    out
-}
 
 const MISSING: &str = "/nonexistent/gdrdoctor-test/lib.so";
 
@@ -311,15 +284,6 @@ fn gpu_hiding_variables_are_cleared_and_reported() {
 }
 
 // -- the probe's failure modes -------------------------------------------------------------
-
-fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fake-probe");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (dir, path)
-}
 
 fn run_fake(exe: &Path, timeout: Duration) -> Runtime {
     gdrdoctor::gpu::run(&ProbeCommand {

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -88,4 +89,41 @@ pub fn check<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Val
         .iter()
         .find(|c| c["id"] == id)
         .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+/// Builds one stand-in library: `tests/stubs/<src>.c` with `-DOMIT_<symbol>` for each omitted
+/// symbol. Cached per variant for the whole test binary.
+pub fn stub(src: &str, omit: &[&str]) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
+    let name = format!(
+        "lib{src}{}.so",
+        omit.iter().map(|o| format!("-no-{o}")).collect::<String>()
+    );
+    let out = dir.path().join(&name);
+    if !out.exists() {
+        let mut cc = Command::new("cc");
+        cc.args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
+            .arg(&out)
+            .arg(crate_dir().join(format!("tests/stubs/{src}.c")));
+        for o in omit {
+            cc.arg(format!("-DOMIT_{o}"));
+        }
+        let status = cc
+            .status()
+            .expect("cc (the C compiler) is needed for these tests");
+        assert!(status.success(), "building {name} failed");
+    }
+    out
+}
+
+/// An executable `/bin/sh` script with `body`, standing in for a child (a probe that hangs,
+/// crashes or prints garbage). Keep the directory alive as long as the script is used.
+pub fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fake-child");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, path)
 }
