@@ -134,27 +134,25 @@ pub fn run(cmd: &ProbeCommand) -> Runtime {
         .collect();
     let mut args = vec!["probe-gpu"];
     args.extend(cmd.ask.args());
-    if let (Some(seconds), true) = (
-        cmd.cut_by_deadline,
-        cmd.timeout < Duration::from_millis(100),
-    ) {
-        return Runtime::Failed {
-            error: format!(
-                "the GPU probe was not run: the --deadline of {seconds} s left no time for it"
-            ),
-        };
-    }
-    let line = match crate::child::run(&cmd.exe, &args, HIDING_ENV, cmd.timeout, "the GPU probe") {
-        Ok(line) => line,
-        Err(e) if e.contains("did not finish") && cmd.cut_by_deadline.is_some() => {
+    if let Some(seconds) = cmd.cut_by_deadline {
+        if cmd.timeout < Duration::from_millis(100) {
             return Runtime::Failed {
                 error: format!(
-                    "{e}: cut short by the --deadline of {} s, which bounds the whole run (not a verdict on the GPUs)",
-                    cmd.cut_by_deadline.unwrap_or_default()
+                    "the GPU probe was not run: the --deadline of {seconds} s left no time for it"
                 ),
             };
         }
+    }
+    let line = match crate::child::run(&cmd.exe, &args, HIDING_ENV, cmd.timeout, "the GPU probe") {
+        Ok(line) => line,
         Err(e) if e.contains("did not finish") => {
+            if let Some(seconds) = cmd.cut_by_deadline {
+                return Runtime::Failed {
+                    error: format!(
+                        "{e}: cut short by the --deadline of {seconds} s, which bounds the whole run (not a verdict on the GPUs)"
+                    ),
+                };
+            }
             return Runtime::Failed {
                 error: format!("{e} (a GPU that hangs the driver: look for Xid errors in `dmesg`)"),
             };

@@ -96,11 +96,7 @@ pub fn render(report: &Report, run: Option<Run>) -> String {
                     Some((d, port)) => (d.to_owned(), port.to_owned()),
                     None => (p.nic.clone().unwrap_or_default(), String::new()),
                 };
-                let memory = serde_json::to_value(p.memory)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                (p, gpu, nic, port, memory)
+                (p, gpu, nic, port, p.memory.as_str())
             })
             .collect();
         m.family(
