@@ -404,28 +404,14 @@ fn nvidia_verified(inv: &Inventory) -> Verified {
             no.push(format!("{}: CUDA does not list it (see gpu)", g.bdf));
             continue;
         };
-        let value = match &d.export {
-            Export::Exported { bytes, fd_target } => {
-                exported += 1;
-                format!(
-                    "CUDA device {} ({}): DMA_BUF_SUPPORTED=1; cuMemGetHandleForAddressRange exported {} as {fd_target}",
-                    d.ordinal,
-                    g.bdf,
-                    crate::parse::bytes(*bytes)
-                )
-            }
-            Export::Failed { call, error } => {
-                no.push(format!("{}: {call} failed with {error}", g.bdf));
-                format!("CUDA device {} ({}): {call}: {error}", d.ordinal, g.bdf)
-            }
-            Export::NotTried { reason } => {
-                no.push(format!("{}: {reason}", g.bdf));
-                format!(
-                    "CUDA device {} ({}): not exported: {reason}",
-                    d.ordinal, g.bdf
-                )
-            }
-        };
+        let value = export_evidence(
+            &format!("CUDA device {} ({})", d.ordinal, g.bdf),
+            "DMA_BUF_SUPPORTED=1; cuMemGetHandleForAddressRange",
+            g.bdf,
+            &d.export,
+            &mut exported,
+            &mut no,
+        );
         evidence.push(Evidence {
             path: cuda.library.clone(),
             value,
@@ -491,28 +477,14 @@ fn amd_verified(inv: &Inventory) -> Verified {
             no.push(format!("{}: HIP does not list it (see gpu)", g.bdf));
             continue;
         };
-        let value = match &d.export {
-            Export::Exported { bytes, fd_target } => {
-                exported += 1;
-                format!(
-                    "HIP device {} ({}): hsa_amd_portable_export_dmabuf exported {} as {fd_target}",
-                    d.ordinal,
-                    g.bdf,
-                    crate::parse::bytes(*bytes)
-                )
-            }
-            Export::Failed { call, error } => {
-                no.push(format!("{}: {call} failed with {error}", g.bdf));
-                format!("HIP device {} ({}): {call}: {error}", d.ordinal, g.bdf)
-            }
-            Export::NotTried { reason } => {
-                no.push(format!("{}: {reason}", g.bdf));
-                format!(
-                    "HIP device {} ({}): not exported: {reason}",
-                    d.ordinal, g.bdf
-                )
-            }
-        };
+        let value = export_evidence(
+            &format!("HIP device {} ({})", d.ordinal, g.bdf),
+            "hsa_amd_portable_export_dmabuf",
+            g.bdf,
+            &d.export,
+            &mut exported,
+            &mut no,
+        );
         evidence.push(Evidence {
             path: hip.library.clone(),
             value,
@@ -649,5 +621,34 @@ fn nic_dmabuf(dev: &RdmaDevice) -> Option<bool> {
         "mlx5_core" => Some(true),
         "rxe" | "siw" => Some(false),
         _ => None,
+    }
+}
+
+/// The evidence line for one GPU's dma-buf export probe (`who`: `CUDA device 0 (BDF)`; `how`:
+/// the call that exports), counting it in `exported` or saying in `no` why it was not.
+fn export_evidence(
+    who: &str,
+    how: &str,
+    bdf: crate::parse::pci::Bdf,
+    export: &Export,
+    exported: &mut usize,
+    no: &mut Vec<String>,
+) -> String {
+    match export {
+        Export::Exported { bytes, fd_target } => {
+            *exported += 1;
+            format!(
+                "{who}: {how} exported {} as {fd_target}",
+                crate::parse::bytes(*bytes)
+            )
+        }
+        Export::Failed { call, error } => {
+            no.push(format!("{bdf}: {call} failed with {error}"));
+            format!("{who}: {call}: {error}")
+        }
+        Export::NotTried { reason } => {
+            no.push(format!("{bdf}: {reason}"));
+            format!("{who}: not exported: {reason}")
+        }
     }
 }
