@@ -4,7 +4,9 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Runs `exe args...` without the variables in `env_remove`, waits at most `timeout`, and
@@ -19,51 +21,11 @@ pub fn run(
     what: &str,
 ) -> Result<String, String> {
     let mut command = Command::new(exe);
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.args(args).stdin(Stdio::null());
     for name in env_remove {
         command.env_remove(name);
     }
-    // The child dies with this process: the --deadline watchdog may end it while a child is
-    // still inside a driver call, and no orphan may keep the GPU or a NIC busy after that.
-    {
-        use std::os::unix::process::CommandExt as _;
-        // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state.
-        unsafe {
-            command.pre_exec(|| {
-                libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                );
-                Ok(())
-            });
-        }
-    }
-    // ETXTBSY: the program was just written and another thread's fork still holds the file
-    // open for writing (it happens to freshly written test programs); it clears at once.
-    let mut tries = 0;
-    let mut child = loop {
-        match command.spawn() {
-            Ok(c) => break c,
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => {
-                return Err(format!(
-                    "cannot start {} {}: {e}",
-                    exe.display(),
-                    args.first().unwrap_or(&"")
-                ));
-            }
-        }
-    };
+    let mut child = spawn(command, exe, args)?;
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         let (tx, rx) = std::sync::mpsc::channel();
         if let Some(mut pipe) = pipe {
@@ -107,12 +69,7 @@ pub fn run(
     let err = stderr.recv_timeout(grace).unwrap_or_default();
     let err_tail = tail(&String::from_utf8_lossy(&err));
     if !status.success() {
-        use std::os::unix::process::ExitStatusExt;
-        let how = match status.signal() {
-            Some(sig) => format!("was killed by signal {sig}{}", signal_name(sig)),
-            None => format!("exited with status {}", status.code().unwrap_or(-1)),
-        };
-        return Err(format!("{what} {how}{err_tail}"));
+        return Err(format!("{what} {}{err_tail}", how_it_ended(status)));
     }
     let text = String::from_utf8_lossy(&out);
     text.lines()
@@ -120,6 +77,234 @@ pub fn run(
         .find(|l| !l.trim().is_empty())
         .map(str::to_owned)
         .ok_or_else(|| format!("{what} printed nothing{err_tail}"))
+}
+
+/// Starts `command` with stdout and stderr piped, dying with this process.
+fn spawn(mut command: Command, exe: &Path, args: &[&str]) -> Result<Child, String> {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    // The child dies with this process: the --deadline watchdog may end it while a child is
+    // still inside a driver call, and no orphan may keep the GPU or a NIC busy after that.
+    {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                Ok(())
+            });
+        }
+    }
+    // ETXTBSY: the program was just written and another thread's fork still holds the file
+    // open for writing (it happens to freshly written test programs); it clears at once.
+    let mut tries = 0;
+    loop {
+        match command.spawn() {
+            Ok(c) => return Ok(c),
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot start {} {}: {e}",
+                    exe.display(),
+                    args.first().unwrap_or(&"")
+                ));
+            }
+        }
+    }
+}
+
+/// How a child that ended badly ended: `exited with status 3`, `was killed by signal 11
+/// (SIGSEGV)`.
+fn how_it_ended(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status.signal() {
+        Some(sig) => format!("was killed by signal {sig}{}", signal_name(sig)),
+        None => format!("exited with status {}", status.code().unwrap_or(-1)),
+    }
+}
+
+/// A child that answers several questions, one line each (the GPU workers): started once,
+/// asked over its stdin, each answer awaited with a deadline. Answers are the lines that carry
+/// [`ANSWER`]; whatever else a vendor library prints on stdout is passed over. Once it has
+/// missed a deadline or died, every later question gets the same `Err`.
+pub struct Conversation {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    answers: Receiver<String>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    what: String,
+    ended: Option<String>,
+}
+
+/// What marks an answer line: everything after it on the line is the answer.
+pub const ANSWER: &str = "gdrdoctor-answer: ";
+
+impl Conversation {
+    pub fn start(
+        exe: &Path,
+        args: &[&str],
+        env: &[(&str, Option<&str>)],
+        what: &str,
+    ) -> Result<Conversation, String> {
+        let mut command = Command::new(exe);
+        command.args(args).stdin(Stdio::piped());
+        for (name, value) in env {
+            match value {
+                Some(v) => command.env(name, v),
+                None => command.env_remove(name),
+            };
+        }
+        let mut child = spawn(command, exe, args)?;
+        let stdin = child.stdin.take();
+        let (tx, answers) = std::sync::mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            std::thread::spawn(move || {
+                use std::io::BufRead as _;
+                // A line is at most what one answer needs; a library that prints endlessly
+                // cannot make this process hold more.
+                let mut reader = std::io::BufReader::new(out.take(64 << 20));
+                let mut line = Vec::new();
+                while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+                    let text = String::from_utf8_lossy(&line);
+                    if let Some(at) = text.find(ANSWER) {
+                        if tx
+                            .send(text[at + ANSWER.len()..].trim().to_owned())
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    line.clear();
+                }
+            });
+        }
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut err) = child.stderr.take() {
+            let keep = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = err.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut kept = keep.lock().unwrap_or_else(|e| e.into_inner());
+                    kept.extend_from_slice(&buf[..n]);
+                    // Only the tail is ever shown.
+                    let len = kept.len();
+                    if len > 64 << 10 {
+                        kept.drain(..len - (16 << 10));
+                    }
+                }
+            });
+        }
+        Ok(Conversation {
+            child,
+            stdin,
+            answers,
+            stderr,
+            what: what.to_owned(),
+            ended: None,
+        })
+    }
+
+    /// Sends one line and waits for the answer.
+    pub fn ask(&mut self, question: &str, timeout: Duration) -> Result<String, String> {
+        use std::io::Write as _;
+        if let Some(e) = &self.ended {
+            return Err(e.clone());
+        }
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => writeln!(stdin, "{question}").and_then(|()| stdin.flush()),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        };
+        if sent.is_err() {
+            // It is gone; the answer wait below says how it ended.
+            self.stdin = None;
+        }
+        self.answer(timeout)
+    }
+
+    /// Waits for the next answer (the first one needs no question).
+    pub fn answer(&mut self, timeout: Duration) -> Result<String, String> {
+        if let Some(e) = &self.ended {
+            return Err(e.clone());
+        }
+        match self.answers.recv_timeout(timeout) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let e = format!(
+                    "{} did not finish within {} s; it was killed",
+                    self.what,
+                    timeout.as_secs_f64()
+                );
+                self.ended = Some(e.clone());
+                Err(e)
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                // Its stdout closed: it exited or died. Give the status a moment.
+                let until = Instant::now() + Duration::from_millis(500);
+                let status = loop {
+                    match self.child.try_wait() {
+                        Ok(Some(s)) => break Some(s),
+                        Ok(None) if Instant::now() < until => {
+                            std::thread::sleep(Duration::from_millis(2))
+                        }
+                        _ => break None,
+                    }
+                };
+                let how = match status {
+                    Some(s) if !s.success() => how_it_ended(s),
+                    _ => "ended without answering".to_owned(),
+                };
+                let e = format!("{} {how}{}", self.what, self.stderr_tail());
+                self.ended = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    fn stderr_tail(&self) -> String {
+        let kept = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        tail(&String::from_utf8_lossy(&kept))
+    }
+
+    /// No more questions: closes its stdin, so that it frees what it holds and exits, and
+    /// waits for that at most `grace` before killing it.
+    pub fn finish(mut self, grace: Duration) {
+        self.stdin = None;
+        let until = Instant::now() + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(2)),
+                Ok(None) => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Conversation {
+    fn drop(&mut self) {
+        // Never leave a worker behind (finish() has reaped it already when it was called).
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 fn tail(stderr: &str) -> String {

@@ -95,7 +95,15 @@ enum Command {
         #[arg(long)]
         spec: String,
     },
-    /// (internal) Ask the GPU libraries and print JSON: what `check` runs in a child process.
+    /// (internal) One GPU's worker: starts CUDA or HIP once, answers the probe, then runs the
+    /// pairs it is sent on stdin (src/gpu/worker.rs).
+    #[command(name = "gpu-worker", hide = true)]
+    GpuWorker {
+        #[arg(long)]
+        spec: String,
+    },
+    /// (internal) Ask the GPU libraries about every GPU in one process and print JSON (what
+    /// `check` asks NVML in a child; the whole-node probe, for comparison and diagnosis).
     #[command(name = "probe-gpu", hide = true)]
     ProbeGpu {
         #[arg(long)]
@@ -377,6 +385,14 @@ pub fn run() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::GdrTest(args) => gdr_test(&cli, args),
+        Command::GpuWorker { spec } => {
+            let stdin = std::io::stdin();
+            let mut input = stdin.lock();
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            gdrdoctor::gpu::worker::worker_main(spec, &mut input, &mut out);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Fix(args) => fix(&cli, args),
         Command::Fleet {
             captures,
@@ -566,19 +582,24 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     selection.validate().map_err(anyhow::Error::msg)?;
     let (config, _path) = Config::load(cli.config.as_deref())?;
     let (root, display) = open_root(cli)?;
-    // The probe feeds `gpu`, `peer-memory` (a verified DMA-BUF path) and nothing else.
-    let wanted = selection.runs("gpu", &config) || selection.runs("peer-memory", &config);
+    // The probe feeds `gpu` and `peer-memory` (a verified DMA-BUF path); the write test needs
+    // the GPU workers too. `--no-gpu-probe` loads no GPU library at all, for either.
+    let probe_wanted = selection.runs("gpu", &config) || selection.runs("peer-memory", &config);
+    let gdr_wanted = root.is_live() && selection.runs("gdr-test", &config) && !args.no_gdr_test;
+    let ask = if probe_wanted {
+        gdrdoctor::gpu::Ask::FULL
+    } else {
+        gdrdoctor::gpu::Ask::default()
+    };
     let options = inventory::Options {
         access: selection.runs("rdma-access", &config),
         gpu_probe: gpu_probe(
             &config,
-            gdrdoctor::gpu::Ask::FULL,
-            args.no_gpu_probe || !wanted,
+            ask,
+            args.no_gpu_probe || !(probe_wanted || gdr_wanted),
         ),
         gpu_probe_on_root: args.gpu_probe,
     };
-    // The GPU probe and the GDR write test each spend most of their time in cuInit; they run
-    // at the same time.
     stage("reading the node");
     // A test seam for the watchdog (tests/formats.rs): stand in for a sysfs read that blocks.
     if let Some(ms) = std::env::var("GDRDOCTOR_TEST_STALL_MS")
@@ -587,18 +608,31 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
-    let (mut inv, pending) = Inventory::load_pending(&root, &config, options);
+    // The GPU workers start as soon as the GPUs are known, while the rest is read.
+    let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
     stage("running the GDR write test");
     if inv.live && selection.runs("gdr-test", &config) {
         inv.gdr_test = if args.no_gdr_test {
             inventory::GdrTest::Skipped("--no-gdr-test".into())
+        } else if args.no_gpu_probe && !inv.gpus.is_empty() {
+            inventory::GdrTest::Skipped(
+                "--no-gpu-probe: the write test needs the GPU libraries too (`gdrdoctor gdr-test --memory host` tests the NICs alone)".into(),
+            )
         } else {
-            run_gdr(&inv, &config, gdrdoctor::gdr::plan::Options::default())
+            run_gdr(
+                &inv,
+                &config,
+                gdrdoctor::gdr::plan::Options::default(),
+                session.as_mut(),
+            )
         };
     }
     stage("waiting for the GPU probe");
-    if let Some(p) = pending {
-        inv.gpu_runtime = p.wait();
+    if let Some(mut s) = session {
+        if probe_wanted {
+            inv.gpu_runtime = s.probe();
+        }
+        s.finish(gdrdoctor::gpu::FINISH_GRACE);
     }
     render(
         &inv,
@@ -694,10 +728,19 @@ fn run_gdr(
     inv: &Inventory,
     config: &Config,
     mut opts: gdrdoctor::gdr::plan::Options,
+    mut session: Option<&mut gdrdoctor::gpu::GpuSession>,
 ) -> inventory::GdrTest {
     opts.deadline_ms = (config.timeouts.gdr_pair_s * 1000.0) as u64;
     let (planned, not_planned) = gdrdoctor::gdr::plan::plan(inv, &opts);
-    let outcomes = gdrdoctor::gdr::plan::run(planned, &this_exe(), deadline());
+    // A worker for each GPU a pair needs (the probe started the rest already).
+    if let Some(s) = session.as_deref_mut() {
+        for p in planned.iter().filter(|p| p.spec.memory.is_gpu()) {
+            if let Some(gpu) = p.gpu {
+                s.ensure(gpu);
+            }
+        }
+    }
+    let outcomes = gdrdoctor::gdr::plan::run(planned, &this_exe(), deadline(), session.as_deref());
     inventory::GdrTest::Ran {
         outcomes,
         not_planned,
@@ -720,7 +763,12 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
         select: vec!["gdr-test".into()],
         skip: Vec::new(),
     };
-    let mut inv = Inventory::load(&root, &config, inventory::Options::default());
+    // GPU workers only for the GPUs a pair needs, started when it does.
+    let options = inventory::Options {
+        gpu_probe: gpu_probe(&config, gdrdoctor::gpu::Ask::default(), false),
+        ..inventory::Options::default()
+    };
+    let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
     let opts = gdrdoctor::gdr::plan::Options {
         memory: args.memory,
         all_pairs: args.pairs == Pairs::All,
@@ -733,7 +781,10 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
         deadline_ms: 0,
     };
     stage("running the GDR write test");
-    inv.gdr_test = run_gdr(&inv, &config, opts);
+    inv.gdr_test = run_gdr(&inv, &config, opts, session.as_mut());
+    if let Some(s) = session {
+        s.finish(gdrdoctor::gpu::FINISH_GRACE);
+    }
     render(
         &inv,
         &config,

@@ -183,12 +183,16 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
         rdma_devices: inv.rdma.len(),
         ready: report.verdict.ready,
         exit_code: report.verdict.exit_code,
-        blocking: report
-            .verdict
-            .blocking
-            .iter()
-            .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
-            .collect(),
+        blocking: if report.verdict.state == crate::report::State::NothingVerified {
+            vec![crate::report::NOTHING_VERIFIED.to_owned()]
+        } else {
+            report
+                .verdict
+                .blocking
+                .iter()
+                .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
+                .collect()
+        },
         problems,
         gid_indices: gid_indices.into_iter().collect(),
         roce,

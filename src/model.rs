@@ -177,6 +177,11 @@ pub struct Finding {
     /// Set when a severity override from the config changed the status; the check's own verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original_status: Option<Status>,
+    /// For a skip: the checks whose findings make this one moot (`rdma-gid` has nothing to
+    /// judge without an RDMA device: `rdma-link`). When `--select` or `--skip` leaves them
+    /// out, they run anyway and decide the verdict (see `checks::run`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prerequisites: Vec<&'static str>,
 }
 
 impl Finding {
@@ -194,6 +199,7 @@ impl Finding {
             evidence: Vec::new(),
             fix: None,
             original_status: None,
+            prerequisites: Vec::new(),
         }
     }
 
@@ -252,6 +258,12 @@ impl Finding {
 
     pub fn fix(mut self, fix: Fix) -> Finding {
         self.fix = Some(fix);
+        self
+    }
+
+    /// The checks whose findings this one stands on ("see rdma-link").
+    pub fn prerequisites(mut self, checks: &[&'static str]) -> Finding {
+        self.prerequisites.extend_from_slice(checks);
         self
     }
 }

@@ -172,7 +172,9 @@ fn empty_files_are_unknown_not_absent() {
         "cannot parse \"\""
     ));
     assert_eq!(r["verdict"]["verified"], false);
-    assert_eq!(r["verdict"]["exit_code"], 0);
+    // Nothing could be judged: that is not a ready node (issue 14).
+    assert_eq!(r["verdict"]["state"], "nothing-verified");
+    assert_eq!(r["verdict"]["exit_code"], 1);
 }
 
 #[test]

@@ -93,7 +93,9 @@ fn select_and_skip() {
         "--format",
         "json",
     ]);
-    assert_eq!(code(&out), 0);
+    // Skipping rdma-link does not make a node without an RDMA device ready: the checks that
+    // skip for want of one (placement, GIDs) bring it back as their prerequisite (issue 14).
+    assert_eq!(code(&out), 1);
     let rdma = json(&out)["checks"]
         .as_array()
         .unwrap()
@@ -101,7 +103,30 @@ fn select_and_skip() {
         .find(|c| c["id"] == "rdma-link")
         .cloned()
         .unwrap();
-    assert_eq!(rdma["skipped"], "skipped (--skip)");
+    assert_eq!(rdma["status"], "fail");
+    assert_eq!(rdma["skipped"], serde_json::Value::Null);
+    assert_eq!(
+        rdma["prerequisite_of"],
+        serde_json::json!(["pcie-placement", "rdma-gid"])
+    );
+    // A check with no such prerequisite stays skipped.
+    let out = gdrdoctor(&[
+        "--root",
+        H200,
+        "check",
+        "--skip",
+        "pcie-link",
+        "--format",
+        "json",
+    ]);
+    let link = json(&out)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "pcie-link")
+        .cloned()
+        .unwrap();
+    assert_eq!(link["skipped"], "skipped (--skip)");
 
     let bad = gdrdoctor(&["--root", H200, "check", "--select", "acs-typo"]);
     assert_eq!(code(&bad), 2);

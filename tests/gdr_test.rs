@@ -363,7 +363,7 @@ fn a_hung_pair_is_killed_by_the_parent() {
         spec: s,
     };
     let start = Instant::now();
-    let out = gdrdoctor::gdr::plan::run(vec![p], &exe, Deadline::none());
+    let out = gdrdoctor::gdr::plan::run(vec![p], &exe, Deadline::none(), None);
     assert!(
         start.elapsed() < Duration::from_secs(6),
         "{:?}",
@@ -406,6 +406,7 @@ fn the_run_deadline_cuts_pairs_short_as_unknown() {
         ],
         &exe,
         Deadline::after(1.5),
+        None,
     );
     let took = start.elapsed();
     assert!(took < Duration::from_millis(1500), "{took:?}");
@@ -600,4 +601,240 @@ fn pairs_follow_placement() {
     let (planned, not) = gdrdoctor::gdr::plan::plan(&inv, &opts);
     assert!(planned.is_empty());
     assert!(not[0].reason.contains("--memory host"), "{not:?}");
+}
+
+// -- the GPU workers: one CUDA start per GPU for the probe and the pairs ----------------------
+
+/// An executable that runs the real gdrdoctor with the stand-in libraries (and `extra`, shell
+/// lines run first), as the GPU session's children.
+fn wrapped(dir: &std::path::Path, log: &std::path::Path, extra: &str) -> PathBuf {
+    let exe = dir.join("gdrdoctor-with-stubs");
+    std::fs::write(
+        &exe,
+        format!(
+            "#!/bin/sh\n{extra}\nexport GDRDOCTOR_LIBCUDA={} GDRDOCTOR_LIBIBVERBS={} GDRDOCTOR_LIBNVML={} FAKE_CUDA_LOG={}\nexec {} \"$@\"\n",
+            stub("cuda", &[]).display(),
+            stub("ibverbs", &[]).display(),
+            stub("nvml", &[]).display(),
+            log.display(),
+            env!("CARGO_BIN_EXE_gdrdoctor"),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    exe
+}
+
+fn targets() -> Vec<gdrdoctor::gpu::Target> {
+    use gdrdoctor::parse::pci::Bdf;
+    vec![
+        gdrdoctor::gpu::Target {
+            bdf: Bdf::parse("0000:00:06.0").unwrap(),
+            runtime: gdrdoctor::gpu::worker::Runtime::Cuda,
+            visible: Some("GPU-c783c174-2489-07fb-69e0-b646a5b7d417".into()),
+        },
+        gdrdoctor::gpu::Target {
+            bdf: Bdf::parse("0000:00:07.0").unwrap(),
+            runtime: gdrdoctor::gpu::worker::Runtime::Cuda,
+            visible: None,
+        },
+    ]
+}
+
+fn gpu_pair(gpu: &str) -> Planned {
+    let mut s = spec(Memory::Cuda);
+    s.gpu = Some(gpu.into());
+    Planned {
+        gpu: gdrdoctor::parse::pci::Bdf::parse(gpu),
+        subject: format!("GPU {gpu}"),
+        nic: Some("fake0 port 1".into()),
+        level: None,
+        expected: None,
+        software: false,
+        spec: s,
+    }
+}
+
+/// The probe and every pair on a GPU share one process and one `cuInit`; its primary context is
+/// created once and lives until the worker ends (the stand-in logs each call). Before issue 14
+/// the probe and each pair started CUDA in processes of their own.
+#[test]
+fn one_cuda_start_per_gpu_for_the_probe_and_its_pairs() {
+    use gdrdoctor::gpu::{Ask, GpuSession, ProbeCommand, Runtime};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cuda.log");
+    let exe = wrapped(dir.path(), &log, "");
+    let cmd = ProbeCommand {
+        exe: exe.clone(),
+        timeout: Duration::from_secs(20),
+        ask: Ask::FULL,
+        cut_by_deadline: None,
+    };
+    let mut session = GpuSession::start(&cmd, targets());
+    // Two pairs per GPU, all through the one NIC: four waves, two per worker.
+    let planned = [
+        "0000:00:06.0",
+        "0000:00:07.0",
+        "0000:00:06.0",
+        "0000:00:07.0",
+    ]
+    .into_iter()
+    .map(gpu_pair)
+    .collect();
+    let outcomes = gdrdoctor::gdr::plan::run(planned, &exe, Deadline::none(), Some(&session));
+    assert_eq!(outcomes.len(), 4);
+    for o in &outcomes {
+        let r = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.failure, None, "{r:?}");
+        assert_eq!(r.verified_bytes, Some(1 << 16));
+        assert!(
+            r.memory_steps[0].starts_with("cuInit: "),
+            "{:?}",
+            r.memory_steps
+        );
+    }
+    let Runtime::Probed(p) = session.probe() else {
+        panic!("no probe")
+    };
+    let cuda = p.cuda.as_ref().unwrap().ready().unwrap();
+    let buses: Vec<&str> = cuda
+        .devices
+        .iter()
+        .filter_map(|d| d.bus_id.as_deref())
+        .collect();
+    assert_eq!(buses, ["0000:00:06.0", "0000:00:07.0"]);
+    assert!(
+        cuda.devices
+            .iter()
+            .all(|d| matches!(d.export, gdrdoctor::gpu::model::Export::Exported { .. }))
+    );
+    assert!(p.nvml.as_ref().unwrap().ready().is_some());
+    assert!(p.failed.is_empty(), "{:?}", p.failed);
+    session.finish(Duration::from_secs(5));
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let inits: Vec<&&str> = lines.iter().filter(|l| l.starts_with("cuInit ")).collect();
+    assert_eq!(inits.len(), 2, "one cuInit per GPU, nothing else:\n{text}");
+    // The GPU whose UUID the driver gave sees itself alone; the other sees what it was given.
+    assert!(
+        inits
+            .iter()
+            .any(|l| l.ends_with("visible=GPU-c783c174-2489-07fb-69e0-b646a5b7d417")),
+        "{text}"
+    );
+    assert!(inits.iter().any(|l| l.ends_with("visible=-")), "{text}");
+    // Per worker: the context is destroyed once, at its end, never between pairs.
+    for pid in inits.iter().map(|l| l.split_whitespace().nth(1).unwrap()) {
+        let mine: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.contains(&format!(" {pid} ")))
+            .collect();
+        let destroys = mine.iter().filter(|l| l.starts_with("destroy")).count();
+        assert!(destroys <= 1, "{text}");
+        if destroys == 1 {
+            assert!(mine.last().unwrap().starts_with("destroy"), "{text}");
+        }
+    }
+}
+
+/// A GPU whose worker hangs costs only its own answers: the other GPU's probe and pair stand,
+/// and the hung one is unknown (killed at its deadline), never a pass.
+#[test]
+fn a_hung_gpu_costs_only_its_own_results() {
+    use gdrdoctor::gpu::{Ask, GpuSession, ProbeCommand, Runtime};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cuda.log");
+    let exe = wrapped(
+        dir.path(),
+        &log,
+        "case \"$*\" in *0000:00:07.0*) exec sleep 30;; esac",
+    );
+    let cmd = ProbeCommand {
+        exe: exe.clone(),
+        timeout: Duration::from_millis(1500),
+        ask: Ask::FULL,
+        cut_by_deadline: None,
+    };
+    let start = Instant::now();
+    let mut session = GpuSession::start(&cmd, targets());
+    let Runtime::Probed(p) = session.probe() else {
+        panic!("the answering GPU must keep the probe")
+    };
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    let cuda = p.cuda.as_ref().unwrap().ready().unwrap();
+    assert_eq!(cuda.devices.len(), 1);
+    assert_eq!(cuda.devices[0].bus_id.as_deref(), Some("0000:00:06.0"));
+    assert_eq!(p.failed.len(), 1, "{:?}", p.failed);
+    assert_eq!(p.failed[0].part, "0000:00:07.0");
+    assert!(
+        p.failed[0].error.contains("did not finish"),
+        "{:?}",
+        p.failed
+    );
+    assert!(p.failed[0].error.contains("Xid"), "{:?}", p.failed);
+    let outcomes = gdrdoctor::gdr::plan::run(
+        vec![gpu_pair("0000:00:06.0"), gpu_pair("0000:00:07.0")],
+        &exe,
+        Deadline::none(),
+        Some(&session),
+    );
+    assert_eq!(outcomes[0].result.as_ref().unwrap().failure, None);
+    let e = outcomes[1].result.as_ref().unwrap_err();
+    assert!(e.contains("did not finish"), "{e}");
+    let f = judged(outcomes);
+    assert_eq!(f[0].code, "gdr-test-pass");
+    assert_eq!(f[1].code, "gdr-test-timeout");
+    session.finish(Duration::from_secs(2));
+}
+
+/// A worker whose library cannot be loaded still answers the probe and every pair, with the
+/// reason, answers a line that is not a pair with a failure naming it, and ends with its input.
+#[test]
+fn a_worker_without_its_library_answers_with_the_reason() {
+    use std::io::Write as _;
+    let pair = serde_json::to_string(&spec(Memory::Cuda)).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args([
+            "gpu-worker",
+            "--spec",
+            r#"{"gpu":"0000:00:06.0","runtime":"cuda","export":true}"#,
+        ])
+        .env("GDRDOCTOR_LIBCUDA", "/nonexistent/libcuda.so.1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{pair}\nnot json").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let answers: Vec<&str> = text
+        .lines()
+        .map(|l| l.strip_prefix(gdrdoctor::child::ANSWER).expect(l))
+        .collect();
+    assert_eq!(answers.len(), 3, "{text}");
+    let probe: gdrdoctor::gpu::worker::WorkerProbe = serde_json::from_str(answers[0]).unwrap();
+    assert!(
+        matches!(
+            probe.cuda,
+            Some(gdrdoctor::gpu::model::Lib::NotFound { .. })
+        ),
+        "{probe:?}"
+    );
+    let (kind, msg) = failure(&serde_json::from_str(answers[1]).unwrap());
+    assert_eq!(kind, FailureKind::Memory);
+    assert!(
+        msg.starts_with("libcuda: cannot load /nonexistent/libcuda.so.1"),
+        "{msg}"
+    );
+    let (_, msg) = failure(&serde_json::from_str(answers[2]).unwrap());
+    assert!(msg.contains("unreadable pair spec"), "{msg}");
 }

@@ -347,6 +347,79 @@ fn a_probe_answering_garbage_is_not_believed() {
     assert!(error.contains("cannot start"), "{error}");
 }
 
+/// One GPU's worker hangs (a GPU that hangs its driver), the other's crashes: each costs only its
+/// own GPU, reported unknown with how it ended; NVML and the checks' other facts stand.
+#[test]
+fn a_hung_or_crashed_gpu_worker_costs_only_its_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "timeouts: {gpu_probe_s: 1.5}\n").unwrap();
+    for (body, how) in [
+        ("exec sleep 30", "did not finish within"),
+        ("kill -SEGV $$", "signal 11 (SIGSEGV)"),
+    ] {
+        let (_d, exe) = script(&format!(
+            "case \"$*\" in *gpu-worker*0000:00:07.0*) {body};; esac\nexec {} \"$@\"",
+            env!("CARGO_BIN_EXE_gdrdoctor")
+        ));
+        let start = std::time::Instant::now();
+        let out = Libs::nvidia()
+            .set("GDRDOCTOR_PROBE_EXE", exe.to_str().unwrap())
+            .command(&[
+                "--root",
+                "fixtures/h200x2-vm",
+                "--config",
+                config.to_str().unwrap(),
+                "check",
+                "--gpu-probe",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(8),
+            "{:?}",
+            start.elapsed()
+        );
+        code(&out);
+        let r = json(&out);
+        let f = findings(&r, "gpu");
+        assert!(
+            f.contains(&(
+                "gpu-probe-failed".into(),
+                "unknown".into(),
+                "GPU 0000:00:07.0 (NVIDIA H200)".into()
+            )),
+            "{f:?}"
+        );
+        assert!(
+            f.contains(&(
+                "gpu-ready".into(),
+                "pass".into(),
+                "GPU 0000:00:06.0 (NVIDIA H200)".into()
+            )),
+            "{f:?}"
+        );
+        assert!(
+            message(&r, "gpu", "gpu-probe-failed").contains(how),
+            "{f:?}"
+        );
+        assert_eq!(
+            r["inventory"]["gpu_runtime"]["failed"][0]["part"],
+            "0000:00:07.0"
+        );
+        // The dma-buf path is unproven for the GPU that did not answer, not refuted: the
+        // verdict falls back to what the driver and kernel versions say, and says so.
+        let path = message(&r, "peer-memory", "gdr-path-dmabuf");
+        assert!(path.contains("inferred, not verified"), "{path}");
+        assert!(
+            path.contains("0000:00:07.0: its probe gave no answer"),
+            "{path}"
+        );
+    }
+}
+
 // -- findings, end to end: a fixture's GPUs, probed with stand-ins -------------------------
 
 #[test]

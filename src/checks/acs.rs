@@ -51,7 +51,8 @@ impl Check for Acs {
         let inv = cx.inv;
         // Bridge -> the GPU-NIC pairs whose path crosses it.
         let mut bridges: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
-        for (_, n) in nearest(inv) {
+        let nearest = nearest(inv);
+        for (_, n) in &nearest {
             let Some(n) = n else { continue };
             for (i, r) in &n.nics {
                 for b in &r.bridges {
@@ -63,10 +64,23 @@ impl Check for Acs {
             }
         }
         if bridges.is_empty() {
-            return vec![Finding::skip("acs-no-path", "node", "no bridge between any GPU and its nearest NIC (or no GPU-NIC pair: see pcie-placement)").evidence(
-                crate::inventory::pci::PCI_DEVICES,
-                format!("{} GPUs, {} RDMA devices", inv.gpus.len(), inv.rdma.len()),
-            )];
+            let paired = nearest.iter().any(|(_, n)| n.is_some());
+            let (message, prerequisites): (&str, &[&'static str]) = if paired {
+                ("no bridge between any GPU and its nearest NIC", &[])
+            } else {
+                (
+                    "no GPU-NIC pair to look between (see pcie-placement)",
+                    &["pcie-placement"],
+                )
+            };
+            return vec![
+                Finding::skip("acs-no-path", "node", message)
+                    .evidence(
+                        crate::inventory::pci::PCI_DEVICES,
+                        format!("{} GPUs, {} RDMA devices", inv.gpus.len(), inv.rdma.len()),
+                    )
+                    .prerequisites(prerequisites),
+            ];
         }
         let redirecting: Vec<Bdf> = bridges
             .keys()

@@ -81,7 +81,11 @@ const CODES: &[Code] = &[
     },
     Code {
         id: "gdr-test-no-rdma-device",
-        summary: "no RDMA device on this node: the GPU side ran, there is nothing to write through",
+        summary: "no RDMA device on this node: no pair to test (see rdma-link)",
+    },
+    Code {
+        id: "gdr-test-no-gpu",
+        summary: "no GPU on this node: no pair to test (see gpu-driver)",
     },
     Code {
         id: "gdr-test-not-run",
@@ -130,25 +134,40 @@ impl Check for GdrTestCheck {
                     );
                 }
                 if out.is_empty() {
-                    let (code, message) = if cx.inv.rdma.is_empty() {
-                        (
-                            "gdr-test-no-rdma-device",
-                            "no RDMA device on this node: nothing to write through (see rdma-link)",
-                        )
-                    } else {
-                        (
-                            "gdr-test-skipped",
-                            "no GPU to test (`gdrdoctor gdr-test --memory host` tests the NICs alone)",
-                        )
-                    };
-                    out.push(Finding::skip(code, "node", message).evidence(
-                        crate::inventory::pci::PCI_DEVICES,
-                        format!(
-                            "{} GPUs, {} RDMA devices",
-                            cx.inv.gpus.len(),
-                            cx.inv.rdma.len()
+                    // Nothing was testable: say which side is missing, and let the check that
+                    // judges it decide the verdict.
+                    let (no_gpu, no_nic) = (cx.inv.gpus.is_empty(), cx.inv.rdma.is_empty());
+                    let (code, message, prerequisites): (_, _, &[&'static str]) = match (
+                        no_gpu, no_nic,
+                    ) {
+                        (true, true) => (
+                            "gdr-test-no-gpu",
+                            "no GPU and no RDMA device on this node: no pair to test (see gpu-driver, rdma-link)",
+                            &["gpu-driver", "rdma-link"],
                         ),
-                    ));
+                        (true, false) => (
+                            "gdr-test-no-gpu",
+                            "no GPU to test (see gpu-driver; `gdrdoctor gdr-test --memory host` tests the NICs alone)",
+                            &["gpu-driver"],
+                        ),
+                        _ => (
+                            "gdr-test-no-rdma-device",
+                            "no RDMA device on this node: no pair to test, nothing to write through (see rdma-link)",
+                            &["rdma-link"],
+                        ),
+                    };
+                    out.push(
+                        Finding::skip(code, "node", message)
+                            .evidence(
+                                crate::inventory::pci::PCI_DEVICES,
+                                format!(
+                                    "{} GPUs, {} RDMA devices",
+                                    cx.inv.gpus.len(),
+                                    cx.inv.rdma.len()
+                                ),
+                            )
+                            .prerequisites(prerequisites),
+                    );
                 }
                 out
             }

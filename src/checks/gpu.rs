@@ -110,7 +110,8 @@ impl Check for GpuCheck {
                 .evidence(
                     crate::inventory::pci::PCI_DEVICES,
                     format!("{} PCI functions, none a GPU", inv.pci.len()),
-                ),
+                )
+                .prerequisites(&["gpu-driver"]),
             ];
         }
         let probe = inv.gpu_runtime.probe();
@@ -134,6 +135,16 @@ impl Check for GpuCheck {
         }
         if let Some(p) = probe {
             out.extend(library_findings(inv, p));
+            for f in p.failed.iter().filter(|f| f.part == "nvml") {
+                out.push(
+                    Finding::unknown(
+                        "gpu-probe-failed",
+                        "node",
+                        format!("NVML gave no answer: {}", f.error),
+                    )
+                    .evidence("gdrdoctor probe-gpu --nvml", format!("<{}>", f.error)),
+                );
+            }
         }
         for g in &inv.gpus {
             match g.vendor {
@@ -591,6 +602,18 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
         }
     }
 
+    if let Some(e) = probe.and_then(|p| p.failure(g.bdf)) {
+        // Its worker hung, crashed or could not use the library the others used: this GPU
+        // alone is unknown; the rest of the probe stands.
+        problems.push(
+            Finding::unknown(
+                "gpu-probe-failed",
+                subject.clone(),
+                format!("the GPU libraries gave no answer for it: {e}"),
+            )
+            .evidence("gdrdoctor gpu-worker", format!("<{e}>")),
+        );
+    }
     if let Some(p) = probe {
         match g.vendor {
             GpuVendor::Nvidia => {
@@ -758,7 +781,7 @@ fn nvidia_runtime(
             None => {}
         }
     }
-    if let Some(Lib::Ready(cuda)) = &p.cuda {
+    if let (Some(Lib::Ready(cuda)), None) = (&p.cuda, p.failure(g.bdf)) {
         match cuda_device(p, g.bdf) {
             Some(d) => {
                 evidence.push(Evidence {
@@ -842,6 +865,9 @@ fn amd_runtime(
     let Some(Lib::Ready(hip)) = &p.hip else {
         return;
     };
+    if p.failure(g.bdf).is_some() {
+        return;
+    }
     match hip_device(p, g.bdf) {
         Some(d) => {
             facts.push(format!("HIP device {}", d.ordinal));

@@ -74,7 +74,8 @@ impl Check for IommuCheck {
                     "node",
                     "no GPU or RDMA device (see gpu-driver, rdma-link)",
                 )
-                .with([units, cmdline]),
+                .with([units, cmdline])
+                .prerequisites(&["gpu-driver", "rdma-link"]),
             ];
         }
         let any_group = devices.iter().any(|(_, bdf)| group_of(inv, *bdf).is_some());

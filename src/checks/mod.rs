@@ -122,64 +122,112 @@ pub struct CheckResult {
     /// Why the check did not run, when it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Left out by `--select`/`--skip` (or the config's `skip`), it ran anyway because these
+    /// selected checks skipped for want of what it judges; its verdict counts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prerequisite_of: Vec<&'static str>,
     pub findings: Vec<Finding>,
 }
 
 /// Runs the selected checks in registry order and applies the config's severity overrides.
+///
+/// A selected check that skips because another check's finding makes it moot (no RDMA device:
+/// nothing for `rdma-gid` to judge) names that check in the finding's `prerequisites`; when
+/// the selection left the prerequisite out, it runs anyway, marked `prerequisite_of`, so that
+/// `--select rdma-gid` on a node without an RDMA NIC fails on `rdma-link` instead of passing on
+/// nothing. Prerequisites of prerequisites follow.
 pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<CheckResult> {
     let cx = Context { inv, config };
-    ALL.iter()
-        .map(|check| {
-            let reason = selection.excluded(*check, config).or_else(|| {
-                (check.live_only() && !inv.live)
-                    .then(|| "live only: not run on a captured root".to_owned())
-            });
-            if let Some(reason) = reason {
-                return CheckResult {
-                    id: check.id(),
-                    title: check.title(),
-                    status: Status::Skip,
-                    skipped: Some(reason),
-                    findings: Vec::new(),
-                };
-            }
-            let mut findings = check.run(&cx);
-            if findings.is_empty() {
-                // A check that says nothing has a bug; never let that read as a pass.
-                findings.push(Finding::unknown(
-                    "check-silent",
-                    "gdrdoctor",
-                    format!("check {} produced no finding", check.id()),
-                ));
-            }
-            for f in &mut findings {
-                debug_assert!(
-                    f.code == "check-silent" || check.codes().iter().any(|c| c.id == f.code),
-                    "{} emits undeclared code {}",
-                    check.id(),
-                    f.code
-                );
-                if let Some(&status) = config.severity.get(f.code) {
-                    if status != f.status {
-                        f.original_status = Some(f.status);
-                        f.status = status;
+    let mut results: Vec<CheckResult> = Vec::with_capacity(ALL.len());
+    // Left out by the selection (not by being live-only): may still run as a prerequisite.
+    let mut left_out: Vec<bool> = Vec::with_capacity(ALL.len());
+    for check in ALL {
+        let excluded = selection.excluded(*check, config);
+        let offline = check.live_only() && !inv.live;
+        left_out.push(excluded.is_some() && !offline);
+        let reason = excluded
+            .or_else(|| offline.then(|| "live only: not run on a captured root".to_owned()));
+        results.push(match reason {
+            Some(reason) => CheckResult {
+                id: check.id(),
+                title: check.title(),
+                status: Status::Skip,
+                skipped: Some(reason),
+                prerequisite_of: Vec::new(),
+                findings: Vec::new(),
+            },
+            None => run_one(*check, &cx),
+        });
+    }
+    loop {
+        let mut wanted: Vec<(usize, &'static str)> = Vec::new();
+        for r in results.iter().filter(|r| r.skipped.is_none()) {
+            let needs = r
+                .findings
+                .iter()
+                .filter(|f| f.status == Status::Skip)
+                .flat_map(|f| f.prerequisites.iter());
+            for id in needs {
+                if let Some(i) = ALL.iter().position(|c| c.id() == *id) {
+                    // Each (prerequisite, dependent) once: the loop ends when none is new.
+                    if left_out[i] && !results[i].prerequisite_of.contains(&r.id) {
+                        wanted.push((i, r.id));
                     }
                 }
             }
-            let status = findings
-                .iter()
-                .map(|f| f.status)
-                .max()
-                .unwrap_or(Status::Unknown);
-            CheckResult {
-                id: check.id(),
-                title: check.title(),
-                status,
-                skipped: None,
-                findings,
+        }
+        if wanted.is_empty() {
+            break;
+        }
+        for (i, by) in wanted {
+            if results[i].skipped.is_some() {
+                results[i] = run_one(ALL[i], &cx);
             }
-        })
-        .collect()
+            if !results[i].prerequisite_of.contains(&by) {
+                results[i].prerequisite_of.push(by);
+            }
+        }
+    }
+    results
+}
+
+fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
+    let mut findings = check.run(cx);
+    if findings.is_empty() {
+        // A check that says nothing has a bug; never let that read as a pass.
+        findings.push(Finding::unknown(
+            "check-silent",
+            "gdrdoctor",
+            format!("check {} produced no finding", check.id()),
+        ));
+    }
+    for f in &mut findings {
+        debug_assert!(
+            f.code == "check-silent" || check.codes().iter().any(|c| c.id == f.code),
+            "{} emits undeclared code {}",
+            check.id(),
+            f.code
+        );
+        if let Some(&status) = cx.config.severity.get(f.code) {
+            if status != f.status {
+                f.original_status = Some(f.status);
+                f.status = status;
+            }
+        }
+    }
+    let status = findings
+        .iter()
+        .map(|f| f.status)
+        .max()
+        .unwrap_or(Status::Unknown);
+    CheckResult {
+        id: check.id(),
+        title: check.title(),
+        status,
+        skipped: None,
+        prerequisite_of: Vec::new(),
+        findings,
+    }
 }
 
 /// Shell-quotes a value for a fix command, unless it is plainly safe. Values in fixes come from

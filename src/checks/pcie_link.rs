@@ -64,7 +64,8 @@ impl Check for PcieLink {
                     "node",
                     "no GPU or RDMA NIC (see gpu-driver, rdma-link)",
                 )
-                .evidence(crate::inventory::pci::PCI_DEVICES, "no GPU or NIC"),
+                .evidence(crate::inventory::pci::PCI_DEVICES, "no GPU or NIC")
+                .prerequisites(&["gpu-driver", "rdma-link"]),
             ];
         }
         devices

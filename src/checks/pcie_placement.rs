@@ -50,15 +50,19 @@ impl Check for PciePlacement {
         let inv = cx.inv;
         let policy = cx.config.thresholds.gdr_level;
         if inv.gpus.is_empty() || inv.rdma.is_empty() {
-            let what = if inv.gpus.is_empty() {
-                "no GPU (see gpu-driver)"
+            let (what, prerequisite) = if inv.gpus.is_empty() {
+                ("no GPU (see gpu-driver)", "gpu-driver")
             } else {
-                "no RDMA device (see rdma-link)"
+                ("no RDMA device (see rdma-link)", "rdma-link")
             };
-            return vec![Finding::skip("placement-no-pair", "node", what).evidence(
-                crate::inventory::rdma::CLASS_INFINIBAND,
-                format!("{} GPUs, {} RDMA devices", inv.gpus.len(), inv.rdma.len()),
-            )];
+            return vec![
+                Finding::skip("placement-no-pair", "node", what)
+                    .evidence(
+                        crate::inventory::rdma::CLASS_INFINIBAND,
+                        format!("{} GPUs, {} RDMA devices", inv.gpus.len(), inv.rdma.len()),
+                    )
+                    .prerequisites(&[prerequisite]),
+            ];
         }
         let mut out = Vec::new();
         for d in inv.rdma.iter().filter(|d| d.pci.is_none()) {

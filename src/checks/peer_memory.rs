@@ -154,7 +154,8 @@ impl Check for PeerMemory {
                 .evidence(
                     crate::inventory::pci::PCI_DEVICES,
                     format!("{} PCI functions, none a GPU", inv.pci.len()),
-                ),
+                )
+                .prerequisites(&["gpu-driver"]),
             );
         }
         out
@@ -395,7 +396,15 @@ fn nvidia_verified(inv: &Inventory) -> Verified {
         ));
     }
     let mut exported = 0;
+    let mut unanswered = Vec::new();
     for g in inv.gpus.iter().filter(|g| g.vendor == GpuVendor::Nvidia) {
+        if let Some(e) = probe.failure(g.bdf) {
+            unanswered.push(format!(
+                "{}: its probe gave no answer (see gpu): {e}",
+                g.bdf
+            ));
+            continue;
+        }
         let d = cuda
             .devices
             .iter()
@@ -416,6 +425,10 @@ fn nvidia_verified(inv: &Inventory) -> Verified {
             path: cuda.library.clone(),
             value,
         });
+    }
+    if no.is_empty() && !unanswered.is_empty() {
+        // A GPU that could not be asked leaves the path unproven, not refuted.
+        return Verified::Unverified(unanswered.join("; "));
     }
     if no.is_empty() {
         Verified::Yes(
@@ -468,7 +481,15 @@ fn amd_verified(inv: &Inventory) -> Verified {
         return Verified::Unverified(why);
     }
     let (mut no, mut evidence, mut exported) = (Vec::new(), Vec::new(), 0);
+    let mut unanswered = Vec::new();
     for g in inv.gpus.iter().filter(|g| g.vendor == GpuVendor::Amd) {
+        if let Some(e) = probe.failure(g.bdf) {
+            unanswered.push(format!(
+                "{}: its probe gave no answer (see gpu): {e}",
+                g.bdf
+            ));
+            continue;
+        }
         let Some(d) = hip
             .devices
             .iter()
@@ -489,6 +510,9 @@ fn amd_verified(inv: &Inventory) -> Verified {
             path: hip.library.clone(),
             value,
         });
+    }
+    if no.is_empty() && !unanswered.is_empty() {
+        return Verified::Unverified(unanswered.join("; "));
     }
     if no.is_empty() {
         Verified::Yes(

@@ -76,7 +76,8 @@ impl Check for RdmaGid {
                     "node",
                     "no RDMA device (see rdma-link)",
                 )
-                .evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>"),
+                .evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>")
+                .prerequisites(&["rdma-link"]),
             ];
         }
         let mut out = Vec::new();

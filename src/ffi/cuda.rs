@@ -98,50 +98,24 @@ impl Api {
 }
 
 /// Loads libcuda, initialises it and asks every GPU it sees; with `export`, also allocates
-/// [`PROBE_BYTES`] on each, exports them as a dma-buf, and releases both.
+/// [`PROBE_BYTES`] on each, exports them as a dma-buf, and releases both. (`gdrdoctor
+/// probe-gpu`: the whole node in one process, the baseline the per-GPU workers are measured
+/// against.)
 pub fn probe(export: bool) -> Lib<Cuda> {
-    let names = candidates(ENV, &[SONAME]);
-    let Loaded { lib, path } = match open(&names, b"cuInit\0") {
-        Ok(l) => l,
-        Err((tried, message)) => return Lib::NotFound { tried, message },
+    let session = match Session::open() {
+        Ok(s) => s,
+        Err(e) => return e.cast(),
     };
-    let api = match Api::load(&lib) {
-        Ok(api) => api,
-        Err(symbol) => {
-            return Lib::MissingSymbol {
-                library: path,
-                symbol: symbol.into(),
-            };
-        }
+    let count = match session.count() {
+        Ok(n) => n,
+        Err(e) => return e.cast(),
     };
-    let failed = |call: &str, code: CuResult| Lib::Failed {
-        library: path.clone(),
-        call: call.into(),
-        code: code.into(),
-        error: api.name(code),
-    };
-    // SAFETY (every call below): arguments are valid out-pointers into our own stack or
-    // buffers of the stated length, and devices are ordinals CUDA itself returned.
-    let code = unsafe { (api.init)(0) };
-    if code != CUDA_SUCCESS {
-        return failed("cuInit", code);
-    }
-    let mut version: c_int = 0;
-    let code = unsafe { (api.driver_get_version)(&mut version) };
-    if code != CUDA_SUCCESS {
-        return failed("cuDriverGetVersion", code);
-    }
-    let mut count: c_int = 0;
-    let code = unsafe { (api.device_get_count)(&mut count) };
-    if code != CUDA_SUCCESS {
-        return failed("cuDeviceGetCount", code);
-    }
     // One thread per GPU: creating a context takes a few hundred milliseconds per GPU, and
     // contexts on different GPUs are created in parallel by the driver.
     let devices = std::thread::scope(|s| {
-        let api = &api;
+        let session = &session;
         let handles: Vec<_> = (0..count.max(0))
-            .map(|ordinal| s.spawn(move || device(api, ordinal, export)))
+            .map(|ordinal| s.spawn(move || session.device(ordinal, export)))
             .collect();
         handles
             .into_iter()
@@ -149,15 +123,7 @@ pub fn probe(export: bool) -> Lib<Cuda> {
             .map(|(h, ordinal)| h.join().unwrap_or_else(|_| panicked(ordinal)))
             .collect()
     });
-    // The library stays loaded until the probe process exits: unloading libcuda while its
-    // threads run has crashed processes, and the probe runs once.
-    std::mem::forget(lib);
-    Lib::Ready(Cuda {
-        library: path,
-        driver_version: version,
-        dmabuf_export_symbol: api.get_handle_for_address_range.is_some(),
-        devices,
-    })
+    Lib::Ready(session.describe(devices))
 }
 
 fn device(api: &Api, ordinal: c_int, export: bool) -> CudaDevice {
@@ -313,19 +279,21 @@ fn export_probe(api: &Api, dev: CuDevice, get_handle: GetHandle) -> Export {
 
 // -- the GDR write test's side: one GPU, one buffer -------------------------------------------
 
-/// libcuda loaded and initialised, for the GDR write test.
+/// libcuda loaded and initialised: what the probe and the GDR write test both start from,
+/// once per process.
 pub struct Session {
     api: Api,
     pub path: String,
     pub driver_version: i32,
 }
 
-/// Why CUDA cannot be used for the write test: a [`Lib`] without facts.
+/// Why CUDA cannot be used: a [`Lib`] without facts.
 pub type SessionError = Lib<()>;
 
 const CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: c_int = 6;
 
 impl Session {
+    /// dlopen, every symbol the probe needs, `cuInit`, `cuDriverGetVersion`.
     pub fn open() -> Result<Session, SessionError> {
         let names = candidates(ENV, &[SONAME]);
         let Loaded { lib, path } = open(&names, b"cuInit\0")
@@ -334,33 +302,24 @@ impl Session {
             library: path.clone(),
             symbol: symbol.into(),
         })?;
-        for (present, symbol) in [
-            (
-                api.device_get_by_pci_bus_id.is_some(),
-                "cuDeviceGetByPCIBusId",
-            ),
-            (api.memcpy_htod.is_some(), "cuMemcpyHtoD_v2"),
-            (api.memcpy_dtoh.is_some(), "cuMemcpyDtoH_v2"),
-        ] {
-            if !present {
-                return Err(Lib::MissingSymbol {
-                    library: path,
-                    symbol: symbol.into(),
-                });
-            }
-        }
+        let failed = |call: &str, code: CuResult| Lib::Failed {
+            library: path.clone(),
+            call: call.into(),
+            code: code.into(),
+            error: api.name(code),
+        };
         // SAFETY: plain calls with valid out-pointers.
         let code = unsafe { (api.init)(0) };
         if code != CUDA_SUCCESS {
-            return Err(Lib::Failed {
-                library: path,
-                call: "cuInit".into(),
-                code: code.into(),
-                error: api.name(code),
-            });
+            return Err(failed("cuInit", code));
         }
         let mut version = 0;
-        unsafe { (api.driver_get_version)(&mut version) };
+        let code = unsafe { (api.driver_get_version)(&mut version) };
+        if code != CUDA_SUCCESS {
+            return Err(failed("cuDriverGetVersion", code));
+        }
+        // The library stays loaded until the process exits: unloading libcuda while its
+        // threads run has crashed processes, and every process that loads it ends soon.
         std::mem::forget(lib);
         Ok(Session {
             api,
@@ -369,8 +328,77 @@ impl Session {
         })
     }
 
-    /// The GPU at a PCI address (`0000:3b:00.0`), its primary context made current: CUDA
-    /// ordinals follow CUDA_VISIBLE_DEVICES, bus ids do not.
+    /// `cuDeviceGetCount`.
+    pub fn count(&self) -> Result<i32, SessionError> {
+        let mut count: c_int = 0;
+        // SAFETY: a valid out-pointer.
+        let code = unsafe { (self.api.device_get_count)(&mut count) };
+        if code != CUDA_SUCCESS {
+            return Err(Lib::Failed {
+                library: self.path.clone(),
+                call: "cuDeviceGetCount".into(),
+                code: code.into(),
+                error: self.api.name(code),
+            });
+        }
+        Ok(count)
+    }
+
+    /// The CUDA ordinal of the GPU at `bus` (any spelling of a PCI address): the devices CUDA
+    /// lists, compared by bus id. `None` when CUDA does not list it.
+    pub fn ordinal_of(&self, bus: crate::parse::pci::Bdf) -> Option<i32> {
+        let count = self.count().ok()?;
+        (0..count.max(0)).find(|&ordinal| {
+            let mut dev: CuDevice = 0;
+            let mut buf = [0u8; 64];
+            // SAFETY: valid out-pointers; the ordinal is below CUDA's own count.
+            let got = unsafe { (self.api.device_get)(&mut dev, ordinal) };
+            let named = got == CUDA_SUCCESS
+                && unsafe { (self.api.device_get_pci_bus_id)(buf.as_mut_ptr().cast(), 64, dev) }
+                    == CUDA_SUCCESS;
+            named
+                && buffer_text(&buf).and_then(|s| crate::parse::pci::Bdf::parse(s.trim()))
+                    == Some(bus)
+        })
+    }
+
+    /// What the driver says of one GPU; with `export`, the dma-buf export probe on it.
+    pub fn device(&self, ordinal: c_int, export: bool) -> CudaDevice {
+        device(&self.api, ordinal, export)
+    }
+
+    /// The library's facts around a list of devices.
+    pub fn describe(&self, devices: Vec<CudaDevice>) -> Cuda {
+        Cuda {
+            library: self.path.clone(),
+            driver_version: self.driver_version,
+            dmabuf_export_symbol: self.api.get_handle_for_address_range.is_some(),
+            devices,
+        }
+    }
+
+    /// The calls the write test needs beyond the probe's; the first one missing.
+    pub fn write_test_symbols(&self) -> Result<(), SessionError> {
+        for (present, symbol) in [
+            (
+                self.api.device_get_by_pci_bus_id.is_some(),
+                "cuDeviceGetByPCIBusId",
+            ),
+            (self.api.memcpy_htod.is_some(), "cuMemcpyHtoD_v2"),
+            (self.api.memcpy_dtoh.is_some(), "cuMemcpyDtoH_v2"),
+        ] {
+            if !present {
+                return Err(Lib::MissingSymbol {
+                    library: self.path.clone(),
+                    symbol: symbol.into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The GPU at a PCI address (`0000:3b:00.0`), its primary context retained and made
+    /// current: CUDA ordinals follow CUDA_VISIBLE_DEVICES, bus ids do not.
     pub fn gpu(&self, bus_id: &str) -> Result<Gpu<'_>, String> {
         let c = std::ffi::CString::new(bus_id).map_err(|e| e.to_string())?;
         let mut dev: CuDevice = 0;
@@ -386,10 +414,8 @@ impl Session {
         self.api.check("cuDevicePrimaryCtxRetain", unsafe {
             (self.api.primary_ctx_retain)(&mut ctx, dev)
         })?;
-        let gpu = Gpu { s: self, dev };
-        self.api.check("cuCtxSetCurrent", unsafe {
-            (self.api.ctx_set_current)(ctx)
-        })?;
+        let gpu = Gpu { s: self, dev, ctx };
+        gpu.make_current()?;
         Ok(gpu)
     }
 }
@@ -398,6 +424,7 @@ impl Session {
 pub struct Gpu<'a> {
     s: &'a Session,
     dev: CuDevice,
+    ctx: CuContext,
 }
 
 impl Drop for Gpu<'_> {
@@ -411,6 +438,15 @@ impl Drop for Gpu<'_> {
 }
 
 impl Gpu<'_> {
+    /// Makes the retained primary context current on this thread again (the export probe
+    /// unsets it when it is done).
+    pub fn make_current(&self) -> Result<(), String> {
+        // SAFETY: the context was retained in `Session::gpu` and is still held.
+        self.s.api.check("cuCtxSetCurrent", unsafe {
+            (self.s.api.ctx_set_current)(self.ctx)
+        })
+    }
+
     pub fn name(&self) -> Option<String> {
         let mut buf = [0u8; 256];
         let len = buf.len() as c_int;

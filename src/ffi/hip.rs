@@ -101,54 +101,18 @@ impl HsaApi {
 /// Loads HIP (and HSA for the export), initialises them and asks every GPU HIP sees; with
 /// `export`, allocates [`PROBE_BYTES`] on each and exports it as a dma-buf.
 pub fn probe(export: bool) -> Lib<Hip> {
-    let Loaded { lib, path } = match open(&candidates(ENV_HIP, HIP_NAMES), b"hipInit\0") {
-        Ok(l) => l,
-        Err((tried, message)) => return Lib::NotFound { tried, message },
+    let session = match Session::open() {
+        Ok(s) => s,
+        Err(e) => return e.cast(),
     };
-    let api = match HipApi::load(&lib) {
-        Ok(api) => api,
-        Err(symbol) => {
-            return Lib::MissingSymbol {
-                library: path,
-                symbol: symbol.into(),
-            };
-        }
+    let count = match session.count() {
+        Ok(n) => n,
+        Err(e) => return e.cast(),
     };
-    // SAFETY (every call below): out-pointers are ours and valid; buffers have the stated
-    // length; devices are ordinals below the count HIP returned.
-    let code = unsafe { (api.init)(0) };
-    if code != HIP_SUCCESS {
-        return Lib::Failed {
-            library: path,
-            call: "hipInit".into(),
-            code: code.into(),
-            error: api.name(code),
-        };
-    }
-    let mut version: c_int = 0;
-    let driver_version =
-        (unsafe { (api.driver_get_version)(&mut version) } == HIP_SUCCESS).then_some(version);
-    let mut count: c_int = 0;
-    let code = unsafe { (api.get_device_count)(&mut count) };
-    if code != HIP_SUCCESS {
-        return Lib::Failed {
-            library: path,
-            call: "hipGetDeviceCount".into(),
-            code: code.into(),
-            error: api.name(code),
-        };
-    }
-    let (hsa, hsa_api) = load_hsa();
     let devices = (0..count.max(0))
-        .map(|ordinal| device(&api, hsa_api.as_ref(), ordinal, export))
+        .map(|ordinal| session.device(ordinal, export))
         .collect();
-    std::mem::forget(lib);
-    Lib::Ready(Hip {
-        library: path,
-        driver_version,
-        hsa,
-        devices,
-    })
+    Lib::Ready(session.describe(devices))
 }
 
 fn load_hsa() -> (Lib<HsaLib>, Option<HsaApi>) {
@@ -280,32 +244,36 @@ type HipDeviceGetByPciBusId = unsafe extern "C" fn(*mut c_int, *const c_char) ->
 const HIP_MEMCPY_HOST_TO_DEVICE: c_int = 1;
 const HIP_MEMCPY_DEVICE_TO_HOST: c_int = 2;
 
-/// HIP (and HSA, for dma-buf export) loaded and initialised, for the GDR write test.
-/// Unverified on AMD hardware: built against the documented ABI.
+/// HIP (and HSA, for dma-buf export) loaded and initialised: what the probe and the GDR write
+/// test both start from, once per process. Unverified on AMD hardware: built against the
+/// documented ABI.
 pub struct Session {
     api: HipApi,
-    memcpy: HipMemcpy,
-    by_bus_id: HipDeviceGetByPciBusId,
+    /// Only the write test needs these two.
+    memcpy: Option<HipMemcpy>,
+    by_bus_id: Option<HipDeviceGetByPciBusId>,
+    hsa_state: Lib<HsaLib>,
     hsa: Option<HsaApi>,
+    driver_version: Option<i32>,
     pub path: String,
 }
 
 impl Session {
+    /// dlopen, every symbol the probe needs, `hipInit`, and HSA for the export.
     pub fn open() -> Result<Session, Lib<()>> {
         let Loaded { lib, path } = open(&candidates(ENV_HIP, HIP_NAMES), b"hipInit\0")
             .map_err(|(tried, message)| Lib::NotFound { tried, message })?;
-        let missing = |symbol: &str| Lib::MissingSymbol {
+        let api = HipApi::load(&lib).map_err(|symbol| Lib::MissingSymbol {
             library: path.clone(),
             symbol: symbol.into(),
-        };
-        let api = HipApi::load(&lib).map_err(missing)?;
+        })?;
         // SAFETY: the types match hip_runtime_api.h.
-        let memcpy: HipMemcpy = unsafe { lib.get(b"hipMemcpy\0") }
-            .map(|s| *s)
-            .map_err(|_| missing("hipMemcpy"))?;
-        let by_bus_id: HipDeviceGetByPciBusId = unsafe { lib.get(b"hipDeviceGetByPCIBusId\0") }
-            .map(|s| *s)
-            .map_err(|_| missing("hipDeviceGetByPCIBusId"))?;
+        let memcpy: Option<HipMemcpy> = unsafe { lib.get(b"hipMemcpy\0") }.ok().map(|s| *s);
+        let by_bus_id: Option<HipDeviceGetByPciBusId> =
+            unsafe { lib.get(b"hipDeviceGetByPCIBusId\0") }
+                .ok()
+                .map(|s| *s);
+        // SAFETY (every call below): out-pointers are ours and valid.
         let code = unsafe { (api.init)(0) };
         if code != HIP_SUCCESS {
             return Err(Lib::Failed {
@@ -315,22 +283,94 @@ impl Session {
                 error: api.name(code),
             });
         }
-        let (_, hsa) = load_hsa();
+        let mut version: c_int = 0;
+        let driver_version =
+            (unsafe { (api.driver_get_version)(&mut version) } == HIP_SUCCESS).then_some(version);
+        let (hsa_state, hsa) = load_hsa();
         std::mem::forget(lib);
         Ok(Session {
             api,
             memcpy,
             by_bus_id,
+            hsa_state,
             hsa,
+            driver_version,
             path,
         })
+    }
+
+    /// `hipGetDeviceCount`.
+    pub fn count(&self) -> Result<i32, Lib<()>> {
+        let mut count: c_int = 0;
+        // SAFETY: a valid out-pointer.
+        let code = unsafe { (self.api.get_device_count)(&mut count) };
+        if code != HIP_SUCCESS {
+            return Err(Lib::Failed {
+                library: self.path.clone(),
+                call: "hipGetDeviceCount".into(),
+                code: code.into(),
+                error: self.api.name(code),
+            });
+        }
+        Ok(count)
+    }
+
+    /// The HIP ordinal of the GPU at `bus`: the devices HIP lists, compared by bus id.
+    pub fn ordinal_of(&self, bus: crate::parse::pci::Bdf) -> Option<i32> {
+        let count = self.count().ok()?;
+        (0..count.max(0)).find(|&ordinal| {
+            let mut buf = [0u8; 64];
+            // SAFETY: a buffer of the stated length; the ordinal is below HIP's own count.
+            let code = unsafe {
+                (self.api.device_get_pci_bus_id)(
+                    buf.as_mut_ptr().cast(),
+                    buf.len() as c_int,
+                    ordinal,
+                )
+            };
+            code == HIP_SUCCESS
+                && buffer_text(&buf).and_then(|s| crate::parse::pci::Bdf::parse(s.trim()))
+                    == Some(bus)
+        })
+    }
+
+    /// What HIP says of one GPU; with `export`, the dma-buf export probe on it.
+    pub fn device(&self, ordinal: c_int, export: bool) -> HipDevice {
+        device(&self.api, self.hsa.as_ref(), ordinal, export)
+    }
+
+    /// The libraries' facts around a list of devices.
+    pub fn describe(&self, devices: Vec<HipDevice>) -> Hip {
+        Hip {
+            library: self.path.clone(),
+            driver_version: self.driver_version,
+            hsa: self.hsa_state.clone(),
+            devices,
+        }
+    }
+
+    /// The calls the write test needs beyond the probe's; the first one missing.
+    pub fn write_test_symbols(&self) -> Result<(), Lib<()>> {
+        for (present, symbol) in [
+            (self.memcpy.is_some(), "hipMemcpy"),
+            (self.by_bus_id.is_some(), "hipDeviceGetByPCIBusId"),
+        ] {
+            if !present {
+                return Err(Lib::MissingSymbol {
+                    library: self.path.clone(),
+                    symbol: symbol.into(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Makes the GPU at `bus_id` current and allocates `len` bytes on it.
     pub fn alloc(&self, bus_id: &str, len: usize) -> Result<HipBuffer<'_>, String> {
         let c = std::ffi::CString::new(bus_id).map_err(|e| e.to_string())?;
+        let by_bus_id = self.by_bus_id.ok_or("hipDeviceGetByPCIBusId missing")?;
         let mut dev: c_int = -1;
-        let code = unsafe { (self.by_bus_id)(&mut dev, c.as_ptr()) };
+        let code = unsafe { by_bus_id(&mut dev, c.as_ptr()) };
         if code != HIP_SUCCESS {
             return Err(format!("hipDeviceGetByPCIBusId: {}", self.api.name(code)));
         }
@@ -393,10 +433,9 @@ impl HipBuffer<'_> {
     }
 
     pub fn write(&self, data: &[u8]) -> Result<(), String> {
+        let memcpy = self.s.memcpy.ok_or("hipMemcpy missing")?;
         let n = data.len().min(self.len);
-        match unsafe {
-            (self.s.memcpy)(self.ptr, data.as_ptr().cast(), n, HIP_MEMCPY_HOST_TO_DEVICE)
-        } {
+        match unsafe { memcpy(self.ptr, data.as_ptr().cast(), n, HIP_MEMCPY_HOST_TO_DEVICE) } {
             HIP_SUCCESS => Ok(()),
             code => Err(format!(
                 "hipMemcpy(HostToDevice): {}",
@@ -406,9 +445,10 @@ impl HipBuffer<'_> {
     }
 
     pub fn read(&self, out: &mut [u8]) -> Result<(), String> {
+        let memcpy = self.s.memcpy.ok_or("hipMemcpy missing")?;
         let n = out.len().min(self.len);
         match unsafe {
-            (self.s.memcpy)(
+            memcpy(
                 out.as_mut_ptr().cast(),
                 self.ptr,
                 n,

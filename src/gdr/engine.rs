@@ -96,21 +96,140 @@ impl Run {
     }
 }
 
+/// The GPU a pair's buffer lives on, opened once: a worker (crate::gpu::worker) keeps it open
+/// between its pairs, so that CUDA (or HIP) starts once per GPU, not once per pair.
+pub enum GpuSide<'a> {
+    /// Host memory, or nothing opened.
+    None,
+    Cuda {
+        gpu: &'a cuda::Gpu<'a>,
+        /// What opening it did and saw (`cuInit: ...`, the attributes), for every pair's steps.
+        steps: &'a [String],
+    },
+    Hip {
+        session: &'a hip::Session,
+        steps: &'a [String],
+    },
+}
+
+/// One pair in a process of its own (`gdrdoctor gdr-pair`): opens what the buffer needs, then
+/// [`run_pair_on`].
 pub fn run_pair(spec: &PairSpec) -> PairResult {
     let start = Instant::now();
-    let run = Run {
+    let failed = |kind, step: &str, message: String, steps: Vec<String>| PairResult {
+        memory_steps: steps,
+        failure: Some(Failure {
+            kind,
+            step: step.into(),
+            message,
+        }),
+        elapsed_ms: start.elapsed().as_millis() as u64,
+        ..PairResult::default()
+    };
+    match spec.memory {
+        Memory::Host | Memory::HostDmabuf => run_pair_on(spec, &GpuSide::None),
+        Memory::Cuda => {
+            let Some(bus) = spec.gpu.as_deref() else {
+                return failed(
+                    FailureKind::Memory,
+                    "spec",
+                    "CUDA memory needs a GPU".into(),
+                    vec![],
+                );
+            };
+            let session = match open_cuda() {
+                Ok(s) => s,
+                Err(e) => return failed(FailureKind::Memory, "libcuda", e, vec![]),
+            };
+            let steps = vec![cuda_started(&session)];
+            let gpu = match session.gpu(bus) {
+                Ok(g) => g,
+                Err(e) => return failed(FailureKind::Memory, "cuDeviceGetByPCIBusId", e, steps),
+            };
+            let mut steps = steps;
+            steps.push(cuda_device_step(bus, &gpu));
+            let mut r = run_pair_on(
+                spec,
+                &GpuSide::Cuda {
+                    gpu: &gpu,
+                    steps: &steps,
+                },
+            );
+            r.elapsed_ms = start.elapsed().as_millis() as u64;
+            r
+        }
+        Memory::Hip => {
+            if spec.gpu.is_none() {
+                return failed(
+                    FailureKind::Memory,
+                    "spec",
+                    "HIP memory needs a GPU".into(),
+                    vec![],
+                );
+            }
+            let session = match open_hip() {
+                Ok(s) => s,
+                Err(e) => return failed(FailureKind::Memory, "libamdhip64", e, vec![]),
+            };
+            let mut r = run_pair_on(
+                spec,
+                &GpuSide::Hip {
+                    session: &session,
+                    steps: &[],
+                },
+            );
+            r.elapsed_ms = start.elapsed().as_millis() as u64;
+            r
+        }
+    }
+}
+
+/// libcuda with everything the write test calls, initialised.
+pub fn open_cuda() -> Result<cuda::Session, String> {
+    let session = cuda::Session::open().map_err(|e| describe_lib(&e))?;
+    session.write_test_symbols().map_err(|e| describe_lib(&e))?;
+    Ok(session)
+}
+
+/// libamdhip64 with everything the write test calls, initialised.
+pub fn open_hip() -> Result<hip::Session, String> {
+    let session = hip::Session::open().map_err(|e| describe_lib(&e))?;
+    session.write_test_symbols().map_err(|e| describe_lib(&e))?;
+    Ok(session)
+}
+
+/// `cuInit: /usr/lib/.../libcuda.so.580.159.04 (CUDA 13.0)`.
+pub fn cuda_started(session: &cuda::Session) -> String {
+    format!(
+        "cuInit: {} (CUDA {}.{})",
+        session.path,
+        session.driver_version / 1000,
+        session.driver_version % 1000 / 10
+    )
+}
+
+/// `0000:3b:00.0: NVIDIA H100; GPU_DIRECT_RDMA_SUPPORTED=1, DMA_BUF_SUPPORTED=1`.
+pub fn cuda_device_step(bus: &str, gpu: &cuda::Gpu) -> String {
+    format!(
+        "{bus}: {}; GPU_DIRECT_RDMA_SUPPORTED={}, DMA_BUF_SUPPORTED={}",
+        gpu.name().unwrap_or_default(),
+        flag(gpu.gdr_supported()),
+        flag(gpu.dmabuf_supported())
+    )
+}
+
+/// One pair on a GPU already opened (or host memory): the buffer, its dma-buf, the NIC,
+/// registration, WRITEs both ways, verification, bandwidth.
+pub fn run_pair_on(spec: &PairSpec, side: &GpuSide) -> PairResult {
+    let start = Instant::now();
+    let mut run = Run {
         res: PairResult::default(),
         start,
         deadline: start + Duration::from_millis(spec.deadline_ms),
     };
     let size = spec.size.max(4096) as usize;
-    // The sessions outlive every buffer that borrows them.
-    let cuda_session;
-    let cuda_gpu;
-    let hip_session;
-    let mut run = run;
-    let target = match spec.memory {
-        Memory::Host => match HostBuffer::new(size) {
+    let target = match (spec.memory, side) {
+        (Memory::Host, _) => match HostBuffer::new(size) {
             Ok(b) => {
                 run.res.memory_steps.push(format!(
                     "host buffer of {}",
@@ -120,7 +239,7 @@ pub fn run_pair(spec: &PairSpec) -> PairResult {
             }
             Err(e) => return run.fail(FailureKind::Memory, "host allocation", e),
         },
-        Memory::HostDmabuf => match udmabuf::HostDmabuf::create(size) {
+        (Memory::HostDmabuf, _) => match udmabuf::HostDmabuf::create(size) {
             Ok(u) => {
                 run.res.memory_steps.push(format!(
                     "{} of host memory as a dma-buf from {}",
@@ -131,31 +250,12 @@ pub fn run_pair(spec: &PairSpec) -> PairResult {
             }
             Err(e) => return run.fail(FailureKind::Memory, "host dma-buf", e),
         },
-        Memory::Cuda => {
-            let Some(bus) = spec.gpu.as_deref() else {
-                return run.fail(FailureKind::Memory, "spec", "CUDA memory needs a GPU");
-            };
-            cuda_session = match cuda::Session::open() {
-                Ok(s) => s,
-                Err(e) => return run.fail(FailureKind::Memory, "libcuda", describe_lib(&e)),
-            };
-            run.res.memory_steps.push(format!(
-                "cuInit: {} (CUDA {}.{})",
-                cuda_session.path,
-                cuda_session.driver_version / 1000,
-                cuda_session.driver_version % 1000 / 10
-            ));
-            cuda_gpu = match cuda_session.gpu(bus) {
-                Ok(g) => g,
-                Err(e) => return run.fail(FailureKind::Memory, "cuDeviceGetByPCIBusId", e),
-            };
-            run.res.memory_steps.push(format!(
-                "{bus}: {}; GPU_DIRECT_RDMA_SUPPORTED={}, DMA_BUF_SUPPORTED={}",
-                cuda_gpu.name().unwrap_or_default(),
-                flag(cuda_gpu.gdr_supported()),
-                flag(cuda_gpu.dmabuf_supported())
-            ));
-            match cuda_gpu.alloc(size) {
+        (Memory::Cuda, GpuSide::Cuda { gpu, steps }) => {
+            run.res.memory_steps.extend(steps.iter().cloned());
+            if let Err(e) = gpu.make_current() {
+                return run.fail(FailureKind::Memory, "cuCtxSetCurrent", e);
+            }
+            match gpu.alloc(size) {
                 Ok((b, sync)) => {
                     run.res.memory_steps.push(format!(
                         "cuMemAlloc {} at {:#x}{}",
@@ -172,15 +272,12 @@ pub fn run_pair(spec: &PairSpec) -> PairResult {
                 Err(e) => return run.fail(FailureKind::Memory, "cuMemAlloc", e),
             }
         }
-        Memory::Hip => {
+        (Memory::Hip, GpuSide::Hip { session, steps }) => {
+            run.res.memory_steps.extend(steps.iter().cloned());
             let Some(bus) = spec.gpu.as_deref() else {
                 return run.fail(FailureKind::Memory, "spec", "HIP memory needs a GPU");
             };
-            hip_session = match hip::Session::open() {
-                Ok(s) => s,
-                Err(e) => return run.fail(FailureKind::Memory, "libamdhip64", describe_lib(&e)),
-            };
-            match hip_session.alloc(bus, size) {
+            match session.alloc(bus, size) {
                 Ok(b) => {
                     run.res.memory_steps.push(format!(
                         "hipMalloc {} on {bus}",
@@ -191,11 +288,20 @@ pub fn run_pair(spec: &PairSpec) -> PairResult {
                 Err(e) => return run.fail(FailureKind::Memory, "hipMalloc", e),
             }
         }
+        (m, _) => {
+            return run.fail(
+                FailureKind::Memory,
+                "spec",
+                format!(
+                    "{} memory asked of a process that did not open that GPU",
+                    m.as_str()
+                ),
+            );
+        }
     };
     let mut target = target;
 
-    // The GPU side's dma-buf, exported before any NIC is involved: on a node without an RDMA
-    // device this still proves the export.
+    // The GPU side's dma-buf, exported before any NIC is involved.
     let mut dmabuf: Option<Result<(i32, u64, bool), String>> = match &target {
         Target::Cuda(b) => Some(b.export_dmabuf().map(|fd| (fd, 0, true))),
         Target::Hip(b) => Some(b.export_dmabuf().map(|(fd, off)| (fd, off, true))),

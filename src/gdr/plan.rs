@@ -269,16 +269,8 @@ pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) 
             }
         };
         if devices.is_empty() && extra.is_empty() {
-            // No NIC: the GPU side still runs, and the result says there is nothing to write through.
-            planned.push(Planned {
-                gpu: Some(g.bdf),
-                subject: g.subject(),
-                nic: None,
-                level: None,
-                expected: None,
-                software: false,
-                spec: spec(Some(g), None, memory),
-            });
+            // No NIC to write through: nothing to test, and no GPU work for it (the probe's
+            // export already says whether the GPU side works). The check names rdma-link.
             continue;
         }
         let near = nearest
@@ -357,11 +349,14 @@ pub fn waves(specs: &[&PairSpec]) -> Vec<Vec<usize>> {
     out
 }
 
-/// Runs the pairs, wave by wave (see [`waves`]), each pair in its own child.
+/// Runs the pairs, wave by wave (see [`waves`]): a pair on GPU memory on its GPU's worker in
+/// `gpus` (which keeps CUDA or HIP open between its pairs and the probe), a pair on host memory
+/// in a child of its own.
 pub fn run(
     planned: Vec<Planned>,
     exe: &std::path::Path,
     deadline: crate::deadline::Deadline,
+    gpus: Option<&crate::gpu::GpuSession>,
 ) -> Vec<Outcome> {
     let specs: Vec<&PairSpec> = planned.iter().map(|p| &p.spec).collect();
     let waves = waves(&specs);
@@ -403,7 +398,10 @@ pub fn run(
                                 .saturating_sub(KILL_GRACE.min(budget.limit / 2));
                             p.spec.deadline_ms = own.as_millis() as u64;
                         }
-                        let result = run_one(&exe, &p.spec, budget.limit);
+                        let result = match gpus {
+                            Some(g) if p.spec.memory.is_gpu() => g.pair(&p.spec, budget.limit),
+                            _ => run_one(&exe, &p.spec, budget.limit),
+                        };
                         (
                             i,
                             Outcome {

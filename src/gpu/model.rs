@@ -17,6 +17,28 @@ pub struct Probe {
     /// set in gdrdoctor's environment, removed from the probe's so that it sees every GPU.
     #[serde(default)]
     pub cleared_env: Vec<String>,
+    /// Parts of the probe that gave no answer (hung, crashed, or could not use their library
+    /// while the others could): NVML, or one GPU's worker. The rest of the probe stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<ProbeFailure>,
+}
+
+/// A part of the probe without an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeFailure {
+    /// `nvml`, or the GPU's PCI address (its worker).
+    pub part: String,
+    pub error: String,
+}
+
+impl Probe {
+    /// Why the probe has no answer for this GPU, if it has none.
+    pub fn failure(&self, gpu: crate::parse::pci::Bdf) -> Option<&str> {
+        self.failed
+            .iter()
+            .find(|f| crate::parse::pci::Bdf::parse(&f.part) == Some(gpu))
+            .map(|f| f.error.as_str())
+    }
 }
 
 /// A library the probe loaded, or why it could not use it.
@@ -44,6 +66,34 @@ impl<T> Lib<T> {
         match self {
             Lib::Ready(t) => Some(t),
             _ => None,
+        }
+    }
+}
+
+impl Lib<()> {
+    /// Why a library cannot be used, as the state of a library with facts of another kind.
+    /// (`Ready(())` is never an error; it would read as a failed call rather than a pass.)
+    pub fn cast<T>(self) -> Lib<T> {
+        match self {
+            Lib::Ready(()) => Lib::Failed {
+                library: String::new(),
+                call: "(none)".into(),
+                code: 0,
+                error: "no facts recorded".into(),
+            },
+            Lib::NotFound { tried, message } => Lib::NotFound { tried, message },
+            Lib::MissingSymbol { library, symbol } => Lib::MissingSymbol { library, symbol },
+            Lib::Failed {
+                library,
+                call,
+                code,
+                error,
+            } => Lib::Failed {
+                library,
+                call,
+                code,
+                error,
+            },
         }
     }
 }

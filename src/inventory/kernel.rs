@@ -58,7 +58,7 @@ pub struct Kernel {
     pub version: Option<KernelVersion>,
     pub hostname: Option<String>,
     /// The machine's model, from DMI (`/sys/class/dmi/id`): vendor and product, and the board.
-    /// Serial numbers and UUIDs are never read.
+    /// Serial numbers and UUIDs are never read into it.
     pub product: Option<String>,
     pub board: Option<String>,
     pub cmdline: Fact<Vec<Param>>,

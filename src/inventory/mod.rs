@@ -13,7 +13,7 @@ pub mod pci;
 pub mod rdma;
 
 use crate::config::Config;
-use crate::gpu::{Runtime, SkipReason};
+use crate::gpu::{GpuSession, Runtime, SkipReason};
 use crate::model::Evidence;
 use crate::parse::pci::Bdf;
 use crate::root::{ReadError, Root};
@@ -182,16 +182,6 @@ pub struct Inventory {
 }
 
 /// The GPU probe, still running in its child.
-pub struct PendingProbe(std::thread::JoinHandle<Runtime>);
-
-impl PendingProbe {
-    pub fn wait(self) -> Runtime {
-        self.0.join().unwrap_or_else(|_| Runtime::Failed {
-            error: "the thread waiting for the GPU probe panicked".into(),
-        })
-    }
-}
-
 /// Whether the GDR write test ran, and what it found.
 #[derive(Debug, Clone)]
 pub enum GdrTest {
@@ -204,21 +194,22 @@ pub enum GdrTest {
 
 impl Inventory {
     pub fn load(root: &Root, config: &Config, options: Options) -> Inventory {
-        let (mut inv, pending) = Inventory::load_pending(root, config, options);
-        if let Some(p) = pending {
-            inv.gpu_runtime = p.wait();
+        let (mut inv, session) = Inventory::load_pending(root, config, options);
+        if let Some(mut s) = session {
+            inv.gpu_runtime = s.probe();
+            s.finish(crate::gpu::FINISH_GRACE);
         }
         inv
     }
 
-    /// Like [`Inventory::load`], but returns while the GPU probe may still run: the caller can
-    /// start other slow work (the GDR write test) and then [`PendingProbe::wait`] for it.
-    /// Until then `gpu_runtime` reads as not asked.
+    /// Like [`Inventory::load`], but returns the GPU session as it runs: the caller runs the
+    /// GDR write test on its workers, then asks it for the probe ([`GpuSession::probe`]) and
+    /// ends it. Until then `gpu_runtime` reads as not asked.
     pub fn load_pending(
         root: &Root,
         config: &Config,
         options: Options,
-    ) -> (Inventory, Option<PendingProbe>) {
+    ) -> (Inventory, Option<GpuSession>) {
         // A check's time is almost all system calls (about 1200 files on a large node), so the
         // two independent halves are read on two threads: kernel and RDMA, and the PCI bus.
         let (mut problems, kernel, ((rdma, rdma_class), netdevs), (mut pci, unidentified)) =
@@ -246,7 +237,7 @@ impl Inventory {
         // The GPU probe takes from milliseconds to seconds (CUDA creates a context per GPU);
         // it runs in its own process while the rest of the details are read.
         let here = root.is_live() || options.gpu_probe_on_root;
-        let probe = match (&options.gpu_probe, nvidia || amd, here) {
+        let session = match (&options.gpu_probe, nvidia || amd, here) {
             (_, false, _) => Err(SkipReason::NoGpu),
             (_, true, false) => Err(SkipReason::Offline),
             (None, true, true) => Err(SkipReason::Disabled),
@@ -255,7 +246,22 @@ impl Inventory {
                 cmd.ask.nvml &= nvidia;
                 cmd.ask.cuda &= nvidia;
                 cmd.ask.hip &= amd;
-                Ok(std::thread::spawn(move || crate::gpu::run(&cmd)))
+                let targets = gpus
+                    .iter()
+                    .filter_map(|g| {
+                        let runtime = match g.vendor {
+                            GpuVendor::Nvidia => crate::gpu::worker::Runtime::Cuda,
+                            GpuVendor::Amd => crate::gpu::worker::Runtime::Hip,
+                            GpuVendor::Other => return None,
+                        };
+                        Some(crate::gpu::Target {
+                            bdf: g.bdf,
+                            runtime,
+                            visible: g.uuid.clone(),
+                        })
+                    })
+                    .collect();
+                Ok(GpuSession::start(&cmd, targets))
             }
         };
 
@@ -300,13 +306,13 @@ impl Inventory {
         }
         let iommu = Iommu::load(root, &pci);
         let access = (options.access && root.is_live()).then(|| access::Access::load(root, &rdma));
-        let (gpu_runtime, pending) = match probe {
+        let (gpu_runtime, session) = match session {
             Err(reason) => (Runtime::Skipped { reason }, None),
-            Ok(handle) => (
+            Ok(session) => (
                 Runtime::Skipped {
                     reason: SkipReason::Disabled,
                 },
-                Some(PendingProbe(handle)),
+                Some(session),
             ),
         };
         let inv = Inventory {
@@ -329,7 +335,7 @@ impl Inventory {
                 "a captured root: the test moves bytes on the live node".into()
             }),
         };
-        (inv, pending)
+        (inv, session)
     }
 
     /// Every problem the inventory recorded: its own, the unidentified functions', and each

@@ -298,6 +298,9 @@ pub struct Gpu {
     pub aperture: Option<super::Fact<super::gpu::Aperture>>,
     /// AMD: the DRM nodes under `<device>/drm` (`card0`, `renderD128`), or why not readable.
     pub drm: Option<Result<Vec<String>, crate::root::ReadError>>,
+    /// NVIDIA: `GPU-<uuid>` from the driver's `information` file, only to start this GPU's
+    /// worker with `CUDA_VISIBLE_DEVICES` naming it alone. Never reported, never captured.
+    pub uuid: Option<String>,
 }
 
 impl Gpu {
@@ -337,12 +340,14 @@ pub fn classify_gpus(
             _ => continue,
         };
         let mut model = declared.and_then(|a| a.name.clone());
+        let mut uuid = None;
         if vendor == GpuVendor::Nvidia && kernel.nvidia.value.is_some() {
             let info = format!("/proc/driver/nvidia/gpus/{}/information", f.bdf);
             if let Ok(text) = root.read_text(&info) {
                 model = crate::parse::kernel::nvidia_gpu_model(&text)
                     .filter(|m| m.len() < 80)
                     .or(model);
+                uuid = crate::parse::kernel::nvidia_gpu_uuid(&text);
             }
         }
         let aperture = matches!(vendor, GpuVendor::Nvidia | GpuVendor::Amd)
@@ -355,6 +360,7 @@ pub fn classify_gpus(
             declared: declared.is_some(),
             aperture,
             drm,
+            uuid,
         });
     }
     gpus

@@ -167,6 +167,17 @@ pub fn nvidia_gpu_model(text: &str) -> Option<String> {
     (!model.is_empty()).then(|| model.to_owned())
 }
 
+/// The `GPU UUID:` line of the same file (`GPU-c783c174-2489-07fb-69e0-b646a5b7d417`), in the
+/// form `CUDA_VISIBLE_DEVICES` takes; anything else (`??`, an odd length) is `None`.
+pub fn nvidia_gpu_uuid(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("GPU UUID:"))?;
+    let uuid = line["GPU UUID:".len()..].trim();
+    let hex = uuid.strip_prefix("GPU-")?;
+    let groups: Vec<usize> = hex.split('-').map(str::len).collect();
+    (groups == [8, 4, 4, 4, 12] && hex.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit()))
+        .then(|| uuid.to_owned())
+}
+
 /// A limit from `/proc/<pid>/limits`: soft and hard, `None` = unlimited.
 /// kernel: fs/proc/base.c proc_pid_limits().
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +204,21 @@ pub fn proc_limit(text: &str, name: &str) -> Option<Limit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nvidia_uuid_line() {
+        // The H200 VM's /proc/driver/nvidia/gpus/0000:00:06.0/information (shortened).
+        let info = "Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t GPU-c783c174-2489-07fb-69e0-b646a5b7d417\nBus Type: \t PCIe\n";
+        assert_eq!(
+            nvidia_gpu_uuid(info).as_deref(),
+            Some("GPU-c783c174-2489-07fb-69e0-b646a5b7d417")
+        );
+        assert_eq!(nvidia_gpu_model(info).as_deref(), Some("NVIDIA H200"));
+        // What a capture keeps (the line removed), and what older drivers print instead.
+        assert_eq!(nvidia_gpu_uuid("Model: \t\t NVIDIA H200\n"), None);
+        assert_eq!(nvidia_gpu_uuid("GPU UUID: \t ??\n"), None);
+        assert_eq!(nvidia_gpu_uuid("GPU UUID: \t GPU-c783c174;reboot\n"), None);
+    }
 
     #[test]
     fn cmdline_words_and_quotes() {

@@ -84,12 +84,21 @@ pub fn render(report: &Report, style: &Style) -> String {
         .iter()
         .filter(|c| c.skipped.as_deref() != Some(crate::checks::NOT_SELECTED))
     {
+        let prerequisite = if check.prerequisite_of.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "  (prerequisite of {}: left out, run for them)",
+                check.prerequisite_of.join(", ")
+            )
+        };
         let _ = writeln!(
             o,
-            "{} {}  {}",
+            "{} {}  {}{}",
             label(check.status),
             bold(check.id),
-            dim(check.title)
+            dim(check.title),
+            prerequisite
         );
         if let Some(reason) = &check.skipped {
             let _ = writeln!(o, "        {}", dim(reason));
@@ -130,11 +139,15 @@ pub fn render(report: &Report, style: &Style) -> String {
             .if_supports_color(Stream::Stdout, |t| t.red())
             .to_string()
     };
-    let detail = v
-        .summary
-        .split_once(": ")
-        .map(|(_, d)| d)
-        .unwrap_or(&v.summary);
+    // "nothing verified: ..." keeps its first words: they are the reason it is not ready.
+    let detail = match v.state {
+        super::State::NothingVerified => &v.summary,
+        _ => v
+            .summary
+            .split_once(": ")
+            .map(|(_, d)| d)
+            .unwrap_or(&v.summary),
+    };
     let _ = writeln!(o, "\n{} {detail}", bold(&headline));
     o
 }

@@ -46,6 +46,24 @@ pub fn render(report: &Report) -> String {
         }
         suites.push_str("  </testsuite>\n");
     }
+    // A run that verified nothing is not ready although no finding failed: one error says so,
+    // so that the XML has failures or errors exactly when the node is not ready.
+    if report.verdict.state == super::State::NothingVerified {
+        tests += 1;
+        errors += 1;
+        let _ = write!(
+            suites,
+            "  <testsuite name=\"gdrdoctor.verdict\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" hostname=\"{host}\">\n    <testcase classname=\"gdrdoctor.verdict\" name=\"{code}\">\n      {body}\n    </testcase>\n  </testsuite>\n",
+            host = attr(host),
+            code = super::NOTHING_VERIFIED,
+            body = element(
+                "error",
+                super::NOTHING_VERIFIED,
+                &report.verdict.summary,
+                ""
+            ),
+        );
+    }
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,

@@ -52,9 +52,15 @@ pub struct NodeInfo {
 
 #[derive(Debug, Serialize)]
 pub struct Verdict {
+    /// `ready`, `ready-unverified`, `not-ready` or `nothing-verified`: the one word for the
+    /// run. `nothing-verified`: no check that ran passed (or warned), so there is nothing to
+    /// stand a "ready" on (everything skipped or unknown, a root without a PCI tree); not ready.
+    pub state: State,
+    /// Some check failed is not the only way to be not ready: see `state`.
     pub ready: bool,
-    /// No check ended unknown. A ready but unverified node passed what could be read, and some
-    /// of it could not be (no root, unreadable files); `--strict` fails it.
+    /// Some check judged the node and none ended unknown. A ready but unverified node passed
+    /// what could be read, and some of it could not be (no root, unreadable files); `--strict`
+    /// fails it.
     pub verified: bool,
     /// Warnings and unknowns counted as failures (`--strict`).
     pub strict: bool,
@@ -64,6 +70,29 @@ pub struct Verdict {
     /// One line: what a scheduler's drain reason or a log line should say.
     pub summary: String,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    Ready,
+    ReadyUnverified,
+    NotReady,
+    NothingVerified,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Ready => "ready",
+            State::ReadyUnverified => "ready-unverified",
+            State::NotReady => "not-ready",
+            State::NothingVerified => "nothing-verified",
+        }
+    }
+}
+
+/// What `--format reason`, JUnit and the fleet view call a run that verified nothing.
+pub const NOTHING_VERIFIED: &str = "nothing-verified";
 
 #[derive(Debug, Serialize)]
 pub struct Blocking {
@@ -176,7 +205,12 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
             }
         })
         .collect();
-    let ready = blocking.is_empty();
+    // A verdict stands on at least one check that judged the node: pass or warn (a failure
+    // blocks anyway). All skipped or unknown is not "ready", whatever else it is.
+    let judged = checks
+        .iter()
+        .any(|c| matches!(c.status, Status::Pass | Status::Warn | Status::Fail));
+    let ready = blocking.is_empty() && judged;
     let mut counts = Counts {
         checks: BTreeMap::new(),
         findings: BTreeMap::new(),
@@ -194,8 +228,14 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
                 .count(),
         );
     }
-    let verified = !checks.iter().any(|c| c.status == Status::Unknown);
-    let summary = summary_line(ready, verified, &blocking, &counts);
+    let verified = judged && !checks.iter().any(|c| c.status == Status::Unknown);
+    let state = match (ready, verified, judged) {
+        (true, true, _) => State::Ready,
+        (true, false, _) => State::ReadyUnverified,
+        (false, _, false) => State::NothingVerified,
+        (false, _, true) => State::NotReady,
+    };
+    let summary = summary_line(state, &blocking, &checks, &counts);
     Report {
         schema: "gdrdoctor.report",
         schema_version: SCHEMA_VERSION,
@@ -213,6 +253,7 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
             rdma_devices: inv.rdma.len(),
         },
         verdict: Verdict {
+            state,
             ready,
             verified,
             strict: options.strict,
@@ -226,7 +267,12 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
     }
 }
 
-fn summary_line(ready: bool, verified: bool, blocking: &[Blocking], counts: &Counts) -> String {
+fn summary_line(
+    state: State,
+    blocking: &[Blocking],
+    checks: &[CheckResult],
+    counts: &Counts,
+) -> String {
     let n = |s: Status| counts.checks.get(&s).copied().unwrap_or(0);
     let mut parts = Vec::new();
     for (s, word) in [
@@ -240,17 +286,41 @@ fn summary_line(ready: bool, verified: bool, blocking: &[Blocking], counts: &Cou
         }
     }
     let tail = parts.join(", ");
-    match (ready, verified) {
-        (true, true) => format!("ready: {tail}"),
-        (true, false) => {
+    match state {
+        State::Ready => format!("ready: {tail}"),
+        State::ReadyUnverified => {
             format!("ready but unverified (nothing failed, some checks could not tell): {tail}")
         }
-        (false, _) => {
+        State::NotReady => {
             let codes: Vec<String> = blocking
                 .iter()
-                .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
+                .map(|b| {
+                    let of = checks
+                        .iter()
+                        .find(|c| c.id == b.check)
+                        .filter(|c| !c.prerequisite_of.is_empty())
+                        .map(|c| format!("; prerequisite of {}", c.prerequisite_of.join(", ")))
+                        .unwrap_or_default();
+                    format!("{} ({}{of})", b.check, b.codes.join(", "))
+                })
                 .collect();
             format!("not ready: {}; {tail}", codes.join("; "))
+        }
+        State::NothingVerified => {
+            // Why: the checks that could not tell, then the ones that did not run.
+            let unknown: Vec<&str> = checks
+                .iter()
+                .filter(|c| c.status == Status::Unknown)
+                .map(|c| c.id)
+                .collect();
+            let why = if checks.iter().all(|c| c.skipped.is_some()) {
+                "no check ran".to_owned()
+            } else if unknown.is_empty() {
+                "every check that ran skipped".to_owned()
+            } else {
+                format!("could not tell: {}", unknown.join(", "))
+            };
+            format!("nothing verified: no check passed ({why}); {tail}")
         }
     }
 }

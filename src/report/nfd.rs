@@ -24,6 +24,7 @@ pub fn render(report: &Report, expires: Option<u64>) -> String {
     }
     out.push_str(&format!("{PREFIX}gdr.ready={}\n", v.ready));
     out.push_str(&format!("{PREFIX}gdr.verified={}\n", v.verified));
+    out.push_str(&format!("{PREFIX}gdr.state={}\n", v.state.as_str()));
     out.push_str(&format!("{PREFIX}gdr.path={}\n", path(report)));
     for c in &report.checks {
         out.push_str(&format!("{PREFIX}gdr.check.{}={}\n", c.id, c.status));
@@ -38,6 +39,11 @@ pub fn path(report: &Report) -> &'static str {
     let Some(c) = report.checks.iter().find(|c| c.id == "peer-memory") else {
         return "unknown";
     };
+    // "No GPU" only when the GPUs could be looked for.
+    let gpus_unknown = report
+        .checks
+        .iter()
+        .any(|c| c.id == "gpu-driver" && c.status == Status::Unknown);
     let has = |code: &str| {
         c.findings
             .iter()
@@ -53,6 +59,7 @@ pub fn path(report: &Report) -> &'static str {
         (true, false) => "dmabuf",
         (false, true) => "peermem",
         (false, false) if c.findings.iter().any(|f| none.contains(&f.code)) => "none",
+        (false, false) if gpus_unknown => "unknown",
         (false, false) if c.findings.iter().any(|f| f.code == "peer-memory-no-gpu") => "no-gpu",
         (false, false) if c.status == Status::Fail => "none",
         (false, false) => "unknown",

@@ -19,10 +19,13 @@ pub fn render(report: &Report, run: Option<Run>) -> String {
     let v = &report.verdict;
     m.family(
         "gdrdoctor_ready",
-        "1 when the node is ready for GPUDirect RDMA (no check failed; with --strict nothing warned or was unknown).",
+        "1 when the node is ready for GPUDirect RDMA (some check passed and none failed; with --strict nothing warned or was unknown).",
     );
     m.sample("gdrdoctor_ready", &[], bool_value(v.ready));
-    m.family("gdrdoctor_verified", "1 when no check ended unknown.");
+    m.family(
+        "gdrdoctor_verified",
+        "1 when some check judged the node and none ended unknown (0 when nothing was verified).",
+    );
     m.sample("gdrdoctor_verified", &[], bool_value(v.verified));
     m.family(
         "gdrdoctor_info",

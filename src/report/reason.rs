@@ -27,6 +27,9 @@ pub fn line(report: &Report) -> String {
             bounded("gdrdoctor: ready (unverified: ", &unknown, ")")
         };
     }
+    if v.state == super::State::NothingVerified {
+        return format!("gdrdoctor: {}", super::NOTHING_VERIFIED);
+    }
     let mut codes: Vec<&str> = Vec::new();
     for b in &v.blocking {
         let of_check: Vec<&str> = if b.codes.is_empty() {

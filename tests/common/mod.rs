@@ -101,10 +101,15 @@ pub fn stub(src: &str, omit: &[&str]) -> PathBuf {
         omit.iter().map(|o| format!("-no-{o}")).collect::<String>()
     );
     let out = dir.path().join(&name);
+    // One build at a time, and under a temporary name renamed into place: a test on another
+    // thread must never load a library that cc is still writing.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _building = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     if !out.exists() {
+        let partial = dir.path().join(format!("{name}.partial"));
         let mut cc = Command::new("cc");
         cc.args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
-            .arg(&out)
+            .arg(&partial)
             .arg(crate_dir().join(format!("tests/stubs/{src}.c")));
         for o in omit {
             cc.arg(format!("-DOMIT_{o}"));
@@ -113,6 +118,7 @@ pub fn stub(src: &str, omit: &[&str]) -> PathBuf {
             .status()
             .expect("cc (the C compiler) is needed for these tests");
         assert!(status.success(), "building {name} failed");
+        std::fs::rename(&partial, &out).unwrap();
     }
     out
 }

@@ -1,8 +1,11 @@
 #include "common.h"
 #include <strings.h>
+#include <unistd.h>
 /* libcuda.so.1 stand-in. FAKE_CUDA_INIT: cuInit's result; FAKE_CUDA_COUNT: devices (2);
  * FAKE_CUDA_BUSIDS: their bus ids; FAKE_CUDA_GDR, FAKE_CUDA_DMABUF: attributes 116 and 124 (1);
- * FAKE_CUDA_EXPORT: cuMemGetHandleForAddressRange's result (0); FAKE_CUDA_VERSION (12080). */
+ * FAKE_CUDA_EXPORT: cuMemGetHandleForAddressRange's result (0); FAKE_CUDA_VERSION (12080);
+ * FAKE_CUDA_LOG: a file each cuInit and each primary-context retain appends a line to (with the
+ * process id and CUDA_VISIBLE_DEVICES), to count how often CUDA is started. */
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
@@ -22,9 +25,18 @@ static const char *names(CUresult r) {
 }
 
 static int initialised;
+static void note(const char *what, int dev) {
+    const char *path = getenv("FAKE_CUDA_LOG");
+    if (!path || !*path) return;
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    fprintf(f, "%s pid=%d dev=%d visible=%s\n", what, (int)getpid(), dev, visible ? visible : "-");
+    fclose(f);
+}
 CUresult cuGetErrorName(CUresult r, const char **s) { *s = names(r); return *s ? 0 : 1; }
 #ifndef OMIT_cuInit
-CUresult cuInit(unsigned flags) { (void)flags; int r = env_int("FAKE_CUDA_INIT", 0); initialised = r == 0; return r; }
+CUresult cuInit(unsigned flags) { (void)flags; int r = env_int("FAKE_CUDA_INIT", 0); initialised = r == 0; note("cuInit", -1); return r; }
 #endif
 CUresult cuDriverGetVersion(int *v) { *v = env_int("FAKE_CUDA_VERSION", 12080); return 0; }
 CUresult cuDeviceGetCount(int *n) { if (!initialised) return 3; *n = env_int("FAKE_CUDA_COUNT", 2); return 0; }
@@ -40,8 +52,8 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
     return 1;
 }
 static int contexts;
-CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) { contexts++; *ctx = (void *)(long)(d + 1); return 0; }
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { (void)d; contexts--; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) { contexts++; note("retain", d); *ctx = (void *)(long)(d + 1); return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { if (--contexts == 0) note("destroy", d); return 0; }
 CUresult cuCtxSetCurrent(void *ctx) { (void)ctx; return 0; }
 #ifndef OMIT_cuMemAlloc_v2
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { void *m = aligned_alloc(2 << 20, n); *p = (CUdeviceptr)m; return m ? 0 : 2; }
