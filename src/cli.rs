@@ -130,7 +130,8 @@ enum Command {
 #[derive(clap::Args, Debug)]
 struct OutputArgs {
     /// Also write the report in FORMAT to PATH, atomically (a temporary file in the same
-    /// directory, then renamed), e.g. `json:/run/gdrdoctor/report.json`. Repeatable.
+    /// directory, then renamed; a device or FIFO is written in place), e.g.
+    /// `json:/run/gdrdoctor/report.json`. Repeatable.
     #[arg(long = "output", value_name = "FORMAT:PATH", value_parser = parse_output)]
     outputs: Vec<(ReportFormat, PathBuf)>,
     /// Also write the Prometheus metrics to DIR/gdrdoctor.prom, atomically, for
@@ -217,7 +218,7 @@ struct FixArgs {
     /// Which commands the script runs (the rest stay as comments): runtime, persistent, all.
     #[arg(long, value_enum, default_value_t = gdrdoctor::fixscript::Classes::All)]
     class: gdrdoctor::fixscript::Classes,
-    /// Write the script to FILE (mode 0755) instead of standard output.
+    /// Write the script to FILE (replaced whole, mode 0755) instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Run the runtime commands now (never persistent or disruptive ones), logging each, then
@@ -803,10 +804,10 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
         let script = fixscript::render(&header, &results, args.class);
         match &args.output {
             Some(path) => {
-                std::fs::write(path, &script)
+                // Like a report file: a regular file is replaced (mode 0755), a device or FIFO
+                // written in place and never chmod-ed.
+                gdrdoctor::output::write(path, script.as_bytes(), 0o755)
                     .with_context(|| format!("cannot write {}", path.display()))?;
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
                 errln!("wrote {} ({} findings)", path.display(), blocks.len());
             }
             None => out!("{script}"),

@@ -155,3 +155,220 @@ fn a_full_standard_error_never_panics() {
         assert_eq!(o.status.code(), Some(rc), "{}", args.join(" "));
     }
 }
+
+/// gdrdoctor with `args`, killed if it runs past `secs` (a wait on a FIFO must fail the test,
+/// not hang it). Standard output and error go to files, so a large report cannot block it.
+fn run_within(secs: u64, args: &[&std::ffi::OsStr]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args(args)
+        .current_dir(crate_dir())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(File::create(&out).unwrap())
+        .stderr(File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gdrdoctor {args:?} still ran after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    }
+}
+
+fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
+    args.iter().map(|a| a.into()).collect()
+}
+
+fn check_with_output(path: &Path, spec: &str) -> Output {
+    let spec = format!("{spec}:{}", path.display());
+    let args = os(&[
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "check",
+        "--format",
+        "reason",
+        "--output",
+        &spec,
+    ]);
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    run_within(20, &args)
+}
+
+fn is_link(p: &Path) -> bool {
+    p.symlink_metadata().unwrap().file_type().is_symlink()
+}
+
+// No test here names /dev/full or /dev/stdout itself as the output: the code before this fix
+// would have replaced them (the tests may run as root). Links to them in a scratch directory
+// are enough, and harmless to the machine either way.
+#[test]
+fn output_replaces_only_regular_files_and_writes_devices_in_place() {
+    use std::os::unix::fs::{FileTypeExt as _, symlink};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+
+    // A link to a device: written in place, so /dev/full's ENOSPC is the error, named with
+    // the path; the ready node's run exits 2; the link is still a link.
+    symlink("/dev/full", d.join("full")).unwrap();
+    let o = check_with_output(&d.join("full"), "json");
+    no_panic(&o, "full");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!(
+        "cannot write {}: No space left on device",
+        d.join("full").display()
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    assert!(is_link(&d.join("full")));
+
+    // A link to /dev/stdout, a pipe: the report goes into this run's standard output.
+    symlink("/dev/stdout", d.join("stdout")).unwrap();
+    let spec = format!("reason:{}", d.join("stdout").display());
+    let o = gdrdoctor(&[
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "check",
+        "--format",
+        "reason",
+        "--output",
+        &spec,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "gdrdoctor: ready\ngdrdoctor: ready\n");
+    assert!(is_link(&d.join("stdout")));
+
+    // A FIFO that no process reads: an error at once, never a wait; still a FIFO.
+    let fifo = d.join("fifo");
+    mkfifo(&fifo);
+    let o = check_with_output(&fifo, "reason");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "cannot write {}: a FIFO that no process is reading",
+            fifo.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert!(fifo.metadata().unwrap().file_type().is_fifo());
+
+    // A FIFO with a reader gets the report.
+    let mut reader = reader_of(&fifo);
+    let o = check_with_output(&fifo, "reason");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(read_all(&mut reader), "gdrdoctor: ready\n");
+    assert!(fifo.metadata().unwrap().file_type().is_fifo());
+
+    // A link to a regular file, and a link to nothing: the file where the link ends is
+    // written (created), and the link stays.
+    std::fs::write(d.join("real.json"), "old").unwrap();
+    symlink("real.json", d.join("to-file")).unwrap();
+    symlink("new.json", d.join("to-nothing")).unwrap();
+    for link in ["to-file", "to-nothing"] {
+        let o = check_with_output(&d.join(link), "json");
+        assert_eq!(o.status.code(), Some(0), "{link}: {}", stderr(&o));
+        assert!(is_link(&d.join(link)), "{link}");
+    }
+    for file in ["real.json", "new.json"] {
+        let text = std::fs::read_to_string(d.join(file)).unwrap();
+        assert!(text.starts_with('{'), "{file}: {text}");
+    }
+
+    // A directory: an error naming it.
+    std::fs::create_dir(d.join("dir")).unwrap();
+    let o = check_with_output(&d.join("dir"), "json");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(&format!(
+            "cannot write {}: Is a directory",
+            d.join("dir").display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+
+    // --textfile-dir: DIR/gdrdoctor.prom, the same rules.
+    let textfile = d.join("textfile");
+    std::fs::create_dir(&textfile).unwrap();
+    symlink("/dev/full", textfile.join("gdrdoctor.prom")).unwrap();
+    let o = run_within(
+        20,
+        &[
+            "--root".as_ref(),
+            "fixtures/healthy-8gpu-roce".as_ref(),
+            "check".as_ref(),
+            "--textfile-dir".as_ref(),
+            textfile.as_os_str(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("gdrdoctor.prom: No space left on device"));
+    assert!(is_link(&textfile.join("gdrdoctor.prom")));
+}
+
+/// A reader of `fifo` that is there before any writer: opened non-blocking, which needs no
+/// writer, then read after the writer is gone.
+fn reader_of(fifo: &Path) -> File {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(fifo)
+        .unwrap()
+}
+
+fn read_all(reader: &mut File) -> String {
+    use std::io::Read as _;
+    let mut text = String::new();
+    reader.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[test]
+fn fix_o_writes_a_fifo_in_place_and_never_waits_or_chmods_it() {
+    use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fix.fifo");
+    mkfifo(&fifo);
+    let mode = || fifo.metadata().unwrap().permissions().mode() & 0o777;
+    let before = mode();
+    let args = |p: &Path| -> Vec<std::ffi::OsString> {
+        let mut a = os(&["--root", "fixtures/acs-redirect-on-path", "fix", "-o"]);
+        a.push(p.into());
+        a
+    };
+    let run = |p: &Path| {
+        let a = args(p);
+        run_within(20, &a.iter().map(|a| a.as_os_str()).collect::<Vec<_>>())
+    };
+    // No reader: an error at once (before, the open waited for ever).
+    let o = run(&fifo);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a FIFO that no process is reading"));
+    // A reader: it gets the script, and the FIFO keeps its mode (before: chmod 0755).
+    let mut reader = reader_of(&fifo);
+    let o = run(&fifo);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read_all(&mut reader).starts_with("#!/"));
+    assert!(fifo.metadata().unwrap().file_type().is_fifo());
+    assert_eq!(mode(), before);
+    // A regular file is still replaced whole, mode 0755 (tests/fixscript.rs has the rest).
+    let file = dir.path().join("fix.sh");
+    std::fs::write(&file, "old").unwrap();
+    let o = run(&file);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(file.metadata().unwrap().permissions().mode() & 0o777, 0o755);
+}
