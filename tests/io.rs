@@ -159,10 +159,16 @@ fn a_full_standard_error_never_panics() {
 /// gdrdoctor with `args`, killed if it runs past `secs` (a wait on a FIFO must fail the test,
 /// not hang it). Standard output and error go to files, so a large report cannot block it.
 fn run_within(secs: u64, args: &[&std::ffi::OsStr]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
+    cmd.args(args);
+    wait_within(secs, cmd)
+}
+
+/// Runs `cmd` from the crate root, killed if it runs past `secs`.
+fn wait_within(secs: u64, mut cmd: Command) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
-        .args(args)
+    let mut child = cmd
         .current_dir(crate_dir())
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
@@ -178,7 +184,7 @@ fn run_within(secs: u64, args: &[&std::ffi::OsStr]) -> Output {
         if std::time::Instant::now() > end {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("gdrdoctor {args:?} still ran after {secs} s");
+            panic!("{cmd:?} still ran after {secs} s");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
@@ -371,4 +377,70 @@ fn fix_o_writes_a_fifo_in_place_and_never_waits_or_chmods_it() {
     let o = run(&file);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(file.metadata().unwrap().permissions().mode() & 0o777, 0o755);
+}
+
+fn check_with_config(config: &Path) -> Output {
+    let args = os(&["--root", ROOT, "check", "--format", "reason", "--config"]);
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    args.push(config.as_os_str());
+    run_within(20, &args)
+}
+
+#[test]
+fn config_must_be_a_regular_file_of_at_most_one_mib() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A FIFO: refused at once (before, the run waited for a writer, for ever).
+    let fifo = d.join("config.fifo");
+    mkfifo(&fifo);
+    let o = check_with_config(&fifo);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!("{}: cannot read config: a FIFO", fifo.display());
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    // /dev/zero never ends: refused, not read. Under a 1 GiB address-space limit, so that the
+    // code before this fix (which read it into memory until none was left) fails the test by
+    // running out of it instead of taking the machine's memory.
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(r#"ulimit -v 1048576; exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args([
+            "--root",
+            ROOT,
+            "check",
+            "--no-gpu-probe",
+            "--config",
+            "/dev/zero",
+        ]);
+    let o = wait_within(20, sh);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/dev/zero: cannot read config: a character device"),
+        "{}",
+        stderr(&o)
+    );
+    // Over 1 MiB, even of comments: refused with its size.
+    let big = d.join("big.yaml");
+    let mut text = "severity:\n  rdma-no-device: warn\n".to_owned();
+    while text.len() <= 2 << 20 {
+        text.push_str("# a comment line, repeated to make the file large\n");
+    }
+    std::fs::write(&big, &text).unwrap();
+    let o = check_with_config(&big);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let want = format!(
+        "{}: cannot read config: {} bytes; a policy file never needs more than 1 MiB",
+        big.display(),
+        text.len()
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    // The same policy in a small file still works (rdma-no-device, warned down: exit 0), and
+    // /dev/null still means "no policy".
+    let small = d.join("small.yaml");
+    std::fs::write(&small, "severity:\n  rdma-no-device: warn\n").unwrap();
+    let o = check_with_config(&small);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = check_with_config(Path::new("/dev/null"));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "gdrdoctor: rdma-no-device\n");
 }
