@@ -139,8 +139,9 @@ struct OutputArgs {
     #[arg(long, value_name = "DIR")]
     textfile_dir: Option<PathBuf>,
     /// NFD output: labels expire SECONDS after the run (`# +expiry-time=`), so a node whose
-    /// checker stopped does not keep its last verdict.
-    #[arg(long, value_name = "SECONDS")]
+    /// checker stopped does not keep its last verdict. 1 to 31536000 (a year).
+    // Bounded: 2^64-1 used to wrap around to a time before the run.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     nfd_expiry: Option<u64>,
 }
 
@@ -668,7 +669,9 @@ fn render(
         ReportFormat::Prometheus => report::prometheus::render(&report, Some(run)),
         ReportFormat::Nfd => report::nfd::render(
             &report,
-            output.nfd_expiry.map(|s| run.started_unix_s as u64 + s),
+            output
+                .nfd_expiry
+                .map(|s| (run.started_unix_s as u64).saturating_add(s)),
         ),
         ReportFormat::Reason => report::reason::render(&report),
     };

@@ -444,3 +444,48 @@ fn config_must_be_a_regular_file_of_at_most_one_mib() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(stdout(&o), "gdrdoctor: rdma-no-device\n");
 }
+
+#[test]
+fn nfd_expiry_is_bounded_and_lies_in_the_future() {
+    let nfd = |seconds: &str| {
+        gdrdoctor(&[
+            "--root",
+            ROOT,
+            "check",
+            "--format",
+            "nfd",
+            "--nfd-expiry",
+            seconds,
+        ])
+    };
+    // 2^64-1 wrapped to one second before the run (or panicked, in a debug build).
+    for bad in ["18446744073709551615", "31536001", "0", "-1"] {
+        let o = nfd(bad);
+        no_panic(&o, bad);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert_eq!(stdout(&o), "", "{bad}");
+    }
+    let unix = |plus: u64| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        gdrdoctor::report::nfd::rfc3339(now + plus)
+    };
+    for (seconds, plus) in [("3600", 3600), ("31536000", 31_536_000)] {
+        let before = unix(plus);
+        let o = nfd(seconds);
+        let after = unix(plus);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let text = stdout(&o);
+        let when = text
+            .lines()
+            .find_map(|l| l.strip_prefix("# +expiry-time="))
+            .unwrap_or_else(|| panic!("no expiry:\n{text}"));
+        // RFC 3339 in UTC, fixed width: the strings order as the times do.
+        assert!(
+            before.as_str() <= when && when <= after.as_str(),
+            "{before} <= {when} <= {after}"
+        );
+    }
+}
