@@ -489,3 +489,31 @@ fn nfd_expiry_is_bounded_and_lies_in_the_future() {
         );
     }
 }
+
+#[test]
+fn fleet_csv_escapes_control_characters_from_a_capture() {
+    // A copy of a capture whose NIC firmware version and directory name carry escape
+    // sequences (clear screen, red), as a hostile or broken node could.
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("node-\u{1b}[2J");
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(crate_dir().join("fixtures/healthy-4gpu-ib-peermem"))
+        .arg(&capture)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let fw = capture.join("sys/class/infiniband/mlx5_0/fw_ver");
+    std::fs::write(&fw, "20.39.1002\u{1b}[31m\u{7}\n").unwrap();
+    let o = gdrdoctor(&["fleet", "--format", "csv", capture.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        !text.bytes().any(|b| b < 0x20 && b != b'\n'),
+        "a control byte in the CSV:\n{text:?}"
+    );
+    // Shown as the human report shows them.
+    assert!(text.contains("20.39.1002\\u{1b}[31m\\u{7}"), "{text}");
+    assert!(text.contains("node-\\u{1b}[2J"), "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+}
