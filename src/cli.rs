@@ -1,7 +1,7 @@
 //! The command line: argument parsing and the wiring from arguments to a report.
 
 use anyhow::{Context as _, bail};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum, error::ErrorKind};
 use gdrdoctor::checks::{self, Selection};
 use gdrdoctor::config::Config;
 use gdrdoctor::deadline::Deadline;
@@ -138,7 +138,8 @@ enum Command {
 #[derive(clap::Args, Debug)]
 struct OutputArgs {
     /// Also write the report in FORMAT to PATH, atomically (a temporary file in the same
-    /// directory, then renamed), e.g. `json:/run/gdrdoctor/report.json`. Repeatable.
+    /// directory, then renamed; a device or FIFO is written in place), e.g.
+    /// `json:/run/gdrdoctor/report.json`. Repeatable.
     #[arg(long = "output", value_name = "FORMAT:PATH", value_parser = parse_output)]
     outputs: Vec<(ReportFormat, PathBuf)>,
     /// Also write the Prometheus metrics to DIR/gdrdoctor.prom, atomically, for
@@ -146,8 +147,9 @@ struct OutputArgs {
     #[arg(long, value_name = "DIR")]
     textfile_dir: Option<PathBuf>,
     /// NFD output: labels expire SECONDS after the run (`# +expiry-time=`), so a node whose
-    /// checker stopped does not keep its last verdict.
-    #[arg(long, value_name = "SECONDS")]
+    /// checker stopped does not keep its last verdict. 1 to 31536000 (a year).
+    // Bounded: 2^64-1 used to wrap around to a time before the run.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     nfd_expiry: Option<u64>,
 }
 
@@ -225,7 +227,7 @@ struct FixArgs {
     /// Which commands the script runs (the rest stay as comments): runtime, persistent, all.
     #[arg(long, value_enum, default_value_t = gdrdoctor::fixscript::Classes::All)]
     class: gdrdoctor::fixscript::Classes,
-    /// Write the script to FILE (mode 0755) instead of standard output.
+    /// Write the script to FILE (replaced whole, mode 0755) instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Run the runtime commands now (never persistent or disruptive ones), logging each, then
@@ -341,9 +343,9 @@ fn start_watchdog(d: Deadline) {
         };
         let what = *STAGE.lock().unwrap_or_else(|e| e.into_inner());
         if REASON_ON_STDOUT.load(Ordering::SeqCst) {
-            println!("gdrdoctor: deadline-exceeded");
+            outln!("gdrdoctor: deadline-exceeded");
         }
-        eprintln!(
+        errln!(
             "gdrdoctor: error: the --deadline of {} s passed while {what}; no report (a read that blocks in sysfs points at a device or driver that stopped answering)",
             d.seconds()
         );
@@ -352,7 +354,23 @@ fn start_watchdog(d: Deadline) {
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version go to standard output through the checked path, so that
+        // `--version > /dev/full` does not exit 0; clap's own printing ignores write errors.
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            use std::io::IsTerminal as _;
+            let styled = e.render();
+            if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+                out!("{}", styled.ansi());
+            } else {
+                out!("{styled}");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        // Usage errors: clap prints them on standard error and exits 2.
+        Err(e) => e.exit(),
+    };
     let started = (Instant::now(), SystemTime::now());
     let d = cli.deadline.map(Deadline::after).unwrap_or_default();
     let _ = DEADLINE.set(d);
@@ -381,7 +399,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Check(args) => check(&cli, args),
         Command::Capture { out } => capture(&cli, out),
         Command::GdrPair { spec } => {
-            println!("{}", gdrdoctor::gdr::child_main(spec));
+            outln!("{}", gdrdoctor::gdr::child_main(spec));
             Ok(ExitCode::SUCCESS)
         }
         Command::GdrTest(args) => gdr_test(&cli, args),
@@ -408,8 +426,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
                 .unwrap_or(2)
                 .clamp(1, 256);
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
+            let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
             fleet::write_header(&mut out, *format)?;
             let mut first = true;
             let tally = fleet::run(fleet::expand(captures), &config, workers, |r| {
@@ -432,7 +449,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let (root, display) = open_root(&cli)?;
             let inv = Inventory::load(&root, &config, inventory::Options::default());
             let settings = gdrdoctor::nccl::settings(&inv, config.thresholds.gdr_level);
-            print!("{}", gdrdoctor::nccl::render(&inv, &settings, &display));
+            out!("{}", gdrdoctor::nccl::render(&inv, &settings, &display));
             Ok(ExitCode::SUCCESS)
         }
         Command::ProbeGpu {
@@ -447,7 +464,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 hip: *hip,
                 export: *export,
             };
-            println!("{}", gdrdoctor::gpu::child_main(ask));
+            outln!("{}", gdrdoctor::gpu::child_main(ask));
             Ok(ExitCode::SUCCESS)
         }
         Command::Topo {
@@ -464,8 +481,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let inv = Inventory::load(&root, &config, options);
             let m = gdrdoctor::placement::matrix(&inv);
             match format {
-                Format::Human => print!("{}", report::topo::human(&m)),
-                Format::Json => print!(
+                Format::Human => out!("{}", report::topo::human(&m)),
+                Format::Json => out!(
                     "{}",
                     report::topo::json(
                         &m,
@@ -479,15 +496,17 @@ pub fn run() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::List { codes } => {
+            let mut text = String::new();
             for c in checks::ALL {
                 let live = if c.live_only() { "  (live only)" } else { "" };
-                println!("{:<14} {}{live}", c.id(), c.title());
+                text += &format!("{:<14} {}{live}\n", c.id(), c.title());
                 if *codes {
                     for code in c.codes() {
-                        println!("    {:<28} {}", code.id, code.summary);
+                        text += &format!("    {:<28} {}\n", code.id, code.summary);
                     }
                 }
             }
+            out!("{text}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { dir } => {
@@ -507,14 +526,16 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 .version(env!("CARGO_PKG_VERSION"))
                 .args(full.get_arguments().cloned())
                 .subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
-            clap_complete::generate(*shell, &mut cmd, "gdrdoctor", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "gdrdoctor", &mut script);
+            crate::stdio::print_bytes(&script);
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { id } => {
             let check = checks::find(id).or_else(|| checks::find_code(id).map(|(c, _)| c));
             match check {
                 Some(c) => {
-                    print!("{}", c.readme());
+                    out!("{}", c.readme());
                     Ok(ExitCode::SUCCESS)
                 }
                 None => {
@@ -563,7 +584,7 @@ fn capture(cli: &Cli, out: &std::path::Path) -> anyhow::Result<ExitCode> {
     // probes (device nodes, this process's limits) have no place in a copy.
     let _inventory = Inventory::load(&root, &config, inventory::Options::default());
     let summary = gdrdoctor::capture::write(&root.recorded(), &root, out)?;
-    eprintln!(
+    errln!(
         "captured {} files ({} bytes), {} links and {} directories from {display} into {}",
         summary.files,
         summary.bytes,
@@ -682,7 +703,9 @@ fn render(
         ReportFormat::Prometheus => report::prometheus::render(&report, Some(run)),
         ReportFormat::Nfd => report::nfd::render(
             &report,
-            output.nfd_expiry.map(|s| run.started_unix_s as u64 + s),
+            output
+                .nfd_expiry
+                .map(|s| (run.started_unix_s as u64).saturating_add(s)),
         ),
         ReportFormat::Reason => report::reason::render(&report),
     };
@@ -695,16 +718,16 @@ fn render(
     let mut failed = false;
     for (f, path) in &files {
         if let Err(e) = gdrdoctor::output::write_atomic(path, text(*f).as_bytes()) {
-            eprintln!("gdrdoctor: error: cannot write {}: {e}", path.display());
+            errln!("gdrdoctor: error: cannot write {}: {e}", path.display());
             failed = true;
         }
     }
-    print!("{}", text(format));
+    out!("{}", text(format));
     // A file that could not be written never hides "not ready" (a prolog must still drain);
     // on a ready node it is exit 2, so that a unit or a cron job notices the missing file.
     let code = match (failed, report.verdict.exit_code) {
         (true, 0) => {
-            eprintln!(
+            errln!(
                 "gdrdoctor: the report above is complete; the exit code is 2 because an output file could not be written"
             );
             2
@@ -822,7 +845,7 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
     let (inv, results) = fix_inventory(&root, &config);
     let blocks = fixscript::blocks(&results);
     if let Err(refusal) = fixscript::vet(&inv, &blocks) {
-        eprintln!("gdrdoctor: {refusal}");
+        errln!("gdrdoctor: {refusal}");
         return Ok(ExitCode::from(2));
     }
     if !args.apply {
@@ -835,13 +858,13 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
         let script = fixscript::render(&header, &results, args.class);
         match &args.output {
             Some(path) => {
-                std::fs::write(path, &script)
+                // Like a report file: a regular file is replaced (mode 0755), a device or FIFO
+                // written in place and never chmod-ed.
+                gdrdoctor::output::write(path, script.as_bytes(), 0o755)
                     .with_context(|| format!("cannot write {}", path.display()))?;
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
-                eprintln!("wrote {} ({} findings)", path.display(), blocks.len());
+                errln!("wrote {} ({} findings)", path.display(), blocks.len());
             }
-            None => print!("{script}"),
+            None => out!("{script}"),
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -857,24 +880,22 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if commands.is_empty() {
-        println!("nothing to apply: no warning or failure has a runtime fix");
+        outln!("nothing to apply: no warning or failure has a runtime fix");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "gdrdoctor fix --apply: {} runtime command(s):",
         commands.len()
     );
     for (check, code, c) in &commands {
-        println!("  [{check}/{code}] {}", c.run);
+        outln!("  [{check}/{code}] {}", c.run);
     }
     if !args.yes {
-        print!("apply them now? [y/N] ");
-        use std::io::Write as _;
-        std::io::stdout().flush().ok();
+        out!("apply them now? [y/N] ");
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer).ok();
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            println!("nothing applied");
+            outln!("nothing applied");
             return Ok(ExitCode::from(1));
         }
     }
@@ -890,7 +911,7 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| "cannot run bash")?;
         let ok = out.status.success();
         failed += usize::from(!ok);
-        println!(
+        outln!(
             "[{check}/{code}] $ {}\n  -> {}{}{}",
             c.run,
             if ok { "ok" } else { "FAILED" },
@@ -917,7 +938,7 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
     let (_, after) = fix_inventory(&root, &config);
     let affected: std::collections::BTreeSet<&str> =
         commands.iter().map(|(c, _, _)| c.as_str()).collect();
-    println!("\nbefore -> after:");
+    outln!("\nbefore -> after:");
     let mut still_failing = false;
     for id in affected {
         let status = |r: &[checks::CheckResult]| {
@@ -928,7 +949,7 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
         };
         let now = status(&after);
         still_failing |= now == "fail";
-        println!("  {id}: {} -> {now}", status(&results));
+        outln!("  {id}: {} -> {now}", status(&results));
     }
     Ok(if failed > 0 || still_failing {
         ExitCode::from(1)

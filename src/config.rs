@@ -205,6 +205,78 @@ pub enum ConfigError {
     Invalid { path: PathBuf, message: String },
 }
 
+/// The largest config file read. A policy file never needs more: the longest real one is a
+/// few KiB, and reading without a limit let `--config /dev/zero` take all memory.
+pub const MAX_BYTES: u64 = 1 << 20;
+
+/// Reads the config file: a regular file of at most [`MAX_BYTES`], UTF-8. Opened with
+/// O_NONBLOCK so that a FIFO cannot hold the run (with no deadline given, for ever) before it is
+/// refused.
+fn read_policy(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _};
+    let read_error = |source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let refuse = |message: String| ConfigError::Invalid {
+        path: path.to_owned(),
+        message,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(read_error)?;
+    let meta = file.metadata().map_err(read_error)?;
+    let ft = meta.file_type();
+    // `--config /dev/null`, the usual way to say "no policy" (and so to leave out
+    // /etc/gdrdoctor/config.yaml): empty, as before. devices.txt: char 1:3 is /dev/null.
+    if ft.is_char_device() && meta.rdev() == libc::makedev(1, 3) {
+        return Ok(String::new());
+    }
+    if !ft.is_file() {
+        let what = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(refuse(format!(
+            "cannot read config: {what}; the config must be a regular file"
+        )));
+    }
+    let too_big = |len: u64| {
+        refuse(format!(
+            "cannot read config: {len} bytes; a policy file never needs more than 1 MiB"
+        ))
+    };
+    if meta.len() > MAX_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    // Read one byte past the limit: a file that grew since fstat is refused too.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
+}
+
 impl Config {
     /// Loads `--config FILE`, or the default file when it exists, or the built-in defaults.
     /// The config is the tool's input, not node data, so it is read here and not through Root.
@@ -214,11 +286,7 @@ impl Config {
             None if Path::new(DEFAULT_PATH).exists() => PathBuf::from(DEFAULT_PATH),
             None => return Ok((Config::default(), None)),
         };
-        #[allow(clippy::disallowed_methods)] // the operator's file, not the node's
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let text = read_policy(&path)?;
         Config::parse(&text, &path).map(|c| (c, Some(path)))
     }
 

@@ -465,11 +465,15 @@ pub enum Format {
 }
 
 fn csv_field(s: &str) -> String {
+    // Text read off a capture (a firmware version, a hostname) never reaches a spreadsheet or
+    // a terminal raw: control characters are escaped as the human output shows them
+    // (`\u{1b}`); JSON escapes them its own way.
+    let s = clean(s);
     // Formula injection in spreadsheets: a leading = + - @ is quoted with a tab-free apostrophe.
     let s = if s.starts_with(['=', '+', '-', '@']) {
         format!("'{s}")
     } else {
-        s.to_owned()
+        s
     };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -718,5 +722,9 @@ mod tests {
         assert_eq!(super::csv_field("a,b"), "\"a,b\"");
         assert_eq!(super::csv_field("=cmd()"), "'=cmd()");
         assert_eq!(super::csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(
+            super::csv_field("20.39\u{1b}[2J\r\n"),
+            "20.39\\u{1b}[2J\\r\\n"
+        );
     }
 }

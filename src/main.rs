@@ -1,15 +1,33 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match gdrdoctor_cli::run() {
+    let code = match gdrdoctor_cli::run() {
         Ok(code) => code,
         Err(e) => {
             // The whole chain: "cannot open root: fixtures/x: No such file or directory".
-            eprintln!("gdrdoctor: error: {e:#}");
+            stdio::eprintln(&format!("gdrdoctor: error: {e:#}"));
             ExitCode::from(2)
+        }
+    };
+    match stdio::failure() {
+        None => code,
+        Some(e) => {
+            stdio::eprintln(&format!(
+                "gdrdoctor: error: cannot write to standard output: {e}"
+            ));
+            // As with a report file that cannot be written: a lost report is "could not run",
+            // but it never hides "not ready" (a prolog must still drain the node).
+            if code == ExitCode::from(1) {
+                code
+            } else {
+                ExitCode::from(2)
+            }
         }
     }
 }
 
+// First: its macros (`out!`, `outln!`, `errln!`) are used in cli.rs.
+#[macro_use]
+mod stdio;
 #[path = "cli.rs"]
 mod gdrdoctor_cli;

@@ -1,5 +1,6 @@
 //! Libraries loaded at run time, never linked: a fresh node has none of them, and gdrdoctor
-//! must still start there and say so. This is the only module with `unsafe` code.
+//! must still start there and say so. This is the only module with `unsafe` code, so the two
+//! descriptor calls the standard library lacks live here too (`fd`).
 //!
 //! Every function pointer is looked up before anything is called, so a missing symbol is a
 //! finding (an older library), never a crash.
@@ -28,6 +29,7 @@ macro_rules! optional {
 }
 
 pub mod cuda;
+pub mod fd;
 pub mod hip;
 pub mod hostmem;
 pub mod ibverbs;
