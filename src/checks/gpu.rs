@@ -25,6 +25,10 @@ const CODES: &[Code] = &[
         summary: "a GPU on the PCI bus that the driver's libraries (NVML, CUDA, KFD, HIP) do not list: fell off the bus, or failed to initialise",
     },
     Code {
+        id: "gpu-not-responding",
+        summary: "the GPU's config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus",
+    },
+    Code {
         id: "gpu-gdr-unsupported",
         summary: "CUDA says the GPU does not support GPUDirect RDMA",
     },
@@ -478,6 +482,20 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
     } else {
         "VRAM BAR"
     };
+
+    // A GPU that does not answer config reads is gone from the bus whatever sysfs still lists
+    // for it (driver link, BARs): the kernel keeps those from when it did answer.
+    if let Some(dead) = inv.function(g.bdf).and_then(|f| f.not_responding()) {
+        problems.push(
+            Finding::fail(
+                "gpu-not-responding",
+                subject.clone(),
+                "its config space reads all ones (vendor ID 0xffff) while sysfs still lists it: the GPU does not answer on the PCIe bus (fell off the bus, or held in reset), so nothing can use its memory",
+            )
+            .with(dead)
+            .fix(super::not_responding_fix(g.bdf, "GPU")),
+        );
+    }
 
     // BAR1 from sysfs: the same on a live node and on its capture.
     let mut bar_known = false;
