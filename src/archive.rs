@@ -118,7 +118,7 @@ fn node_path(raw: &[u8]) -> Result<String, String> {
 
 /// Whether a link in directory `dir` to `target` stays inside the capture, lexically (the
 /// resolver clamps at the root anyway; a capture that tries to leave is refused outright).
-fn stays_inside(dir: &str, target: &str) -> bool {
+pub(crate) fn stays_inside(dir: &str, target: &str) -> bool {
     let mut depth = dir.split('/').filter(|p| !p.is_empty()).count() as i64;
     for part in target.split('/') {
         match part {

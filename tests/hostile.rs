@@ -178,3 +178,65 @@ fn one_gpu_not_responding() {
     assert_eq!(check(&r, "acs")["status"], "pass");
     assert_eq!(check(&r, "rdma-link")["status"], "pass");
 }
+
+/// The report without the part that names the root.
+fn report_of(root: &Path) -> serde_json::Value {
+    let (_, mut r) = report(root);
+    r.as_object_mut().unwrap().remove("root");
+    r
+}
+
+/// A node whose links lead outside its root: an absolute `driver` link, and a class link that
+/// climbs far above the root. The resolver reads both inside the root; the capture must write
+/// them so that `check --root` reads the copy (a directory, and a .tar.gz, which refuses links
+/// that leave it) the same way. Before: the links were copied verbatim and the archive refused.
+#[test]
+fn capture_rewrites_links_that_leave_the_root() {
+    let (d, root) = copy("healthy-8gpu-roce");
+    let gpu = "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0";
+    let driver = root.join(gpu).join("driver");
+    std::fs::remove_file(&driver).unwrap();
+    std::os::unix::fs::symlink("/sys/bus/pci/drivers/nvidia", &driver).unwrap();
+    let class = root.join("sys/class/infiniband/mlx5_0");
+    let real = std::fs::read_link(&class).unwrap();
+    // Eight levels up from /sys/class/infiniband is far above the root, then down again.
+    let climbing =
+        Path::new("../../../../../../../../sys").join(real.strip_prefix("../..").unwrap());
+    std::fs::remove_file(&class).unwrap();
+    std::os::unix::fs::symlink(&climbing, &class).unwrap();
+
+    let original = report_of(&root);
+    assert_eq!(
+        original["verdict"]["ready"], true,
+        "{}",
+        original["verdict"]
+    );
+    let dir = d.path().join("copy");
+    let tgz = d.path().join("copy.tar.gz");
+    for out in [&tgz, &dir] {
+        let o = gdrdoctor(&[
+            "--root",
+            root.to_str().unwrap(),
+            "capture",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let said = stderr(&o);
+        let o = gdrdoctor(&["--root", out.to_str().unwrap(), "check", "--format", "json"]);
+        assert_eq!(code(&o), 0, "{}: {}", out.display(), stderr(&o));
+        assert_eq!(report_of(out), original, "{}", out.display());
+        assert!(
+            said.contains("(2 leading outside the root rewritten"),
+            "{said}"
+        );
+    }
+    // In the directory copy, both links are relative and stay inside.
+    assert_eq!(
+        std::fs::read_link(dir.join(gpu).join("driver")).unwrap(),
+        Path::new("../../../../../../bus/pci/drivers/nvidia")
+    );
+    assert_eq!(
+        std::fs::read_link(dir.join("sys/class/infiniband/mlx5_0")).unwrap(),
+        real
+    );
+}
