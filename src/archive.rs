@@ -10,7 +10,9 @@ use std::io::Read;
 
 /// Limits on what a capture may hold. A full 8-GPU node captures to about 1,500 entries and
 /// 2 MB uncompressed.
-pub const MAX_MEMBER_BYTES: u64 = crate::root::DEFAULT_READ_LIMIT;
+/// A member may hold one byte more than the read limit: a capture of a file over the limit
+/// holds the bytes that were read, the limit and one more, so that the copy is too large too.
+pub const MAX_MEMBER_BYTES: u64 = crate::root::DEFAULT_READ_LIMIT + 1;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
 pub const MAX_ENTRIES: usize = 200_000;
 
@@ -182,7 +184,8 @@ pub fn read(gz: impl Read) -> Result<Tree, String> {
             T::Regular | T::Continuous => {
                 if size > MAX_MEMBER_BYTES {
                     return Err(format!(
-                        "member {path} is {size} bytes, over the {MAX_MEMBER_BYTES}-byte read limit"
+                        "member {path} is {size} bytes, over the {}-byte read limit",
+                        crate::root::DEFAULT_READ_LIMIT
                     ));
                 }
                 let mut data = Vec::with_capacity(size as usize);
