@@ -240,3 +240,49 @@ fn capture_rewrites_links_that_leave_the_root() {
         real
     );
 }
+
+/// A capture archive that holds one path twice: a real capture, then `proc/cmdline` again with
+/// other words. tar lets the last copy win, so the node read would be whichever came last;
+/// the archive is refused, naming the path, by `check` and by `fleet`. Before: accepted.
+#[test]
+fn an_archive_holding_a_path_twice_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let copy = d.path().join("copy");
+    let o = gdrdoctor(&[
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "capture",
+        copy.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let twice = d.path().join("twice.tar.gz");
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&twice).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut b = tar::Builder::new(gz);
+    b.follow_symlinks(false);
+    b.append_dir_all(".", &copy).unwrap();
+    let cmdline = b"BOOT_IMAGE=/vmlinuz intel_iommu=on\n";
+    let mut h = tar::Header::new_gnu();
+    h.set_size(cmdline.len() as u64);
+    h.set_mode(0o644);
+    b.append_data(&mut h, "proc/cmdline", &cmdline[..]).unwrap();
+    b.into_inner().unwrap().finish().unwrap();
+
+    let o = gdrdoctor(&["--root", twice.to_str().unwrap(), "check"]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("capture refused"), "{err}");
+    assert!(err.contains("member /proc/cmdline appears twice"), "{err}");
+
+    let r = json(&gdrdoctor(&[
+        "fleet",
+        "--format",
+        "json",
+        twice.to_str().unwrap(),
+    ]));
+    assert_eq!(r["summary"]["unreadable"], 1, "{r}");
+    let why = r["nodes"][0]["unreadable"].as_str().unwrap();
+    assert!(why.contains("member /proc/cmdline appears twice"), "{why}");
+}
