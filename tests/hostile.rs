@@ -286,3 +286,54 @@ fn an_archive_holding_a_path_twice_is_refused() {
     let why = r["nodes"][0]["unreadable"].as_str().unwrap();
     assert!(why.contains("member /proc/cmdline appears twice"), "{why}");
 }
+
+/// A GPU `resource` whose BAR1 line cannot be a region (its start all ones, or its end below
+/// its start): the BARs are unknown, naming the file and the line. Before: the line was
+/// skipped, the 32 MiB region 3 was taken for BAR1, and `gpu-bar-small` failed the node.
+#[test]
+fn a_resource_line_that_cannot_be_a_bar_is_unknown() {
+    let gpu = "sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0";
+    let bar1 = "0x0002180000000000 0x0002181fffffffff 0x000000000014220c";
+    for broken in [
+        "0xffffffffffffffff 0x0002181fffffffff 0x000000000014220c",
+        "0x0002181fffffffff 0x0002180000000000 0x000000000014220c",
+    ] {
+        let (_d, root) = copy("healthy-8gpu-roce");
+        let resource = root.join(gpu).join("resource");
+        let text = std::fs::read_to_string(&resource).unwrap();
+        assert_eq!(text.lines().nth(1), Some(bar1));
+        std::fs::write(&resource, text.replacen(bar1, broken, 1)).unwrap();
+        let (c, r) = report(&root);
+        assert!(
+            findings(&r, "gpu", "gpu-bar-small").is_empty(),
+            "{broken}: {}",
+            check(&r, "gpu")
+        );
+        let unknown = findings(&r, "gpu", "gpu-bar-unknown");
+        assert_eq!(unknown.len(), 1, "{broken}: {}", check(&r, "gpu"));
+        let f = unknown[0];
+        assert_eq!(f["status"], "unknown");
+        assert!(
+            f["subject"].as_str().unwrap().contains("0000:18:00.0"),
+            "{f}"
+        );
+        let message = f["message"].as_str().unwrap();
+        assert!(message.contains(&format!("/{gpu}/resource")), "{message}");
+        assert!(
+            message.contains("line 2 (region 1)") && message.contains(broken),
+            "{message}"
+        );
+        let e = &f["evidence"][0];
+        assert!(
+            e["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("0000:18:00.0/resource"),
+            "{e}"
+        );
+        assert!(e["value"].as_str().unwrap().contains(broken), "{e}");
+        // Unknown is not a failure, and not a verified pass either.
+        assert_eq!(c, 0, "{}", r["verdict"]);
+        assert_eq!(check(&r, "gpu")["status"], "unknown");
+    }
+}

@@ -526,14 +526,24 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
                     facts.push(format!("{bar_name} {}", bytes(ap.size)));
                 }
             }
-            None => problems.push(
-                Finding::unknown(
+            None => problems.push(match a.nonsense() {
+                // A region misread would put another region in BAR1's place: unknown.
+                Some(bad) => Finding::unknown(
+                    "gpu-bar-unknown",
+                    subject.clone(),
+                    format!(
+                        "cannot tell its {bar_name}: {} makes no sense, {bad}",
+                        a.path
+                    ),
+                )
+                .evidence(a.path.clone(), bad),
+                None => Finding::unknown(
                     "gpu-bar-unknown",
                     subject.clone(),
                     format!("cannot read its BARs: {}", a.problem().unwrap_or_default()),
                 )
                 .with([a.evidence()]),
-            ),
+            }),
         }
     }
 
