@@ -2,15 +2,18 @@
 //! untrusted archive can land anywhere on this machine. Every member is checked on the way in,
 //! and a capture with anything a gdrdoctor capture never holds is refused whole, with the reason:
 //! members named with `..` or an absolute path, links that lead out of the capture or to an
-//! absolute path, hard links, device files, FIFOs, members over the read limit, more data than a
-//! capture could hold (a gzip bomb), or a truncated or corrupt stream.
+//! absolute path, hard links, device files, FIFOs, members over the read limit, a path held
+//! twice (tar would let the last copy win, unseen), more data than a capture could hold (a gzip
+//! bomb), or a truncated or corrupt stream.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 
 /// Limits on what a capture may hold. A full 8-GPU node captures to about 1,500 entries and
 /// 2 MB uncompressed.
-pub const MAX_MEMBER_BYTES: u64 = crate::root::DEFAULT_READ_LIMIT;
+/// A member may hold one byte more than the read limit: a capture of a file over the limit
+/// holds the bytes that were read, the limit and one more, so that the copy is too large too.
+pub const MAX_MEMBER_BYTES: u64 = crate::root::DEFAULT_READ_LIMIT + 1;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
 pub const MAX_ENTRIES: usize = 200_000;
 
@@ -118,7 +121,7 @@ fn node_path(raw: &[u8]) -> Result<String, String> {
 
 /// Whether a link in directory `dir` to `target` stays inside the capture, lexically (the
 /// resolver clamps at the root anyway; a capture that tries to leave is refused outright).
-fn stays_inside(dir: &str, target: &str) -> bool {
+pub(crate) fn stays_inside(dir: &str, target: &str) -> bool {
     let mut depth = dir.split('/').filter(|p| !p.is_empty()).count() as i64;
     for part in target.split('/') {
         match part {
@@ -164,6 +167,8 @@ pub fn read(gz: impl Read) -> Result<Tree, String> {
     });
     let mut tree = Tree::default();
     tree.ensure_dir("/")?;
+    // Member paths seen, normalised: `sys/x`, `./sys/x` and `sys//x` are one path.
+    let mut seen = std::collections::HashSet::new();
     let entries = archive
         .entries()
         .map_err(|e| format!("not a tar.gz capture: {e}"))?;
@@ -174,6 +179,11 @@ pub fn read(gz: impl Read) -> Result<Tree, String> {
         let mut entry = entry.map_err(|e| format!("truncated or corrupt: {e}"))?;
         let raw_path = entry.path_bytes().into_owned();
         let path = node_path(&raw_path)?;
+        if !seen.insert(path.clone()) {
+            return Err(format!(
+                "member {path} appears twice: which copy is the node's cannot be told"
+            ));
+        }
         let kind = entry.header().entry_type();
         let size = entry.header().size().map_err(|e| format!("{path}: {e}"))?;
         use tar::EntryType as T;
@@ -182,7 +192,8 @@ pub fn read(gz: impl Read) -> Result<Tree, String> {
             T::Regular | T::Continuous => {
                 if size > MAX_MEMBER_BYTES {
                     return Err(format!(
-                        "member {path} is {size} bytes, over the {MAX_MEMBER_BYTES}-byte read limit"
+                        "member {path} is {size} bytes, over the {}-byte read limit",
+                        crate::root::DEFAULT_READ_LIMIT
                     ));
                 }
                 let mut data = Vec::with_capacity(size as usize);
@@ -242,6 +253,34 @@ pub fn read(gz: impl Read) -> Result<Tree, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A .tar.gz of regular files with these names and contents, with a `sys/` directory.
+    fn tar_gz(files: &[(&str, &str)]) -> Vec<u8> {
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::fast(),
+        ));
+        let mut dir = tar::Header::new_gnu();
+        dir.set_entry_type(tar::EntryType::Directory);
+        dir.set_size(0);
+        b.append_data(&mut dir, "sys/", std::io::empty()).unwrap();
+        for (name, data) in files {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            b.append_data(&mut h, name, data.as_bytes()).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn a_path_held_twice_is_refused() {
+        let once = read(&tar_gz(&[("sys/a", "1"), ("sys/b", "2")])[..]).unwrap();
+        assert!(matches!(once.get("/sys/b"), Some(Node::File(d)) if d == b"2"));
+        for second in ["sys/a", "./sys/a", "sys//a"] {
+            let e = read(&tar_gz(&[("sys/a", "1"), (second, "2")])[..]).unwrap_err();
+            assert!(e.contains("member /sys/a appears twice"), "{second}: {e}");
+        }
+    }
 
     #[test]
     fn names_and_links() {

@@ -6,6 +6,11 @@
 //! directories walked through, and for listed directories every entry (entries that were never
 //! read become empty placeholders, so a listing of the copy gives the same names and nothing of
 //! their content leaks). Special files are never copied.
+//!
+//! A capture must always be readable by `check --root`, which refuses archives whose links
+//! leave the capture. A link whose target is absolute or climbs above the root with `..` is
+//! therefore rewritten as the relative path to where [`Root`] resolves it inside the node (an
+//! absolute target starts at the root, `..` stops there), so the copy resolves as the node did.
 
 // Writing the copy is this module's job; reading stays in Root.
 use crate::root::{Listed, Recording, Root, join};
@@ -27,6 +32,8 @@ pub struct Summary {
     pub links: usize,
     pub dirs: usize,
     pub bytes: usize,
+    /// Links whose target led outside the root, written relative and inside it.
+    pub rewritten: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,15 +55,22 @@ pub fn is_archive(out: &Path) -> bool {
     name.ends_with(".tar.gz") || name.ends_with(".tgz")
 }
 
-/// Turns a recording into the tree to write. `root` answers the targets of listed links that
-/// were never followed.
-fn tree(rec: &Recording, root: &Root) -> Result<BTreeMap<String, Node>, CaptureError> {
+/// Turns a recording into the tree to write, and how many links were rewritten to stay inside
+/// it. `root` answers the targets of listed links that were never followed, and resolves the
+/// targets that lead outside.
+fn tree(rec: &Recording, root: &Root) -> Result<(BTreeMap<String, Node>, usize), CaptureError> {
     let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
+    let mut rewritten = 0;
+    let mut link = |path: &str, target: &str| {
+        let inside = inside(root, path, target);
+        rewritten += usize::from(inside != target);
+        Node::Link(inside)
+    };
     for d in &rec.dirs {
         nodes.insert(d.clone(), Node::Dir);
     }
     for (path, target) in &rec.links {
-        nodes.insert(path.clone(), Node::Link(target.clone()));
+        nodes.insert(path.clone(), link(path, target));
     }
     for (path, bytes) in &rec.files {
         nodes.insert(path.clone(), Node::File(redact(path, bytes)));
@@ -71,7 +85,7 @@ fn tree(rec: &Recording, root: &Root) -> Result<BTreeMap<String, Node>, CaptureE
                 Listed::Dir => Node::Dir,
                 Listed::File => Node::File(Vec::new()),
                 Listed::Link => match root.read_link(&path) {
-                    Ok(target) => Node::Link(target),
+                    Ok(target) => link(&path, &target),
                     Err(_) => continue,
                 },
                 Listed::Special => continue,
@@ -95,7 +109,85 @@ fn tree(rec: &Recording, root: &Root) -> Result<BTreeMap<String, Node>, CaptureE
     for p in nodes.keys() {
         relative(p)?;
     }
-    Ok(nodes)
+    Ok((nodes, rewritten))
+}
+
+/// The target the copy of the link at `link` gets: `target` itself when it stays inside the
+/// root, else a relative target that `Root` resolves the way it resolved `target`. The part up
+/// to the last `..` is resolved as `Root` resolves it (an absolute target starts at the root,
+/// `..` stops there, a link on the way is followed); the names after it are kept as written and
+/// followed from there, as `Root` followed them, so the copy ends in the same names (a `driver`
+/// link is judged by its last two). Names that the link's own directory passes through are
+/// walked down to first, for a shorter target (`/sys/bus/...` from `/sys/devices/x/y` is
+/// `../../bus/...`). When that first part does not resolve (the capture does not hold it), it
+/// is taken by its names, clamped at the root.
+fn inside(root: &Root, link: &str, target: &str) -> String {
+    let dir = parent(link);
+    if !target.starts_with('/') && crate::archive::stays_inside(dir, target) {
+        return target.to_owned();
+    }
+    let parts: Vec<&str> = target
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let cut = parts.iter().rposition(|p| *p == "..").map_or(0, |i| i + 1);
+    let (climb, mut tail) = parts.split_at(cut);
+    let start = if target.starts_with('/') { "/" } else { dir };
+    let mut from = start.to_owned();
+    for p in climb {
+        from = if *p == ".." {
+            parent(&from).to_owned()
+        } else {
+            join(&from, p)
+        };
+    }
+    if !climb.is_empty() {
+        let path = climb.iter().fold(start.to_owned(), |at, p| join(&at, p));
+        if let Ok(resolved) = root.canonical(&path) {
+            from = resolved;
+        }
+    }
+    // `dir` has no links in it, so walking down its own names reaches the same directories.
+    while let [first, rest @ ..] = tail {
+        let next = join(&from, first);
+        if rest.is_empty() || !(dir == next || dir.starts_with(&format!("{next}/"))) {
+            break;
+        }
+        from = next;
+        tail = rest;
+    }
+    let mut out = relative_to(dir, &from);
+    for name in tail {
+        out = if out == "." {
+            (*name).to_owned()
+        } else {
+            format!("{out}/{name}")
+        };
+    }
+    out
+}
+
+/// The directory a node path is in: `/sys/class` -> `/sys`; the root's is the root.
+fn parent(path: &str) -> &str {
+    match path.trim_end_matches('/').rsplit_once('/') {
+        Some(("", _)) | None => "/",
+        Some((d, _)) => d,
+    }
+}
+
+/// The relative path from directory `from` to `to`, both node paths without links or `..`:
+/// (`/sys/class/net`, `/sys/devices/x`) -> `../../devices/x`. It never climbs above the root.
+fn relative_to(from: &str, to: &str) -> String {
+    let a: Vec<&str> = from.split('/').filter(|p| !p.is_empty()).collect();
+    let b: Vec<&str> = to.split('/').filter(|p| !p.is_empty()).collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts = vec![".."; a.len() - common];
+    parts.extend(&b[common..]);
+    if parts.is_empty() {
+        ".".to_owned()
+    } else {
+        parts.join("/")
+    }
 }
 
 /// Identifiers that files the checks read happen to carry, and that no check uses: they stay on
@@ -131,8 +223,11 @@ fn relative(path: &str) -> Result<String, CaptureError> {
 
 /// Writes what `root` recorded to `out`: a new (or empty) directory, or a `.tar.gz`.
 pub fn write(rec: &Recording, root: &Root, out: &Path) -> Result<Summary, CaptureError> {
-    let nodes = tree(rec, root)?;
-    let mut summary = Summary::default();
+    let (nodes, rewritten) = tree(rec, root)?;
+    let mut summary = Summary {
+        rewritten,
+        ..Summary::default()
+    };
     for node in nodes.values() {
         match node {
             Node::Dir => summary.dirs += 1,
@@ -269,6 +364,61 @@ mod tests {
             b"Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nBus Type: \t PCIe\n"
         );
         assert_eq!(redact("/proc/cmdline", info), info);
+    }
+
+    /// Links that leave the root, rewritten to where the resolver takes them: an absolute
+    /// target starts at the root, `..` stops there. Nothing here exists, so every component is
+    /// followed by name.
+    #[test]
+    fn links_out_of_the_root_are_rewritten_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sys")).unwrap();
+        let root = Root::captured(dir.path()).unwrap();
+        let gpu = "/sys/devices/pci0000:15/0000:15:01.0/0000:18:00.0";
+        for (link, target, want) in [
+            // Inside already: kept as written.
+            (
+                "/sys/class/net/eth0",
+                "../../devices/virtual/net/eth0",
+                "../../devices/virtual/net/eth0",
+            ),
+            (
+                &*format!("{gpu}/driver"),
+                "/sys/bus/pci/drivers/nvidia",
+                "../../../../bus/pci/drivers/nvidia",
+            ),
+            (
+                "/sys/class/infiniband/mlx5_0",
+                "../../../../../../../../sys/devices/x/infiniband/mlx5_0",
+                "../../devices/x/infiniband/mlx5_0",
+            ),
+            // The names after the last `..` stay as written: this one names no driver, before
+            // and after.
+            (
+                &*format!("{gpu}/driver"),
+                "/sys/bus/pci/drivers/../../../../etc",
+                "../../../../../etc",
+            ),
+            ("/proc/cmdline", "/proc/cmdline", "cmdline"),
+            ("/proc/self", "/proc/./1//", "1"),
+            ("/sys/up", "/", ".."),
+            ("/up", "/", "."),
+            (
+                "/sys/class/x",
+                "/sys/class/../../../sys/devices",
+                "../devices",
+            ),
+            (
+                "/sys/kernel/iommu_groups",
+                "/sys/kernel/iommu_groups",
+                "iommu_groups",
+            ),
+        ] {
+            let got = inside(&root, link, target);
+            assert_eq!(got, want, "{link} -> {target}");
+            assert!(crate::archive::stays_inside(parent(link), &got));
+        }
+        assert_eq!(relative_to("/", "/sys"), "sys");
     }
 
     #[test]

@@ -584,8 +584,13 @@ fn capture(cli: &Cli, out: &std::path::Path) -> anyhow::Result<ExitCode> {
     // probes (device nodes, this process's limits) have no place in a copy.
     let _inventory = Inventory::load(&root, &config, inventory::Options::default());
     let summary = gdrdoctor::capture::write(&root.recorded(), &root, out)?;
+    // Say so when links were rewritten: the copy then differs from the node's text.
+    let rewritten = match summary.rewritten {
+        0 => String::new(),
+        n => format!(" ({n} leading outside the root rewritten to stay inside it)"),
+    };
     errln!(
-        "captured {} files ({} bytes), {} links and {} directories from {display} into {}",
+        "captured {} files ({} bytes), {} links{rewritten} and {} directories from {display} into {}",
         summary.files,
         summary.bytes,
         summary.links,

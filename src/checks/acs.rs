@@ -28,6 +28,10 @@ const CODES: &[Code] = &[
         summary: "the bridge's ACS state could not be read (extended config space needs root)",
     },
     Code {
+        id: "acs-bridge-not-responding",
+        summary: "the bridge's config space reads all ones (vendor ID 0xffff): it does not answer, so its ACS state cannot be read",
+    },
+    Code {
         id: "acs-no-path",
         summary: "no GPU-NIC pair, or no bridge between them, so no ACS to judge",
     },
@@ -145,6 +149,17 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
             format!("<{b} unidentified>"),
         );
     };
+    // All ones is what a read of a bridge that does not answer returns: no ACS capability would
+    // be found in it, and that must not read as "nothing redirects". Checked before the length,
+    // since 64 bytes of 0xff are no more an answer than 4096.
+    if let Some(dead) = inv.function(b).and_then(|f| f.not_responding()) {
+        return Finding::unknown(
+            "acs-bridge-not-responding",
+            subject,
+            format!("on the path of {on}: its config space reads all ones (vendor ID 0xffff): the bridge does not answer on the PCIe bus, so its ACS state cannot be read; the devices below it are unreachable too"),
+        )
+        .with(dead);
+    }
     let config = match &d.config {
         Ok(c) => c,
         Err(e) => {

@@ -25,6 +25,10 @@ const CODES: &[Code] = &[
         summary: "a GPU on the PCI bus that the driver's libraries (NVML, CUDA, KFD, HIP) do not list: fell off the bus, or failed to initialise",
     },
     Code {
+        id: "gpu-not-responding",
+        summary: "the GPU's config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus",
+    },
+    Code {
         id: "gpu-gdr-unsupported",
         summary: "CUDA says the GPU does not support GPUDirect RDMA",
     },
@@ -490,6 +494,20 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
         "VRAM BAR"
     };
 
+    // A GPU that does not answer config reads is gone from the bus whatever sysfs still lists
+    // for it (driver link, BARs): the kernel keeps those from when it did answer.
+    if let Some(dead) = inv.function(g.bdf).and_then(|f| f.not_responding()) {
+        problems.push(
+            Finding::fail(
+                "gpu-not-responding",
+                subject.clone(),
+                "its config space reads all ones (vendor ID 0xffff) while sysfs still lists it: the GPU does not answer on the PCIe bus (fell off the bus, or held in reset), so nothing can use its memory",
+            )
+            .with(dead)
+            .fix(super::not_responding_fix(g.bdf, "GPU")),
+        );
+    }
+
     // BAR1 from sysfs: the same on a live node and on its capture.
     let mut bar_known = false;
     if let Some(a) = &g.aperture {
@@ -519,14 +537,24 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
                     facts.push(format!("{bar_name} {}", bytes(ap.size)));
                 }
             }
-            None => problems.push(
-                Finding::unknown(
+            None => problems.push(match a.nonsense() {
+                // A region misread would put another region in BAR1's place: unknown.
+                Some(bad) => Finding::unknown(
+                    "gpu-bar-unknown",
+                    subject.clone(),
+                    format!(
+                        "cannot tell its {bar_name}: {} makes no sense, {bad}",
+                        a.path
+                    ),
+                )
+                .evidence(a.path.clone(), bad),
+                None => Finding::unknown(
                     "gpu-bar-unknown",
                     subject.clone(),
                     format!("cannot read its BARs: {}", a.problem().unwrap_or_default()),
                 )
                 .with([a.evidence()]),
-            ),
+            }),
         }
     }
 

@@ -244,6 +244,21 @@ pub(crate) fn sh(value: &str) -> String {
     }
 }
 
+/// What a GPU or NIC whose config space reads all ones needs: the kernel log says why it stopped
+/// answering (AER, Xid 79), a remove and rescan may bring it back, a power cycle usually does.
+pub(crate) fn not_responding_fix(bdf: crate::parse::pci::Bdf, what: &str) -> crate::model::Fix {
+    let bdf = sh(&bdf.to_string());
+    crate::model::Fix::new(
+        format!("Find out why the {what} stopped answering (PCIe AER errors, NVIDIA Xid 79 'fallen off the bus'), then remove it and rescan the bus; if it does not come back, power-cycle the node, and have it serviced if it recurs"),
+        "Removing a device takes it from its driver and from every process using it: drain the node first. A warm reboot often does not revive a device that fell off the bus; a power cycle does.",
+    )
+    .manual(format!("dmesg | grep -i -E 'aer|xid|fallen off|{bdf}' | tail -30"))
+    .disruptive(format!(
+        "echo 1 > /sys/bus/pci/devices/{bdf}/remove; echo 1 > /sys/bus/pci/rescan"
+    ))
+    .manual("# power-cycle the node (from its BMC: ipmitool chassis power cycle) if the device does not come back")
+}
+
 /// Kernel command line fix: add words to GRUB_CMDLINE_LINUX (idempotently), regenerate the grub
 /// config with whichever tool the distribution has, then reboot.
 pub(crate) fn grub_fix(fix: crate::model::Fix, add: &[&str], remove: &[&str]) -> crate::model::Fix {

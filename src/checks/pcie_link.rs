@@ -129,6 +129,18 @@ fn judge(inv: &Inventory, b: Bdf, subject: &str, gpu: bool) -> Vec<Finding> {
             .evidence(crate::inventory::pci::PCI_DEVICES, format!("<{b}>")),
         ];
     };
+    // The link attribute files come from config reads too; beside a config space of all
+    // ones they are stale or contradictory, never a full link.
+    if let Some(dead) = f.not_responding() {
+        return vec![
+            Finding::unknown(
+                "pcie-link-unknown",
+                subject.to_owned(),
+                format!("{}'s config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus, so its link state cannot be judged (see {})", f.bdf, if gpu { "gpu" } else { "rdma-link" }),
+            )
+            .with(dead),
+        ];
+    }
     let e = express(d.config_bytes());
     let now = side(
         &d.link.current_speed,

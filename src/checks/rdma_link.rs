@@ -26,6 +26,10 @@ const CODES: &[Code] = &[
         summary: "fewer RDMA devices than the config expects",
     },
     Code {
+        id: "rdma-nic-not-responding",
+        summary: "the NIC's config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus",
+    },
+    Code {
         id: "rdma-no-ports",
         summary: "an RDMA device shows no ports",
     },
@@ -96,6 +100,23 @@ impl Check for RdmaLink {
             }
         }
         for dev in &inv.rdma {
+            // A NIC that does not answer config reads carries nothing, whatever its port files
+            // say: the driver keeps the last state it saw. Its ports are not judged.
+            let dead = dev
+                .pci
+                .and_then(|b| Some((b, inv.function(b)?.not_responding()?)));
+            if let Some((bdf, evidence)) = dead {
+                out.push(
+                    Finding::fail(
+                        "rdma-nic-not-responding",
+                        dev.name.clone(),
+                        format!("{} ({bdf}): its config space reads all ones (vendor ID 0xffff) while sysfs still lists it: the NIC does not answer on the PCIe bus (fell off the bus, or held in reset), so its ports carry no RDMA traffic whatever their state files say", dev.name),
+                    )
+                    .with(evidence)
+                    .fix(super::not_responding_fix(bdf, "NIC")),
+                );
+                continue;
+            }
             if dev.ports.is_empty() {
                 let why = dev
                     .problems

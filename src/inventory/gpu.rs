@@ -34,21 +34,39 @@ impl Aperture {
 const IORESOURCE_MEM: u64 = 0x200;
 const IORESOURCE_PREFETCH: u64 = 0x2000;
 
-/// The `resource` file: one `start end flags` line of hex per region; unused regions are all
-/// zeros. The largest prefetchable memory region, or `None` when the text makes no sense.
-pub fn parse_aperture(text: &str) -> Option<Aperture> {
+/// The `resource` file: one `start end flags` line of hex per region, the line number being the
+/// region's (kernel: drivers/pci/pci-sysfs.c resource_show()); unused regions are all zeros.
+/// The largest prefetchable memory region, or why the text makes no sense. A line that cannot
+/// be a region (not three hex numbers, a start or end of all ones, an end below its start) makes
+/// the whole file unknown: skipping it would take another region for BAR1.
+pub fn parse_aperture(text: &str) -> Result<Aperture, String> {
     let mut best: Option<Aperture> = None;
     let mut lines = 0;
     for (region, line) in text.lines().enumerate() {
-        let mut words = line.split_whitespace();
-        let mut next = || {
-            words
-                .next()
-                .and_then(|w| u64::from_str_radix(w.strip_prefix("0x")?, 16).ok())
+        let bad = |why: &str| {
+            Err(format!(
+                "line {} (region {region}) {}: {why}",
+                region + 1,
+                crate::parse::shown(line.trim())
+            ))
         };
-        let (start, end, flags) = (next()?, next()?, next()?);
+        let words: Option<Vec<u64>> = line
+            .split_whitespace()
+            .map(|w| u64::from_str_radix(w.strip_prefix("0x")?, 16).ok())
+            .collect();
+        let Some(&[start, end, flags]) = words.as_deref() else {
+            return bad("not three hex numbers (start end flags)");
+        };
         lines += 1;
-        if flags & IORESOURCE_MEM == 0 || flags & IORESOURCE_PREFETCH == 0 || end <= start {
+        // All ones is what a read from a device that is gone gives, never an address a region
+        // starts or ends at; an unused region is all zeros.
+        if start == u64::MAX || end == u64::MAX {
+            return bad("an address of all ones, which no region has");
+        }
+        if end < start {
+            return bad("it ends before it starts");
+        }
+        if flags & IORESOURCE_MEM == 0 || flags & IORESOURCE_PREFETCH == 0 || end == start {
             continue;
         }
         let size = end - start + 1;
@@ -62,17 +80,28 @@ pub fn parse_aperture(text: &str) -> Option<Aperture> {
     }
     // A file with no lines is not a resource file; one with no prefetchable region is a GPU
     // whose BARs are not assigned (the platform ran out of address space): size 0.
-    (lines > 0).then(|| {
-        best.unwrap_or(Aperture {
-            region: 0,
-            start: 0,
-            size: 0,
-        })
-    })
+    if lines == 0 {
+        return Err("empty: no region at all".into());
+    }
+    Ok(best.unwrap_or(Aperture {
+        region: 0,
+        start: 0,
+        size: 0,
+    }))
 }
 
 pub fn aperture(root: &Root, function_path: &str) -> Fact<Aperture> {
-    Fact::read(root, format!("{function_path}/resource"), parse_aperture)
+    Fact::read(root, format!("{function_path}/resource"), |s| {
+        parse_aperture(s).ok()
+    })
+}
+
+impl Fact<Aperture> {
+    /// Why the `resource` text read makes no sense: which line, and what is wrong with it.
+    /// `None` when it made sense or could not be read (then [`Fact::problem`] says why).
+    pub fn nonsense(&self) -> Option<String> {
+        parse_aperture(self.raw.as_deref().ok()?).err()
+    }
 }
 
 /// The DRM nodes amdgpu made for a GPU: `<device>/drm/{cardN,renderDN}`. ROCm opens the render
@@ -159,9 +188,50 @@ mod tests {
         // A 256 MiB non-prefetchable region does not count; nothing prefetchable: size 0.
         let text = "0x00000000f0000000 0x00000000ffffffff 0x0000000000040200\n";
         assert_eq!(parse_aperture(text).unwrap().size, 0);
-        assert_eq!(parse_aperture(""), None);
-        assert_eq!(parse_aperture("zzz yyy xxx\n"), None);
-        assert_eq!(parse_aperture("0x1 0x2\n"), None);
+        assert!(parse_aperture("").is_err());
+        assert!(parse_aperture("zzz yyy xxx\n").is_err());
+        assert!(parse_aperture("0x1 0x2\n").is_err());
+        assert!(parse_aperture("0x1 0x2 0x3 0x4\n").is_err());
+    }
+
+    /// The H100's `resource` (fixtures/healthy-8gpu-roce, GPU 0000:18:00.0) with its BAR1 line
+    /// broken: skipping the line would take the 32 MiB region 3 for BAR1. The file is unknown,
+    /// naming the line, instead.
+    #[test]
+    fn a_line_that_cannot_be_a_region_makes_the_file_unknown() {
+        let lines = [
+            "0x00000000a8000000 0x00000000a8ffffff 0x0000000000040200",
+            "0x0002180000000000 0x0002181fffffffff 0x000000000014220c",
+            "0x0000000000000000 0x0000000000000000 0x0000000000000000",
+            "0x0002182000000000 0x0002182001ffffff 0x000000000014220c",
+            "0x0000000000000000 0x0000000000000000 0x0000000000000000",
+        ];
+        let good = parse_aperture(&lines.join("\n")).unwrap();
+        assert_eq!((good.region, good.size), (1, 128 << 30));
+        for (line, why) in [
+            (
+                "0xffffffffffffffff 0x0002181fffffffff 0x000000000014220c",
+                "an address of all ones",
+            ),
+            (
+                "0x0000000000000000 0xffffffffffffffff 0x000000000014220c",
+                "an address of all ones",
+            ),
+            (
+                "0x0002181fffffffff 0x0002180000000000 0x000000000014220c",
+                "it ends before it starts",
+            ),
+            (
+                "0x0002180000000000 0x0002181fffffffff",
+                "not three hex numbers",
+            ),
+        ] {
+            let mut broken = lines;
+            broken[1] = line;
+            let e = parse_aperture(&broken.join("\n")).unwrap_err();
+            assert!(e.starts_with("line 2 (region 1) \""), "{e}");
+            assert!(e.contains(line) && e.contains(why), "{e}");
+        }
     }
 
     #[test]

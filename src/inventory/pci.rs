@@ -36,6 +36,27 @@ impl PciFunction {
     pub fn driver_path(&self) -> String {
         format!("{}/driver", self.path)
     }
+
+    /// When the function does not answer config reads (its config space reads all ones, see
+    /// [`pp::not_responding`]): the evidence, the config bytes and the vendor that sysfs still
+    /// names (the identity came from the `vendor` file, since the header was unusable). `None`
+    /// when it answers or its config space was not read.
+    pub fn not_responding(&self) -> Option<Vec<crate::model::Evidence>> {
+        let d = self.detail.as_ref()?;
+        let config = d.config.as_deref().ok()?;
+        pp::not_responding(config).then(|| {
+            vec![
+                crate::model::Evidence {
+                    path: d.config_path.clone(),
+                    value: pp::shown_bytes(config),
+                },
+                crate::model::Evidence {
+                    path: format!("{}/vendor", self.path),
+                    value: format!("0x{:04x}", self.vendor),
+                },
+            ]
+        })
+    }
 }
 
 #[derive(Debug, Clone)]

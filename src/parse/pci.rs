@@ -135,6 +135,29 @@ pub fn header(config: &[u8]) -> Option<Header> {
     })
 }
 
+/// Whether configuration space says the function does not answer: its vendor ID reads 0xffff.
+/// No vendor has that ID; it is what the root complex returns for a read that no device
+/// completes (a device that fell off the bus, or is held in reset), so every byte reads 0xff.
+/// Holds for 64 bytes (an unprivileged reader's view) as for 4096.
+pub fn not_responding(config: &[u8]) -> bool {
+    config.len() >= 2 && config[0] == 0xff && config[1] == 0xff
+}
+
+/// The bytes behind [`not_responding`], for evidence: `4096 bytes, all 0xff`, or the first
+/// bytes when some later byte differs (`256 bytes: ff ff ff ff 00 00 00 00 ...`).
+pub fn shown_bytes(config: &[u8]) -> String {
+    if !config.is_empty() && config.iter().all(|b| *b == 0xff) {
+        return format!("{} bytes, all 0xff (vendor ID 0xffff)", config.len());
+    }
+    let head: Vec<String> = config.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{} bytes: {}{}",
+        config.len(),
+        head.join(" "),
+        if config.len() > 16 { " ..." } else { "" }
+    )
+}
+
 /// A capability found in configuration space: its ID and offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cap {
@@ -462,5 +485,28 @@ mod tests {
         assert!(extended_capabilities(&cfg[..256]).is_empty());
         assert!(capabilities(&[]).is_empty());
         assert!(header(&[0xff; 64]).is_none());
+    }
+
+    #[test]
+    fn all_ones_is_not_responding() {
+        // What a read of a function that fell off the bus returns, at every length a reader
+        // may get; a live header (the H200's) and an unreadable one (empty) are not.
+        for len in [64, 256, 4096] {
+            let dead = vec![0xffu8; len];
+            assert!(not_responding(&dead));
+            assert_eq!(
+                shown_bytes(&dead),
+                format!("{len} bytes, all 0xff (vendor ID 0xffff)")
+            );
+        }
+        assert!(!not_responding(&H200));
+        assert!(!not_responding(&[]));
+        let mut half = vec![0xffu8; 256];
+        half[4] = 0;
+        assert!(not_responding(&half));
+        assert_eq!(
+            shown_bytes(&half),
+            "256 bytes: ff ff ff ff 00 ff ff ff ff ff ff ff ff ff ff ff ..."
+        );
     }
 }
