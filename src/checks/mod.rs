@@ -43,6 +43,112 @@ pub trait Check: Sync {
     }
     /// Judges the node. Always returns at least one finding.
     fn run(&self, cx: &Context) -> Vec<Finding>;
+    /// One line for the compact report, about the findings that passed ("8 GPUs: bound to
+    /// nvidia 570.133.20", "every GPU has a NIC at PIX"). The default groups identical
+    /// messages by the kind of their subject; a check whose passing messages differ per subject
+    /// (an IP address, a netdev) says what they share instead.
+    fn summary(&self, _cx: &Context, passed: &[&Finding]) -> String {
+        summarize(passed)
+    }
+}
+
+/// What a subject is, for counting: `GPU 0000:3b:00.0 (...)` is a GPU, `mlx5_0 port 1` a port,
+/// `mlx5_0 (0000:19:00.0)` a NIC, `bridge 0000:17:01.0` a bridge.
+fn kind(subject: &str) -> &'static str {
+    let words: Vec<&str> = subject.split_whitespace().collect();
+    match words.as_slice() {
+        ["GPU", ..] => "GPU",
+        ["bridge", ..] => "bridge",
+        [_, "port", _] => "port",
+        [_, b] if b.starts_with('(') => "NIC",
+        _ => "",
+    }
+}
+
+fn counted(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// `8 ports: RoCE, 400 Gb/s` or `6 ports: A; 2 ports: B`: what each passing subject is, counted.
+pub(crate) fn grouped(noun: &str, items: impl IntoIterator<Item = String>) -> String {
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for item in items {
+        match groups.iter_mut().find(|(x, _)| *x == item) {
+            Some((_, n)) => *n += 1,
+            None => groups.push((item, 1)),
+        }
+    }
+    groups
+        .iter()
+        .map(|(what, n)| format!("{}: {what}", counted(*n, noun)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The RDMA ports whose findings passed, by their subject (`mlx5_0 port 1`).
+pub(crate) fn ports_of<'a>(
+    inv: &'a Inventory,
+    passed: &[&Finding],
+) -> Vec<(&'a crate::inventory::RdmaDevice, &'a crate::inventory::Port)> {
+    inv.rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(d, p)| passed.iter().any(|f| f.subject == p.subject(&d.name)))
+        .collect()
+}
+
+/// Long lists in parentheses (`16 bridges (0000:17:00.0, 0000:17:01.0, ...)`) left out of a
+/// one-line summary; the full list is in the finding.
+fn shorten(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(open) = rest.find(" (") {
+        let Some(close) = rest[open..].find(')') else {
+            break;
+        };
+        let inner = &rest[open + 2..open + close];
+        out.push_str(&rest[..open]);
+        if inner.matches(", ").count() < 3 || inner.contains('(') {
+            out.push_str(&rest[open..open + close + 1]);
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The default [`Check::summary`]: one message for all (`8 GPUs and 8 NICs: 32 GT/s x16, its
+/// maximum`), else the subjects counted (`6 ports passed`), a lone finding as it is.
+pub fn summarize(passed: &[&Finding]) -> String {
+    match passed {
+        [] => String::new(),
+        [one] if one.subject == "node" => one.message.clone(),
+        [one] => format!("{}: {}", one.subject, one.message),
+        many => {
+            let mut kinds: Vec<(&str, usize)> = Vec::new();
+            for f in many {
+                let k = kind(&f.subject);
+                match kinds.iter_mut().find(|(x, _)| *x == k) {
+                    Some((_, n)) => *n += 1,
+                    None => kinds.push((k, 1)),
+                }
+            }
+            let who = if kinds.iter().any(|(k, _)| k.is_empty()) {
+                counted(many.len(), "finding")
+            } else {
+                kinds
+                    .iter()
+                    .map(|(k, n)| counted(*n, k))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            };
+            if many.iter().all(|f| f.message == many[0].message) {
+                format!("{who}: {}", many[0].message)
+            } else {
+                format!("{who} passed")
+            }
+        }
+    }
 }
 
 pub static ALL: &[&dyn Check] = &[
@@ -126,6 +232,9 @@ pub struct CheckResult {
     /// selected checks skipped for want of what it judges; its verdict counts.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub prerequisite_of: Vec<&'static str>,
+    /// One line on what passed (the compact report's line for a check that passed); for a
+    /// check that did not run, why.
+    pub summary: String,
     pub findings: Vec<Finding>,
 }
 
@@ -152,6 +261,7 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
                 id: check.id(),
                 title: check.title(),
                 status: Status::Skip,
+                summary: reason.clone(),
                 skipped: Some(reason),
                 prerequisite_of: Vec::new(),
                 findings: Vec::new(),
@@ -220,10 +330,26 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
         .map(|f| f.status)
         .max()
         .unwrap_or(Status::Unknown);
+    // What passed, in a line; a check that only skipped says why.
+    let passed: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.status == Status::Pass)
+        .collect();
+    let summary = if passed.is_empty() {
+        let skipped: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| f.status == Status::Skip)
+            .collect();
+        summarize(&skipped)
+    } else {
+        check.summary(cx, &passed)
+    };
+    let summary = shorten(&summary);
     CheckResult {
         id: check.id(),
         title: check.title(),
         status,
+        summary,
         skipped: None,
         prerequisite_of: Vec::new(),
         findings,
@@ -405,6 +531,36 @@ mod tests {
         assert!(
             text.ends_with("GRUB_CMDLINE_LINUX=\" iommu=pt\"\n"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn summaries() {
+        let f = |subject: &str, message: &str| Finding::pass("x", subject, message);
+        let gpus = [
+            f("GPU 0000:18:00.0 (NVIDIA H100)", "32 GT/s x16, its maximum"),
+            f("GPU 0000:1a:00.0 (NVIDIA H100)", "32 GT/s x16, its maximum"),
+            f("mlx5_0 (0000:19:00.0)", "32 GT/s x16, its maximum"),
+        ];
+        let refs: Vec<&Finding> = gpus.iter().collect();
+        assert_eq!(
+            summarize(&refs),
+            "2 GPUs and 1 NIC: 32 GT/s x16, its maximum"
+        );
+        assert_eq!(
+            summarize(&refs[..1]),
+            "GPU 0000:18:00.0 (NVIDIA H100): 32 GT/s x16, its maximum"
+        );
+        let ports = [f("mlx5_0 port 1", "a"), f("mlx5_1 port 1", "b")];
+        let refs: Vec<&Finding> = ports.iter().collect();
+        assert_eq!(summarize(&refs), "2 ports passed");
+        assert_eq!(
+            shorten("GPU-NIC paths: 4 bridges (a, b, c, d): ACS present (no redirect)"),
+            "GPU-NIC paths: 4 bridges: ACS present (no redirect)"
+        );
+        assert_eq!(
+            grouped("port", ["x".to_owned(), "y".into(), "x".into()]),
+            "2 ports: x; 1 port: y"
         );
     }
 

@@ -46,6 +46,39 @@ impl Check for PciePlacement {
         include_str!("../../checks/pcie-placement/README.md")
     }
 
+    /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.
+    fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
+        let near: Vec<Level> = nearest(cx.inv)
+            .into_iter()
+            .filter_map(|(_, n)| n)
+            .filter(|n| {
+                passed.iter().any(|f| {
+                    f.subject.starts_with(&format!("GPU {} ", n.gpu))
+                        || f.subject == format!("GPU {}", n.gpu)
+                })
+            })
+            .map(|n| n.level)
+            .collect();
+        let (Some(best), Some(worst)) = (near.iter().min(), near.iter().max()) else {
+            return super::summarize(passed);
+        };
+        let who = if near.len() == cx.inv.gpus.len() {
+            "every GPU has".to_owned()
+        } else {
+            format!("{} of {} GPUs have", near.len(), cx.inv.gpus.len())
+        };
+        if best == worst {
+            format!("{who} a NIC at {best}")
+        } else {
+            let mut counts: BTreeMap<Level, usize> = BTreeMap::new();
+            for l in &near {
+                *counts.entry(*l).or_default() += 1;
+            }
+            let each: Vec<String> = counts.iter().map(|(l, n)| format!("{l}: {n}")).collect();
+            format!("{who} a NIC within {worst} ({})", each.join(", "))
+        }
+    }
+
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
         let policy = cx.config.thresholds.gdr_level;

@@ -67,6 +67,27 @@ impl Check for RdmaGid {
         include_str!("../../checks/rdma-gid/README.md")
     }
 
+    /// `8 ports: RoCE v2 IPv4 GID at index 3 (NCCL_IB_GID_INDEX=3)`; InfiniBand ports counted
+    /// apart.
+    fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
+        let ports = super::ports_of(cx.inv, passed);
+        if ports.len() < 2 {
+            return super::summarize(passed);
+        }
+        super::grouped(
+            "port",
+            ports
+                .iter()
+                .map(|(_, p)| match (p.is_infiniband(), p.roce_v2_gid_index()) {
+                    (true, _) => "InfiniBand, LID assigned, subnet manager known".to_owned(),
+                    (false, Some(i)) => {
+                        format!("RoCE v2 IPv4 GID at index {i} (NCCL_IB_GID_INDEX={i})")
+                    }
+                    (false, None) => "passed".to_owned(),
+                }),
+        )
+    }
+
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
         if inv.rdma.is_empty() {

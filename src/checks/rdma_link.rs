@@ -73,6 +73,30 @@ impl Check for RdmaLink {
         include_str!("../../checks/rdma-link/README.md")
     }
 
+    /// `8 ports: ACTIVE, LinkUp, 400 Gb/s, RoCE`: what the passing ports share.
+    fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
+        let ports = super::ports_of(cx.inv, passed);
+        if ports.len() < 2 {
+            return super::summarize(passed);
+        }
+        super::grouped(
+            "port",
+            ports.iter().map(|(_, p)| {
+                let layer = if p.is_infiniband() {
+                    "InfiniBand"
+                } else {
+                    "RoCE"
+                };
+                let rate = p
+                    .rate
+                    .value()
+                    .map(|r| format!("{r} Gb/s"))
+                    .unwrap_or_else(|| p.rate.shown());
+                format!("ACTIVE, LinkUp, {rate}, {layer}")
+            }),
+        )
+    }
+
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
         let mut out = Vec::new();

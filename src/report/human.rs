@@ -92,6 +92,10 @@ pub fn render(report: &Report, style: &Style) -> String {
                 check.prerequisite_of.join(", ")
             )
         };
+        if !style.verbose {
+            compact(&mut o, check, &prerequisite, style);
+            continue;
+        }
         let _ = writeln!(
             o,
             "{} {}  {}{}",
@@ -150,6 +154,47 @@ pub fn render(report: &Report, style: &Style) -> String {
     };
     let _ = writeln!(o, "\n{} {detail}", bold(&headline));
     o
+}
+
+/// The default report: a check that passed (or did not run) is one line with its summary; one
+/// with a warning, failure or unknown shows its title, each of those findings in full with its
+/// fix, and a line for what passed. `-v` shows every finding and its evidence instead.
+fn compact(o: &mut String, check: &crate::checks::CheckResult, prerequisite: &str, style: &Style) {
+    let id = bold(&format!("{:<14}", check.id));
+    if check.skipped.is_some() || check.status <= Status::Pass {
+        let _ = writeln!(
+            o,
+            "{} {id} {}{}",
+            label(check.status),
+            clean(&check.summary),
+            dim(prerequisite)
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "{} {id} {}{}",
+        label(check.status),
+        dim(check.title),
+        dim(prerequisite)
+    );
+    for f in check.findings.iter().filter(|f| f.status > Status::Pass) {
+        finding(o, f, style);
+    }
+    for f in check.findings.iter().filter(|f| f.status == Status::Skip) {
+        let _ = writeln!(
+            o,
+            "        {}",
+            dim(&format!("{}: {}", clean(&f.subject), clean(&f.message)))
+        );
+    }
+    if check.findings.iter().any(|f| f.status == Status::Pass) {
+        let _ = writeln!(
+            o,
+            "        {}",
+            dim(&format!("passed: {}", clean(&check.summary)))
+        );
+    }
 }
 
 fn finding(o: &mut String, f: &Finding, style: &Style) {
