@@ -418,7 +418,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             jobs,
         } => {
             use gdrdoctor::fleet;
-            let (config, _path) = Config::load(cli.config.as_deref())?;
+            let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
             if cli.root.is_some() {
                 bail!("fleet takes the captures as arguments, not --root");
             }
@@ -445,7 +445,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             })
         }
         Command::Nccl => {
-            let (config, _path) = Config::load(cli.config.as_deref())?;
+            let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
             let (root, display) = open_root(&cli)?;
             let inv = Inventory::load(&root, &config, inventory::Options::default());
             let settings = gdrdoctor::nccl::settings(&inv, config.thresholds.gdr_level);
@@ -471,7 +471,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             format,
             no_gpu_probe,
         } => {
-            let (config, _path) = Config::load(cli.config.as_deref())?;
+            let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
             let (root, display) = open_root(&cli)?;
             let options = inventory::Options {
                 access: false,
@@ -577,7 +577,7 @@ fn open_root(cli: &Cli) -> anyhow::Result<(Root, String)> {
 }
 
 fn capture(cli: &Cli, out: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let (config, _path) = Config::load(cli.config.as_deref())?;
+    let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
     let (root, display) = open_root(cli)?;
     let root = root.recording();
     // Everything the checks read is read here: checks never touch files. The live-only access
@@ -606,7 +606,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         skip: args.skip.clone(),
     };
     selection.validate().map_err(anyhow::Error::msg)?;
-    let (config, _path) = Config::load(cli.config.as_deref())?;
+    let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
     let (root, display) = open_root(cli)?;
     // The probe feeds `gpu` and `peer-memory` (a verified DMA-BUF path); the write test needs
     // the GPU workers too. `--no-gpu-probe` loads no GPU library at all, for either.
@@ -776,7 +776,7 @@ fn run_gdr(
 }
 
 fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
-    let (config, _path) = Config::load(cli.config.as_deref())?;
+    let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
     let (root, display) = open_root(cli)?;
     if !root.is_live() {
         bail!("gdr-test moves bytes on this node; it cannot run on a captured root (--root)");
@@ -842,7 +842,7 @@ fn fix_inventory(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckR
 
 fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
     use gdrdoctor::fixscript;
-    let (config, _path) = Config::load(cli.config.as_deref())?;
+    let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
     let (root, display) = open_root(cli)?;
     if args.apply && !root.is_live() {
         bail!("--apply changes this node; it cannot apply to a captured root (--root)");

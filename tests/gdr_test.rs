@@ -593,9 +593,10 @@ fn pairs_follow_placement() {
     // A declared accelerator of another vendor cannot be tested with GPU memory: said, not run.
     let root =
         gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/lab-switch-pt")).unwrap();
-    let (config, _) = gdrdoctor::config::Config::load(Some(
-        &crate_dir().join("fixtures/lab-switch-pt/config.yaml"),
-    ))
+    let (config, _) = gdrdoctor::config::Config::load(
+        Some(&crate_dir().join("fixtures/lab-switch-pt/config.yaml")),
+        &gdrdoctor::checks::NAMES,
+    )
     .unwrap();
     let inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
     let (planned, not) = gdrdoctor::gdr::plan::plan(&inv, &opts);

@@ -175,6 +175,12 @@ pub fn find_code(code: &str) -> Option<(&'static dyn Check, &'static Code)> {
         .find_map(|c| c.codes().iter().find(|k| k.id == code).map(|k| (*c, k)))
 }
 
+/// What `--config` may name: the registry's checks and codes (see `config::Names`).
+pub const NAMES: crate::config::Names = crate::config::Names {
+    check: |id| find(id).is_some(),
+    code: |code| find_code(code).is_some(),
+};
+
 pub const NOT_SELECTED: &str = "not selected (--select)";
 
 /// Which checks to run: `--select` (only these), `--skip` and the config's `skip`.
