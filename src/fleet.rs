@@ -60,6 +60,10 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
         return Err("/ is the live system, not a capture".into());
     }
     let inv = Inventory::load(&root, config, crate::inventory::Options::default());
+    // Everything the checks need is in the inventory now. An archive's tree is the biggest
+    // thing a job holds (up to `archive::MAX_TOTAL_BYTES`): it goes before the checks run, so
+    // that a job never holds the tree, the inventory and the report at once (issue 14).
+    drop(root);
     let results = checks::run(&inv, config, &Selection::default());
     let report = crate::report::build(
         &inv,
@@ -79,6 +83,9 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
         }
     }
     let gdr_path = crate::report::nfd::path(&report).to_owned();
+    // Only the node's facts and the verdict are kept of the report; its findings (thousands on
+    // a node with thousands of GPUs) go now.
+    let crate::report::Report { node, verdict, .. } = report;
     let mut gid_indices = BTreeSet::new();
     let mut roce_ports = 0;
     let mut v2 = 0;
@@ -123,12 +130,7 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
             .map(|&r| {
                 nic_cols
                     .iter()
-                    .map(|&c| {
-                        m.levels[r][c]
-                            .as_ref()
-                            .map(|x| x.level.as_str())
-                            .unwrap_or("?")
-                    })
+                    .map(|&c| m.level(r, c).map(|(l, _)| l.as_str()).unwrap_or("?"))
                     .collect::<Vec<_>>()
                     .join(" ")
             })
@@ -173,18 +175,17 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
         .collect();
     Ok(NodeResult {
         capture: path.display().to_string(),
-        hostname: report.node.hostname.clone(),
-        product: report.node.product.clone(),
-        board: report.node.board.clone(),
-        kernel: report.node.kernel.clone(),
+        hostname: node.hostname,
+        product: node.product,
+        board: node.board,
+        kernel: node.kernel,
         gpu_driver,
         nic_firmware: nic_firmware.into_iter().collect(),
         gpus: inv.gpus.len(),
         rdma_devices: inv.rdma.len(),
-        ready: report.verdict.ready,
-        exit_code: report.verdict.exit_code,
-        blocking: report
-            .verdict
+        ready: verdict.ready,
+        exit_code: verdict.exit_code,
+        blocking: verdict
             .blocking
             .iter()
             .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
