@@ -5,6 +5,7 @@
 //! tallies: nodes of one model that differ from their siblings (GID index, RoCE version, driver,
 //! firmware, kernel, placement, peermem).
 
+use crate::archive;
 use crate::checks::{self, Selection};
 use crate::config::Config;
 use crate::inventory::{GpuVendor, Inventory};
@@ -14,6 +15,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One node, as the fleet view shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -54,8 +56,14 @@ pub struct Unreadable {
     pub reason: String,
 }
 
-pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
-    let root = Root::open(path).map_err(|e| e.to_string())?;
+/// Checks one capture. Its archive's tree counts in the run's `budget` while it is held: when
+/// the budget has no room, reading it waits for other captures to give theirs back.
+pub fn analyse(
+    path: &Path,
+    config: &Config,
+    budget: &Arc<archive::Budget>,
+) -> Result<NodeResult, String> {
+    let root = Root::open_within(path, Some(budget)).map_err(|e| e.to_string())?;
     if root.is_live() {
         return Err("/ is the live system, not a capture".into());
     }
@@ -636,6 +644,8 @@ pub fn run(
     let window = workers.max(1) * 16;
     let total = captures.len();
     let mut tally = Tally::default();
+    // One budget for every archive the workers hold at once (issue 14).
+    let budget = archive::Budget::new(archive::RUN_BUDGET_BYTES);
     let (tx, rx) =
         std::sync::mpsc::sync_channel::<(usize, Result<NodeResult, Unreadable>)>(workers * 4);
     std::thread::scope(|s| {
@@ -644,6 +654,7 @@ pub fn run(
             let next = &next;
             let emitted = &emitted;
             let captures = &captures;
+            let budget = &budget;
             s.spawn(move || {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -659,7 +670,7 @@ pub fn run(
                             let path = path.clone();
                             // A capture that panics the analysis is reported, never fatal.
                             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                analyse(&path, config)
+                                analyse(&path, config, budget)
                             })) {
                                 Ok(Ok(n)) => Ok(n),
                                 Ok(Err(reason)) => Err(Unreadable {

@@ -1,5 +1,6 @@
 //! Libraries loaded at run time, never linked: a fresh node has none of them, and gdrdoctor
-//! must still start there and say so. This is the only module with `unsafe` code.
+//! must still start there and say so; and the C allocator (`malloc`). This is the only module
+//! with `unsafe` code.
 //!
 //! Every function pointer is looked up before anything is called, so a missing symbol is a
 //! finding (an older library), never a crash.
@@ -31,6 +32,7 @@ pub mod cuda;
 pub mod hip;
 pub mod hostmem;
 pub mod ibverbs;
+pub mod malloc;
 pub mod nvml;
 pub mod udmabuf;
 pub mod verbs;
