@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Limits on what a capture may hold. A full 8-GPU node captures to about 1,500 entries and
 /// 2 MB uncompressed.
@@ -16,6 +17,189 @@ use std::io::Read;
 pub const MAX_MEMBER_BYTES: u64 = crate::root::DEFAULT_READ_LIMIT + 1;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
 pub const MAX_ENTRIES: usize = 200_000;
+
+/// What all the archives read at once by one `fleet` run may inflate to, together. Each
+/// capture is capped at `MAX_TOTAL_BYTES`, but `fleet -j N` reads N at a time: N gzip bombs
+/// would hold N x 256 MiB (issue 14). Twice the cap: a capture within the cap always fits
+/// alone, and another is read beside it. docs/fleet.md says so.
+pub const RUN_BUDGET_BYTES: u64 = 2 * MAX_TOTAL_BYTES;
+
+/// Bytes are reserved from a budget in steps of this size, not per read: a small capture takes
+/// a step or two, and the lock is taken once a MiB.
+pub const BUDGET_STEP: u64 = 1 << 20;
+
+/// A grant at least this big is given back to the system too when it is dropped (see
+/// `ffi::malloc::trim`); smaller ones are not worth the walk over the allocator's arenas.
+const TRIM_ABOVE: u64 = 16 << 20;
+
+/// A byte budget shared by the archive reads of one run. A read reserves what it inflates as
+/// it goes, and the tree it builds keeps the reservation until it is dropped.
+///
+/// A read that finds no room waits for others to give back, holding what it has, as long as
+/// some other holder goes on (a read not waiting, or a tree being checked): that one will give
+/// back. When every other holder waits too, waiting would be a deadlock, and the read holding
+/// the least (the cheapest to do again) gives up: it is refused (`Refusal::OverBudget`), gives
+/// back all it had, and its caller waits in `wait_for_room` until there is room for as much
+/// as it had, then reads it again with twice that reserved up front (so that it is not the
+/// cheapest to give up again, and its tries cost at most twice its size in all). A read alone
+/// always fits: the budget is at least twice the cap of one capture.
+#[derive(Debug)]
+pub struct Budget {
+    limit: u64,
+    state: Mutex<BudgetState>,
+    given_back: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct BudgetState {
+    used: u64,
+    /// Grants holding bytes: reads under way and the trees they made.
+    holders: usize,
+    /// The reads waiting for room: (grant, bytes it holds).
+    waiting: Vec<(u64, u64)>,
+    /// Waiting reads chosen to give up; each leaves when it wakes.
+    giving_up: Vec<u64>,
+    /// The last grant's number.
+    grants: u64,
+}
+
+impl Budget {
+    pub fn new(limit: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            limit,
+            state: Mutex::default(),
+            given_back: Condvar::new(),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, BudgetState> {
+        // A panic while holding the lock leaves plain counters: still usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, s: MutexGuard<'a, BudgetState>) -> MutexGuard<'a, BudgetState> {
+        self.given_back.wait(s).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes reserved now, by every read and tree of the run.
+    pub fn used(&self) -> u64 {
+        self.state().used
+    }
+
+    fn grant(self: &Arc<Self>) -> Grant {
+        let mut s = self.state();
+        s.grants += 1;
+        Grant {
+            budget: Arc::clone(self),
+            id: s.grants,
+            bytes: 0,
+        }
+    }
+
+    /// Reserves `n` more bytes for grant `id`, which holds `held`, waiting for room while
+    /// some other holder goes on; false when this read is the one to give up.
+    fn take(&self, id: u64, held: u64, n: u64) -> bool {
+        let mut s = self.state();
+        loop {
+            if let Some(k) = s.giving_up.iter().position(|g| *g == id) {
+                s.giving_up.swap_remove(k);
+                return false;
+            }
+            if s.used + n <= self.limit {
+                s.used += n;
+                s.holders += usize::from(held == 0);
+                return true;
+            }
+            // Every other holder waits: unless one is already giving up (and will give
+            // back), the cheapest read to do again gives up now. Reads that hold nothing
+            // are no part of it: giving up would give nothing back.
+            let others = s.holders - usize::from(held > 0);
+            let stuck = s.waiting.iter().filter(|&&(_, h)| h > 0);
+            if others <= stuck.clone().count() && s.giving_up.is_empty() {
+                match stuck.copied().min_by_key(|&(_, h)| h) {
+                    Some((victim, h)) if h < held => {
+                        s.giving_up.push(victim);
+                        self.given_back.notify_all();
+                    }
+                    _ => return false,
+                }
+            }
+            s.waiting.push((id, held));
+            s = self.wait(s);
+            s.waiting.retain(|&(g, _)| g != id);
+        }
+    }
+
+    /// Gives back `n` bytes of a grant; `all` when they are all it held.
+    fn give_back(&self, n: u64, all: bool) {
+        let mut s = self.state();
+        s.used -= n.min(s.used);
+        if all {
+            s.holders = s.holders.saturating_sub(1);
+        }
+        self.given_back.notify_all();
+    }
+
+    /// After a refusal for the budget: blocks until `n` bytes are free, or nothing is held.
+    pub fn wait_for_room(&self, n: u64) {
+        let mut s = self.state();
+        while s.used > 0 && s.used + n.min(self.limit) > self.limit {
+            s = self.wait(s);
+        }
+    }
+}
+
+/// Bytes reserved from a budget, given back when dropped.
+#[derive(Debug)]
+struct Grant {
+    budget: Arc<Budget>,
+    id: u64,
+    bytes: u64,
+}
+
+impl Drop for Grant {
+    fn drop(&mut self) {
+        if self.bytes >= TRIM_ABOVE {
+            // What the bytes stood for is freed by now (a tree drops its nodes before its
+            // grant); back to the system before anyone is told there is room.
+            crate::ffi::malloc::trim();
+        }
+        if self.bytes > 0 {
+            self.budget.give_back(self.bytes, true);
+        }
+    }
+}
+
+/// Why an archive was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The capture itself is refused, with the reason.
+    Capture(String),
+    /// Reading it now would take the run over its budget, having reserved `had` bytes: read
+    /// it again once that much is free.
+    OverBudget { had: u64 },
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Refusal {
+        Refusal::Capture(why)
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Capture(why) => f.write_str(why),
+            Refusal::OverBudget { had } => write!(
+                f,
+                "over the run's memory budget ({} MiB for all the captures read at once) \
+                 after {} MiB",
+                RUN_BUDGET_BYTES >> 20,
+                had >> 20
+            ),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
@@ -36,6 +220,8 @@ pub enum Node {
 #[derive(Debug, Default)]
 pub struct Tree {
     nodes: HashMap<String, Node>,
+    /// What the tree holds of its run's budget, given back with the tree.
+    _grant: Option<Grant>,
 }
 
 impl Tree {
@@ -139,32 +325,106 @@ pub(crate) fn stays_inside(dir: &str, target: &str) -> bool {
 }
 
 /// A reader that fails once more than `left` bytes have come through: the gzip bomb guard.
-struct Capped<R> {
+/// With a budget, it also reserves what comes through, ahead, a step at a time, and fails
+/// when the run's budget has no room.
+struct Capped<'a, R> {
     inner: R,
     left: u64,
+    reservation: &'a mut Reservation,
 }
 
-impl<R: Read> Read for Capped<R> {
+/// What one read holds of its run's budget. It outlives the tar reader, which words the
+/// reader's errors in its own way: `over_budget` tells a refusal for the budget apart.
+#[derive(Debug, Default)]
+struct Reservation {
+    grant: Option<Grant>,
+    /// Reserved but not yet come through.
+    ahead: u64,
+    over_budget: bool,
+}
+
+impl<R: Read> Read for Capped<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n as u64 > self.left {
+        let n = self.inner.read(buf)? as u64;
+        if n > self.left {
             return Err(std::io::Error::other(format!(
                 "expands beyond {} MiB: not a capture (a gzip bomb?)",
                 MAX_TOTAL_BYTES >> 20
             )));
         }
-        self.left -= n as u64;
-        Ok(n)
+        self.left -= n;
+        let r = &mut *self.reservation;
+        if let Some(grant) = &mut r.grant {
+            if n > r.ahead {
+                let step = (n - r.ahead).next_multiple_of(BUDGET_STEP);
+                if !grant.budget.take(grant.id, grant.bytes, step) {
+                    r.over_budget = true;
+                    let refusal = Refusal::OverBudget { had: grant.bytes };
+                    return Err(std::io::Error::other(refusal.to_string()));
+                }
+                grant.bytes += step;
+                r.ahead += step;
+            }
+            r.ahead -= n;
+        }
+        Ok(n as usize)
     }
 }
 
 /// Reads a `.tar.gz` capture into memory; `Err` says why the whole capture is refused.
 pub fn read(gz: impl Read) -> Result<Tree, String> {
-    let decoder = flate2::read::GzDecoder::new(gz);
-    let mut archive = tar::Archive::new(Capped {
-        inner: decoder,
+    read_within(gz, None, 0).map_err(|r| r.to_string())
+}
+
+/// `read`, reserving what it inflates from a run's budget (see `Budget`), `prepay` bytes of it
+/// before it starts: what a read refused for the budget is known to need. Refused for the
+/// budget, it has given back all it had by the time it returns.
+pub fn read_within(
+    gz: impl Read,
+    budget: Option<&Arc<Budget>>,
+    prepay: u64,
+) -> Result<Tree, Refusal> {
+    let mut reservation = Reservation::default();
+    if let Some(budget) = budget {
+        let mut grant = budget.grant();
+        if prepay > 0 {
+            if !budget.take(grant.id, 0, prepay) {
+                return Err(Refusal::OverBudget { had: 0 });
+            }
+            grant.bytes = prepay;
+            reservation.ahead = prepay;
+        }
+        reservation.grant = Some(grant);
+    }
+    let archive = tar::Archive::new(Capped {
+        inner: flate2::read::GzDecoder::new(gz),
         left: MAX_TOTAL_BYTES,
+        reservation: &mut reservation,
     });
+    match fill(archive) {
+        Ok(mut tree) => {
+            // What was reserved ahead and not inflated (the rest of the last step, or a
+            // prepayment bigger than the capture) is not held by the tree: it holds exactly
+            // what it inflated.
+            if let Some(grant) = &mut reservation.grant {
+                let unused = reservation.ahead;
+                if unused > 0 && unused < grant.bytes {
+                    grant.bytes -= unused;
+                    grant.budget.give_back(unused, false);
+                }
+            }
+            tree._grant = reservation.grant.take();
+            Ok(tree)
+        }
+        Err(_) if reservation.over_budget => Err(Refusal::OverBudget {
+            had: reservation.grant.as_ref().map_or(0, |g| g.bytes),
+        }),
+        Err(why) => Err(Refusal::Capture(why)),
+    }
+}
+
+/// The tree of the archive's members, each checked on the way in.
+fn fill<R: Read>(mut archive: tar::Archive<Capped<'_, R>>) -> Result<Tree, String> {
     let mut tree = Tree::default();
     tree.ensure_dir("/")?;
     // Member paths seen, normalised: `sys/x`, `./sys/x` and `sys//x` are one path.
@@ -296,5 +556,68 @@ mod tests {
             "../../../devices/pci0000:00/0000:00:01.0"
         ));
         assert!(!stays_inside("/sys/class", "../../../etc"));
+    }
+
+    /// A capture of `mib` files of 1 MiB under sys/.
+    fn capture(mib: usize) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for k in 0..mib {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(1 << 20);
+            h.set_mode(0o644);
+            tar.append_data(&mut h, format!("sys/f{k}"), &vec![0u8; 1 << 20][..])
+                .unwrap();
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &tar.into_inner().unwrap()).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn a_tree_holds_its_budget_until_dropped() {
+        let budget = Budget::new(8 << 20);
+        // What the tar stream inflates to: two files, their two headers, the end blocks.
+        let size = (2 << 20) + 2 * 512 + 1024;
+        let tree = read_within(&capture(2)[..], Some(&budget), 0).unwrap();
+        assert_eq!(budget.used(), size);
+        // Neither what was reserved a step ahead nor a prepayment beyond the capture is kept.
+        let second = read_within(&capture(2)[..], Some(&budget), 5 << 20).unwrap();
+        assert_eq!(budget.used(), 2 * size);
+        drop((tree, second));
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn a_read_that_could_only_wait_on_itself_is_refused() {
+        // Alone and over the budget: nobody else would ever give back. Refused, with what it
+        // had, and holding nothing afterwards.
+        let budget = Budget::new(2 << 20);
+        match read_within(&capture(3)[..], Some(&budget), 0) {
+            Err(Refusal::OverBudget { had }) => assert_eq!(had, 2 << 20),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(budget.used(), 0);
+        // Without a budget the same capture reads.
+        assert!(read(&capture(3)[..]).is_ok());
+    }
+
+    #[test]
+    fn a_read_waits_for_a_tree_to_be_dropped() {
+        // One tree holds most of the budget; a second read waits (rather than being refused)
+        // until the tree is dropped.
+        let budget = Budget::new(4 << 20);
+        let tree = read_within(&capture(2)[..], Some(&budget), 0).unwrap();
+        let second = capture(2);
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| read_within(&second[..], Some(&budget), 0));
+            while budget.state().waiting.is_empty() {
+                std::thread::yield_now();
+            }
+            drop(tree);
+            let second = reader.join().unwrap().unwrap();
+            assert_eq!(budget.used(), (2 << 20) + 2 * 512 + 1024);
+            drop(second);
+        });
+        assert_eq!(budget.used(), 0);
     }
 }

@@ -480,19 +480,20 @@ pub fn run() -> anyhow::Result<ExitCode> {
             };
             let inv = Inventory::load(&root, &config, options);
             let m = gdrdoctor::placement::matrix(&inv);
+            // Written row by row as computed: the matrix is N x N (issue 14).
+            let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
             match format {
-                Format::Human => out!("{}", report::topo::human(&m)),
-                Format::Json => out!(
-                    "{}",
-                    report::topo::json(
-                        &m,
-                        report::RootInfo {
-                            path: display,
-                            live: root.is_live()
-                        }
-                    )
-                ),
+                Format::Human => report::topo::write_human(&m, &mut out)?,
+                Format::Json => {
+                    let info = report::RootInfo {
+                        path: display,
+                        live: root.is_live(),
+                    };
+                    report::topo::write_json(&m, info, &mut out)?
+                }
             }
+            use std::io::Write as _;
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::List { codes } => {

@@ -5,6 +5,7 @@
 //! tallies: nodes of one model that differ from their siblings (GID index, RoCE version, driver,
 //! firmware, kernel, placement, peermem).
 
+use crate::archive;
 use crate::checks::{self, Selection};
 use crate::config::Config;
 use crate::inventory::{GpuVendor, Inventory};
@@ -14,6 +15,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One node, as the fleet view shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -54,12 +56,22 @@ pub struct Unreadable {
     pub reason: String,
 }
 
-pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
-    let root = Root::open(path).map_err(|e| e.to_string())?;
+/// Checks one capture. Its archive's tree counts in the run's `budget` while it is held: when
+/// the budget has no room, reading it waits for other captures to give theirs back.
+pub fn analyse(
+    path: &Path,
+    config: &Config,
+    budget: &Arc<archive::Budget>,
+) -> Result<NodeResult, String> {
+    let root = Root::open_within(path, Some(budget)).map_err(|e| e.to_string())?;
     if root.is_live() {
         return Err("/ is the live system, not a capture".into());
     }
     let inv = Inventory::load(&root, config, crate::inventory::Options::default());
+    // Everything the checks need is in the inventory now. An archive's tree is the biggest
+    // thing a job holds (up to `archive::MAX_TOTAL_BYTES`): it goes before the checks run, so
+    // that a job never holds the tree, the inventory and the report at once (issue 14).
+    drop(root);
     let results = checks::run(&inv, config, &Selection::default());
     let report = crate::report::build(
         &inv,
@@ -79,6 +91,9 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
         }
     }
     let gdr_path = crate::report::nfd::path(&report).to_owned();
+    // Only the node's facts and the verdict are kept of the report; its findings (thousands on
+    // a node with thousands of GPUs) go now.
+    let crate::report::Report { node, verdict, .. } = report;
     let mut gid_indices = BTreeSet::new();
     let mut roce_ports = 0;
     let mut v2 = 0;
@@ -123,12 +138,7 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
             .map(|&r| {
                 nic_cols
                     .iter()
-                    .map(|&c| {
-                        m.levels[r][c]
-                            .as_ref()
-                            .map(|x| x.level.as_str())
-                            .unwrap_or("?")
-                    })
+                    .map(|&c| m.level(r, c).map(|(l, _)| l.as_str()).unwrap_or("?"))
                     .collect::<Vec<_>>()
                     .join(" ")
             })
@@ -173,21 +183,20 @@ pub fn analyse(path: &Path, config: &Config) -> Result<NodeResult, String> {
         .collect();
     Ok(NodeResult {
         capture: path.display().to_string(),
-        hostname: report.node.hostname.clone(),
-        product: report.node.product.clone(),
-        board: report.node.board.clone(),
-        kernel: report.node.kernel.clone(),
+        hostname: node.hostname,
+        product: node.product,
+        board: node.board,
+        kernel: node.kernel,
         gpu_driver,
         nic_firmware: nic_firmware.into_iter().collect(),
         gpus: inv.gpus.len(),
         rdma_devices: inv.rdma.len(),
-        ready: report.verdict.ready,
-        exit_code: report.verdict.exit_code,
-        blocking: if report.verdict.state == crate::report::State::NothingVerified {
+        ready: verdict.ready,
+        exit_code: verdict.exit_code,
+        blocking: if verdict.state == crate::report::State::NothingVerified {
             vec![crate::report::NOTHING_VERIFIED.to_owned()]
         } else {
-            report
-                .verdict
+            verdict
                 .blocking
                 .iter()
                 .map(|b| format!("{} ({})", b.check, b.codes.join(", ")))
@@ -643,6 +652,8 @@ pub fn run(
     let window = workers.max(1) * 16;
     let total = captures.len();
     let mut tally = Tally::default();
+    // One budget for every archive the workers hold at once (issue 14).
+    let budget = archive::Budget::new(archive::RUN_BUDGET_BYTES);
     let (tx, rx) =
         std::sync::mpsc::sync_channel::<(usize, Result<NodeResult, Unreadable>)>(workers * 4);
     std::thread::scope(|s| {
@@ -651,6 +662,7 @@ pub fn run(
             let next = &next;
             let emitted = &emitted;
             let captures = &captures;
+            let budget = &budget;
             s.spawn(move || {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -666,7 +678,7 @@ pub fn run(
                             let path = path.clone();
                             // A capture that panics the analysis is reported, never fatal.
                             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                analyse(&path, config)
+                                analyse(&path, config, budget)
                             })) {
                                 Ok(Ok(n)) => Ok(n),
                                 Ok(Err(reason)) => Err(Unreadable {

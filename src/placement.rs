@@ -13,6 +13,7 @@
 use crate::inventory::Inventory;
 use crate::parse::pci::{Bdf, PortType, path_functions};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Ordered from nearest to farthest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -131,57 +132,71 @@ fn units(inv: &Inventory, bridges: &[Bdf]) -> (Vec<Bdf>, Basis) {
     (out, Basis::PathShape)
 }
 
-/// The route between two functions in the inventory; `None` when either is unknown.
-pub fn route(inv: &Inventory, a: Bdf, b: Bdf) -> Option<Route> {
-    let (fa, fb) = (inv.function(a)?, inv.function(b)?);
-    let (ca, cb) = (path_functions(&fa.path), path_functions(&fb.path));
-    let (ba, bb) = (
-        &ca[..ca.len().saturating_sub(1)],
-        &cb[..cb.len().saturating_sub(1)],
-    );
-    let (ua, basis_a) = units(inv, ba);
-    let (ub, basis_b) = units(inv, bb);
-    let basis = if basis_a == Basis::PortTypes && basis_b == Basis::PortTypes {
-        Basis::PortTypes
-    } else {
-        Basis::PathShape
-    };
+/// Where one function sits on the PCIe tree: everything a route to or from it needs, worked
+/// out once. The matrix asks for the level of every pair; with 5,000 GPUs that is 25 million
+/// pairs, so the sysfs path is parsed and the bridges' port types are looked up once per
+/// device, not once per pair (issue 14).
+#[derive(Debug, Clone)]
+pub struct Place {
+    bdf: Bdf,
+    host_bridge: Option<String>,
+    /// The functions on the sysfs path, top down, the function itself last.
+    path: Vec<Bdf>,
+    /// The switch units above it (see `units`).
+    units: Vec<Bdf>,
+    basis: Basis,
+    /// `numa_node` when the kernel gives one (not -1).
+    numa: Option<i32>,
+}
 
-    if host_bridge(&fa.path) != host_bridge(&fb.path) {
-        let numa = |f: &crate::inventory::PciFunction| {
-            f.detail
+impl Place {
+    /// `None` when the function is not in the inventory.
+    pub fn of(inv: &Inventory, bdf: Bdf) -> Option<Place> {
+        let f = inv.function(bdf)?;
+        let path = path_functions(&f.path);
+        let bridges = &path[..path.len().saturating_sub(1)];
+        let (units, basis) = units(inv, bridges);
+        Some(Place {
+            bdf,
+            host_bridge: host_bridge(&f.path).map(str::to_owned),
+            units,
+            basis,
+            numa: f
+                .detail
                 .as_ref()
                 .and_then(|d| d.numa_node.value().copied())
-                .filter(|n| *n >= 0)
-        };
-        let (na, nb) = (numa(fa), numa(fb));
-        let level = match (na, nb) {
+                .filter(|n| *n >= 0),
+            path,
+        })
+    }
+
+    /// The bridges above the function, top down.
+    fn bridges(&self) -> &[Bdf] {
+        &self.path[..self.path.len().saturating_sub(1)]
+    }
+}
+
+/// The level between two places, and whether NODE was assumed for unknown NUMA nodes. It
+/// allocates nothing: the matrix calls it for every pair of devices.
+fn level(a: &Place, b: &Place) -> (Level, bool) {
+    if a.host_bridge != b.host_bridge {
+        let level = match (a.numa, b.numa) {
             (Some(x), Some(y)) if x != y => Level::Sys,
             _ => Level::Node,
         };
-        let bridges = ba.iter().chain(bb).copied().collect();
-        return Some(Route {
-            level,
-            bridges,
-            basis,
-            numa_unknown: na.is_none() || nb.is_none(),
-        });
+        return (level, a.numa.is_none() || b.numa.is_none());
     }
-    let common = ca.iter().zip(&cb).take_while(|(x, y)| x == y).count();
-    let bridges: Vec<Bdf> = ba
-        .iter()
-        .skip(common)
-        .chain(bb.iter().skip(common))
-        .copied()
-        .collect();
-    let same_device = a.domain == b.domain && a.bus == b.bus && a.device == b.device;
+    let (ba, bb) = (a.bridges(), b.bridges());
+    let same_device =
+        a.bdf.domain == b.bdf.domain && a.bdf.bus == b.bdf.bus && a.bdf.device == b.bdf.device;
     // Functions of one device (two ports of one NIC) are PIX; so are devices behind the same
     // bridge. Devices right on the root bus (VMs, integrated endpoints) meet only in the host
     // bridge: PHB.
     let level = if same_device || (ba == bb && !ba.is_empty()) {
         Level::Pix
     } else {
-        let shared = ua.iter().zip(&ub).take_while(|(x, y)| x == y).count();
+        let (ua, ub) = (&a.units, &b.units);
+        let shared = ua.iter().zip(ub).take_while(|(x, y)| x == y).count();
         if shared == 0 {
             Level::Phb
         } else if (ua.len() - shared) + (ub.len() - shared) == 0 {
@@ -190,12 +205,44 @@ pub fn route(inv: &Inventory, a: Bdf, b: Bdf) -> Option<Route> {
             Level::Pxb
         }
     };
-    Some(Route {
+    (level, false)
+}
+
+/// The route between two placed functions.
+pub fn route_between(a: &Place, b: &Place) -> Route {
+    let (level, numa_unknown) = level(a, b);
+    let basis = if a.basis == Basis::PortTypes && b.basis == Basis::PortTypes {
+        Basis::PortTypes
+    } else {
+        Basis::PathShape
+    };
+    let (ba, bb) = (a.bridges(), b.bridges());
+    let bridges = if a.host_bridge != b.host_bridge {
+        ba.iter().chain(bb).copied().collect()
+    } else {
+        let common = a
+            .path
+            .iter()
+            .zip(&b.path)
+            .take_while(|(x, y)| x == y)
+            .count();
+        ba.iter()
+            .skip(common)
+            .chain(bb.iter().skip(common))
+            .copied()
+            .collect()
+    };
+    Route {
         level,
         bridges,
         basis,
-        numa_unknown: false,
-    })
+        numa_unknown,
+    }
+}
+
+/// The route between two functions in the inventory; `None` when either is unknown.
+pub fn route(inv: &Inventory, a: Bdf, b: Bdf) -> Option<Route> {
+    Some(route_between(&Place::of(inv, a)?, &Place::of(inv, b)?))
 }
 
 /// A GPU or NIC in the matrix.
@@ -220,14 +267,40 @@ pub enum Kind {
     Nic,
 }
 
-/// Every GPU and RDMA NIC, and the level between each pair.
+/// Every GPU and RDMA NIC, and what the level between each pair is computed from. The levels
+/// themselves are not stored: N devices make N^2 cells (25 million for 5,000 GPUs, over a GB
+/// as routes), while the places are linear in N and make each cell a few comparisons. Readers
+/// ask `level(i, j)` as they write a row out (issue 14).
 #[derive(Debug, Clone)]
 pub struct Matrix {
     pub devices: Vec<Device>,
-    /// `levels[i][j]`: `None` on the diagonal and where a route is unknown.
-    pub levels: Vec<Vec<Option<Route>>>,
-    /// `nvlinks[i][j]`: NVLinks between two GPUs, as NVML reports them (live only).
-    pub nvlinks: Vec<Vec<Option<u32>>>,
+    /// `places[i]`: where `devices[i]` sits; `None` without a PCI function in the inventory.
+    places: Vec<Option<Place>>,
+    /// NVLinks between two GPUs, as NVML reports them (live only).
+    nvlinks: BTreeMap<(Bdf, Bdf), u32>,
+}
+
+impl Matrix {
+    /// The PCIe level between devices `i` and `j`, and whether NODE was assumed for unknown NUMA
+    /// nodes; `None` on the diagonal and where a route is unknown.
+    pub fn level(&self, i: usize, j: usize) -> Option<(Level, bool)> {
+        if i == j {
+            return None;
+        }
+        let (a, b) = (self.places.get(i)?.as_ref()?, self.places.get(j)?.as_ref()?);
+        Some(level(a, b))
+    }
+
+    /// NVLinks between devices `i` and `j`, when both are GPUs that NVML says are joined.
+    pub fn nvlinks(&self, i: usize, j: usize) -> Option<u32> {
+        let (a, b) = (self.devices.get(i)?, self.devices.get(j)?);
+        match (a.kind, b.kind, a.bdf, b.bdf) {
+            (Kind::Gpu, Kind::Gpu, Some(x), Some(y)) if i != j => {
+                self.nvlinks.get(&(x, y)).copied()
+            }
+            _ => None,
+        }
+    }
 }
 
 pub fn matrix(inv: &Inventory) -> Matrix {
@@ -258,40 +331,18 @@ pub fn matrix(inv: &Inventory) -> Matrix {
         numa_node: detail(d.pci).and_then(|d| d.numa_node.value().copied()),
         cpu_affinity: detail(d.pci).and_then(|d| d.local_cpulist.clone()),
     }));
-    let levels = devices
+    let places = devices
         .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            devices
-                .iter()
-                .enumerate()
-                .map(|(j, b)| match (i == j, a.bdf, b.bdf) {
-                    (false, Some(x), Some(y)) => route(inv, x, y),
-                    _ => None,
-                })
-                .collect()
-        })
+        .map(|d| d.bdf.and_then(|b| Place::of(inv, b)))
         .collect();
-    let links = inv
+    let nvlinks = inv
         .gpu_runtime
         .probe()
         .map(crate::gpu::nvlinks)
         .unwrap_or_default();
-    let nvlinks = devices
-        .iter()
-        .map(|a| {
-            devices
-                .iter()
-                .map(|b| match (a.kind, b.kind, a.bdf, b.bdf) {
-                    (Kind::Gpu, Kind::Gpu, Some(x), Some(y)) => links.get(&(x, y)).copied(),
-                    _ => None,
-                })
-                .collect()
-        })
-        .collect();
     Matrix {
         devices,
-        levels,
+        places,
         nvlinks,
     }
 }
@@ -307,22 +358,27 @@ pub struct Nearest {
 
 /// For each GPU, its nearest RDMA NICs; `None` for a GPU when no NIC has a known route.
 pub fn nearest(inv: &Inventory) -> Vec<(Bdf, Option<Nearest>)> {
+    // Each NIC placed once, not once per GPU.
+    let nics: Vec<(usize, Place)> = inv
+        .rdma
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| Some((i, Place::of(inv, d.pci?)?)))
+        .collect();
     inv.gpus
         .iter()
         .map(|g| {
-            let routes: Vec<(usize, Route)> = inv
-                .rdma
-                .iter()
-                .enumerate()
-                .filter_map(|(i, d)| Some((i, route(inv, g.bdf, d.pci?)?)))
-                .collect();
-            let best = routes.iter().map(|(_, r)| r.level).min();
-            let near = best.map(|level| Nearest {
+            let Some(gp) = Place::of(inv, g.bdf) else {
+                return (g.bdf, None);
+            };
+            let best = nics.iter().map(|(_, p)| level(&gp, p).0).min();
+            let near = best.map(|best| Nearest {
                 gpu: g.bdf,
-                level,
-                nics: routes
-                    .into_iter()
-                    .filter(|(_, r)| r.level == level)
+                level: best,
+                nics: nics
+                    .iter()
+                    .filter(|(_, p)| level(&gp, p).0 == best)
+                    .map(|(i, p)| (*i, route_between(&gp, p)))
                     .collect(),
             });
             (g.bdf, near)

@@ -261,9 +261,35 @@ impl Root {
     /// A `.tar.gz` capture (what `gdrdoctor capture OUT.tar.gz` writes), read in place into
     /// memory: nothing is extracted. Refused whole when it holds anything a capture never does.
     pub fn archive(file: &Path) -> Result<Root, RootError> {
-        let f = std::fs::File::open(file).map_err(|e| RootError::Open(file.to_owned(), e))?;
-        let tree = crate::archive::read(std::io::BufReader::new(f))
-            .map_err(|why| RootError::Archive(file.to_owned(), why))?;
+        Root::archive_within(file, None)
+    }
+
+    /// `archive`, its tree counted in a run's memory budget (`fleet`) for as long as it lives.
+    /// Refused for the budget (others hold it), the archive is read again once there is room
+    /// for what it is known to need: an honest capture is never refused because others were
+    /// big.
+    fn archive_within(
+        file: &Path,
+        budget: Option<&std::sync::Arc<crate::archive::Budget>>,
+    ) -> Result<Root, RootError> {
+        use crate::archive::{BUDGET_STEP, MAX_TOTAL_BYTES, Refusal};
+        let mut prepay = 0;
+        let tree = loop {
+            let f = std::fs::File::open(file).map_err(|e| RootError::Open(file.to_owned(), e))?;
+            match crate::archive::read_within(std::io::BufReader::new(f), budget, prepay) {
+                Ok(tree) => break tree,
+                Err(Refusal::Capture(why)) => return Err(RootError::Archive(file.to_owned(), why)),
+                Err(Refusal::OverBudget { had }) => {
+                    // Twice what it had: retries cost at most twice the capture in all.
+                    prepay = (2 * prepay)
+                        .max(2 * had)
+                        .clamp(BUDGET_STEP, MAX_TOTAL_BYTES + BUDGET_STEP);
+                    if let Some(b) = budget {
+                        b.wait_for_room(prepay);
+                    }
+                }
+            }
+        };
         Ok(Root {
             base: file.to_owned(),
             live: false,
@@ -276,9 +302,17 @@ impl Root {
 
     /// `--root PATH`: a capture directory, or a `.tar.gz` / `.tgz` capture file.
     pub fn open(path: &Path) -> Result<Root, RootError> {
+        Root::open_within(path, None)
+    }
+
+    /// `open`, an archive's tree counted in a run's memory budget (`fleet`).
+    pub fn open_within(
+        path: &Path,
+        budget: Option<&std::sync::Arc<crate::archive::Budget>>,
+    ) -> Result<Root, RootError> {
         let name = path.to_string_lossy();
         if (name.ends_with(".tar.gz") || name.ends_with(".tgz")) && path.is_file() {
-            Root::archive(path)
+            Root::archive_within(path, budget)
         } else {
             Root::captured(path)
         }

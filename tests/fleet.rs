@@ -299,6 +299,88 @@ fn hostile_archives_are_refused_with_the_reason() {
     assert!(!dir.path().join("etc").exists() && !Path::new("etc/passwd").exists());
 }
 
+/// A capture of `mib` members of 1 MiB of zeros each under sys/ (each within the member limit):
+/// a few hundred KB on disk, `mib` MiB in memory once read.
+fn zeros_capture(path: &Path, mib: usize) {
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut tar = tar::Builder::new(gz);
+    let zeros = vec![0u8; 1 << 20];
+    for k in 0..mib {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(zeros.len() as u64);
+        h.set_mode(0o644);
+        tar.append_data(&mut h, format!("sys/zeros/{k:04}"), zeros.as_slice())
+            .unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap();
+}
+
+#[test]
+fn fleet_jobs_share_one_memory_budget() {
+    // Eight jobs at once over six gzip bombs (300 MiB each: each held up to the 256 MiB cap
+    // before it is refused), two honest but big captures (200 MiB, within the cap) and a real
+    // one. Each job used to be capped on its own: 8 x 256 MiB. The run's budget (512 MiB) now
+    // bounds them all together; the big honest ones wait for room instead of being refused.
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.tar.gz");
+    let out = gdrdoctor(&[
+        "--root",
+        "fixtures/healthy-8gpu-roce",
+        "capture",
+        real.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (bomb, big) = (
+        dir.path().join("bomb.tar.gz"),
+        dir.path().join("big.tar.gz"),
+    );
+    zeros_capture(&bomb, 300);
+    zeros_capture(&big, 200);
+    let mut captures: Vec<PathBuf> = Vec::new();
+    for k in 0..6 {
+        let p = dir.path().join(format!("bomb{k}.tar.gz"));
+        std::fs::hard_link(&bomb, &p).unwrap();
+        captures.push(p);
+    }
+    for k in 0..2 {
+        let p = dir.path().join(format!("big{k}.tar.gz"));
+        std::fs::hard_link(&big, &p).unwrap();
+        captures.push(p);
+    }
+    captures.push(real);
+    let mut args = vec!["fleet", "-j", "8", "--format", "json"];
+    args.extend(captures.iter().map(|p| p.to_str().unwrap()));
+    let json_out = dir.path().join("fleet.json");
+    let (code, peak_mib) = measured(&args, &json_out);
+    assert_eq!(code, 1, "bombs make the fleet not clean");
+    assert!(
+        peak_mib < 640,
+        "fleet -j 8 peaked at {peak_mib} MiB: the jobs' archives are not bounded together"
+    );
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
+    let nodes = r["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 9);
+    for n in &nodes[..6] {
+        let why = n["unreadable"].as_str().unwrap_or_else(|| panic!("{n}"));
+        assert!(
+            why.contains("capture refused") && why.contains("expands beyond 256 MiB"),
+            "{why}"
+        );
+    }
+    for n in &nodes[6..8] {
+        assert!(
+            n.get("unreadable").is_none(),
+            "never refused for others' size: {n}"
+        );
+        assert_eq!(n["gpus"], 0, "{n}");
+    }
+    assert_eq!(nodes[8]["ready"], true, "{}", nodes[8]);
+    assert_eq!(r["summary"]["unreadable"], 6);
+}
+
 #[test]
 fn fleet_inputs_directories_globs_and_missing() {
     // A glob the shell did not expand, a directory of captures, and a path that is neither.

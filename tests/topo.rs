@@ -1,5 +1,5 @@
 //! `gdrdoctor topo`: the matrix for the placement fixtures with known answers, its JSON schema,
-//! and the nvidia-smi shape.
+//! the nvidia-smi shape, and a node with thousands of GPUs.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
 mod common;
@@ -199,4 +199,219 @@ fn crowded_nic_warns_when_the_idle_one_is_within_policy() {
         "json",
     ]));
     assert_eq!(check(&r, "pcie-placement")["status"], "pass");
+}
+
+// -- a node with thousands of GPUs (issue 14) ------------------------------------------------
+
+/// Where each device of a large root sits: (switch, PCI domain), GPUs first then NICs, as
+/// `topo` orders them.
+struct Large {
+    places: Vec<(usize, u32)>,
+}
+
+/// PCI config space of 256 bytes: vendor, device, class, and a PCI Express capability at 0x40
+/// giving the port type (0 endpoint, 4 root port, 5 switch upstream, 6 switch downstream).
+fn config(vendor: u16, device: u16, class: u32, port_type: u8) -> Vec<u8> {
+    let mut c = vec![0u8; 256];
+    c[0..2].copy_from_slice(&vendor.to_le_bytes());
+    c[2..4].copy_from_slice(&device.to_le_bytes());
+    c[6] = 0x10; // Status: capabilities list
+    c[9..12].copy_from_slice(&class.to_le_bytes()[..3]);
+    c[0x0e] = u8::from(port_type != 0); // header type 1 for bridges
+    c[0x34] = 0x40;
+    c[0x40] = 0x10; // PCI Express, last in the list
+    c[0x42] = 0x02 | (port_type << 4);
+    c
+}
+
+/// Writes a capture of a node with `gpus` NVIDIA GPUs and `nics` Mellanox RDMA NICs to `file`
+/// (`.tar.gz`, read in place by `--root`), the shape of `fixtures/synth/synth.py --large`:
+/// switches of 32 downstream ports, 7 per PCI domain (a domain has 256 buses; a switch of k
+/// ports takes k + 3), domains alternating between NUMA nodes 0 and 1, and every few switches
+/// one NIC. Only what the PCIe placement reads is written (config space, NUMA node, the PCI
+/// device links, the RDMA class links), and as an archive, not a directory: thousands of
+/// functions take a fraction of a second, not thousands of file creations.
+fn large_root(file: &std::path::Path, gpus: usize, nics: usize) -> Large {
+    const PER_SWITCH: usize = 32;
+    const PER_DOMAIN: usize = 7;
+    let total = gpus + nics;
+    let switches = total.div_ceil(PER_SWITCH);
+    let stride = (switches / nics.max(1)).max(1);
+    // Each switch's endpoints: Some(nic index) or None for a GPU.
+    let mut eps: Vec<Vec<Option<usize>>> = vec![Vec::new(); switches];
+    let mut n = 0;
+    for (s, e) in eps.iter_mut().enumerate() {
+        if n < nics && s % stride == 0 {
+            e.push(Some(n));
+            n += 1;
+        }
+    }
+    let mut g = 0;
+    for e in eps.iter_mut() {
+        while e.len() < PER_SWITCH && g < gpus {
+            e.push(None);
+            g += 1;
+        }
+    }
+    assert_eq!(
+        (g, n),
+        (gpus, nics),
+        "the NICs fit in the switches' first ports"
+    );
+    // Files and links, written to the archive at the end.
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut links: Vec<(String, String)> = Vec::new();
+    let mut gpu_places = Vec::new();
+    let mut nic_places = vec![(0, 0); nics];
+    let (mut numa, mut rdma) = (Vec::new(), Vec::new());
+    let mut function = |path: &str, config: Vec<u8>| {
+        files.push((format!("{path}/config"), config));
+        let bdf = path.rsplit('/').next().unwrap();
+        let target = format!("../../../{}", &path["sys/".len()..]);
+        links.push((format!("sys/bus/pci/devices/{bdf}"), target));
+    };
+    for (s, e) in eps.iter().enumerate() {
+        let domain = (s / PER_DOMAIN) as u32;
+        let k = s % PER_DOMAIN;
+        let bus = 35 * k;
+        let rp = format!(
+            "sys/devices/pci{domain:04x}:00/{domain:04x}:00:{:02x}.0",
+            k + 1
+        );
+        function(&rp, config(0x8086, 0x352a, 0x060400, 4));
+        let usp = format!("{rp}/{domain:04x}:{:02x}:00.0", bus + 1);
+        function(&usp, config(0x1000, 0xc030, 0x060400, 5));
+        for (port, ep) in e.iter().enumerate() {
+            let dsp = format!("{usp}/{domain:04x}:{:02x}:{port:02x}.0", bus + 2);
+            function(&dsp, config(0x1000, 0xc030, 0x060400, 6));
+            let bdf = format!("{domain:04x}:{:02x}:00.0", bus + 3 + port);
+            let path = format!("{dsp}/{bdf}");
+            match ep {
+                None => {
+                    function(&path, config(0x10de, 0x2330, 0x030200, 0));
+                    gpu_places.push((s, domain));
+                }
+                Some(i) => {
+                    function(&path, config(0x15b3, 0x1021, 0x020000, 0));
+                    let name = format!("mlx5_{i}");
+                    let dev = format!("{path}/infiniband/{name}");
+                    rdma.push((format!("{dev}/device"), format!("../../../{bdf}")));
+                    rdma.push((
+                        format!("sys/class/infiniband/{name}"),
+                        format!("../../{}", &dev["sys/".len()..]),
+                    ));
+                    nic_places[*i] = (s, domain);
+                }
+            }
+            numa.push((format!("{path}/numa_node"), format!("{}\n", domain % 2)));
+        }
+    }
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(file).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut tar = tar::Builder::new(gz);
+    let numa = numa.into_iter().map(|(p, t)| (p, t.into_bytes()));
+    for (path, data) in files.into_iter().chain(numa) {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        tar.append_data(&mut h, path, data.as_slice()).unwrap();
+    }
+    for (path, target) in links.into_iter().chain(rdma) {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        h.set_mode(0o777);
+        tar.append_link(&mut h, path, target).unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap();
+    gpu_places.extend(nic_places);
+    Large { places: gpu_places }
+}
+
+/// The level `topo` should show between two endpoints of a large root.
+fn expected(a: (usize, u32), b: (usize, u32)) -> Cell {
+    match (a, b) {
+        // Two ports of one switch.
+        (a, b) if a == b => Cell::Pix,
+        // Two root ports of one host bridge.
+        ((_, x), (_, y)) if x == y => Cell::Phb,
+        // Two host bridges of one NUMA node.
+        ((_, x), (_, y)) if x % 2 == y % 2 => Cell::Node,
+        _ => Cell::Sys,
+    }
+}
+
+/// A cell of `topo --format json`, a byte each: the test holds 4 million of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+enum Cell {
+    #[serde(rename = "X")]
+    Me,
+    #[serde(rename = "PIX")]
+    Pix,
+    #[serde(rename = "PXB")]
+    Pxb,
+    #[serde(rename = "PHB")]
+    Phb,
+    #[serde(rename = "NODE")]
+    Node,
+    #[serde(rename = "SYS")]
+    Sys,
+}
+
+#[derive(serde::Deserialize)]
+struct Topo {
+    devices: Vec<TopoDevice>,
+    matrix: Vec<Vec<Option<Cell>>>,
+    numa_assumed: Vec<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct TopoDevice {
+    name: String,
+}
+
+#[test]
+fn topo_on_thousands_of_gpus_streams_the_matrix() {
+    // 2,000 GPUs and 8 NICs: 4 million cells. Before the matrix was streamed, `topo` held every
+    // cell as a route and then as a string, about 170 bytes a cell: 700 MB here. Now what it
+    // holds is linear in the devices.
+    const GPUS: usize = 2000;
+    const NICS: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("large.tar.gz");
+    let large = large_root(&root, GPUS, NICS);
+    let out = dir.path().join("topo.json");
+    let (code, peak_mib) = measured(
+        &["--root", root.to_str().unwrap(), "topo", "--format", "json"],
+        &out,
+    );
+    assert_eq!(code, 0);
+    assert!(
+        peak_mib < 96,
+        "topo on {GPUS} GPUs peaked at {peak_mib} MiB: the matrix is held, not streamed"
+    );
+    let t: Topo = serde_json::from_slice(&std::fs::read(&out).unwrap())
+        .expect("topo's output is JSON of the documented shape");
+    let n = GPUS + NICS;
+    assert_eq!(t.devices.len(), n);
+    assert_eq!(t.devices[GPUS].name, "NIC0");
+    assert_eq!(t.matrix.len(), n, "one row per device");
+    let mut wrong = Vec::new();
+    for (i, row) in t.matrix.iter().enumerate() {
+        assert_eq!(row.len(), n, "row {i}: one cell per device");
+        for (j, cell) in row.iter().enumerate() {
+            let want = if i == j {
+                Cell::Me
+            } else {
+                expected(large.places[i], large.places[j])
+            };
+            if *cell != Some(want) && wrong.len() < 5 {
+                wrong.push(format!("[{i}][{j}] = {cell:?}, want {want:?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:?}");
+    assert!(t.numa_assumed.is_empty(), "every NUMA node is known");
 }

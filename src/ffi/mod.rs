@@ -1,6 +1,7 @@
 //! Libraries loaded at run time, never linked: a fresh node has none of them, and gdrdoctor
 //! must still start there and say so. This is the only module with `unsafe` code, so the two
-//! descriptor calls the standard library lacks live here too (`fd`).
+//! descriptor calls the standard library lacks live here too (`fd`), and the C allocator's
+//! trim (`malloc`).
 //!
 //! Every function pointer is looked up before anything is called, so a missing symbol is a
 //! finding (an older library), never a crash.
@@ -33,6 +34,7 @@ pub mod fd;
 pub mod hip;
 pub mod hostmem;
 pub mod ibverbs;
+pub mod malloc;
 pub mod nvml;
 pub mod udmabuf;
 pub mod verbs;

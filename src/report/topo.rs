@@ -3,65 +3,138 @@
 
 use crate::placement::{Kind, Level, Matrix};
 use serde::Serialize;
-use std::fmt::Write;
+use serde::ser::{SerializeSeq, Serializer};
+use std::fmt;
+use std::io::{self, Write};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Serialize)]
-pub struct TopoReport<'a> {
-    pub schema: &'static str,
-    pub schema_version: u32,
-    pub gdrdoctor_version: &'static str,
-    pub root: super::RootInfo,
-    pub devices: &'a [crate::placement::Device],
+/// The report as serialized. The matrix and the NUMA pairs are written as they are computed,
+/// never held: a node with 5,000 GPUs has 25 million cells (issue 14).
+#[derive(Serialize)]
+struct TopoReport<'a> {
+    schema: &'static str,
+    schema_version: u32,
+    gdrdoctor_version: &'static str,
+    root: super::RootInfo,
+    devices: &'a [crate::placement::Device],
     /// `matrix[row][column]` over `devices`: `X` on the diagonal, a level, or null when the
     /// route is unknown (a device without a PCI function).
-    pub matrix: Vec<Vec<Option<String>>>,
+    matrix: Rows<'a>,
     /// Pairs whose NUMA nodes are unknown across host bridges, where NODE was assumed.
-    pub numa_assumed: Vec<[String; 2]>,
-    pub legend: Vec<LegendEntry>,
+    numa_assumed: NumaAssumed<'a>,
+    legend: Vec<LegendEntry>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct LegendEntry {
-    pub level: &'static str,
-    pub meaning: &'static str,
+struct LegendEntry {
+    level: &'static str,
+    meaning: &'static str,
 }
 
 /// What a cell shows: `X`, `NV18` between GPUs joined by NVLink (as nvidia-smi puts NVLink
-/// before PCIe), else the PCIe level.
-fn cell(m: &Matrix, i: usize, j: usize) -> Option<String> {
+/// before PCIe), else the PCIe level; `None` when the route is unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cell {
+    Me,
+    NvLink(u32),
+    Pcie(Level),
+}
+
+impl fmt::Display for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cell::Me => f.write_str("X"),
+            Cell::NvLink(n) => write!(f, "NV{n}"),
+            Cell::Pcie(l) => f.write_str(l.as_str()),
+        }
+    }
+}
+
+impl Serialize for Cell {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // The fixed names without the formatting machinery: this runs for every cell.
+        match self {
+            Cell::Me => s.serialize_str("X"),
+            Cell::Pcie(l) => s.serialize_str(l.as_str()),
+            Cell::NvLink(_) => s.collect_str(self),
+        }
+    }
+}
+
+fn cell(m: &Matrix, i: usize, j: usize) -> Option<Cell> {
     if i == j {
-        return Some("X".into());
+        return Some(Cell::Me);
     }
-    if let Some(n) = m.nvlinks.get(i).and_then(|r| r.get(j)).copied().flatten() {
-        return Some(format!("NV{n}"));
+    if let Some(n) = m.nvlinks(i, j) {
+        return Some(Cell::NvLink(n));
     }
-    m.levels[i][j].as_ref().map(|r| r.level.as_str().to_owned())
+    m.level(i, j).map(|(l, _)| Cell::Pcie(l))
+}
+
+/// Every row of the matrix, computed while it is serialized.
+struct Rows<'a>(&'a Matrix);
+
+/// One row of the matrix, computed while it is serialized.
+struct Row<'a>(&'a Matrix, usize);
+
+impl Serialize for Rows<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = self.0.devices.len();
+        let mut seq = s.serialize_seq(Some(n))?;
+        for i in 0..n {
+            seq.serialize_element(&Row(self.0, i))?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Row<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = self.0.devices.len();
+        let mut seq = s.serialize_seq(Some(n))?;
+        for j in 0..n {
+            seq.serialize_element(&cell(self.0, self.1, j))?;
+        }
+        seq.end()
+    }
+}
+
+/// The pairs (i < j) across host bridges whose NUMA nodes are unknown.
+fn numa_assumed(m: &Matrix) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let n = m.devices.len();
+    (0..n)
+        .flat_map(move |i| (i + 1..n).map(move |j| (i, j)))
+        .filter(|&(i, j)| m.level(i, j).is_some_and(|(_, assumed)| assumed))
+}
+
+/// `numa_assumed` as `[name, name]` pairs, computed while serialized (all N^2/2 pairs on a
+/// node whose kernel gives no NUMA node).
+struct NumaAssumed<'a>(&'a Matrix);
+
+impl Serialize for NumaAssumed<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = self.0;
+        let mut seq = s.serialize_seq(None)?;
+        for (i, j) in numa_assumed(m) {
+            seq.serialize_element(&[&m.devices[i].name, &m.devices[j].name])?;
+        }
+        seq.end()
+    }
 }
 
 const NVLINK_LEGEND: &str = "Connection traversing a bonded set of # NVLinks";
 
-pub fn json(m: &Matrix, root: super::RootInfo) -> String {
-    let n = m.devices.len();
-    let mut numa_assumed = Vec::new();
-    for i in 0..n {
-        for j in i + 1..n {
-            if m.levels[i][j].as_ref().is_some_and(|r| r.numa_unknown) {
-                numa_assumed.push([m.devices[i].name.clone(), m.devices[j].name.clone()]);
-            }
-        }
-    }
+/// Writes the JSON report (docs/topo-json.md) to `out`, row by row.
+pub fn write_json(m: &Matrix, root: super::RootInfo, out: &mut dyn Write) -> io::Result<()> {
     let report = TopoReport {
         schema: "gdrdoctor.topo",
         schema_version: SCHEMA_VERSION,
         gdrdoctor_version: env!("CARGO_PKG_VERSION"),
         root,
         devices: &m.devices,
-        matrix: (0..n)
-            .map(|i| (0..n).map(|j| cell(m, i, j)).collect())
-            .collect(),
-        numa_assumed,
+        matrix: Rows(m),
+        numa_assumed: NumaAssumed(m),
         legend: std::iter::once(LegendEntry {
             level: "X",
             meaning: "Self",
@@ -76,89 +149,100 @@ pub fn json(m: &Matrix, root: super::RootInfo) -> String {
         }))
         .collect(),
     };
-    serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
+    let mut ser = serde_json::Serializer::pretty(&mut *out);
+    report.serialize(&mut ser).map_err(io::Error::from)?;
+    out.write_all(b"\n")
 }
 
-/// Tab-separated like nvidia-smi's, so that scripts reading that read this.
+/// The JSON report as a string (tests, small nodes).
+pub fn json(m: &Matrix, root: super::RootInfo) -> String {
+    let mut out = Vec::new();
+    let _ = write_json(m, root, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The human matrix as a string (tests, small nodes).
 pub fn human(m: &Matrix) -> String {
-    let mut o = String::new();
+    let mut out = Vec::new();
+    let _ = write_human(m, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Tab-separated like nvidia-smi's, so that scripts reading that read this; written row by
+/// row.
+pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
     let n = m.devices.len();
     if n == 0 {
-        return "no GPU and no RDMA device found\n".into();
+        return o.write_all(b"no GPU and no RDMA device found\n");
     }
-    o.push('\t');
+    o.write_all(b"\t")?;
     for d in &m.devices {
-        let _ = write!(o, "{}\t", d.name);
+        write!(o, "{}\t", d.name)?;
     }
-    o.push_str("CPU Affinity\tNUMA Affinity\n");
+    o.write_all(b"CPU Affinity\tNUMA Affinity\n")?;
     for (i, d) in m.devices.iter().enumerate() {
-        let _ = write!(o, "{}\t", d.name);
+        write!(o, "{}\t", d.name)?;
         for j in 0..n {
-            let _ = write!(
-                o,
-                "{}\t",
-                cell(m, i, j)
-                    .map(|c| if c == "X" { " X ".to_owned() } else { c })
-                    .unwrap_or_else(|| "N/A".into())
-            );
+            match cell(m, i, j) {
+                Some(Cell::Me) => o.write_all(b" X \t")?,
+                Some(c) => write!(o, "{c}\t")?,
+                None => o.write_all(b"N/A\t")?,
+            }
         }
         let numa = d
             .numa_node
             .filter(|n| *n >= 0)
             .map(|n| n.to_string())
             .unwrap_or_else(|| "N/A".into());
-        let _ = writeln!(
+        writeln!(
             o,
             "{}\t\t{numa}",
             d.cpu_affinity.as_deref().unwrap_or("N/A")
-        );
+        )?;
     }
-    o.push_str("\nLegend:\n\n  X    = Self\n");
+    o.write_all(b"\nLegend:\n\n  X    = Self\n")?;
     for l in Level::ALL.iter().rev() {
-        let _ = writeln!(o, "  {:<4} = {}", l.as_str(), l.legend());
+        writeln!(o, "  {:<4} = {}", l.as_str(), l.legend())?;
     }
-    let _ = writeln!(o, "  NV#  = {NVLINK_LEGEND}");
+    writeln!(o, "  NV#  = {NVLINK_LEGEND}")?;
     let nics: Vec<_> = m.devices.iter().filter(|d| d.kind == Kind::Nic).collect();
     if !nics.is_empty() {
-        o.push_str("\nNIC Legend:\n\n");
+        o.write_all(b"\nNIC Legend:\n\n")?;
         for d in nics {
             let pci = d.bdf.map(|b| format!(" ({b})")).unwrap_or_default();
-            let _ = writeln!(
+            writeln!(
                 o,
                 "  {}: {}{pci}",
                 d.name,
                 d.rdma_device.as_deref().unwrap_or("?")
-            );
+            )?;
         }
     }
     let gpus: Vec<_> = m.devices.iter().filter(|d| d.kind == Kind::Gpu).collect();
     if !gpus.is_empty() {
-        o.push_str("\nGPU Legend:\n\n");
+        o.write_all(b"\nGPU Legend:\n\n")?;
         for d in gpus {
             let model = d
                 .model
                 .as_deref()
                 .map(|m| format!(" {m}"))
                 .unwrap_or_default();
-            let _ = writeln!(
+            writeln!(
                 o,
                 "  {}: {}{model}",
                 d.name,
                 d.bdf.map(|b| b.to_string()).unwrap_or_default()
-            );
+            )?;
         }
     }
-    let assumed: Vec<String> = (0..n)
-        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
-        .filter(|&(i, j)| m.levels[i][j].as_ref().is_some_and(|r| r.numa_unknown))
-        .map(|(i, j)| format!("{}-{}", m.devices[i].name, m.devices[j].name))
-        .collect();
-    if !assumed.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nNUMA unknown across host bridges, NODE assumed: {}",
-            assumed.join(", ")
-        );
+    let mut assumed = numa_assumed(m).peekable();
+    if assumed.peek().is_some() {
+        o.write_all(b"\nNUMA unknown across host bridges, NODE assumed: ")?;
+        for (k, (i, j)) in assumed.enumerate() {
+            let sep = if k == 0 { "" } else { ", " };
+            write!(o, "{sep}{}-{}", m.devices[i].name, m.devices[j].name)?;
+        }
+        o.write_all(b"\n")?;
     }
-    o
+    Ok(())
 }

@@ -133,3 +133,45 @@ pub fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     (dir, path)
 }
+
+/// Runs gdrdoctor with `args` from the crate root, stdout into `out` and stderr into
+/// `out.stderr`; returns its exit code and its peak RSS in MiB.
+///
+/// The peak is the child's own maximum RSS as wait4(2) reports it, so other tests' children do
+/// not count. But Linux starts a child's figure at its parent's peak when it is spawned (the
+/// maximum is carried over `exec`), so a test that measures keeps its own process small: its
+/// inputs and outputs stay in files, and no test of the same binary holds much at once.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which std's `Child` does not know of
+pub fn measured(args: &[&str], out: &std::path::Path) -> (i32, u64) {
+    let stdout = std::fs::File::create(out).unwrap();
+    let stderr = std::fs::File::create(out.with_extension("stderr")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args(args)
+        .current_dir(crate_dir())
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("run gdrdoctor");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data, for which all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals of the types wait4 fills; the child is ours and
+    // is reaped here only (`Child::wait` is never called for it).
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
+    let err = std::fs::read_to_string(out.with_extension("stderr")).unwrap();
+    assert!(
+        libc::WIFEXITED(status),
+        "gdrdoctor was killed (status {status:#x}); stderr:\n{err}"
+    );
+    let code = libc::WEXITSTATUS(status);
+    assert!(
+        code != 101 && !err.contains("panicked at"),
+        "gdrdoctor panicked:\n{err}"
+    );
+    // ru_maxrss is in KiB on Linux.
+    (code, usage.ru_maxrss as u64 / 1024)
+}
