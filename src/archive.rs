@@ -12,9 +12,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Limits on what a capture may hold. A full 8-GPU node captures to about 1,500 entries and
 /// 2 MB uncompressed.
+/// The most Root reads of one file, from a node or from a capture (`root::DEFAULT_READ_LIMIT`
+/// is this one; defined here so that the archive needs nothing of Root). Sysfs attributes are at
+/// most a page; anything this large in a capture is hostile or broken.
+pub const FILE_READ_LIMIT: u64 = 1 << 20;
 /// A member may hold one byte more than the read limit: a capture of a file over the limit
 /// holds the bytes that were read, the limit and one more, so that the copy is too large too.
-pub const MAX_MEMBER_BYTES: u64 = crate::root::DEFAULT_READ_LIMIT + 1;
+pub const MAX_MEMBER_BYTES: u64 = FILE_READ_LIMIT + 1;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
 pub const MAX_ENTRIES: usize = 200_000;
 
@@ -453,7 +457,7 @@ fn fill<R: Read>(mut archive: tar::Archive<Capped<'_, R>>) -> Result<Tree, Strin
                 if size > MAX_MEMBER_BYTES {
                     return Err(format!(
                         "member {path} is {size} bytes, over the {}-byte read limit",
-                        crate::root::DEFAULT_READ_LIMIT
+                        FILE_READ_LIMIT
                     ));
                 }
                 let mut data = Vec::with_capacity(size as usize);

@@ -23,9 +23,8 @@ use std::sync::Mutex;
 
 /// Linux's limit on symbolic links followed in one lookup (MAXSYMLINKS).
 const MAX_LINKS: u32 = 40;
-/// Default cap on one file read. Sysfs attributes are at most a page; anything this large in a
-/// capture is hostile or broken.
-pub const DEFAULT_READ_LIMIT: u64 = 1 << 20;
+/// Default cap on one file read: the limit a capture archive is held to as well.
+pub const DEFAULT_READ_LIMIT: u64 = crate::archive::FILE_READ_LIMIT;
 
 /// Why a read failed, always with the node path it was for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
