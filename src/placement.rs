@@ -12,68 +12,10 @@
 
 use crate::inventory::Inventory;
 use crate::parse::pci::{Bdf, PortType, path_functions};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Ordered from nearest to farthest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Level {
-    #[serde(rename = "PIX", alias = "pix")]
-    Pix,
-    #[serde(rename = "PXB", alias = "pxb")]
-    Pxb,
-    #[serde(rename = "PHB", alias = "phb")]
-    Phb,
-    #[serde(rename = "NODE", alias = "node")]
-    Node,
-    #[serde(rename = "SYS", alias = "sys")]
-    Sys,
-}
-
-impl Level {
-    pub const ALL: [Level; 5] = [Level::Pix, Level::Pxb, Level::Phb, Level::Node, Level::Sys];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Pix => "PIX",
-            Level::Pxb => "PXB",
-            Level::Phb => "PHB",
-            Level::Node => "NODE",
-            Level::Sys => "SYS",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Level> {
-        Level::ALL
-            .into_iter()
-            .find(|l| l.as_str().eq_ignore_ascii_case(s.trim()))
-    }
-
-    /// nvidia-smi's legend line.
-    pub fn legend(self) -> &'static str {
-        match self {
-            Level::Sys => {
-                "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)"
-            }
-            Level::Node => {
-                "Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node"
-            }
-            Level::Phb => {
-                "Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)"
-            }
-            Level::Pxb => {
-                "Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)"
-            }
-            Level::Pix => "Connection traversing at most a single PCIe bridge",
-        }
-    }
-}
-
-impl std::fmt::Display for Level {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::model::Level;
 
 /// How the switch structure of a path was known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -8,8 +8,9 @@
 mod common;
 use common::*;
 use gdrdoctor::deadline::Deadline;
-use gdrdoctor::gdr::plan::{Outcome, Planned};
+use gdrdoctor::gdr::plan::Planned;
 use gdrdoctor::gdr::{FailureKind, Memory, NicSpec, PairResult, PairSpec};
+use gdrdoctor::inventory::gdr::GdrOutcome as Outcome;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -252,18 +253,17 @@ fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
 
 fn outcome(s: PairSpec, result: Result<PairResult, String>, expected: Option<f64>) -> Outcome {
     Outcome {
-        planned: Planned {
-            gpu: None,
-            subject: "GPU 0000:00:06.0".into(),
-            nic: Some("fake0 port 1".into()),
-            level: Some(gdrdoctor::placement::Level::Pix),
-            expected: expected.map(|gbps| gdrdoctor::gdr::plan::Expected {
-                gbps,
-                limited_by: "fake0 port rate".into(),
-            }),
-            software: false,
-            spec: s,
-        },
+        gpu: None,
+        subject: "GPU 0000:00:06.0".into(),
+        nic: Some("fake0 port 1".into()),
+        nic_device: s.nic.as_ref().map(|n| n.device.clone()),
+        memory: s.memory,
+        level: Some(gdrdoctor::placement::Level::Pix),
+        expected: expected.map(|gbps| gdrdoctor::inventory::gdr::Expected {
+            gbps,
+            limited_by: "fake0 port rate".into(),
+        }),
+        software: false,
         result,
         cut_short: false,
     }

@@ -3,9 +3,9 @@
 //! outcomes the engine recorded in the inventory.
 
 use super::{Check, Context};
-use crate::gdr::plan::{Expected, Outcome};
 use crate::gdr::{FailureKind, PairResult};
 use crate::inventory::GdrTest;
+use crate::inventory::gdr::{Expected, GdrOutcome as Outcome};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 
 pub struct GdrTestCheck;
@@ -176,9 +176,9 @@ impl Check for GdrTestCheck {
 }
 
 fn subject(o: &Outcome) -> String {
-    match &o.planned.nic {
-        Some(n) => format!("{} <-> {n}", o.planned.subject),
-        None => o.planned.subject.clone(),
+    match &o.nic {
+        Some(n) => format!("{} <-> {n}", o.subject),
+        None => o.subject.clone(),
     }
 }
 
@@ -198,7 +198,7 @@ fn evidence(o: &Outcome, r: &PairResult) -> Vec<Evidence> {
             value: "libibverbs".into(),
         });
     }
-    if let (Some(p), Some(nic)) = (&r.port, &o.planned.nic) {
+    if let (Some(p), Some(nic)) = (&r.port, &o.nic) {
         ev.push(Evidence {
             path: nic.clone(),
             value: format!(
@@ -240,11 +240,7 @@ fn evidence(o: &Outcome, r: &PairResult) -> Vec<Evidence> {
 
 fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
     let subject = subject(o);
-    let level = o
-        .planned
-        .level
-        .map(|l| format!(" ({l})"))
-        .unwrap_or_default();
+    let level = o.level.map(|l| format!(" ({l})")).unwrap_or_default();
     let cut = |why: &str| {
         vec![
             Finding::unknown("gdr-test-cut-short", subject.clone(), format!("{why}: cut short by --deadline, which bounds the whole run; this says nothing about the pair (run `gdrdoctor gdr-test` with more time)"))
@@ -314,7 +310,7 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
                 .unwrap_or_default();
             let base = format!("{path} path{level}: {verified} verified both ways; {speeds}");
             let slowest = bw.map(|b| b.to_target_gbps.min(b.from_target_gbps));
-            match (&o.planned.expected, slowest, o.planned.software) {
+            match (&o.expected, slowest, o.software) {
                 (_, _, true) => out.push(Finding::pass("gdr-test-pass", subject.clone(), format!("{base}; bandwidth not judged: a software RDMA device runs at the CPU's pace")).with(ev.clone())),
                 (Some(Expected { gbps, limited_by }), Some(got), false) if got < gbps * fraction => out.push(
                     Finding::warn(
@@ -328,7 +324,7 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
                             "Find what slows the pair: placement (pcie-placement, acs), link training (pcie-link), IOMMU translation (iommu), or a NIC or GPU throttled; compare with the host-memory baseline",
                             "Read-only commands; the test only moves its own buffers.",
                         )
-                        .manual(format!("gdrdoctor gdr-test --memory host --nic {}", o.planned.spec.nic.as_ref().map(|n| n.device.as_str()).unwrap_or("")))
+                        .manual(format!("gdrdoctor gdr-test --memory host --nic {}", o.nic_device.as_deref().unwrap_or("")))
                         .manual("gdrdoctor check --select pcie-placement,acs,pcie-link,iommu -v"),
                     ),
                 ),
@@ -349,7 +345,7 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
             let message = format!("{step}: {}", f.message);
             let finding = match f.kind {
                 FailureKind::NoRdmaDevice => Finding::skip("gdr-test-no-rdma-device", subject, format!("{}; the GPU side ran: {}", f.message, r.memory_steps.join("; "))).with(ev),
-                FailureKind::Memory if o.planned.spec.memory == crate::gdr::Memory::HostDmabuf => Finding::fail("gdr-test-memory", subject, message).with(ev).fix(
+                FailureKind::Memory if o.memory == crate::gdr::Memory::HostDmabuf => Finding::fail("gdr-test-memory", subject, message).with(ev).fix(
                     Fix::new("Give the node a source of host dma-bufs: the udmabuf driver (CONFIG_UDMABUF), or a DRM device that exports dumb buffers", "Loading udmabuf only adds a character device.")
                         .modprobe("udmabuf"),
                 ),

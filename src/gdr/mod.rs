@@ -2,43 +2,21 @@
 //! WRITEs through a queue pair connected to itself, both directions, every byte verified, and
 //! the bandwidth measured. What `ib_write_bw --use_cuda` proves, automatic and per pair.
 //!
-//! Each pair runs in a child process (`gdrdoctor gdr-pair`) with a deadline, like the GPU probe:
-//! a peer-memory module that hangs an `ibv_reg_mr`, or a provider that never completes a WRITE,
-//! costs the deadline and becomes a finding; the child's exit frees every resource.
+//! Each pair runs in a child process with a deadline, like the GPU probe: on GPU memory in the
+//! GPU's worker (crate::gpu::worker), on host memory in a child of its own (`gdrdoctor
+//! gdr-pair`). A peer-memory module that hangs an `ibv_reg_mr`, or a provider that never
+//! completes a WRITE, costs the deadline and becomes a finding; the child's exit frees every
+//! resource.
 
 pub mod engine;
 pub mod plan;
 
+// What the test finds is a fact about the node: the inventory owns those types (the data flows
+// Root -> inventory -> checks -> report, and the test only fills them in).
+pub use crate::inventory::gdr::{
+    Bandwidth, Failure, FailureKind, Memory, PairResult, PortInfo, Registration,
+};
 use serde::{Deserialize, Serialize};
-
-/// Where the buffer under test lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Memory {
-    /// Host memory: the baseline (the NIC's own loopback, no GPU involved).
-    Host,
-    /// Host memory exported as a dma-buf by the kernel's udmabuf driver: does the NIC driver
-    /// register dma-bufs at all?
-    HostDmabuf,
-    /// NVIDIA GPU memory (CUDA).
-    Cuda,
-    /// AMD GPU memory (HIP).
-    Hip,
-}
-
-impl Memory {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Memory::Host => "host",
-            Memory::HostDmabuf => "host-dmabuf",
-            Memory::Cuda => "cuda",
-            Memory::Hip => "hip",
-        }
-    }
-    pub fn is_gpu(self) -> bool {
-        matches!(self, Memory::Cuda | Memory::Hip)
-    }
-}
 
 /// One NIC port to test through.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,85 +43,6 @@ pub struct PairSpec {
     pub duration_ms: u64,
     /// Everything, registration to the last completion, must finish within this.
     pub deadline_ms: u64,
-}
-
-/// One registration attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Registration {
-    /// `dmabuf` (ibv_reg_dmabuf_mr), `peermem` (ibv_reg_mr on a GPU pointer), `host`.
-    pub path: String,
-    pub ok: bool,
-    /// The errno, when the call set one.
-    pub errno: Option<i32>,
-    /// What failed, in the library's words.
-    pub error: Option<String>,
-    /// What that errno usually means on this path.
-    pub meaning: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PortInfo {
-    pub state: String,
-    pub link_layer: String,
-    pub active_mtu: u32,
-    pub lid: u16,
-    pub gid: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Bandwidth {
-    /// Gb/s of RDMA WRITEs into the buffer under test (host -> GPU for GPU memory).
-    pub to_target_gbps: f64,
-    /// Gb/s out of it (GPU -> host).
-    pub from_target_gbps: f64,
-    pub message_bytes: u64,
-    /// WRITEs completed, both directions.
-    pub messages: u64,
-}
-
-/// Why a pair did not pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FailureKind {
-    NoRdmaDevice,
-    Memory,
-    VerbsMissing,
-    VerbsSymbolMissing,
-    DeviceList,
-    ProviderMissing,
-    NoAccess,
-    OpenFailed,
-    PortNotActive,
-    RegisterFailed,
-    QpFailed,
-    CompletionError,
-    Timeout,
-    DataMismatch,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
-    pub kind: FailureKind,
-    /// The step: `cuMemAlloc`, `ibv_open_device`, `RDMA WRITE host -> GPU`...
-    pub step: String,
-    pub message: String,
-}
-
-/// What one child found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct PairResult {
-    /// The GPU side, in order: allocation, attributes, export.
-    pub memory_steps: Vec<String>,
-    pub verbs_library: Option<String>,
-    pub port: Option<PortInfo>,
-    pub registrations: Vec<Registration>,
-    /// The registration path that worked for the buffer under test.
-    pub path: Option<String>,
-    /// Bytes verified end to end, each direction.
-    pub verified_bytes: Option<u64>,
-    pub bandwidth: Option<Bandwidth>,
-    pub failure: Option<Failure>,
-    pub elapsed_ms: u64,
 }
 
 /// The child's side.

@@ -2,6 +2,7 @@
 //! share no device at the same time, each in a child with a deadline).
 
 use super::{Memory, NicSpec, PairResult, PairSpec};
+pub use crate::inventory::gdr::{Expected, GdrOutcome, NotPlanned};
 use crate::inventory::{Gpu, GpuVendor, Inventory, RdmaDevice};
 use crate::parse::pci::Bdf;
 use crate::placement::Level;
@@ -69,13 +70,6 @@ impl Default for Options {
     }
 }
 
-/// The rate a pair should reach, and what limits it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Expected {
-    pub gbps: f64,
-    pub limited_by: String,
-}
-
 /// One pair to test, or why it cannot be.
 #[derive(Debug, Clone)]
 pub struct Planned {
@@ -89,13 +83,6 @@ pub struct Planned {
     pub expected: Option<Expected>,
     /// A software RDMA device (rxe, siw): its bandwidth is the CPU's, not judged.
     pub software: bool,
-}
-
-/// Why there is nothing to run for a GPU.
-#[derive(Debug, Clone)]
-pub struct NotPlanned {
-    pub subject: String,
-    pub reason: String,
 }
 
 fn pcie_gbps(speed_gts: f64, width: u32) -> f64 {
@@ -309,14 +296,22 @@ pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) 
     (planned, not)
 }
 
-/// A pair and what its child said (or why it said nothing).
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub planned: Planned,
-    pub result: Result<PairResult, String>,
-    /// `--deadline` shortened this pair's time limit (or left none): a timeout then says
-    /// nothing about the pair.
-    pub cut_short: bool,
+impl Planned {
+    /// What the inventory keeps of a pair once its child has answered.
+    fn outcome(self, result: Result<PairResult, String>, cut_short: bool) -> GdrOutcome {
+        GdrOutcome {
+            gpu: self.gpu,
+            subject: self.subject,
+            nic: self.nic,
+            nic_device: self.spec.nic.map(|n| n.device),
+            memory: self.spec.memory,
+            level: self.level,
+            expected: self.expected,
+            software: self.software,
+            result,
+            cut_short,
+        }
+    }
 }
 
 /// Runs the pairs: those that share no GPU and no NIC at the same time, each in its own child.
@@ -357,17 +352,17 @@ pub fn run(
     exe: &std::path::Path,
     deadline: crate::deadline::Deadline,
     gpus: Option<&crate::gpu::GpuSession>,
-) -> Vec<Outcome> {
+) -> Vec<GdrOutcome> {
     let specs: Vec<&PairSpec> = planned.iter().map(|p| &p.spec).collect();
     let waves = waves(&specs);
     let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
-    let mut done: Vec<(usize, Outcome)> = Vec::new();
+    let mut done: Vec<(usize, GdrOutcome)> = Vec::new();
     for wave in waves {
         let batch: Vec<(usize, Planned)> = wave
             .into_iter()
             .filter_map(|i| slots[i].take().map(|p| (i, p)))
             .collect();
-        let results: Vec<(usize, Outcome)> = std::thread::scope(|s| {
+        let results: Vec<(usize, GdrOutcome)> = std::thread::scope(|s| {
             let handles: Vec<_> = batch
                 .into_iter()
                 .map(|(i, mut p)| {
@@ -383,14 +378,7 @@ pub fn run(
                                 "not run: the --deadline of {} s left no time for it",
                                 deadline.seconds()
                             ));
-                            return (
-                                i,
-                                Outcome {
-                                    planned: p,
-                                    result,
-                                    cut_short: true,
-                                },
-                            );
+                            return (i, p.outcome(result, true));
                         }
                         if budget.cut {
                             let own = budget
@@ -402,14 +390,8 @@ pub fn run(
                             Some(g) if p.spec.memory.is_gpu() => g.pair(&p.spec, budget.limit),
                             _ => run_one(&exe, &p.spec, budget.limit),
                         };
-                        (
-                            i,
-                            Outcome {
-                                planned: p,
-                                result,
-                                cut_short: budget.cut,
-                            },
-                        )
+                        let cut = budget.cut;
+                        (i, p.outcome(result, cut))
                     })
                 })
                 .collect();

@@ -5,6 +5,7 @@
 //! could not be read or parsed stays visible as such instead of turning into a default.
 
 pub mod access;
+pub mod gdr;
 pub mod gpu;
 pub mod iommu;
 pub mod kernel;
@@ -19,6 +20,7 @@ use crate::parse::pci::Bdf;
 use crate::root::{ReadError, Root};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use gdr::GdrTest;
 pub use iommu::Iommu;
 pub use kernel::Kernel;
 pub use pci::{Gpu, GpuVendor, PciFunction};
@@ -182,16 +184,6 @@ pub struct Inventory {
 }
 
 /// The GPU probe, still running in its child.
-/// Whether the GDR write test ran, and what it found.
-#[derive(Debug, Clone)]
-pub enum GdrTest {
-    Skipped(String),
-    Ran {
-        outcomes: Vec<crate::gdr::plan::Outcome>,
-        not_planned: Vec<crate::gdr::plan::NotPlanned>,
-    },
-}
-
 impl Inventory {
     pub fn load(root: &Root, config: &Config, options: Options) -> Inventory {
         let (mut inv, session) = Inventory::load_pending(root, config, options);

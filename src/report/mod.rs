@@ -407,11 +407,11 @@ fn summarise(inv: &Inventory) -> InventorySummary {
                 outcomes
                     .iter()
                     .map(|o| GdrSummary {
-                        gpu: o.planned.gpu,
-                        nic: o.planned.nic.clone(),
-                        memory: o.planned.spec.memory,
-                        level: o.planned.level,
-                        expected_gbps: o.planned.expected.as_ref().map(|e| e.gbps),
+                        gpu: o.gpu,
+                        nic: o.nic.clone(),
+                        memory: o.memory,
+                        level: o.level,
+                        expected_gbps: o.expected.as_ref().map(|e| e.gbps),
                         result: o.result.as_ref().ok().cloned(),
                         error: o.result.as_ref().err().cloned(),
                     })
