@@ -306,6 +306,10 @@ fn parse_size(s: &str) -> Result<u64, String> {
 enum Format {
     Human,
     Json,
+    /// The PCIe tree as one self-contained SVG picture (docs/topo-svg.md).
+    Svg,
+    /// The same picture as Graphviz DOT.
+    Dot,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -479,17 +483,29 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 gpu_probe_on_root: false,
             };
             let inv = Inventory::load(&root, &config, options);
-            let m = gdrdoctor::placement::matrix(&inv);
             // Written row by row as computed: the matrix is N x N (issue 14).
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
             match format {
-                Format::Human => report::topo::write_human(&m, &mut out)?,
+                Format::Human => {
+                    let m = gdrdoctor::placement::matrix(&inv);
+                    report::topo::write_human(&m, &mut out)?
+                }
                 Format::Json => {
+                    let m = gdrdoctor::placement::matrix(&inv);
                     let info = report::RootInfo {
                         path: display,
                         live: root.is_live(),
                     };
                     report::topo::write_json(&m, info, &mut out)?
+                }
+                // The pictures need the tree and each GPU's nearest NICs, not the matrix.
+                Format::Svg | Format::Dot => {
+                    let p = report::picture::picture(&inv, config.thresholds.gdr_level, &display);
+                    if *format == Format::Svg {
+                        report::svg::write(&p, &mut out)?
+                    } else {
+                        report::dot::write(&p, &mut out)?
+                    }
                 }
             }
             use std::io::Write as _;
