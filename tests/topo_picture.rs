@@ -486,3 +486,96 @@ fn snapshots_of_a_small_node() {
         topo("fixtures/acs-redirect-on-path", "dot")
     );
 }
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn fleet_draws_the_first_node_of_each_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let pictures = dir.path().join("pictures");
+    let out = gdrdoctor(&[
+        "fleet",
+        "fixtures/fleet",
+        "--jobs",
+        "4",
+        "--pictures",
+        pictures.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 1, "the small fleet differs: {}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        stdout(&gdrdoctor(&["fleet", "fixtures/fleet"])),
+        "the pictures change nothing on standard output"
+    );
+    // Seven Supermicro nodes (node01..node07) and one DGX A100 (node08).
+    assert_eq!(
+        files(&pictures),
+        [
+            "nvidia-dgxa100-920-23687-2530-000.svg",
+            "supermicro-sys-821ge-tnhr.svg"
+        ]
+    );
+    let svg = std::fs::read_to_string(pictures.join("supermicro-sys-821ge-tnhr.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert!(
+        texts(&doc)
+            .iter()
+            .any(|t| t.contains("root fixtures/fleet/node01 ")),
+        "the first node of the model is drawn"
+    );
+    render(
+        &svg,
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("fleet-supermicro.png"),
+    );
+
+    // A model named to escape the directory, and a capture without one.
+    let (_a, hostile) = copy("acs-redirect-on-path");
+    let dmi = hostile.join("sys/class/dmi/id");
+    std::fs::create_dir_all(&dmi).unwrap();
+    std::fs::write(dmi.join("product_name"), "../../x <y>\n").unwrap();
+    let (_b, plain) = copy("acs-redirect-on-path");
+    let out = gdrdoctor(&[
+        "fleet",
+        hostile.to_str().unwrap(),
+        plain.to_str().unwrap(),
+        "--pictures",
+        pictures.to_str().unwrap(),
+    ]);
+    assert_ne!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(
+        files(&pictures),
+        [
+            "model-unknown.svg",
+            "nvidia-dgxa100-920-23687-2530-000.svg",
+            "supermicro-sys-821ge-tnhr.svg",
+            "x-y.svg"
+        ]
+    );
+    assert_eq!(
+        files(dir.path()),
+        ["pictures"],
+        "nothing written outside DIR"
+    );
+
+    // A directory that cannot be made: exit 2, naming it.
+    let file = dir.path().join("pictures/x-y.svg");
+    let out = gdrdoctor(&[
+        "fleet",
+        "fixtures/fleet/node08",
+        "--pictures",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("cannot create the pictures directory"),
+        "{}",
+        stderr(&out)
+    );
+}
