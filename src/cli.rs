@@ -85,6 +85,10 @@ enum Command {
         /// Captures analysed at once (default: one per CPU).
         #[arg(long, short)]
         jobs: Option<usize>,
+        /// Write the picture of the first node of each model (DMI product name) into DIR, as
+        /// DIR/<model>.svg (`topo --format svg`; docs/topo-svg.md).
+        #[arg(long, value_name = "DIR")]
+        pictures: Option<PathBuf>,
     },
     /// Run the GPUDirect RDMA write test alone, with its options (the gdr-test check).
     #[command(name = "gdr-test")]
@@ -306,6 +310,10 @@ fn parse_size(s: &str) -> Result<u64, String> {
 enum Format {
     Human,
     Json,
+    /// The PCIe tree as one self-contained SVG picture (docs/topo-svg.md).
+    Svg,
+    /// The same picture as Graphviz DOT.
+    Dot,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -416,6 +424,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             captures,
             format,
             jobs,
+            pictures,
         } => {
             use gdrdoctor::fleet;
             let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
@@ -426,18 +435,42 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
                 .unwrap_or(2)
                 .clamp(1, 256);
+            let mut drawer = match pictures {
+                Some(dir) => Some(fleet::PictureWriter::new(dir).with_context(|| {
+                    format!("cannot create the pictures directory {}", dir.display())
+                })?),
+                None => None,
+            };
+            let mut picture_error = None;
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
             fleet::write_header(&mut out, *format)?;
             let mut first = true;
-            let tally = fleet::run(fleet::expand(captures), &config, workers, |r| {
-                let _ = fleet::write_node(&mut out, *format, first, r);
-                first = false;
-            });
+            let tally = fleet::run(
+                fleet::expand(captures),
+                &config,
+                workers,
+                drawer.is_some(),
+                |r| {
+                    let _ = fleet::write_node(&mut out, *format, first, r);
+                    first = false;
+                    if let (Some(d), Ok(n)) = (drawer.as_mut(), r) {
+                        if let Err(e) = d.write(n) {
+                            picture_error.get_or_insert(e);
+                        }
+                    }
+                },
+            );
             fleet::write_summary(&mut out, *format, &tally)?;
             use std::io::Write as _;
             out.flush()?;
             let clean =
                 tally.ready == tally.nodes && tally.unreadable == 0 && tally.cross().is_empty();
+            // A picture not written is "could not run", as a report file is, but it never
+            // hides a fleet that is not clean.
+            if let Some(e) = picture_error {
+                errln!("gdrdoctor: error: {e}");
+                return Ok(ExitCode::from(if clean { 2 } else { 1 }));
+            }
             Ok(if clean {
                 ExitCode::SUCCESS
             } else {
@@ -479,17 +512,29 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 gpu_probe_on_root: false,
             };
             let inv = Inventory::load(&root, &config, options);
-            let m = gdrdoctor::placement::matrix(&inv);
             // Written row by row as computed: the matrix is N x N (issue 14).
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
             match format {
-                Format::Human => report::topo::write_human(&m, &mut out)?,
+                Format::Human => {
+                    let m = gdrdoctor::placement::matrix(&inv);
+                    report::topo::write_human(&m, &mut out)?
+                }
                 Format::Json => {
+                    let m = gdrdoctor::placement::matrix(&inv);
                     let info = report::RootInfo {
                         path: display,
                         live: root.is_live(),
                     };
                     report::topo::write_json(&m, info, &mut out)?
+                }
+                // The pictures need the tree and each GPU's nearest NICs, not the matrix.
+                Format::Svg | Format::Dot => {
+                    let p = report::picture::picture(&inv, config.thresholds.gdr_level, &display);
+                    if *format == Format::Svg {
+                        report::svg::write(&p, &mut out)?
+                    } else {
+                        report::dot::write(&p, &mut out)?
+                    }
                 }
             }
             use std::io::Write as _;

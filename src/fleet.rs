@@ -47,6 +47,111 @@ pub struct NodeResult {
     pub peermem: String,
     /// The path the peer-memory check found: `dmabuf`, `peermem`, `none`, `unknown`.
     pub gdr_path: String,
+    /// The picture of its PCIe tree (`topo --format svg`), when `--pictures` asked for it and
+    /// this capture may be the first of its model (see `Pictures`). Not part of the JSON.
+    #[serde(skip)]
+    pub picture: Option<String>,
+}
+
+/// The model a node is grouped by: its DMI product name.
+fn model_of(product: Option<&str>) -> String {
+    product.unwrap_or("(model unknown)").to_owned()
+}
+
+/// Which capture draws each model's picture for `--pictures`: the first of the model in input
+/// order. The workers analyse out of order, so one draws unless a capture before it of the same
+/// model already has; the first of a model to be emitted (the first in input order) has then
+/// always drawn, and the writer keeps only that one. Later captures of a model draw only when
+/// they get ahead of an earlier one: a few pictures at most, within the workers' window.
+#[derive(Debug, Default)]
+pub struct Pictures {
+    claimed: std::sync::Mutex<BTreeMap<String, usize>>,
+}
+
+impl Pictures {
+    /// Whether capture `index` of `model` draws.
+    fn claim(&self, model: &str, index: usize) -> bool {
+        // Nothing panics while the lock is held; a poisoned lock is still a sound map.
+        let mut m = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
+        match m.get(model) {
+            Some(&first) if first <= index => false,
+            _ => {
+                m.insert(model.to_owned(), index);
+                true
+            }
+        }
+    }
+}
+
+/// A file name for a model's picture: lower-case ASCII letters and digits, the rest as single
+/// dashes, at most 64 characters. The model comes from the capture (untrusted): no `/`, no
+/// `..`, no hidden file, nothing a shell or a web server would read twice.
+pub fn slug(model: &str) -> String {
+    let mut s = String::new();
+    for c in model.chars() {
+        if c.is_ascii_alphanumeric() {
+            s.push(c.to_ascii_lowercase());
+        } else if !s.is_empty() && !s.ends_with('-') {
+            s.push('-');
+        }
+        if s.len() >= 64 {
+            break;
+        }
+    }
+    let s = s.trim_end_matches('-');
+    if s.is_empty() {
+        "model".to_owned()
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Writes `--pictures DIR/<model-slug>.svg`, one per model: the first node of each model to
+/// be emitted, which is the first in input order.
+#[derive(Debug)]
+pub struct PictureWriter {
+    dir: PathBuf,
+    /// The models drawn, and the file names taken.
+    models: BTreeSet<String>,
+    names: BTreeSet<String>,
+}
+
+impl PictureWriter {
+    /// Creates `dir` when it does not exist.
+    pub fn new(dir: &Path) -> std::io::Result<PictureWriter> {
+        std::fs::create_dir_all(dir)?;
+        Ok(PictureWriter {
+            dir: dir.to_owned(),
+            models: BTreeSet::new(),
+            names: BTreeSet::new(),
+        })
+    }
+
+    /// Writes the node's picture when it is the first of its model; returns the file written.
+    /// An error names the file.
+    pub fn write(&mut self, n: &NodeResult) -> Result<Option<PathBuf>, String> {
+        let Some(svg) = &n.picture else {
+            return Ok(None);
+        };
+        let model = model_of(n.product.as_deref());
+        if self.models.contains(&model) {
+            return Ok(None);
+        }
+        self.models.insert(model.clone());
+        // Two models can make one slug ("A/B", "A B"): the later one gets a number.
+        let base = slug(&model);
+        let mut name = base.clone();
+        let mut k = 2;
+        while self.names.contains(&name) {
+            name = format!("{base}-{k}");
+            k += 1;
+        }
+        self.names.insert(name.clone());
+        let path = self.dir.join(format!("{name}.svg"));
+        crate::output::write_atomic(&path, svg.as_bytes())
+            .map_err(|e| format!("cannot write the picture {}: {e}", path.display()))?;
+        Ok(Some(path))
+    }
 }
 
 /// A capture that could not be read.
@@ -58,16 +163,32 @@ pub struct Unreadable {
 
 /// Checks one capture. Its archive's tree counts in the run's `budget` while it is held: when
 /// the budget has no room, reading it waits for other captures to give theirs back.
+/// With `draw`, the capture's index in the input and the run's `Pictures`: the picture of its
+/// tree is drawn when it may be the first of its model.
 pub fn analyse(
     path: &Path,
     config: &Config,
     budget: &Arc<archive::Budget>,
+    draw: Option<(&Pictures, usize)>,
 ) -> Result<NodeResult, String> {
     let root = Root::open_within(path, Some(budget)).map_err(|e| e.to_string())?;
     if root.is_live() {
         return Err("/ is the live system, not a capture".into());
     }
     let inv = Inventory::load(&root, config, crate::inventory::Options::default());
+    let picture = draw
+        .filter(|(p, index)| p.claim(&model_of(inv.kernel.product.as_deref()), *index))
+        .map(|_| {
+            let p = crate::report::picture::picture(
+                &inv,
+                config.thresholds.gdr_level,
+                &path.display().to_string(),
+            );
+            let mut svg = Vec::new();
+            // Writing into memory cannot fail.
+            let _ = crate::report::svg::write(&p, &mut svg);
+            String::from_utf8_lossy(&svg).into_owned()
+        });
     // Everything the checks need is in the inventory now. An archive's tree is the biggest
     // thing a job holds (up to `archive::MAX_TOTAL_BYTES`): it goes before the checks run, so
     // that a job never holds the tree, the inventory and the report at once (issue 14).
@@ -208,6 +329,7 @@ pub fn analyse(
         placement,
         peermem,
         gdr_path,
+        picture,
     })
 }
 
@@ -637,13 +759,17 @@ pub fn write_header(out: &mut dyn Write, format: Format) -> std::io::Result<()> 
 }
 
 /// Analyses the captures on `workers` threads; `emit` gets each result in input order as soon
-/// as it and every earlier one are done. Returns the tally.
+/// as it and every earlier one are done. With `pictures`, the first capture of each model comes
+/// with the picture of its tree (`NodeResult::picture`). Returns the tally.
 pub fn run(
     captures: Vec<Result<PathBuf, Unreadable>>,
     config: &Config,
     workers: usize,
+    pictures: bool,
     mut emit: impl FnMut(&Result<NodeResult, Unreadable>),
 ) -> Tally {
+    let claims = Pictures::default();
+    let claims = pictures.then_some(&claims);
     use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
     // How far the output has got: workers stay within a window of it, so that one slow capture
@@ -678,7 +804,7 @@ pub fn run(
                             let path = path.clone();
                             // A capture that panics the analysis is reported, never fatal.
                             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                analyse(&path, config, budget)
+                                analyse(&path, config, budget, claims.map(|c| (c, i)))
                             })) {
                                 Ok(Ok(n)) => Ok(n),
                                 Ok(Err(reason)) => Err(Unreadable {
@@ -727,6 +853,36 @@ mod tests {
         assert!(super::glob("*.tar.gz", "node1.tar.gz"));
         assert!(super::glob("node?.tgz", "node7.tgz"));
         assert!(!super::glob("*.tar.gz", "node1.tgz"));
+    }
+
+    #[test]
+    fn model_slugs_are_safe_file_names() {
+        use super::slug;
+        assert_eq!(
+            slug("Supermicro SYS-821GE-TNHR"),
+            "supermicro-sys-821ge-tnhr"
+        );
+        assert_eq!(slug("(model unknown)"), "model-unknown");
+        assert_eq!(slug("../../etc/passwd"), "etc-passwd");
+        assert_eq!(slug(".hidden"), "hidden");
+        assert_eq!(
+            slug("NVIDIA DGXA100 920-23687-2530-000"),
+            "nvidia-dgxa100-920-23687-2530-000"
+        );
+        assert_eq!(slug("Ünïcode / \u{1b}"), "n-code");
+        assert_eq!(slug("///"), "model");
+        assert_eq!(slug(&"x".repeat(500)).len(), 64);
+    }
+
+    #[test]
+    fn the_first_capture_of_a_model_draws() {
+        let p = super::Pictures::default();
+        // Capture 3 gets ahead of capture 1 of the same model: both draw, capture 5 does not.
+        assert!(p.claim("A", 3));
+        assert!(p.claim("A", 1));
+        assert!(!p.claim("A", 5));
+        assert!(!p.claim("A", 2));
+        assert!(p.claim("B", 4));
     }
 
     #[test]

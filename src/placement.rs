@@ -40,14 +40,39 @@ pub struct Route {
 }
 
 /// The host bridge component of a sysfs device path: `pci0000:17`.
-fn host_bridge(path: &str) -> Option<&str> {
+pub fn host_bridge(path: &str) -> Option<&str> {
     path.split('/')
         .find(|c| c.starts_with("pci") && c.len() > 3 && c[3..].contains(':'))
 }
 
-/// The switch units above a function, top down, each named by its first bridge, and whether
-/// every port type was known.
-fn units(inv: &Inventory, bridges: &[Bdf]) -> (Vec<Bdf>, Basis) {
+/// What a bridge on a device's path is, as the levels count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A root port: it belongs to the host bridge (the CPU), not to a switch.
+    RootPort,
+    /// A switch's upstream port: the switch counts as one bridge, opened here.
+    SwitchUpstream,
+    /// A downstream port of the switch opened above it.
+    SwitchDownstream,
+    /// Any other bridge: one bridge of its own.
+    Bridge,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::RootPort => "root port",
+            Role::SwitchUpstream => "switch upstream port",
+            Role::SwitchDownstream => "switch downstream port",
+            Role::Bridge => "bridge",
+        }
+    }
+}
+
+/// The role of each bridge above a function (top down), and whether every port type was known.
+/// The levels and the pictures of the tree (`topo --format svg`) both read it, so that they
+/// count switches alike.
+pub fn roles(inv: &Inventory, bridges: &[Bdf]) -> (Vec<Role>, Basis) {
     let types: Vec<Option<PortType>> = bridges
         .iter()
         .map(|b| {
@@ -57,21 +82,47 @@ fn units(inv: &Inventory, bridges: &[Bdf]) -> (Vec<Bdf>, Basis) {
         })
         .collect();
     if types.iter().all(Option::is_some) {
-        let mut out = Vec::new();
-        for (b, t) in bridges.iter().zip(&types) {
-            match t {
-                // The root port belongs to the host bridge (the CPU), not to a switch.
-                Some(PortType::RootPort) => {}
-                // A downstream port is part of the switch its upstream port opened.
-                Some(PortType::SwitchDownstream) if !out.is_empty() => {}
-                _ => out.push(*b),
-            }
-        }
-        return (out, Basis::PortTypes);
+        let mut opened = false;
+        let roles = types
+            .iter()
+            .map(|t| match t {
+                Some(PortType::RootPort) => Role::RootPort,
+                // A downstream port is part of the switch (or bridge) opened above it.
+                Some(PortType::SwitchDownstream) if opened => Role::SwitchDownstream,
+                Some(PortType::SwitchUpstream) => {
+                    opened = true;
+                    Role::SwitchUpstream
+                }
+                _ => {
+                    opened = true;
+                    Role::Bridge
+                }
+            })
+            .collect();
+        return (roles, Basis::PortTypes);
     }
     // NCCL's assumption: root port first, then upstream/downstream pairs.
-    let out = bridges.iter().skip(1).step_by(2).copied().collect();
-    (out, Basis::PathShape)
+    let roles = (0..bridges.len())
+        .map(|i| match i {
+            0 => Role::RootPort,
+            i if i % 2 == 1 => Role::SwitchUpstream,
+            _ => Role::SwitchDownstream,
+        })
+        .collect();
+    (roles, Basis::PathShape)
+}
+
+/// The switch units above a function, top down, each named by its first bridge, and whether
+/// every port type was known.
+fn units(inv: &Inventory, bridges: &[Bdf]) -> (Vec<Bdf>, Basis) {
+    let (roles, basis) = roles(inv, bridges);
+    let out = bridges
+        .iter()
+        .zip(roles)
+        .filter(|(_, r)| matches!(r, Role::SwitchUpstream | Role::Bridge))
+        .map(|(b, _)| *b)
+        .collect();
+    (out, basis)
 }
 
 /// Where one function sits on the PCIe tree: everything a route to or from it needs, worked

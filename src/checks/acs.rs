@@ -89,7 +89,7 @@ impl Check for Acs {
         let redirecting: Vec<Bdf> = bridges
             .keys()
             .copied()
-            .filter(|b| state(inv, *b).is_some_and(|s| s.redirects()))
+            .filter(|b| redirecting(inv, *b).is_some())
             .collect();
         let judged: Vec<Finding> = bridges
             .iter()
@@ -133,6 +133,23 @@ impl Check for Acs {
 
 fn state(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
     acs(inv.function(b)?.detail.as_ref()?.config_bytes())
+}
+
+/// The bridge's ACS capability when it redirects peer-to-peer traffic, as this check judges
+/// it (on a GPU-NIC path, `acs-redirect-on-path`); `None` when it does not, or when its state is
+/// unknown. The pictures of the tree (`topo --format svg|dot`) mark bridges with it.
+pub fn redirecting(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
+    state(inv, b).filter(|s| s.redirects())
+}
+
+/// The redirecting bits set in an ACS Control value, by lspci's names.
+pub fn redirect_bits(control: u16) -> Vec<&'static str> {
+    ["ReqRedir", "CmpltRedir", "EgressCtrl"]
+        .into_iter()
+        .zip([2, 3, 5])
+        .filter(|(_, bit)| control & (1 << bit) != 0)
+        .map(|(n, _)| n)
+        .collect()
 }
 
 fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Finding {
@@ -246,7 +263,7 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
         format!(
             "on the path of {on}: ACSCtl {:#06x} has {} set, so peer-to-peer traffic between the GPU and the NIC is sent up to the root complex: GDR slows down or fails (perftest#241, nccl#304)",
             a.control,
-            ["ReqRedir", "CmpltRedir", "EgressCtrl"].into_iter().zip([2, 3, 5]).filter(|(_, bit)| a.control & (1 << bit) != 0).map(|(n, _)| n).collect::<Vec<_>>().join(", ")
+            redirect_bits(a.control).join(", ")
         ),
     )
     .evidence(evidence_path, value)

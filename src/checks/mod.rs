@@ -4,7 +4,7 @@
 //! registry: its order is the order of `gdrdoctor list` and of every report, from what the rest
 //! depends on (GPU driver, peer memory) to what depends on everything (access from a process).
 
-mod acs;
+pub mod acs;
 mod gdr_test;
 mod gpu;
 mod gpu_driver;

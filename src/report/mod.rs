@@ -1,12 +1,15 @@
 //! The report: check results plus what an operator needs around them (which node, which root,
 //! the verdict), rendered by one module per format.
 
+pub mod dot;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod nfd;
+pub mod picture;
 pub mod prometheus;
 pub mod reason;
+pub mod svg;
 pub mod topo;
 
 use crate::checks::CheckResult;

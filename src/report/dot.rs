@@ -1,0 +1,247 @@
+//! `topo --format dot`: the picture of the PCIe tree (picture.rs says what it shows) as Graphviz
+//! DOT, for those who lay graphs out with Graphviz (`dot -Tsvg`): NUMA nodes and host bridges as
+//! clusters, switches as dashed clusters inside them, the tree's edges, the GDR pairs as
+//! coloured edges labelled with their level, ACS redirects in red.
+
+use super::picture::{Picture, What, clean, level_colour};
+use crate::placement::{Level, Role};
+use std::io::{self, Write};
+
+/// A DOT string: text from the node cleaned of control characters (the `\n` in our labels is
+/// DOT's line break), then `\` and `"` escaped, so that nothing in it ends the string or reads
+/// as one of DOT's own escapes (`\N`, `\G`).
+fn q(s: &str) -> String {
+    clean(s, 200).replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+const FONT: &str = "DejaVu Sans Mono";
+
+/// Writes the picture as DOT.
+pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        o,
+        "// gdrdoctor {} topo --format dot. Render it with: dot -Tsvg topo.dot > topo.svg",
+        env!("CARGO_PKG_VERSION")
+    )?;
+    writeln!(o, "graph \"gdrdoctor-topo\" {{")?;
+    let title = format!(
+        "PCIe tree of {}\\n{}root {} · {} GPUs, {} RDMA devices · coloured edges: GPU-NIC pairs within NCCL_NET_GDR_LEVEL={}",
+        q(p.title.hostname.as_deref().unwrap_or(&p.title.root)),
+        p.title
+            .product
+            .as_deref()
+            .map(|s| format!("{} · ", q(s)))
+            .unwrap_or_default(),
+        q(&p.title.root),
+        p.gpus,
+        p.nics,
+        p.policy
+    );
+    writeln!(
+        o,
+        "  graph [rankdir=TB, fontname=\"{FONT}\", fontsize=12, labelloc=t, label=\"{title}\"];"
+    )?;
+    writeln!(
+        o,
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"{FONT}\", fontsize=10, fillcolor=\"#f3f4f6\", color=\"#6b7280\"];"
+    )?;
+    writeln!(o, "  edge [color=\"#94a3b8\"];")?;
+
+    // Which nodes a switch cluster holds: an upstream port and its downstream ports.
+    let mut in_switch = vec![false; p.nodes.len()];
+    for n in &p.nodes {
+        if let What::Bridge {
+            role: Role::SwitchUpstream,
+            ..
+        } = n.what
+        {
+            for &c in &n.children {
+                if is_role(p, c, Role::SwitchDownstream) {
+                    in_switch[c] = true;
+                }
+            }
+        }
+    }
+
+    let mut h = 0;
+    while h < p.host_bridges.len() {
+        let numa = p.host_bridges[h].numa;
+        let label = numa
+            .map(|n| format!("NUMA node {n}"))
+            .unwrap_or_else(|| "NUMA node unknown".into());
+        writeln!(
+            o,
+            "  subgraph \"cluster_numa_{}\" {{",
+            numa.map(|n| n.to_string())
+                .unwrap_or_else(|| "unknown".into())
+        )?;
+        writeln!(
+            o,
+            "    label=\"{label}\"; style=filled; fillcolor=\"#f1f5f9\"; color=\"#cbd5e1\";"
+        )?;
+        while h < p.host_bridges.len() && p.host_bridges[h].numa == numa {
+            let hb = &p.host_bridges[h];
+            writeln!(o, "    subgraph \"cluster_host_{h}\" {{")?;
+            writeln!(o, "      label=\"\"; style=invis;")?;
+            writeln!(
+                o,
+                "      \"host{h}\" [label=\"{}\\nhost bridge\", fillcolor=\"#fef3c7\", color=\"#b45309\"];",
+                q(&hb.name)
+            )?;
+            // Depth first, in address order, with an explicit stack: a crafted sysfs path can
+            // be deep.
+            let mut stack: Vec<usize> = hb.children.iter().rev().copied().collect();
+            while let Some(i) = stack.pop() {
+                let n = &p.nodes[i];
+                stack.extend(n.children.iter().rev().copied());
+                if in_switch[i] {
+                    continue;
+                }
+                let downstream: Vec<usize> = n
+                    .children
+                    .iter()
+                    .copied()
+                    .filter(|&c| in_switch[c])
+                    .collect();
+                if downstream.is_empty() {
+                    node(o, p, i, "      ")?;
+                } else {
+                    writeln!(o, "      subgraph \"cluster_switch_{}\" {{", n.bdf)?;
+                    writeln!(
+                        o,
+                        "        label=\"switch\"; style=\"dashed,rounded\"; color=\"#64748b\";"
+                    )?;
+                    node(o, p, i, "        ")?;
+                    for c in downstream {
+                        node(o, p, c, "        ")?;
+                    }
+                    writeln!(o, "      }}")?;
+                }
+            }
+            writeln!(o, "    }}")?;
+            h += 1;
+        }
+        writeln!(o, "  }}")?;
+    }
+
+    for (h, hb) in p.host_bridges.iter().enumerate() {
+        for &c in &hb.children {
+            writeln!(o, "  \"host{h}\" -- \"{}\";", p.nodes[c].bdf)?;
+        }
+    }
+    for n in &p.nodes {
+        for &c in &n.children {
+            writeln!(o, "  \"{}\" -- \"{}\";", n.bdf, p.nodes[c].bdf)?;
+        }
+    }
+    if !p.pairs.is_empty() {
+        writeln!(
+            o,
+            "  // Each GPU and its nearest NIC(s) within NCCL_NET_GDR_LEVEL={}: the pairs NCCL uses for GPUDirect RDMA.",
+            p.policy
+        )?;
+    }
+    for pr in &p.pairs {
+        let colour = level_colour(pr.level);
+        let (label, style) = if pr.redirected {
+            (format!("{} ACS redirect", pr.level), "dashed")
+        } else {
+            (pr.level.to_string(), "solid")
+        };
+        writeln!(
+            o,
+            "  \"{}\" -- \"{}\" [label=\"{label}\", color=\"{colour}\", fontcolor=\"{}\", penwidth=2.5, style={style}, constraint=false];",
+            p.nodes[pr.gpu].bdf,
+            p.nodes[pr.nic].bdf,
+            if pr.redirected { "#dc2626" } else { colour }
+        )?;
+    }
+
+    // The legend, and what the tree does not show.
+    let mut legend = String::from(
+        "Legend\\lgreen: GPU   blue: RDMA NIC   grey: PCIe bridge   yellow: host bridge\\ldashed frame: PCIe switch (counts as one bridge)\\lred outline: ACS redirect on a GPU-NIC path (acs-redirect-on-path)\\l",
+    );
+    for l in Level::ALL {
+        legend += &format!("{l} edge: {}\\l", l.legend());
+    }
+    for (bdf, r) in p.redirects() {
+        legend += &format!(
+            "ACS redirect at {bdf}: ACSCtl {:#06x} has {} set, on the path of {}\\l",
+            r.control,
+            r.bits.join(", "),
+            q(&r.pairs.join(", "))
+        );
+    }
+    for n in p.notes.iter().take(40) {
+        legend += &format!("{}\\l", q(n));
+    }
+    if p.notes.len() > 40 {
+        legend += &format!(
+            "... and {} more (gdrdoctor check lists every one)\\l",
+            p.notes.len() - 40
+        );
+    }
+    writeln!(
+        o,
+        "  legend [shape=note, style=filled, fillcolor=\"#ffffff\", color=\"#6b7280\", label=\"{legend}\"];"
+    )?;
+    writeln!(o, "}}")
+}
+
+fn is_role(p: &Picture, i: usize, role: Role) -> bool {
+    matches!(p.nodes[i].what, What::Bridge { role: r, .. } if r == role)
+}
+
+/// One node's statement.
+fn node(o: &mut dyn Write, p: &Picture, i: usize, indent: &str) -> io::Result<()> {
+    let n = &p.nodes[i];
+    let bdf = n.bdf;
+    match &n.what {
+        What::Gpu {
+            name,
+            model,
+            no_gdr,
+        } => {
+            let model = model
+                .as_deref()
+                .map(|m| format!("\\n{}", q(m)))
+                .unwrap_or_default();
+            let (gdr, colour) = match no_gdr {
+                Some(w) => (format!("\\nno GDR: {}", q(w)), "#dc2626"),
+                None => (String::new(), "#15803d"),
+            };
+            writeln!(
+                o,
+                "{indent}\"{bdf}\" [label=\"{name}\\n{bdf}{model}{gdr}\", fillcolor=\"#dcfce7\", color=\"{colour}\"];"
+            )
+        }
+        What::Nic { devices } => {
+            let names: Vec<String> = devices
+                .iter()
+                .map(|(n, d)| format!("{n} {}", q(d)))
+                .collect();
+            writeln!(
+                o,
+                "{indent}\"{bdf}\" [label=\"{}\\n{bdf}\", fillcolor=\"#dbeafe\", color=\"#1d4ed8\"];",
+                names.join("\\n")
+            )
+        }
+        What::Bridge {
+            role,
+            redirect: None,
+        } => writeln!(
+            o,
+            "{indent}\"{bdf}\" [label=\"{bdf}\\n{}\"];",
+            role.as_str()
+        ),
+        What::Bridge {
+            role,
+            redirect: Some(r),
+        } => writeln!(
+            o,
+            "{indent}\"{bdf}\" [label=\"{bdf}\\n{}\\nACS redirect: {}\", color=\"#dc2626\", fontcolor=\"#dc2626\", penwidth=3];",
+            role.as_str(),
+            r.bits.join(", ")
+        ),
+    }
+}

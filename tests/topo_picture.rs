@@ -1,0 +1,581 @@
+//! `gdrdoctor topo --format svg|dot`, the picture of the PCIe tree (issue 15, item 5): the SVG
+//! parses as XML, names every GPU, RDMA NIC and bridge on their paths, marks the ACS redirect the
+//! acs check fails on, escapes what a captured root says, and renders with a real renderer
+//! (rsvg-convert, which the test run installs); the DOT is balanced and names the same devices.
+#![allow(clippy::disallowed_methods)] // tests read the repository and build roots, not a node
+
+mod common;
+use common::*;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The fixtures whose pictures are checked: one switch with an ACS redirect, the 8-GPU node,
+/// a GPU beyond the GDR level, and a VM with its GPUs on the root bus.
+const FIXTURES: &[&str] = &[
+    "acs-redirect-on-path",
+    "healthy-8gpu-roce",
+    "placement-sys",
+    "h200x2-vm",
+    "config-unprivileged",
+];
+
+/// The fixtures whose rendered pictures are in docs/ (and the README).
+const DOCS: &[&str] = &["healthy-8gpu-roce", "acs-redirect-on-path"];
+
+fn topo(root: &str, format: &str) -> String {
+    let out = gdrdoctor(&["--root", root, "topo", "--format", format]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    stdout(&out)
+}
+
+/// What a picture must name, worked out here from the fixture's files (the PCI addresses
+/// `topo --format json` lists, and every function on their sysfs paths, read off the links),
+/// not from the picture code.
+struct Expected {
+    gpus: Vec<String>,
+    /// (PCI address, RDMA device).
+    nics: Vec<(String, String)>,
+    bridges: BTreeSet<String>,
+}
+
+fn is_bdf(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 12
+        && b[4] == b':'
+        && b[7] == b':'
+        && b[10] == b'.'
+        && s.chars()
+            .enumerate()
+            .all(|(i, c)| [4, 7, 10].contains(&i) || c.is_ascii_hexdigit())
+}
+
+fn expected(root: &str) -> Expected {
+    let t = json(&gdrdoctor(&["--root", root, "topo", "--format", "json"]));
+    let mut e = Expected {
+        gpus: Vec::new(),
+        nics: Vec::new(),
+        bridges: BTreeSet::new(),
+    };
+    for d in t["devices"].as_array().unwrap() {
+        let bdf = d["bdf"].as_str().unwrap().to_owned();
+        let real = std::fs::canonicalize(
+            crate_dir()
+                .join(root)
+                .join("sys/bus/pci/devices")
+                .join(&bdf),
+        )
+        .unwrap();
+        e.bridges.extend(
+            real.to_str()
+                .unwrap()
+                .split('/')
+                .filter(|c| is_bdf(c) && *c != bdf)
+                .map(str::to_owned),
+        );
+        if d["kind"] == "gpu" {
+            e.gpus.push(bdf);
+        } else {
+            e.nics
+                .push((bdf, d["rdma_device"].as_str().unwrap().to_owned()));
+        }
+    }
+    e
+}
+
+/// Every `<text>` of the picture (what it shows, not its tooltips).
+fn texts(doc: &roxmltree::Document) -> Vec<String> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// The PCI addresses shown in the boxes whose class includes `class`.
+fn boxes_with(doc: &roxmltree::Document, class: &str) -> BTreeSet<String> {
+    doc.descendants()
+        .filter(|n| {
+            n.has_tag_name("g")
+                && n.attribute("class")
+                    .is_some_and(|c| c.split(' ').any(|c| c == class))
+        })
+        .flat_map(|g| g.children().filter(|n| n.has_tag_name("text")))
+        .filter_map(|t| t.text())
+        .filter(|t| is_bdf(t))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn svg_parses_and_names_every_device_on_the_tree() {
+    for fixture in FIXTURES {
+        let root = format!("fixtures/{fixture}");
+        let svg = topo(&root, "svg");
+        let doc = roxmltree::Document::parse(&svg)
+            .unwrap_or_else(|e| panic!("{fixture}: the SVG is not XML: {e}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        assert_eq!(
+            doc.root_element().tag_name().namespace(),
+            Some("http://www.w3.org/2000/svg")
+        );
+        let shown = texts(&doc);
+        let has = |s: &str| shown.iter().any(|t| t == s);
+        let e = expected(&root);
+        assert!(!e.gpus.is_empty(), "{fixture}");
+        for g in &e.gpus {
+            assert!(has(g), "{fixture}: GPU {g} is not in the picture");
+        }
+        assert_eq!(boxes_with(&doc, "gpu"), e.gpus.iter().cloned().collect());
+        for (bdf, name) in &e.nics {
+            assert!(has(bdf), "{fixture}: NIC {bdf} is not in the picture");
+            assert!(
+                shown.iter().any(|t| t.ends_with(&format!(" {name}"))),
+                "{fixture}: RDMA device {name} is not in the picture"
+            );
+        }
+        for b in &e.bridges {
+            assert!(has(b), "{fixture}: bridge {b} is not in the picture");
+        }
+        assert_eq!(
+            boxes_with(&doc, "bridge"),
+            e.bridges,
+            "{fixture}: the bridges drawn are those on the paths"
+        );
+        assert!(has("Legend"), "{fixture}");
+        // No script, no reference outside the file.
+        for n in doc.descendants() {
+            assert!(!n.has_tag_name("script") && !n.has_tag_name("image"));
+            assert!(
+                n.attributes().all(|a| a.name() != "href"),
+                "{fixture}: {n:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn svg_draws_the_pairs_and_marks_the_acs_redirect() {
+    let svg = topo("fixtures/acs-redirect-on-path", "svg");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    // The acs check fails on 0000:02:01.0 (ACSCtl 0x001d); 0000:02:00.0, on the same path, is
+    // clear.
+    assert_eq!(
+        boxes_with(&doc, "redirect"),
+        BTreeSet::from(["0000:02:01.0".to_owned()])
+    );
+    let pairs: Vec<_> = doc
+        .descendants()
+        .filter(|n| {
+            n.attribute("class") == Some("pair acs")
+                && n.children().any(|c| c.has_tag_name("title"))
+        })
+        .collect();
+    assert_eq!(pairs.len(), 1, "one GPU-NIC pair, through the redirect");
+    assert!(texts(&doc).iter().any(|t| t == "PIX ACS"));
+    assert!(
+        texts(&doc)
+            .iter()
+            .any(|t| t.starts_with("ACS redirect at 0000:02:01.0: ACSCtl 0x001d has ReqRedir, CmpltRedir set, on the path of GPU 0000:03:00.0 - mlx5_0")),
+        "the note says which bits and which pair"
+    );
+
+    // Every GPU of the 8-GPU node with both NICs of its switch (PIX), no redirect anywhere.
+    let svg = topo("fixtures/healthy-8gpu-roce", "svg");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert!(boxes_with(&doc, "redirect").is_empty());
+    let labels: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("pair"))
+        .flat_map(|g| g.descendants().filter(|n| n.has_tag_name("text")))
+        .filter_map(|t| t.text().map(str::to_owned))
+        .collect();
+    assert_eq!(labels, vec!["PIX".to_owned(); 16]);
+
+    // A GPU whose nearest NIC is across the sockets: no line, marked, and said in a note.
+    let svg = topo("fixtures/placement-sys", "svg");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(
+        boxes_with(&doc, "nogdr"),
+        BTreeSet::from(["0000:01:00.0".to_owned()])
+    );
+    assert!(!svg.contains(r#"<g class="pair"><title>"#), "no pair drawn");
+    assert!(texts(&doc).iter().any(|t| t == "no GDR: NIC at SYS"));
+}
+
+/// A copy of `fixtures/<name>` in a new temporary directory.
+fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    assert!(
+        Command::new("cp")
+            .arg("-a")
+            .arg(crate_dir().join("fixtures").join(name))
+            .arg(&root)
+            .status()
+            .unwrap()
+            .success()
+    );
+    (dir, root)
+}
+
+const HOSTILE_PRODUCT: &str = r#"</text><script>alert("x")</script> & ]]> 'q'"#;
+const HOSTILE_MODEL: &str = "H100 </svg>\u{1b}[2J\"";
+
+/// A captured root that names itself with markup: the product, the hostname, the GPU's model.
+fn hostile_root() -> (tempfile::TempDir, PathBuf) {
+    let (dir, root) = copy("acs-redirect-on-path");
+    let dmi = root.join("sys/class/dmi/id");
+    std::fs::create_dir_all(&dmi).unwrap();
+    std::fs::write(dmi.join("product_name"), format!("{HOSTILE_PRODUCT}\n")).unwrap();
+    std::fs::write(
+        root.join("proc/sys/kernel/hostname"),
+        "node\"><g onload=\"x\n",
+    )
+    .unwrap();
+    let info = root.join("proc/driver/nvidia/gpus/0000:03:00.0/information");
+    let text = std::fs::read_to_string(&info).unwrap();
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("Model:") {
+                format!("Model: \t\t {HOSTILE_MODEL}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&info, text).unwrap();
+    (dir, root)
+}
+
+#[test]
+fn text_from_the_node_is_escaped() {
+    let (_dir, root) = hostile_root();
+    let root = root.to_str().unwrap();
+    let svg = topo(root, "svg");
+    let doc = roxmltree::Document::parse(&svg).expect("a hostile name keeps the SVG well-formed");
+    for n in doc.descendants() {
+        assert!(
+            !n.has_tag_name("script"),
+            "markup from the node became markup"
+        );
+        assert!(n.attribute("onload").is_none());
+    }
+    let shown = texts(&doc).join("\n");
+    assert!(
+        shown.contains(HOSTILE_PRODUCT),
+        "the product is shown as text: {shown}"
+    );
+    assert!(shown.contains("node\"><g onload=\"x"), "{shown}");
+    // The model's control character is shown escaped, as the human report shows it; the
+    // model is shortened to fit its box.
+    assert!(shown.contains("H100 </svg>\\u{1b}"), "{shown}");
+    assert!(!svg.contains('\u{1b}'));
+
+    let dot = topo(root, "dot");
+    dot_is_well_formed(&dot).unwrap_or_else(|e| panic!("{e}\n{dot}"));
+    assert!(
+        dot.contains(r#"</text><script>alert(\"x\")</script>"#),
+        "{dot}"
+    );
+    assert!(!dot.contains('\u{1b}'));
+    render(
+        &svg,
+        &std::env::temp_dir().join("gdrdoctor-topo-hostile.png"),
+    );
+}
+
+/// Where `rsvg-convert` is; the test run installs it (librsvg2-bin), so its absence is an
+/// error, not a reason to skip.
+fn rsvg_convert() -> &'static str {
+    match Command::new("rsvg-convert").arg("--version").output() {
+        Ok(o) if o.status.success() => "rsvg-convert",
+        Ok(o) => panic!(
+            "rsvg-convert --version failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!(
+            "rsvg-convert is missing ({e}): the tests render the topo SVG with it; install librsvg2-bin (apt-get install librsvg2-bin), as .ci/run does"
+        ),
+    }
+}
+
+/// Renders an SVG to a PNG at `png`; returns the PNG's width and height.
+fn render(svg: &str, png: &Path) -> (u32, u32) {
+    let svg_file = png.with_extension("svg");
+    std::fs::write(&svg_file, svg).unwrap();
+    let out = Command::new(rsvg_convert())
+        .arg("-o")
+        .arg(png)
+        .arg(&svg_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "rsvg-convert failed on {}: {}",
+        svg_file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    png_size(&std::fs::read(png).unwrap())
+        .unwrap_or_else(|| panic!("{} is not a PNG", png.display()))
+}
+
+/// A PNG's width and height, from its signature and IHDR chunk.
+fn png_size(b: &[u8]) -> Option<(u32, u32)> {
+    let sig = b.get(..8)?;
+    if sig != b"\x89PNG\r\n\x1a\n" || b.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let w = u32::from_be_bytes(b.get(16..20)?.try_into().ok()?);
+    let h = u32::from_be_bytes(b.get(20..24)?.try_into().ok()?);
+    Some((w, h))
+}
+
+fn svg_size(svg: &str) -> (u32, u32) {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let n = |a: &str| doc.root_element().attribute(a).unwrap().parse().unwrap();
+    (n("width"), n("height"))
+}
+
+/// The command that renders docs/topo-<fixture>.png again, as docs/topo-svg.md gives it.
+const REGENERATE: &str = "cargo build && for f in healthy-8gpu-roce acs-redirect-on-path; do target/debug/gdrdoctor --root fixtures/$f topo --format svg | rsvg-convert -o docs/topo-$f.png; done";
+
+#[test]
+fn svg_renders_with_rsvg_and_the_docs_pictures_are_current() {
+    let build = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for fixture in FIXTURES {
+        let svg = topo(&format!("fixtures/{fixture}"), "svg");
+        let png = build.join(format!("topo-{fixture}.png"));
+        let (w, h) = render(&svg, &png);
+        assert_eq!(
+            (w, h),
+            svg_size(&svg),
+            "{fixture}: rendered at the SVG's own size"
+        );
+        assert!(
+            (500..=4000).contains(&w) && (400..=2000).contains(&h),
+            "{fixture}: {w}x{h} is not a sensible size for a node's picture"
+        );
+        let bytes = std::fs::metadata(&png).unwrap().len();
+        assert!(
+            bytes > 20_000,
+            "{fixture}: {} is {bytes} bytes: nothing drawn?",
+            png.display()
+        );
+        if DOCS.contains(fixture) {
+            let docs = crate_dir().join(format!("docs/topo-{fixture}.png"));
+            let committed = std::fs::read(&docs).unwrap_or_else(|e| {
+                panic!("{}: {e}; render it with: {REGENERATE}", docs.display())
+            });
+            assert_eq!(
+                png_size(&committed),
+                Some((w, h)),
+                "{} is not the picture topo draws now: render it again with: {REGENERATE}",
+                docs.display()
+            );
+        }
+    }
+}
+
+/// DOT's structure, without Graphviz: the header, strings closed, braces and brackets
+/// balanced outside strings, one statement per line.
+fn dot_is_well_formed(dot: &str) -> Result<(), String> {
+    let body: Vec<&str> = dot
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect();
+    if !body
+        .first()
+        .is_some_and(|l| l.starts_with("graph \"gdrdoctor-topo\" {"))
+    {
+        return Err("no graph header".into());
+    }
+    let (mut braces, mut brackets) = (0i32, 0i32);
+    for (k, line) in body.iter().enumerate() {
+        let (mut in_string, mut escaped) = (false, false);
+        for c in line.chars() {
+            if in_string {
+                match (escaped, c) {
+                    (true, _) => escaped = false,
+                    (false, '\\') => escaped = true,
+                    (false, '"') => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                '"' => in_string = true,
+                '{' => braces += 1,
+                '}' => braces -= 1,
+                '[' => brackets += 1,
+                ']' => brackets -= 1,
+                _ => {}
+            }
+            if braces < 0 || brackets < 0 {
+                return Err(format!("line {k}: closes what is not open: {line}"));
+            }
+        }
+        if in_string {
+            return Err(format!("line {k}: a string left open: {line}"));
+        }
+        if brackets != 0 {
+            return Err(format!("line {k}: an attribute list left open: {line}"));
+        }
+        let t = line.trim_end();
+        if !(t.ends_with(';') || t.ends_with('{') || t.ends_with('}')) {
+            return Err(format!("line {k}: not a whole statement: {line}"));
+        }
+    }
+    if braces != 0 {
+        return Err(format!("{braces} braces left open"));
+    }
+    Ok(())
+}
+
+#[test]
+fn dot_is_balanced_and_names_every_device() {
+    for fixture in FIXTURES {
+        let root = format!("fixtures/{fixture}");
+        let dot = topo(&root, "dot");
+        dot_is_well_formed(&dot).unwrap_or_else(|e| panic!("{fixture}: {e}\n{dot}"));
+        let e = expected(&root);
+        let declared = |bdf: &str| dot.contains(&format!("\"{bdf}\" [label=\""));
+        for b in e.gpus.iter().chain(&e.bridges) {
+            assert!(declared(b), "{fixture}: {b} is not a node");
+        }
+        for (bdf, name) in &e.nics {
+            assert!(declared(bdf), "{fixture}: {bdf} is not a node");
+            assert!(
+                dot.contains(&format!(" {name}\\n{bdf}")),
+                "{fixture}: {name}"
+            );
+        }
+    }
+    let dot = topo("fixtures/acs-redirect-on-path", "dot");
+    assert!(dot.contains("\"0000:03:00.0\" -- \"0000:04:00.0\" [label=\"PIX ACS redirect\""));
+    assert!(
+        dot.contains("\"0000:02:01.0\" [label=\"0000:02:01.0\\nswitch downstream port\\nACS redirect: ReqRedir, CmpltRedir\", color=\"#dc2626\"")
+    );
+    // Graphviz is not needed; where it is installed, it must read the file.
+    if Command::new("dot").arg("-V").output().is_ok() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("topo.dot");
+        std::fs::write(&file, &dot).unwrap();
+        let out = Command::new("dot")
+            .args(["-Tsvg", "-o"])
+            .arg(dir.path().join("topo.svg"))
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn snapshots_of_a_small_node() {
+    insta::assert_snapshot!(
+        "acs-redirect-on-path.svg",
+        topo("fixtures/acs-redirect-on-path", "svg")
+    );
+    insta::assert_snapshot!(
+        "acs-redirect-on-path.dot",
+        topo("fixtures/acs-redirect-on-path", "dot")
+    );
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn fleet_draws_the_first_node_of_each_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let pictures = dir.path().join("pictures");
+    let out = gdrdoctor(&[
+        "fleet",
+        "fixtures/fleet",
+        "--jobs",
+        "4",
+        "--pictures",
+        pictures.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 1, "the small fleet differs: {}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        stdout(&gdrdoctor(&["fleet", "fixtures/fleet"])),
+        "the pictures change nothing on standard output"
+    );
+    // Seven Supermicro nodes (node01..node07) and one DGX A100 (node08).
+    assert_eq!(
+        files(&pictures),
+        [
+            "nvidia-dgxa100-920-23687-2530-000.svg",
+            "supermicro-sys-821ge-tnhr.svg"
+        ]
+    );
+    let svg = std::fs::read_to_string(pictures.join("supermicro-sys-821ge-tnhr.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert!(
+        texts(&doc)
+            .iter()
+            .any(|t| t.contains("root fixtures/fleet/node01 ")),
+        "the first node of the model is drawn"
+    );
+    render(
+        &svg,
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("fleet-supermicro.png"),
+    );
+
+    // A model named to escape the directory, and a capture without one.
+    let (_a, hostile) = copy("acs-redirect-on-path");
+    let dmi = hostile.join("sys/class/dmi/id");
+    std::fs::create_dir_all(&dmi).unwrap();
+    std::fs::write(dmi.join("product_name"), "../../x <y>\n").unwrap();
+    let (_b, plain) = copy("acs-redirect-on-path");
+    let out = gdrdoctor(&[
+        "fleet",
+        hostile.to_str().unwrap(),
+        plain.to_str().unwrap(),
+        "--pictures",
+        pictures.to_str().unwrap(),
+    ]);
+    assert_ne!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(
+        files(&pictures),
+        [
+            "model-unknown.svg",
+            "nvidia-dgxa100-920-23687-2530-000.svg",
+            "supermicro-sys-821ge-tnhr.svg",
+            "x-y.svg"
+        ]
+    );
+    assert_eq!(
+        files(dir.path()),
+        ["pictures"],
+        "nothing written outside DIR"
+    );
+
+    // A directory that cannot be made: exit 2, naming it.
+    let file = dir.path().join("pictures/x-y.svg");
+    let out = gdrdoctor(&[
+        "fleet",
+        "fixtures/fleet/node08",
+        "--pictures",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("cannot create the pictures directory"),
+        "{}",
+        stderr(&out)
+    );
+}
