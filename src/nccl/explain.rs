@@ -636,11 +636,14 @@ impl Collector {
 
     fn warn(&mut self, host: &str, text: &str) {
         // Warnings that differ only in numbers (ports, lengths, addresses) are one warning.
-        let key: String = text
-            .chars()
-            .take(MAX_TEXT)
-            .map(|c| if c.is_ascii_digit() { '#' } else { c })
-            .collect();
+        let mut key = String::new();
+        for c in text.chars().take(MAX_TEXT) {
+            if !c.is_ascii_digit() {
+                key.push(c);
+            } else if !key.ends_with('#') {
+                key.push('#');
+            }
+        }
         let i = match self.warn_index.get(&key) {
             Some(&i) => i,
             None => {
@@ -806,7 +809,8 @@ const fn see(check: &'static str, code: &'static str) -> See {
 /// Why GDR was not used somewhere.
 #[derive(Debug, Clone, Serialize)]
 pub struct Diagnosis {
-    pub node: String,
+    /// The nodes it applies to (the same cause on many nodes is one diagnosis).
+    pub nodes: Vec<String>,
     /// `distance`, `level-from-env`, `no-peer-memory`, `sockets`, `plugin-disabled`,
     /// `gdr-read-off`, `not-explained`.
     pub cause: &'static str,
@@ -895,7 +899,11 @@ fn build(c: Collector) -> Explanation {
     let mut order: Vec<&NodeAcc> = c.nodes.iter().collect();
     order.sort_by(|a, b| a.key.cmp(&b.key));
     for acc in order {
-        let (known, nccl) = version_of(acc, &single_bare);
+        let (known, mut nccl) = version_of(acc, &single_bare);
+        let known = narrow_by_level(acc, known);
+        if let (Known::Range(e), Some(_)) = (known, &nccl.range) {
+            nccl.range = Some(e.to_string());
+        }
         let mut node = Node {
             name: node_name(&acc.key),
             nccl,
@@ -1083,6 +1091,34 @@ fn version_of(acc: &NodeAcc, bare: &Option<(Version, String)>) -> (Known, NcclVe
             },
         ),
     }
+}
+
+/// A level NCCL printed as a number, with the name the environment gave it
+/// (`NCCL_NET_GDR_LEVEL set by environment to PHB`), tells the numbering, hence the releases:
+/// PHB is 4 only in 2.6-2.7.
+fn narrow_by_level(acc: &NodeAcc, known: Known) -> Known {
+    let Known::Range(era) = known else {
+        return known;
+    };
+    let Some(name) = acc.env.get("NCCL_NET_GDR_LEVEL") else {
+        return known;
+    };
+    let mut narrowed: Option<Era> = None;
+    for t in levels::tables(era) {
+        if acc
+            .gpus
+            .values()
+            .all(|g| t.name(g.level) == Some(name.as_str()))
+            && !acc.gpus.is_empty()
+        {
+            let fit = t.era.intersect(era).unwrap_or(t.era);
+            narrowed = Some(match narrowed {
+                None => fit,
+                Some(n) => Era::new(n.from.min(fit.from), n.until.max(fit.until)),
+            });
+        }
+    }
+    narrowed.map(Known::Range).unwrap_or(known)
 }
 
 fn nics(acc: &NodeAcc) -> Vec<Nic> {
@@ -1349,16 +1385,28 @@ fn diagnose(
         }
     }
     for (c, n, ranks) in found {
-        out.push(Diagnosis {
-            node: node.name.clone(),
-            cause: c.kind,
-            subject: c.subject,
-            message: c.message,
-            see: c.see,
-            fix: c.fix,
-            connections: n,
-            ranks: ranks.into_iter().collect(),
-        });
+        // The same cause, word for word, on another node is the same diagnosis.
+        match out.iter_mut().find(|d| {
+            d.cause == c.kind && d.subject == c.subject && d.message == c.message && d.fix == c.fix
+        }) {
+            Some(d) => {
+                d.nodes.push(node.name.clone());
+                d.connections += n;
+                d.ranks.extend(ranks);
+                d.ranks.sort_unstable();
+                d.ranks.dedup();
+            }
+            None => out.push(Diagnosis {
+                nodes: vec![node.name.clone()],
+                cause: c.kind,
+                subject: c.subject,
+                message: c.message,
+                see: c.see,
+                fix: c.fix,
+                connections: n,
+                ranks: ranks.into_iter().collect(),
+            }),
+        }
     }
     if known.since(30) && !without.is_empty() {
         hints.insert("NCCL 2.30 and later print the GPU-NIC distance decision only at NCCL_DEBUG=TRACE; the per-NIC line (`GPU Direct RDMA Enabled|Disabled for HCA`) is still INFO under NCCL_DEBUG_SUBSYS=NET.".to_owned());
@@ -1434,7 +1482,8 @@ fn cause_of(
         return no_peer_memory(acc, known, &off_subject(&this));
     }
     if !hca_off.is_empty() && !hca_on_this {
-        let subject = format!("NIC {} (as {})", g.nic, off_subject(&hca_off));
+        // NCCL tests for peer memory once per process, whatever the NIC.
+        let subject = format!("NIC {}, like {}", g.nic, off_subject(&hca_off));
         return no_peer_memory(acc, known, &subject);
     }
     if !acc.plugin_gdr_off.is_empty() {
@@ -1553,19 +1602,41 @@ fn read_off(gpu: &str, nic: &str, g: &ConnGroup) -> Cause {
 }
 
 /// The peer-memory paths NCCL looks for, per release (src/transport/net_ib.cc
-/// `ncclIbGdrSupport`).
-fn peermem_paths(known: Known) -> &'static str {
-    if known.before(11) {
-        "/sys/kernel/mm/memory_peers/nv_mem/version"
-    } else if known.before(22) && known.since(11) {
-        "/sys/kernel/mm/memory_peers/nv_mem/version or .../nvidia-peermem/version"
-    } else if known.before(23) && known.since(22) {
-        "/sys/kernel/mm/memory_peers/nv_mem/version or .../nv_mem_nc/version"
-    } else if known.since(23) {
-        "/sys/kernel/mm/memory_peers/nv_mem{,_nc}/version or /sys/module/nvidia_peermem/version"
-    } else {
-        "/sys/kernel/mm/memory_peers/nv_mem/version and, depending on the release, nvidia-peermem, nv_mem_nc or /sys/module/nvidia_peermem"
+/// `ncclIbGdrSupport`): `nv_mem` always; `nvidia-peermem` 2.11-2.21; `nv_mem_nc` from 2.22;
+/// the module itself (`/sys/module/nvidia_peermem/version`) from 2.23. Those the releases in
+/// question may not all have say from when.
+fn peermem_paths(known: Known) -> String {
+    let era = known.era();
+    let paths: [(&str, Era); 4] = [
+        (
+            "/sys/kernel/mm/memory_peers/nv_mem/version",
+            Era::new(Version::new(2, 0, 0), Version::new(99, 0, 0)),
+        ),
+        (
+            ".../memory_peers/nvidia-peermem/version",
+            Era::new(Version::new(2, 11, 0), Version::new(2, 22, 0)),
+        ),
+        (
+            ".../memory_peers/nv_mem_nc/version",
+            Era::new(Version::new(2, 22, 0), Version::new(99, 0, 0)),
+        ),
+        (
+            "/sys/module/nvidia_peermem/version",
+            Era::new(Version::new(2, 23, 0), Version::new(99, 0, 0)),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (path, when) in paths {
+        let Some(overlap) = when.intersect(era) else {
+            continue;
+        };
+        if overlap == era {
+            out.push(path.to_owned());
+        } else {
+            out.push(format!("{path} (NCCL {when})"));
+        }
     }
+    out.join(", ")
 }
 
 fn no_peer_memory(acc: &NodeAcc, known: Known, subject: &str) -> Cause {
@@ -1575,7 +1646,7 @@ fn no_peer_memory(acc: &NodeAcc, known: Known, subject: &str) -> Cause {
     let mut see_list = vec![see("peer-memory", "peermem-not-loaded")];
     let mut message = match via {
         Some(HcaVia::NoModule) | Some(HcaVia::NoModuleOrGpu) => format!(
-            "GDR disabled for the NIC: `(no module)`: {who} found no peer-memory module ({paths} is missing), which exists only when nvidia_peermem (or nv_peer_mem) is loaded and registered with the RDMA core; this NCCL has no DMA-BUF path (2.13+)"
+            "GDR disabled for the NIC: `(no module)`: {who} found no peer-memory module (none of {paths} exists; they appear when nvidia_peermem or nv_peer_mem is loaded and registered with the RDMA core), and this NCCL has no DMA-BUF path (2.13+)"
         ),
         _ => format!(
             "GDR disabled for the NIC: {who} found neither a peer-memory module (it looks for {paths}) nor a DMA-BUF path"
@@ -1656,7 +1727,14 @@ fn sockets(acc: &NodeAcc, net: &str) -> Cause {
 fn plugin_off(acc: &NodeAcc, net: Option<&str>) -> Cause {
     Cause {
         kind: "plugin-disabled",
-        subject: format!("network {}", net.unwrap_or("plugin")),
+        subject: format!(
+            "network {}",
+            net.or_else(|| acc
+                .plugin_gdr_off
+                .first()
+                .and_then(|t| t.split_ascii_whitespace().next()))
+                .unwrap_or("plugin")
+        ),
         message: format!(
             "The network plugin turned GDR off itself: `{}`",
             acc.plugin_gdr_off.first().map(String::as_str).unwrap_or("")

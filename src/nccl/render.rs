@@ -246,7 +246,16 @@ pub fn human(e: &Explanation) -> String {
             } else {
                 " (NCCL's decision; no connection line for it)".to_owned()
             };
-            let _ = writeln!(o, "  {}: {}{scope}", d.node, d.subject);
+            let nodes = if d.nodes.len() > 6 {
+                format!(
+                    "{} and {} more nodes",
+                    d.nodes[..3].join(", "),
+                    d.nodes.len() - 3
+                )
+            } else {
+                d.nodes.join(", ")
+            };
+            let _ = writeln!(o, "  {nodes}: {}{scope}", d.subject);
             let _ = writeln!(o, "      {}", d.message);
             if d.see.is_empty() {
                 let _ = writeln!(
