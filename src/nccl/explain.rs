@@ -22,7 +22,7 @@ use std::io::{self, BufRead, Read};
 pub const MAX_LINE: usize = 64 * 1024;
 /// Distinct things kept across all nodes (connection groups, GPU-NIC decisions, NICs, nodes):
 /// a log that names more (a hostile one) gets the rest counted as dropped.
-const MAX_KEPT: usize = 200_000;
+const MAX_KEPT: usize = 100_000;
 /// Peers and channels listed per connection group.
 const MAX_LIST: usize = 64;
 /// Distinct warnings kept.
@@ -198,6 +198,9 @@ pub struct Collector {
 
 /// Text from the log, made safe to print: control characters escaped, long text cut.
 fn clean(s: &str) -> String {
+    if s.len() <= MAX_TEXT && !s.bytes().any(|b| b < 0x20 || b == 0x7f) {
+        return s.to_owned();
+    }
     let cut: String = s.chars().take(MAX_TEXT).collect();
     let mut out = if cut.chars().any(char::is_control) {
         cut.escape_debug().to_string()
@@ -334,11 +337,21 @@ impl Collector {
         s.lines += 1;
         // The fast test: most lines of a big log are NCCL's, but anything without `NCCL `
         // needs no decoding at all.
-        if !log::mentions_nccl(bytes) {
+        let Some(at) = log::find_nccl(bytes) else {
             return;
-        }
-        let text = String::from_utf8_lossy(bytes);
-        let Some(line) = log::parse(&text) else {
+        };
+        // Valid UTF-8 (nearly every line) is checked at full speed; only a line that is not
+        // goes through the slower lossy decoding. The offset stays right: lossy decoding only
+        // grows the text after the first invalid byte, so it is searched again then.
+        let text = match std::str::from_utf8(bytes) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        let line = match text {
+            std::borrow::Cow::Borrowed(s) => log::parse_from(s, at),
+            std::borrow::Cow::Owned(ref s) => log::parse(s),
+        };
+        let Some(line) = line else {
             return;
         };
         if line.level != Level::Version {

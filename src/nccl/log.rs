@@ -310,16 +310,38 @@ pub enum Event<'a> {
 
 static NCCL: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"NCCL "));
 
-/// Whether the line has `NCCL ` at all: the fast test before any parsing.
-pub fn mentions_nccl(line: &[u8]) -> bool {
-    NCCL.find(line).is_some()
+/// Where the line has `NCCL ` first, if at all: the fast test before any decoding.
+pub fn find_nccl(line: &[u8]) -> Option<usize> {
+    NCCL.find(line)
+}
+
+static VIA: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b" via "));
+
+/// Every word of [`GDR_WORDS`] has `DMA`, `NET/` or `PXN` in it: three scans tell most lines
+/// apart before the words themselves are looked for.
+static GDR_HINTS: LazyLock<[memmem::Finder<'static>; 3]> = LazyLock::new(|| {
+    [
+        memmem::Finder::new(b"DMA"),
+        memmem::Finder::new(b"NET/"),
+        memmem::Finder::new(b"PXN"),
+    ]
+});
+
+fn about_gdr(m: &str) -> bool {
+    GDR_HINTS.iter().any(|f| f.find(m.as_bytes()).is_some())
+        && GDR_WORDS.iter().any(|w| m.contains(w))
 }
 
 /// Parses one line (without its newline). `None`: not an NCCL line.
 pub fn parse(line: &str) -> Option<Line<'_>> {
+    parse_from(line, NCCL.find(line.as_bytes())?)
+}
+
+/// [`parse`], the first `NCCL ` being at `first` (the caller's fast test found it already).
+pub fn parse_from(line: &str, first: usize) -> Option<Line<'_>> {
     let bytes = line.as_bytes();
-    let mut start = 0;
-    while let Some(i) = NCCL.find(&bytes[start..]) {
+    let mut start = first;
+    while let Some(i) = NCCL.find(bytes.get(start..)?) {
         let at = start + i;
         let after = &line[at + 5..];
         if let Some(message) = after.strip_prefix("INFO ") {
@@ -353,37 +375,77 @@ pub fn parse(line: &str) -> Option<Line<'_>> {
     None
 }
 
-/// `[ts ]host:pid:tid [dev] [file:line ]` before the marker, read from the end.
+/// The last whitespace-separated word of `b[..end]`, as a range.
+fn last_word(b: &[u8], mut end: usize) -> Option<(usize, usize)> {
+    while end > 0 && b[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    if end == 0 {
+        return None;
+    }
+    let mut start = end;
+    while start > 0 && !b[start - 1].is_ascii_whitespace() {
+        start -= 1;
+    }
+    Some((start, end))
+}
+
+/// Decimal digits, and only those.
+fn digits(b: &[u8]) -> Option<u32> {
+    if b.is_empty() || b.len() > 9 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+}
+
+/// `[ts ]host:pid:tid [dev] [file:line ]` before the marker, read from the end. Byte by byte:
+/// this runs on every line of logs of gigabytes.
 fn origin(head: &str, warn: bool) -> (Origin<'_>, Option<&str>) {
-    let mut words = head.split_ascii_whitespace().rev().peekable();
+    let b = head.as_bytes();
     let mut o = Origin::default();
     let mut source = None;
+    let Some((mut s, mut e)) = last_word(b, b.len()) else {
+        return (o, None);
+    };
     // A warning names the source line before `NCCL WARN` (`net_ib.cc:1295`).
-    if warn && words.peek().is_some_and(|w| !w.starts_with('[')) {
-        source = words.next();
-    }
-    if let Some(dev) = words
-        .peek()
-        .and_then(|w| w.strip_prefix('['))
-        .and_then(|w| w.strip_suffix(']'))
-        .and_then(|d| d.parse().ok())
-    {
-        o.dev = Some(dev);
-        words.next();
-        if let Some(w) = words.next() {
-            // host:pid:tid, the host being whatever a launcher's own prefix leaves of it
-            // (`[1,9]<stdout>:node1:21:69` -> node1).
-            let mut parts = w.rsplitn(3, ':');
-            let tid = parts.next().and_then(|t| t.parse::<u32>().ok());
-            let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
-            if let (Some(_), Some(pid), Some(rest)) = (tid, pid, parts.next()) {
-                let host = rest.rsplit(':').next().unwrap_or(rest);
-                if !host.is_empty() {
-                    o.host = Some(host);
-                }
-                o.pid = Some(pid);
-            }
+    if warn && b[s] != b'[' {
+        source = Some(&head[s..e]);
+        match last_word(b, s) {
+            Some(w) => (s, e) = w,
+            None => return (o, source),
         }
+    }
+    let w = &b[s..e];
+    let Some(dev) = (w.len() >= 3 && w[0] == b'[' && w[w.len() - 1] == b']')
+        .then(|| digits(&w[1..w.len() - 1]))
+        .flatten()
+    else {
+        return (o, source);
+    };
+    o.dev = Some(dev);
+    let Some((hs, he)) = last_word(b, s) else {
+        return (o, source);
+    };
+    // host:pid:tid, the host being whatever a launcher's own prefix leaves of it
+    // (`[1,9]<stdout>:node1:21:69` -> node1).
+    let word = &b[hs..he];
+    let colon = |end: usize| word[..end].iter().rposition(|&c| c == b':');
+    let Some(c2) = colon(word.len()) else {
+        return (o, source);
+    };
+    let Some(c1) = colon(c2) else {
+        return (o, source);
+    };
+    if digits(&word[c2 + 1..]).is_none() {
+        return (o, source);
+    }
+    let Some(pid) = digits(&word[c1 + 1..c2]) else {
+        return (o, source);
+    };
+    let host_start = colon(c1).map_or(0, |c| c + 1);
+    o.pid = Some(pid);
+    if host_start < c1 {
+        o.host = Some(&head[hs + host_start..hs + c1]);
     }
     (o, source)
 }
@@ -462,7 +524,7 @@ fn classify(m: &str) -> (Event<'_>, Era) {
     };
     match parsed {
         Some(p) => p,
-        None if GDR_WORDS.iter().any(|w| m.contains(w)) => (Event::Unrecognised, Era::ANY),
+        None if about_gdr(m) => (Event::Unrecognised, Era::ANY),
         None => (Event::Other, Era::ANY),
     }
 }
@@ -764,7 +826,7 @@ fn nic_distance(m: &str) -> Option<(Event<'_>, Era)> {
 ///
 /// The suffixes are `/GDRDMA`, then `(PCI)`, then `/Shared`.
 fn connection(m: &str) -> Option<(Event<'_>, Era)> {
-    let via = m.find(" via ")?;
+    let via = VIA.find(m.as_bytes())?;
     let target = m[via + 5..].trim_end();
     let Some(target) = target.strip_prefix("NET/") else {
         // P2P, SHM, COLLNET: not a NET connection.
@@ -878,21 +940,26 @@ fn env(m: &str) -> Option<Event<'_>> {
 /// `comm 0x55cc8aa86c70 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 1c000 commId 0x... - Init
 /// START` and its variants (src/init.cc).
 fn comm_init(m: &str) -> Option<(Event<'_>, Era)> {
-    let field = |key: &str| -> Option<&str> {
-        let at = m.find(key)?;
-        m[at + key.len()..].split_ascii_whitespace().next()
-    };
-    let rank = field(" rank ")?.parse().ok()?;
-    let nranks = field(" nranks ")
-        .or_else(|| field(" nRanks "))?
-        .parse()
-        .ok()?;
+    // One pass over the words, `key value` pairs: the first of each key counts.
+    let (mut rank, mut nranks, mut cuda_dev, mut bus_id) = (None, None, None, None);
+    let mut words = m.split_ascii_whitespace();
+    let mut prev = words.next()?;
+    for w in words {
+        match prev {
+            "rank" if rank.is_none() => rank = w.parse().ok(),
+            "nranks" | "nRanks" if nranks.is_none() => nranks = w.parse().ok(),
+            "cudaDev" if cuda_dev.is_none() => cuda_dev = w.parse().ok(),
+            "busId" if bus_id.is_none() => bus_id = Some(w),
+            _ => {}
+        }
+        prev = w;
+    }
     Some((
         Event::CommInit {
-            rank,
-            nranks,
-            cuda_dev: field(" cudaDev ").and_then(|d| d.parse().ok()),
-            bus_id: field(" busId "),
+            rank: rank?,
+            nranks: nranks?,
+            cuda_dev,
+            bus_id,
         },
         Era::ANY,
     ))
@@ -951,6 +1018,34 @@ mod tests {
         assert!(
             matches!(l.event, Event::Warn { text } if text.starts_with("NET/IB : Got completion"))
         );
+        // mpirun's rank before the host (NVIDIA/nccl#1453), srun -l's, an empty host
+        // (autoscriptlabs/nccl-mesh-plugin#56), a timestamp (NCCL_DEBUG_TIMESTAMP_FORMAT).
+        for (line, host, dev) in [
+            (
+                "[0] h100clust-worker-1:497888:498087 [0] NCCL INFO Connected all trees",
+                Some("h100clust-worker-1"),
+                0,
+            ),
+            (
+                "0: node7:12:34 [3] NCCL INFO Connected all trees",
+                Some("node7"),
+                3,
+            ),
+            (
+                ":22901:22901 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 0",
+                None,
+                0,
+            ),
+            (
+                "[2025-01-01 10:00:00] n1:5:6 [7] NCCL INFO Connected all trees",
+                Some("n1"),
+                7,
+            ),
+            ("n1:x:6 [7] NCCL INFO Connected all trees", None, 7),
+        ] {
+            let o = parse(line).unwrap().origin;
+            assert_eq!((o.host, o.dev), (host, Some(dev)), "{line}");
+        }
         // Not NCCL's.
         assert_eq!(parse("# Avg bus bandwidth    : 33.3227"), None);
         assert_eq!(parse("NCCL is great"), None);
