@@ -1358,7 +1358,7 @@ fn diagnose(
     };
     let without: Vec<&ConnGroup> = node.connections.iter().filter(|g| !g.gdr).collect();
     for g in &without {
-        let cause = cause_of(acc, known, node, g, hints);
+        let cause = cause_of(acc, known, g, hints);
         add(cause, g.sends + g.receives, Some(g.rank));
     }
     // NCCL's decisions against GDR where the log shows no connection at all: they are still
@@ -1443,13 +1443,7 @@ fn off_subject(off: &[(&HcaKey, &HcaAcc)]) -> String {
     names.join(", ")
 }
 
-fn cause_of(
-    acc: &NodeAcc,
-    known: Known,
-    node: &Node,
-    g: &ConnGroup,
-    hints: &mut BTreeSet<String>,
-) -> Cause {
+fn cause_of(acc: &NodeAcc, known: Known, g: &ConnGroup, hints: &mut BTreeSet<String>) -> Cause {
     if is_socket(&g.net) {
         return sockets(acc, &g.net);
     }
@@ -1505,7 +1499,6 @@ fn cause_of(
     if !acc.net_subsys {
         hints.insert("Some NET connections went without GDR and the log has no `GPU Direct RDMA` line saying why: rerun with NCCL_DEBUG_SUBSYS=INIT,NET (or ALL) to get NCCL's decision per NIC and per GPU-NIC pair.".to_owned());
     }
-    let _ = node;
     Cause {
         kind: "not-explained",
         subject: format!("NET/{}/{}", g.net, g.nic),
