@@ -73,8 +73,9 @@ enum Command {
     /// Write the fixes for the current warnings and failures as one reviewed bash script (or,
     /// with --apply, run its runtime part now).
     Fix(FixArgs),
-    /// The NCCL settings that follow from this node: environment exports and /etc/nccl.conf.
-    Nccl,
+    /// NCCL: the settings that follow from this node (environment exports and /etc/nccl.conf),
+    /// or, with `explain`, what a job's NCCL log says about GPUDirect RDMA and why.
+    Nccl(NcclArgs),
     /// Check many captures (files, directories, globs) and compare nodes of the same model.
     Fleet {
         /// `.tar.gz` captures, capture directories, directories of captures, or globs.
@@ -136,6 +137,34 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+struct NcclArgs {
+    #[command(subcommand)]
+    command: Option<NcclCommand>,
+}
+
+#[derive(Subcommand, Debug)]
+enum NcclCommand {
+    /// The NCCL settings that follow from this node (what `gdrdoctor nccl` prints).
+    Settings,
+    /// Read NCCL_DEBUG=INFO logs and tell, per node, rank and NIC, where GPUDirect RDMA was
+    /// used and where not, and why, in terms of gdrdoctor's checks. Exit 0: every NET
+    /// connection used GDR; 1: some did not; 2: not an NCCL log.
+    Explain(ExplainArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ExplainArgs {
+    /// NCCL logs: files (gzip is recognised), or `-` for standard input. Lines of many ranks
+    /// and nodes may be interleaved, with other output mixed in.
+    #[arg(required = true, value_name = "LOG")]
+    logs: Vec<PathBuf>,
+    /// human, or json (docs/nccl-explain-json.md).
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
 }
 
 /// Where a report goes besides standard output.
@@ -477,7 +506,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
-        Command::Nccl => {
+        Command::Nccl(NcclArgs {
+            command: Some(NcclCommand::Explain(args)),
+        }) => nccl_explain(&cli, args),
+        Command::Nccl(NcclArgs {
+            command: None | Some(NcclCommand::Settings),
+        }) => {
             let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
             let (root, display) = open_root(&cli)?;
             let inv = Inventory::load(&root, &config, inventory::Options::default());
@@ -588,6 +622,42 @@ pub fn run() -> anyhow::Result<ExitCode> {
                     bail!("no check or finding code named {id:?} (see `gdrdoctor list --codes`)")
                 }
             }
+        }
+    }
+}
+
+/// `gdrdoctor nccl explain`: the logs are read as streams, one after the other, into one
+/// explanation (a job's log is often one file per node or per rank).
+fn nccl_explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    use gdrdoctor::nccl::{explain, render};
+    if cli.root.is_some() {
+        bail!("nccl explain reads NCCL logs, not a node: leave out --root");
+    }
+    let mut collector = explain::Collector::new();
+    for path in &args.logs {
+        if path.as_os_str() == "-" {
+            collector.read("-", std::io::stdin().lock());
+        } else {
+            #[allow(clippy::disallowed_methods)] // the operator's log files, not a node
+            let file = std::fs::File::open(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            collector.read(&path.display().to_string(), file);
+        }
+    }
+    match collector.finish() {
+        Ok(e) => {
+            out!(
+                "{}",
+                match args.format {
+                    Format::Human => render::human(&e),
+                    Format::Json => render::json(&e),
+                }
+            );
+            Ok(ExitCode::from(e.verdict.exit_code))
+        }
+        Err(not_nccl) => {
+            errln!("gdrdoctor: {not_nccl}");
+            Ok(ExitCode::from(2))
         }
     }
 }

@@ -14,7 +14,7 @@ fn fixtures() -> Vec<(String, Option<String>)> {
         for e in std::fs::read_dir(crate_dir().join(base)).unwrap() {
             let name = e.unwrap().file_name().into_string().unwrap();
             let dir = format!("{base}/{name}");
-            if ["synth", "broken", "pciutils", "fleet"].contains(&name.as_str())
+            if ["synth", "broken", "pciutils", "fleet", "nccl-logs"].contains(&name.as_str())
                 || !crate_dir().join(&dir).is_dir()
             {
                 continue;

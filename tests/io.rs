@@ -20,6 +20,14 @@ fn commands() -> Vec<(Vec<&'static str>, i32)> {
         (vec!["--root", ROOT, "topo", "--no-gpu-probe"], 0),
         (vec!["--root", ROOT, "fix"], 0),
         (vec!["--root", ROOT, "nccl"], 0),
+        (
+            vec![
+                "nccl",
+                "explain",
+                "fixtures/nccl-logs/nv_peer_memory-56-distance.log",
+            ],
+            1,
+        ),
         (vec!["fleet", ROOT], 1),
         (vec!["list", "--codes"], 0),
         (vec!["explain", "acs"], 0),

@@ -1,6 +1,14 @@
 //! `gdrdoctor nccl`: the NCCL settings that follow from what the checks found, instead of the
 //! ones users guess (nccl#718, nccl#1131). Each setting comes with the evidence it came from, and
 //! a setting the node does not need is left out, with the reason.
+//!
+//! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
+//! ([`log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
+
+pub mod explain;
+pub mod levels;
+pub mod log;
+pub mod render;
 
 use crate::inventory::Inventory;
 use crate::placement::Level;

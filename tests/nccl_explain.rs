@@ -1,0 +1,383 @@
+//! `gdrdoctor nccl explain`: real NCCL logs from public threads (fixtures/nccl-logs, each with
+//! its source and the cause the thread established in FIXTURE.md), and bad input of every kind.
+#![allow(clippy::disallowed_methods)] // tests read the repository and their own temp files
+
+mod common;
+use common::*;
+use std::io::Write;
+
+const DIR: &str = "fixtures/nccl-logs";
+
+/// Every log, with the exit code and the causes (in order) the explanation must give: what the
+/// thread established, as FIXTURE.md tells it.
+struct Case {
+    name: &'static str,
+    exit: i32,
+    causes: &'static [&'static str],
+    /// Codes the explanation must name.
+    codes: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "aks-rdma-infiniband-36-level-sys",
+        exit: 0,
+        causes: &[],
+        codes: &[],
+    },
+    Case {
+        name: "aws-k8s-tester-473-efa-sockets",
+        exit: 1,
+        causes: &["sockets"],
+        codes: &["rdma-no-device"],
+    },
+    Case {
+        name: "deeplearningexamples-383-level-phb",
+        exit: 1,
+        causes: &["distance", "distance"],
+        codes: &["gpu-nic-too-far"],
+    },
+    Case {
+        name: "nccl-1151-distance",
+        exit: 1,
+        causes: &["distance"],
+        codes: &["gpu-nic-too-far"],
+    },
+    Case {
+        name: "nccl-1412-no-gdrdma",
+        exit: 1,
+        causes: &["not-explained"],
+        codes: &["peermem-not-loaded"],
+    },
+    Case {
+        name: "nccl-1453-ibext-gdrdma",
+        exit: 0,
+        causes: &[],
+        codes: &[],
+    },
+    Case {
+        name: "nccl-1676-nvidia-peermem-unseen",
+        exit: 1,
+        causes: &["no-peer-memory"],
+        codes: &["peermem-not-registered"],
+    },
+    Case {
+        name: "nccl-1737-completion-errors",
+        exit: 1,
+        causes: &[],
+        codes: &["acs-redirect-on-path"],
+    },
+    Case {
+        name: "nccl-226-aws-sockets",
+        exit: 1,
+        causes: &["sockets", "sockets"],
+        codes: &["rdma-no-device"],
+    },
+    Case {
+        name: "nccl-392-roce-partial",
+        exit: 1,
+        causes: &["not-explained"],
+        codes: &[],
+    },
+    Case {
+        name: "nccl-451-container-cannot-open",
+        exit: 1,
+        causes: &["sockets"],
+        codes: &["uverbs-no-access"],
+    },
+    Case {
+        name: "nccl-707-gdrdma-ib",
+        exit: 0,
+        causes: &[],
+        codes: &[],
+    },
+    Case {
+        name: "nccl-899-no-module",
+        exit: 1,
+        causes: &["no-peer-memory", "not-explained"],
+        codes: &["peermem-not-loaded"],
+    },
+    Case {
+        name: "nccl-941-container-no-device",
+        exit: 1,
+        causes: &["sockets"],
+        codes: &["rdma-no-device"],
+    },
+    Case {
+        name: "nccl-tests-133-roce-gdrdma",
+        exit: 0,
+        causes: &[],
+        codes: &[],
+    },
+    Case {
+        name: "nccl-tests-245-aws-ofi",
+        exit: 1,
+        causes: &["plugin-disabled"],
+        codes: &[],
+    },
+    Case {
+        name: "nccl-tests-36-gdr-read-off",
+        exit: 1,
+        causes: &["gdr-read-off"],
+        codes: &[],
+    },
+    Case {
+        name: "nv_peer_memory-56-distance",
+        exit: 1,
+        causes: &["distance", "distance"],
+        codes: &["gpu-nic-too-far"],
+    },
+];
+
+fn explain(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["nccl", "explain"];
+    all.extend_from_slice(args);
+    gdrdoctor(&all)
+}
+
+fn log(name: &str) -> String {
+    format!("{DIR}/{name}.log")
+}
+
+#[test]
+fn every_log_is_listed_and_documented() {
+    let doc = std::fs::read_to_string(crate_dir().join(DIR).join("FIXTURE.md")).unwrap();
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(crate_dir().join(DIR)).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        if let Some(stem) = name.strip_suffix(".log") {
+            names.push(stem.to_owned());
+        }
+    }
+    names.sort();
+    let listed: Vec<String> = CASES.iter().map(|c| c.name.to_owned()).collect();
+    assert_eq!(names, listed, "fixtures/nccl-logs and CASES differ");
+    for n in &names {
+        assert!(
+            doc.contains(&format!("`{n}.log`")),
+            "{n}.log is not in FIXTURE.md"
+        );
+    }
+    assert!(names.len() >= 15);
+}
+
+/// The explanation of every real log, snapshotted, with the causes the thread established.
+#[test]
+fn real_logs() {
+    for case in CASES {
+        let out = explain(&[&log(case.name)]);
+        assert_eq!(code(&out), case.exit, "{}:\n{}", case.name, stdout(&out));
+        insta::assert_snapshot!(case.name, stdout(&out));
+        let j = json(&explain(&["--format", "json", &log(case.name)]));
+        let causes: Vec<&str> = j["diagnoses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["cause"].as_str().unwrap())
+            .collect();
+        assert_eq!(causes, case.causes, "{}", case.name);
+        let text = j.to_string();
+        for c in case.codes {
+            assert!(
+                text.contains(&format!("\"code\":\"{c}\"")),
+                "{}: no {c}",
+                case.name
+            );
+        }
+        assert_eq!(j["verdict"]["exit_code"], case.exit, "{}", case.name);
+    }
+}
+
+#[test]
+fn json_for_a_few() {
+    for name in [
+        "nv_peer_memory-56-distance",
+        "nccl-1676-nvidia-peermem-unseen",
+        "nccl-tests-36-gdr-read-off",
+    ] {
+        let out = explain(&["--format", "json", &log(name)]);
+        insta::assert_json_snapshot!(format!("{name}.json"), json(&out));
+    }
+}
+
+/// Every field of every fixture's JSON is in docs/nccl-explain-json.md.
+#[test]
+fn json_fields_are_documented() {
+    fn walk(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, child) in map {
+                    // Environment variable names are data, not fields.
+                    let p = if path.ends_with(".env") {
+                        format!("{path}.NAME")
+                    } else if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    out.insert(p.clone());
+                    walk(child, &p, out);
+                }
+            }
+            serde_json::Value::Array(items) => items
+                .iter()
+                .for_each(|i| walk(i, &format!("{path}[]"), out)),
+            _ => {}
+        }
+    }
+    let mut fields = std::collections::BTreeSet::new();
+    for case in CASES {
+        walk(
+            &json(&explain(&["--format", "json", &log(case.name)])),
+            "",
+            &mut fields,
+        );
+    }
+    let doc = std::fs::read_to_string(crate_dir().join("docs/nccl-explain-json.md")).unwrap();
+    let missing: Vec<_> = fields
+        .iter()
+        .filter(|f| !doc.contains(&format!("| `{f}` |")))
+        .collect();
+    assert!(missing.is_empty(), "undocumented: {missing:#?}");
+    assert!(fields.contains("nodes[].gpu_nic[].distance_name"));
+    assert!(fields.contains("diagnoses[].see[].code"));
+}
+
+/// Many inputs make one explanation: a job's log is often one file per node.
+#[test]
+fn several_files_stdin_and_gzip() {
+    let a = log("nccl-tests-133-roce-gdrdma");
+    let b = log("nv_peer_memory-56-distance");
+    let j = json(&explain(&["--format", "json", &a, &b]));
+    assert_eq!(j["inputs"].as_array().unwrap().len(), 2);
+    assert_eq!(j["verdict"]["net_connections"], 6);
+    assert_eq!(j["verdict"]["exit_code"], 1);
+
+    // gzip, told by its magic bytes, not its name.
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("job.log.gz");
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
+    e.write_all(&std::fs::read(crate_dir().join(&b)).unwrap())
+        .unwrap();
+    e.finish().unwrap();
+    let plain = stdout(&explain(&[&b]));
+    let zipped = explain(&[gz.to_str().unwrap()]);
+    assert_eq!(code(&zipped), 1);
+    assert_eq!(
+        stdout(&zipped).lines().skip(1).collect::<Vec<_>>(),
+        plain.lines().skip(1).collect::<Vec<_>>()
+    );
+    assert!(stdout(&zipped).lines().next().unwrap().contains(", gzip"));
+
+    // Standard input.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args(["nccl", "explain", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(crate_dir().join(&b)).unwrap())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 1);
+    assert!(stdout(&out).starts_with("-: 32 lines"), "{}", stdout(&out));
+}
+
+fn temp_log(bytes: &[u8]) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(bytes).unwrap();
+    f
+}
+
+#[test]
+fn not_an_nccl_log_is_exit_2() {
+    // Binary junk: every byte value, some newlines.
+    let junk: Vec<u8> = (0..200_000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    let f = temp_log(&junk);
+    let out = explain(&[f.path().to_str().unwrap()]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("no `NCCL INFO` or `NCCL WARN` line"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "");
+    // A program's output with no NCCL in it; an empty file.
+    for text in ["# Avg bus bandwidth    : 33.3227\nhello\n", ""] {
+        let f = temp_log(text.as_bytes());
+        assert_eq!(code(&explain(&[f.path().to_str().unwrap()])), 2);
+    }
+    // A directory: reading fails, said as such.
+    let out = explain(&["fixtures"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("reading stopped"), "{}", stderr(&out));
+    // A file that is not there: could not run.
+    let out = explain(&["fixtures/nccl-logs/no-such.log"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("cannot read fixtures/nccl-logs/no-such.log"));
+    // --root makes no sense here.
+    assert_eq!(
+        code(&gdrdoctor(&[
+            "--root",
+            "fixtures/h200x2-vm",
+            "nccl",
+            "explain",
+            &log("nccl-1151-distance")
+        ])),
+        2
+    );
+}
+
+/// Junk around real lines: the lines still count, the rest is skipped and said so.
+#[test]
+fn partial_answers_from_bad_input() {
+    let real = std::fs::read(crate_dir().join(log("nv_peer_memory-56-distance"))).unwrap();
+    let mut bytes = Vec::new();
+    // A 1 MiB line (no newline for a long way), binary bytes, a line cut in the middle of a
+    // multi-byte character, and lines from an NCCL that words things differently.
+    bytes.extend(std::iter::repeat_n(b'x', 1 << 20));
+    bytes.push(b'\n');
+    bytes.extend_from_slice(b"\xff\xfe\x00binary\x80\n");
+    bytes.extend_from_slice(&real);
+    bytes.extend_from_slice(
+        "node9:1:2 [0] NCCL INFO GPU Direct RDMA Engaged for GPU/0-1b000 via NET/7 (hops 3 of 4)\n"
+            .as_bytes(),
+    );
+    bytes.extend_from_slice(
+        "node9:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/\u{e9}".as_bytes()
+            [..71]
+            .as_ref(),
+    );
+    bytes.push(b'\n');
+    bytes.extend(std::iter::repeat_n(b'y', (1 << 20) + 5));
+    let f = temp_log(&bytes);
+    let out = explain(&["--format", "json", f.path().to_str().unwrap()]);
+    assert_eq!(code(&out), 1);
+    let j = json(&out);
+    assert_eq!(j["inputs"][0]["long_lines_skipped"], 2);
+    assert_eq!(j["unrecognised"]["count"], 3, "{j:#}");
+    assert_eq!(j["verdict"]["without_gdr"], 4);
+    let human = stdout(&explain(&[f.path().to_str().unwrap()]));
+    assert!(human.contains("2 too long (skipped)"), "{human}");
+    assert!(
+        human.contains("about GDR in no known wording, skipped"),
+        "{human}"
+    );
+    assert!(human.contains("GPU Direct RDMA Engaged"), "{human}");
+}
+
+#[test]
+fn settings_are_still_the_default() {
+    let plain = gdrdoctor(&["--root", "fixtures/h200x2-vm", "nccl"]);
+    let named = gdrdoctor(&["--root", "fixtures/h200x2-vm", "nccl", "settings"]);
+    assert_eq!(code(&plain), 0);
+    assert_eq!(stdout(&plain), stdout(&named));
+    assert!(stdout(&plain).contains("NCCL_SOCKET_IFNAME"));
+}
