@@ -163,8 +163,8 @@ struct ExplainArgs {
     #[arg(required = true, value_name = "LOG")]
     logs: Vec<PathBuf>,
     /// human, or json (docs/nccl-explain-json.md).
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
+    format: ExplainFormat,
 }
 
 /// Where a report goes besides standard output.
@@ -343,6 +343,13 @@ enum Format {
     Svg,
     /// The same picture as Graphviz DOT.
     Dot,
+}
+
+/// The formats of `nccl explain`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ExplainFormat {
+    Human,
+    Json,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -649,8 +656,8 @@ fn nccl_explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             out!(
                 "{}",
                 match args.format {
-                    Format::Human => render::human(&e),
-                    Format::Json => render::json(&e),
+                    ExplainFormat::Human => render::human(&e),
+                    ExplainFormat::Json => render::json(&e),
                 }
             );
             Ok(ExitCode::from(e.verdict.exit_code))
