@@ -15,7 +15,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 WORK=${LAB_WORK:-$REPO/target/lab}
-TIMEOUT=${LAB_TIMEOUT:-180}
+# A guest that never powers off is stopped after this many seconds. A scenario takes 10 to 60 s
+# alone; the limit leaves room for a host loaded by other work, since it only catches a hang.
+TIMEOUT=${LAB_TIMEOUT:-600}
 SAVE_FIXTURE=0
 
 scenarios=()
@@ -247,6 +249,9 @@ PY
     "$GDRDOCTOR" --config "$HERE/config.yaml" --root "$out/capture" check --format json > "$out/host-offline.json" || true
     if python3 "$HERE/expect.py" "$out" "$out/expect.txt" "$out/host-offline.json" > "$out/verdict.txt"; then
         say "PASS $name ($((SECONDS - t0)) s): $(tail -n 1 "$out/verdict.txt" | sed 's/^ *//')"
+        # A comparator (ib_write_bw) that was retried, or failed and left its assertion unjudged.
+        grep '^  comparator ' "$out/verdict.txt" >&2 || true
+        if grep -q '^  comparator failed' "$out/verdict.txt"; then comparator_failed+=("$name"); fi
     else
         say "FAIL $name ($((SECONDS - t0)) s):"
         cat "$out/verdict.txt" >&2
@@ -255,7 +260,7 @@ PY
     fi
 }
 
-failed=()
+failed=() comparator_failed=()
 for s in "${scenarios[@]}"; do
     run_scenario "$s" || failed+=("$s")
 done
@@ -275,4 +280,8 @@ if [ ${#failed[@]} -gt 0 ]; then
     say "${#failed[@]} of ${#scenarios[@]} scenarios failed: ${failed[*]}"
     exit 1
 fi
-say "all ${#scenarios[@]} scenarios passed"
+if [ ${#comparator_failed[@]} -gt 0 ]; then
+    say "all ${#scenarios[@]} scenarios passed; comparator failed (its ratio not evaluated) in: ${comparator_failed[*]}"
+else
+    say "all ${#scenarios[@]} scenarios passed"
+fi
