@@ -31,6 +31,11 @@ if [ "$have" = "$ansible_core_version" ]; then
 else
   rm -rf "$venv"
   mkdir -p "$cache"
+  # python3 -m venv needs ensurepip, which Debian ships apart, in python3-venv.
+  if ! python3 -c 'import ensurepip' 2>/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; } ||
+      die "apt-get install python3-venv"
+  fi
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "ansible-core==$ansible_core_version" ||
     die "pip could not install ansible-core $ansible_core_version from PyPI (no network?)"
