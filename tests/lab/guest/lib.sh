@@ -72,15 +72,17 @@ kernel_gid_index() {
 }
 
 # comparator_write_bw GID: ib_write_bw over rxe0 (server and client in this guest, 1 MiB
-# messages), the comparator for the write test's bandwidth. Under TCG on a loaded host a run can
-# complete no iteration in its 2 s (seen once: "0.0 Gb/s"), or exit non-zero; such a run says
-# nothing about gdrdoctor, so it is repeated with a longer duration (6 s, then 15 s). Leaves the
-# last attempt's client and server output in /tmp/perftest.txt and /tmp/perftest-server.txt, and
-# /tmp/perftest-attempts.txt: one line per attempt, then "comparator ok" or "comparator failed"
-# (expect.py's perftest-ratio then records the failure and does not judge the ratio).
+# messages), the comparator for the write test's bandwidth. perftest samples a -D run between a
+# warm-up and a cool-down of duration/4 whole seconds each: -D 2 has none and, under TCG, often
+# completed no iteration ("0.0 Gb/s"), so the first run is -D 4 (1 s warm-up, 2 s sampled). A run
+# that still completes no iteration or exits non-zero (a loaded host) says nothing about
+# gdrdoctor: it is repeated longer (-D 8, then -D 16). Leaves the last attempt's client and server
+# output in /tmp/perftest.txt and /tmp/perftest-server.txt, and /tmp/perftest-attempts.txt: one
+# line per attempt, then "comparator ok" or "comparator failed" (expect.py's perftest-ratio then
+# records the failure and does not judge the ratio).
 comparator_write_bw() {
     : > /tmp/perftest-attempts.txt
-    for d in 2 6 15; do
+    for d in 4 8 16; do
         log "ib_write_bw over rxe0 (GID $1), 1 MiB messages, $d s"
         timeout $((d + 60)) ib_write_bw -d rxe0 -x "$1" -s 1048576 -D "$d" -F --report_gbits > /tmp/perftest-server.txt 2>&1 &
         server=$!
