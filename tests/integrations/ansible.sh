@@ -40,7 +40,10 @@ else
   "$venv/bin/pip" install --quiet --disable-pip-version-check "ansible-core==$ansible_core_version" ||
     die "pip could not install ansible-core $ansible_core_version from PyPI (no network?)"
 fi
-"$venv/bin/ansible" --version | head -n 1
+# Its first line only, taken after it has finished: through a pipe to head, ansible can still be
+# writing when head exits, and then fails with EPIPE (seen once, on a fresh Debian 12).
+version=$("$venv/bin/ansible" --version)
+echo "${version%%$'\n'*}"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gdrdoctor-ansible.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -76,7 +76,7 @@ if grep -q '^gdrdoctor_ready 0$' <<<"$scraped" \
    && grep -q '^node_textfile_scrape_error 0$' <<<"$scraped"; then
   pass "node_exporter serves the textfile: gdrdoctor_ready 0, acs fail, node_textfile_scrape_error 0"
 else
-  fail "node_exporter did not serve the gdrdoctor metrics"; grep -E 'gdrdoctor_ready|textfile' <<<"$scraped" | head; tail -5 "$work/exporter.log"
+  fail "node_exporter did not serve the gdrdoctor metrics"; grep -E 'gdrdoctor_ready|textfile' <<<"$scraped" | head || true; tail -5 "$work/exporter.log"
 fi
 
 # --- JUnit -----------------------------------------------------------------------------------
