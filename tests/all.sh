@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'tests/all.sh: %s\n' "$*" >&2; }
+start=$SECONDS
 
 # ----------------------------------------------------------------------- prerequisites --
 # One line per package: its Debian name, then what shows it is installed (a command on PATH, or
@@ -79,7 +80,7 @@ fi
 
 # --------------------------------------------------------------------------------- steps --
 # Each step's wall time, for the summary at the end (the README quotes them).
-times=() current='' since=$SECONDS start=$SECONDS
+times=("prerequisites $((SECONDS - start)) s") current='' since=$SECONDS
 step() { # step NAME TITLE
     [ -z "$current" ] || times+=("$current $((SECONDS - since)) s")
     current=$1 since=$SECONDS
