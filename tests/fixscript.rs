@@ -52,7 +52,7 @@ fn shellcheck(script: &str, what: &str) {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect(
-            "shellcheck is needed for this test (apt-get install shellcheck; .ci/run installs it)",
+            "shellcheck is needed for this test (apt-get install shellcheck; tests/all.sh installs it)",
         );
     use std::io::Write;
     child

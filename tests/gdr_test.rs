@@ -398,19 +398,22 @@ fn the_run_deadline_cuts_pairs_short_as_unknown() {
     };
     // Two pairs sharing a NIC: two waves. The first hangs until the deadline; the second then
     // has no time left.
-    let start = Instant::now();
-    let out = gdrdoctor::gdr::plan::run(
-        vec![
-            planned("0000:01:00.0", "fake0"),
-            planned("0000:02:00.0", "fake0"),
-        ],
-        &exe,
-        Deadline::after(1.5),
-        None,
-    );
-    let took = start.elapsed();
-    assert!(took < Duration::from_millis(1500), "{took:?}");
-    assert!(took > Duration::from_millis(900), "{took:?}");
+    let bound = Duration::from_millis(1500);
+    let (out, took) = in_time(bound, || {
+        gdrdoctor::gdr::plan::run(
+            vec![
+                planned("0000:01:00.0", "fake0"),
+                planned("0000:02:00.0", "fake0"),
+            ],
+            &exe,
+            Deadline::after(1.5),
+            None,
+        )
+    });
+    let last = took[took.len() - 1];
+    assert!(last < bound, "{took:?}");
+    // It waited for the deadline: load only makes a run longer, so this needs no second try.
+    assert!(last > Duration::from_millis(900), "{took:?}");
     assert!(out.iter().all(|o| o.cut_short), "{out:?}");
     assert!(
         out[1]

@@ -31,7 +31,9 @@ fi
 
 # The GPU probe on this machine, asked about the captured H200s (--gpu-probe): where the NVIDIA
 # libraries are absent (CI), the same binary must say so as findings with fixes, not crash.
-if ldconfig -p 2>/dev/null | grep -q -E 'libnvidia-ml\.so\.1|libcuda\.so\.1'; then
+# grep without -q reads to the end: with -q it can exit at the first match while ldconfig still
+# writes, and pipefail would then read ldconfig's SIGPIPE as "not installed".
+if ldconfig -p 2>/dev/null | grep -E 'libnvidia-ml\.so\.1|libcuda\.so\.1' >/dev/null; then
   echo "release-binary: NVIDIA libraries installed here; the absent-library run is left to tests/gpu_runtime.rs"
 else
   set +e

@@ -1,6 +1,6 @@
 //! The verbs structures in src/ffi/ibverbs.rs against the real <infiniband/verbs.h>: a C program
 //! (tests/stubs/verbs_layout.c) prints every size and offset the Rust side relies on, compiled
-//! against the installed header (libibverbs-dev; .ci/run installs it).
+//! against the installed header (libibverbs-dev; tests/all.sh installs it).
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
 mod common;

@@ -31,11 +31,19 @@ if [ "$have" = "$ansible_core_version" ]; then
 else
   rm -rf "$venv"
   mkdir -p "$cache"
+  # python3 -m venv needs ensurepip, which Debian ships apart, in python3-venv.
+  if ! python3 -c 'import ensurepip' 2>/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; } ||
+      die "apt-get install python3-venv"
+  fi
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "ansible-core==$ansible_core_version" ||
     die "pip could not install ansible-core $ansible_core_version from PyPI (no network?)"
 fi
-"$venv/bin/ansible" --version | head -n 1
+# Its first line only, taken after it has finished: through a pipe to head, ansible can still be
+# writing when head exits, and then fails with EPIPE (seen once, on a fresh Debian 12).
+version=$("$venv/bin/ansible" --version)
+echo "${version%%$'\n'*}"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gdrdoctor-ansible.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -45,6 +45,11 @@ if [ "$have" = "$k8s_client_version" ]; then
 else
   rm -rf "$venv"
   mkdir -p "$cache"
+  # python3 -m venv needs ensurepip, which Debian ships apart, in python3-venv.
+  if ! python3 -c 'import ensurepip' 2>/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; } ||
+      die "apt-get install python3-venv"
+  fi
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \
     "kubernetes==$k8s_client_version" "PyYAML==$pyyaml_version" ||

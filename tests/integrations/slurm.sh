@@ -167,7 +167,10 @@ lacks_line() { ! grep -qxF "$1" <<<"$2"; }
 not_running() { ! pgrep -f "$1" >/dev/null; }
 reason() { sinfo -h -N -n "$NODE" -o '%E' | head -n 1; }   # "none" when there is none
 state()  { sinfo -h -N -n "$NODE" -o '%T' | head -n 1; }   # idle / drained / ...
-wait_state() { for _ in $(seq 1 "${2:-80}"); do [ "$(state)" = "$1" ] && return 0; sleep 0.25; done; return 1; }
+# wait_state STATE [POLLS]: poll the node's state every 0.25 s (default 60 s). The waits are on
+# slurmctld and slurmd, never on gdrdoctor, and are generous for a loaded machine: a failure
+# means the daemons never got there.
+wait_state() { for _ in $(seq 1 "${2:-240}"); do [ "$(state)" = "$1" ] && return 0; sleep 0.25; done; return 1; }
 resume() { scontrol update nodename="$NODE" state=resume; wait_state idle; }
 report_is() {   # report_is ready|not-ready [code]: the JSON report of the last prolog run
   python3 - "$LAB/report/prolog.json" "$1" "${2:-}" <<'PY'
@@ -204,7 +207,7 @@ s=$(now); out=$(timeout 60 srun -N1 hostname 2>&1); rc=$?
 echo "  srun exit $rc in $(ms "$s") ms: $(tr '\n' ' ' <<<"$out")"
 check "not-ready: srun -N1 hostname fails" test "$rc" -ne 0
 check "not-ready: srun did not run hostname" lacks_line "$NODE" "$out"
-check "not-ready: node drained" wait_state drained 40
+check "not-ready: node drained" wait_state drained 120
 expect_eq "not-ready: reason is gdrdoctor's line" "$(reason)" "gdrdoctor: acs-redirect-on-path"
 echo "  sinfo -N -n $NODE -o '%T|%E': $(sinfo -h -N -n "$NODE" -o '%T|%E')"
 check "not-ready: JSON report written (ready=false, acs-redirect-on-path)" report_is not-ready acs-redirect-on-path
@@ -213,13 +216,13 @@ resume
 rm -f "$LAB/report/prolog.json"
 jb=$(sbatch --parsable -o "$LAB/log/job_%j.out" --wrap 'echo payload-ran')
 st=
-for _ in $(seq 1 60); do
+for _ in $(seq 1 240); do
   st=$(squeue -h -j "$jb" -o '%T|%r'); [ "$st" = "PENDING|launch failed requeued held" ] && break; sleep 0.25
 done
 echo "  sbatch job $jb: $st"
 expect_eq "not-ready: sbatch job requeued and held" "$st" "PENDING|launch failed requeued held"
 check "not-ready: sbatch payload did not run" lacks_line payload-ran "$(cat "$LAB/log/job_$jb.out" 2>/dev/null)"
-check "not-ready: node drained again (sbatch)" wait_state drained 40
+check "not-ready: node drained again (sbatch)" wait_state drained 120
 expect_eq "not-ready: reason is gdrdoctor's line (sbatch)" "$(reason)" "gdrdoctor: acs-redirect-on-path"
 scancel "$jb"
 

@@ -23,7 +23,11 @@ EXPECT lines (blank lines and # comments ignored):
   perftest-ratio FILE PATH PERFTEST MIN
                               the Gb/s at PATH in FILE divided by ib_write_bw's average
                               (PERFTEST, its client output) is at least MIN; the ratio is
-                              written to ratio.txt for BENCHMARKS.md
+                              written to ratio.txt for BENCHMARKS.md. When the comparator
+                              itself failed (perftest-attempts.txt ends "comparator failed",
+                              or its output has no iteration), that is recorded as its own
+                              line ("comparator failed", in the output and ratio.txt) and the
+                              ratio is not evaluated: neither passed nor failed.
 Always asserted: the report of the guest's own capture (in the guest, and unpacked on the host)
 equals the live report, except for the live-only checks (rdma-access, gdr-test).
 """
@@ -82,12 +86,38 @@ def comparable(report):
     return r
 
 
-def perftest_gbps(path):
-    """ib_write_bw's client table: `#bytes #iterations BW peak BW average MsgRate`."""
-    rows = [l.split() for l in open(path) if l.strip() and l.split()[0].isdigit()]
+def perftest_result(path):
+    """ib_write_bw's client table, `#bytes #iterations BW peak BW average MsgRate`:
+    (iterations, average Gb/s), or None without a result row."""
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError:
+        return None
+    rows = [l.split() for l in lines if l.strip() and l.split()[0].isdigit() and len(l.split()) >= 4]
     if not rows:
-        raise ValueError(f"no result row in {path}")
-    return float(rows[-1][3])
+        return None
+    return int(rows[-1][1]), float(rows[-1][3])
+
+
+def comparator(out, perf):
+    """The comparator's runs: (Gb/s or None when it failed, what the attempts were). The guest
+    (guest/lib.sh comparator_write_bw) retries a run that completes nothing with a longer
+    duration and writes perftest-attempts.txt; a failed comparator says nothing about gdrdoctor."""
+    try:
+        attempts = open(os.path.join(out, "perftest-attempts.txt")).read().split("\n")
+        attempts = [a for a in attempts if a.strip()]
+    except OSError:
+        attempts = []
+    tried = "; ".join(a for a in attempts if a.startswith("attempt"))
+    result = perftest_result(os.path.join(out, perf))
+    if attempts and attempts[-1] == "comparator failed":
+        return None, tried
+    if result is None:
+        return None, tried or f"no result row in {perf}"
+    iterations, gbps = result
+    if iterations <= 0 or gbps <= 0:
+        return None, tried or f"{iterations} iterations, {gbps} Gb/s"
+    return gbps, tried
 
 
 def first_difference(a, b, path=""):
@@ -117,7 +147,9 @@ def main():
     live = load(os.path.join(out, "live.json"))
     rc = int(open(os.path.join(out, "live.rc")).read().strip())
     failures = []
+    notes = []  # what the comparator did: retries, and a failure that left an assertion unjudged
     passed = 0
+    not_evaluated = 0
 
     def check(ok, line, detail):
         nonlocal passed
@@ -199,8 +231,17 @@ def main():
             elif word == "perftest-ratio":
                 name, path, perf, minimum = arg.split()
                 ours = float(walk(load(os.path.join(out, name)), path))
-                theirs = perftest_gbps(os.path.join(out, perf))
-                ratio = ours / theirs if theirs > 0 else 0.0
+                theirs, tried = comparator(out, perf)
+                if theirs is None:
+                    not_evaluated += 1
+                    msg = f"comparator failed: ib_write_bw ({tried}); gdrdoctor {ours} Gb/s; ratio not evaluated"
+                    notes.append(f"  {msg}: `{line}`")
+                    with open(os.path.join(out, "ratio.txt"), "w") as f:
+                        f.write(msg + "\n")
+                    continue
+                if tried.count("attempt") > 1:
+                    notes.append(f"  comparator retried: ib_write_bw ({tried})")
+                ratio = ours / theirs
                 with open(os.path.join(out, "ratio.txt"), "w") as f:
                     f.write(f"gdrdoctor {ours} Gb/s, ib_write_bw {theirs} Gb/s, ratio {ratio:.2f}\n")
                 check(ratio >= float(minimum), line, f"gdrdoctor {ours} Gb/s / ib_write_bw {theirs} Gb/s = {ratio:.2f}")
@@ -220,7 +261,10 @@ def main():
 
     if failures:
         print("\n".join(failures))
-    print(f"  {passed} assertions passed, {len(failures)} failed")
+    if notes:
+        print("\n".join(notes))
+    unjudged = f", {not_evaluated} not evaluated (comparator failed)" if not_evaluated else ""
+    print(f"  {passed} assertions passed, {len(failures)} failed{unjudged}")
     return 1 if failures else 0
 
 

@@ -15,7 +15,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 WORK=${LAB_WORK:-$REPO/target/lab}
-TIMEOUT=${LAB_TIMEOUT:-180}
+# A guest that never powers off is stopped after this many seconds. A scenario takes 10 to 60 s
+# alone; the limit leaves room for a host loaded by other work, since it only catches a hang.
+TIMEOUT=${LAB_TIMEOUT:-600}
 SAVE_FIXTURE=0
 
 scenarios=()
@@ -203,7 +205,11 @@ run_scenario() {
     (cd "$out/overlay" && find . | cpio -o -H newc --quiet) > "$out/overlay.cpio"
     cat "$BASE/base.cpio" "$out/overlay.cpio" | gzip -1 > "$out/initrd.gz"
 
-    local kapp="console=ttyS0 panic=-1 rdinit=/init quiet loglevel=3" iommu=
+    # no_timer_check: the kernel checks at boot that the timer interrupt arrives within a busy
+    # wait of ten ticks, and panics if not ("timer doesn't work through Interrupt-remapped
+    # IO-APIC"). Under TCG on a loaded host QEMU's timer thread can miss that window (4 of 28
+    # boots failed so with a cargo build running); KVM guests skip the check the same way.
+    local kapp="console=ttyS0 panic=-1 rdinit=/init quiet loglevel=3 no_timer_check" iommu=
     case "$IOMMU" in
         pt) kapp="$kapp intel_iommu=on iommu=pt"; iommu="-device intel-iommu,intremap=on" ;;
         lazy) kapp="$kapp intel_iommu=on"; iommu="-device intel-iommu,intremap=on" ;;
@@ -247,6 +253,9 @@ PY
     "$GDRDOCTOR" --config "$HERE/config.yaml" --root "$out/capture" check --format json > "$out/host-offline.json" || true
     if python3 "$HERE/expect.py" "$out" "$out/expect.txt" "$out/host-offline.json" > "$out/verdict.txt"; then
         say "PASS $name ($((SECONDS - t0)) s): $(tail -n 1 "$out/verdict.txt" | sed 's/^ *//')"
+        # A comparator (ib_write_bw) that was retried, or failed and left its assertion unjudged.
+        grep '^  comparator ' "$out/verdict.txt" >&2 || true
+        if grep -q '^  comparator failed' "$out/verdict.txt"; then comparator_failed+=("$name"); fi
     else
         say "FAIL $name ($((SECONDS - t0)) s):"
         cat "$out/verdict.txt" >&2
@@ -255,7 +264,7 @@ PY
     fi
 }
 
-failed=()
+failed=() comparator_failed=()
 for s in "${scenarios[@]}"; do
     run_scenario "$s" || failed+=("$s")
 done
@@ -275,4 +284,8 @@ if [ ${#failed[@]} -gt 0 ]; then
     say "${#failed[@]} of ${#scenarios[@]} scenarios failed: ${failed[*]}"
     exit 1
 fi
-say "all ${#scenarios[@]} scenarios passed"
+if [ ${#comparator_failed[@]} -gt 0 ]; then
+    say "all ${#scenarios[@]} scenarios passed; comparator failed (its ratio not evaluated) in: ${comparator_failed[*]}"
+else
+    say "all ${#scenarios[@]} scenarios passed"
+fi

@@ -15,31 +15,49 @@ modules() {
     done
 }
 
+# wait_for SECONDS COMMAND...: poll (every 0.1 s) until COMMAND succeeds; fails after SECONDS.
+# Every wait on the kernel polls for the state it needs, never sleeps a fixed time: under TCG on
+# a loaded host a step that takes 0.5 s alone can take several. The limits are generous, since
+# they only bound a guest whose kernel never gets there.
+wait_for() {
+    n=$(($1 * 10))
+    shift
+    while ! "$@"; do
+        n=$((n - 1))
+        [ $n -gt 0 ] || return 1
+        sleep 0.1
+    done
+}
+carrier_is() { [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" = "$2" ]; }
+port_active() { [ "$(cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null)" = "4: ACTIVE" ]; }
+port_not_active() { ! port_active; }
+has_roce_v2_gid() { [ "$(kernel_gid_index)" != none ]; }
+
 # net_up IFACE [MTU]: bring IFACE up with the lab address and wait for the carrier (~1.8 s).
 net_up() {
     echo 0 > "/proc/sys/net/ipv6/conf/$1/accept_dad" # skip ~2 s of IPv6 duplicate detection
     [ -n "${2:-}" ] && $IP link set dev "$1" mtu "$2"
     $IP link set dev "$1" up
     $IP addr add "$ADDR/24" dev "$1"
-    i=0
-    while [ "$(cat "/sys/class/net/$1/carrier" 2>/dev/null)" != 1 ] && [ $i -lt 100 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
+    wait_for 60 carrier_is "$1" 1 || log "$1: no carrier after 60 s"
     log "$1 up, mtu $(cat "/sys/class/net/$1/mtu"), carrier $(cat "/sys/class/net/$1/carrier")"
 }
 
-# rxe_add IFACE: Soft-RoCE device rxe0 on IFACE; waits for the port and its GIDs.
+# rxe_add IFACE: Soft-RoCE device rxe0 on IFACE; waits for the port and the RoCE v2 GID of the
+# lab address, which lands just after the port turns ACTIVE.
 rxe_add() {
     rdma link add rxe0 type rxe netdev "$1" || log "rdma link add failed"
     p=/sys/class/infiniband/rxe0/ports/1
-    i=0
-    while [ "$(cat $p/state 2>/dev/null)" != "4: ACTIVE" ] && [ $i -lt 50 ]; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-    sleep 0.5 # the GIDs for the addresses land just after
-    log "rxe0 port 1: $(cat $p/state) / $(cat $p/phys_state)"
+    wait_for 60 port_active || log "rxe0 port 1 not ACTIVE after 60 s"
+    wait_for 60 has_roce_v2_gid || log "rxe0: no RoCE v2 GID for $ADDR after 60 s"
+    log "rxe0 port 1: $(cat $p/state) / $(cat $p/phys_state), RoCE v2 GID index $(kernel_gid_index)"
+}
+
+# netdev_down IFACE: take IFACE down and wait until rxe0's port has seen it.
+netdev_down() {
+    $IP link set dev "$1" down
+    wait_for 60 port_not_active || log "rxe0 port 1 still ACTIVE 60 s after $1 went down"
+    log "after $1 down: $(cat /sys/class/infiniband/rxe0/ports/1/state)"
 }
 
 # The index the kernel gave the RoCE v2 GID of $ADDR (::ffff:c000:0201), or "none".
@@ -51,6 +69,40 @@ kernel_gid_index() {
         i=${f##*/}
         [ "$(cat $p/gid_attrs/types/"$i")" = "RoCE v2" ] && echo "$i"
     done | sort -n | head -n 1 | grep . || echo none
+}
+
+# comparator_write_bw GID: ib_write_bw over rxe0 (server and client in this guest, 1 MiB
+# messages), the comparator for the write test's bandwidth. perftest samples a -D run between a
+# warm-up and a cool-down of duration/4 whole seconds each: -D 2 has none and, under TCG, often
+# completed no iteration ("0.0 Gb/s"), so the first run is -D 4 (1 s warm-up, 2 s sampled). A run
+# that still completes no iteration or exits non-zero (a loaded host) says nothing about
+# gdrdoctor: it is repeated longer (-D 8, then -D 16). Leaves the last attempt's client and server
+# output in /tmp/perftest.txt and /tmp/perftest-server.txt, and /tmp/perftest-attempts.txt: one
+# line per attempt, then "comparator ok" or "comparator failed" (expect.py's perftest-ratio then
+# records the failure and does not judge the ratio).
+comparator_write_bw() {
+    : > /tmp/perftest-attempts.txt
+    for d in 4 8 16; do
+        log "ib_write_bw over rxe0 (GID $1), 1 MiB messages, $d s"
+        timeout $((d + 60)) ib_write_bw -d rxe0 -x "$1" -s 1048576 -D "$d" -F --report_gbits > /tmp/perftest-server.txt 2>&1 &
+        server=$!
+        # The client connects once: start it when the server listens (TCP 18515 = 0x4853).
+        wait_for 60 grep -qs ':4853 [0-9A-F]*:[0-9A-F]* 0A' /proc/net/tcp /proc/net/tcp6 ||
+            log "ib_write_bw server not listening after 60 s"
+        timeout $((d + 60)) ib_write_bw -d rxe0 -x "$1" -s 1048576 -D "$d" -F --report_gbits "$ADDR" > /tmp/perftest.txt 2>&1
+        rc=$?
+        [ $rc = 0 ] || kill $server 2>/dev/null
+        wait $server
+        # The result row: #bytes #iterations BW-peak BW-average MsgRate.
+        iters=$(awk '$1 ~ /^[0-9]+$/ && NF >= 4 { n = $2 } END { print n + 0 }' /tmp/perftest.txt)
+        echo "attempt -D $d: exit $rc, $iters iterations" >> /tmp/perftest-attempts.txt
+        if [ $rc = 0 ] && [ "$iters" -gt 0 ]; then
+            echo "comparator ok" >> /tmp/perftest-attempts.txt
+            return 0
+        fi
+    done
+    echo "comparator failed" >> /tmp/perftest-attempts.txt
+    return 1
 }
 
 # send NAME FILE: one file back to the host.

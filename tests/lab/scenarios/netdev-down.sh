@@ -5,9 +5,7 @@ guest() {
     modules
     net_up eth0 9000
     rxe_add eth0
-    $IP link set dev eth0 down
-    sleep 0.5
-    log "after eth0 down: $(cat /sys/class/infiniband/rxe0/ports/1/state)"
+    netdev_down eth0
 }
 EXPECT='
 exit 1
