@@ -8,6 +8,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 names=("$@")
+# A root directory that other users cannot enter (mode 0700: a chroot made with mktemp, as
+# ../shared/fresh/fresh-debian.sh makes one) stops every daemon and package script that drops to
+# a user of its own: munge's postinst fails with "su: failed to execute /bin/sh: Permission
+# denied" and Slurm never installs. A real / is 0755; make it so (a no-op on any real machine).
+if [ "$(id -u)" = 0 ] && [ "$(stat -c %a /)" != 755 ] && [ "$(stat -c %u /)" = 0 ]; then
+  echo "integrations: / is mode $(stat -c %a /), which no other user can enter: setting 755, as a real root directory is"
+  chmod 755 /
+fi
 [ ${#names[@]} -gt 0 ] || names=(package formats slurm nhc ansible kubernetes)
 failed=()
 for n in "${names[@]}"; do

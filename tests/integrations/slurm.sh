@@ -138,6 +138,13 @@ KillWait=5
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
+# slurmd initialises a cgroup plugin even with proctrack/linuxproc and task/none, and its
+# autodetection fails with "No filesystem mounted on /sys/fs/cgroup" in a chroot whose /sys was
+# bind-mounted without its sub-mounts (../shared/fresh/fresh-debian.sh). Neither plugin here uses
+# cgroups, and the v1 plugin starts without a cgroup filesystem: name it only then.
+if ! mountpoint -q /sys/fs/cgroup; then
+  echo "CgroupPlugin=cgroup/v1" > "$LAB/cgroup.conf"
+fi
 {
   echo '#!/bin/bash'
   printf 'export GDRDOCTOR_DEFAULTS=%q\n' "$LAB/defaults"
