@@ -499,13 +499,7 @@ fn fleet_csv_escapes_control_characters_from_a_capture() {
     // sequences (clear screen, red), as a hostile or broken node could.
     let dir = tempfile::tempdir().unwrap();
     let capture = dir.path().join("node-\u{1b}[2J");
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(fixture_path("healthy-4gpu-ib-peermem"))
-        .arg(&capture)
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    copy_to("healthy-4gpu-ib-peermem", &capture);
     let fw = capture.join("sys/class/infiniband/mlx5_0/fw_ver");
     std::fs::write(&fw, "20.39.1002\u{1b}[31m\u{7}\n").unwrap();
     let o = gdrdoctor(&["fleet", "--format", "csv", capture.to_str().unwrap()]);

@@ -133,8 +133,8 @@ fn port_type_and_acs_match_lspci() {
     // Every config file of the real captures (the lab's switch and root ports with ACS).
     // And the synthetic 8-GPU node's: switch ports with ACS, written by fixtures/synth.
     for name in ["lab-switch-pt", "h200x2-vm", "healthy-8gpu-roce"] {
-        // The captures are archives: unpacked, like the generated trees, into a directory.
-        let (_copy, root) = fixture_copy(name);
+        // The captures are archives: unpacked into a directory.
+        let (_unpacked, root) = fixture_dir(name);
         let found = Command::new("find")
             .arg(root.join("sys/devices"))
             .args(["-name", "config", "-type", "f"])

@@ -87,9 +87,11 @@ fn generate() -> std::io::Result<PathBuf> {
     }
     let out = tmp.join("fixtures");
     std::fs::create_dir_all(&out)?;
+    // --hard-links: files of equal bytes share one inode, which makes the generation seconds
+    // faster; nothing writes into these trees (a test that changes one works on fixture_copy).
     let run = Command::new("python3")
         .arg(repo().join("fixtures/synth/synth.py"))
-        .arg("--out")
+        .args(["--hard-links", "--out"])
         .arg(&out)
         .output()
         .map_err(|e| {
@@ -190,18 +192,39 @@ pub fn fixture_names() -> Vec<String> {
 pub fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
+    copy_to(name, &root);
+    (dir, root)
+}
+
+/// Fixture `name` as a directory to read, not to change: the generated tree itself, or the
+/// archive unpacked into a TempDir (keep it alive while the directory is used).
+pub fn fixture_dir(name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
+    let path = fixture_path(name);
+    if path.is_dir() {
+        return (None, path);
+    }
+    let (dir, root) = fixture_copy(name);
+    (Some(dir), root)
+}
+
+/// Fixture `name` as a new directory `dest` of independent files (the generated trees share
+/// inodes between equal files, which a copy must not: a change to one would change them all).
+pub fn copy_to(name: &str, dest: &Path) {
     let src = fixture_path(name);
     let ok = if src.is_dir() {
-        Command::new("cp").arg("-a").arg(&src).arg(&root).status()
+        Command::new("cp")
+            .args(["-a", "--no-preserve=links"])
+            .arg(&src)
+            .arg(dest)
+            .status()
     } else {
-        std::fs::create_dir(&root).unwrap();
+        std::fs::create_dir(dest).unwrap();
         Command::new("tar")
             .arg("xzf")
             .arg(&src)
             .arg("-C")
-            .arg(&root)
+            .arg(dest)
             .status()
     };
     assert!(ok.unwrap().success(), "copying {}", src.display());
-    (dir, root)
 }
