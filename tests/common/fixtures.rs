@@ -114,11 +114,18 @@ fn generate() -> std::io::Result<PathBuf> {
         Err(_) if done.join("fixtures").is_dir() => std::fs::remove_dir_all(&tmp)?,
         Err(e) => return Err(e),
     }
-    // Generations of older versions of the generator are of no further use.
+    // Generations of older versions of the generator are of no further use, nor are half ones
+    // that a process left when it died.
     for e in std::fs::read_dir(&parent)?.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();
-        if name != key && !name.starts_with('.') {
+        let stale = match name.strip_prefix('.') {
+            Some(tmp) => tmp
+                .rsplit_once('.')
+                .is_some_and(|(_, pid)| !Path::new("/proc").join(pid).exists()),
+            None => name != key,
+        };
+        if stale {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
