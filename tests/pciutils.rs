@@ -133,8 +133,23 @@ fn port_type_and_acs_match_lspci() {
     // Every config file of the real captures (the lab's switch and root ports with ACS).
     // And the synthetic 8-GPU node's: switch ports with ACS, written by fixtures/synth.
     for name in ["lab-switch-pt", "h200x2-vm", "healthy-8gpu-roce"] {
-        // The captures are archives: unpacked into a directory.
-        let (_unpacked, root) = fixture_dir(name);
+        // The captures are archives: their config files unpacked into a directory.
+        let unpacked = tempfile::tempdir().unwrap();
+        let root = fixture_path(name);
+        let root = if root.is_dir() {
+            root
+        } else {
+            let ok = Command::new("tar")
+                .arg("xzf")
+                .arg(&root)
+                .arg("-C")
+                .arg(unpacked.path())
+                .args(["--wildcards", "*/config"])
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{name}: tar");
+            unpacked.path().to_owned()
+        };
         let found = Command::new("find")
             .arg(root.join("sys/devices"))
             .args(["-name", "config", "-type", "f"])

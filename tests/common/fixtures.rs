@@ -203,17 +203,6 @@ pub fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
-/// Fixture `name` as a directory to read, not to change: the generated tree itself, or the
-/// archive unpacked into a TempDir (keep it alive while the directory is used).
-pub fn fixture_dir(name: &str) -> (Option<tempfile::TempDir>, PathBuf) {
-    let path = fixture_path(name);
-    if path.is_dir() {
-        return (None, path);
-    }
-    let (dir, root) = fixture_copy(name);
-    (Some(dir), root)
-}
-
 /// Fixture `name` as a new directory `dest` of independent files (the generated trees share
 /// inodes between equal files, which a copy must not: a change to one would change them all).
 pub fn copy_to(name: &str, dest: &Path) {
