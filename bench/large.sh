@@ -39,7 +39,8 @@ for k in range(6):
 for k in range(2):
     os.link(f"{d}/big.tar.gz", f"{d}/big{k}.tar.gz")
 PY
-  "$bin" --root fixtures/healthy-8gpu-roce capture "$bombs/real.tar.gz" 2> /dev/null
+  fixtures/build.sh healthy-8gpu-roce "$bombs/healthy-8gpu-roce" > /dev/null
+  "$bin" --root "$bombs/healthy-8gpu-roce" capture "$bombs/real.tar.gz" 2> /dev/null
 fi
 
 measure() { # LABEL ARGS...: wall time and peak RSS (GNU time), output discarded

@@ -23,3 +23,9 @@ pub mod parse;
 pub mod placement;
 pub mod report;
 pub mod root;
+
+/// The fixtures for the unit tests: the same helper the integration tests use (the synthetic
+/// fixtures are generated into the build directory, not committed).
+#[cfg(test)]
+#[path = "../tests/common/fixtures.rs"]
+pub(crate) mod test_fixtures;

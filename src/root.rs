@@ -588,35 +588,37 @@ impl Root {
     pub fn read_link(&self, path: &str) -> Result<String, ReadError> {
         let (parent, name) = split_last(path);
         let dir = self.resolve_dir(parent, 0).map_err(|e| e.asked(path))?;
-        if let Some(tree) = &self.tree {
-            return match tree.get(&join(&dir, name)) {
-                Some(crate::archive::Node::Link(t)) => Ok(t.clone()),
-                Some(_) => Err(ReadError::Io {
+        let not_a_link = || ReadError::Io {
+            path: path.to_owned(),
+            errno: Some(22),
+            message: "not a symbolic link".into(),
+        };
+        let target = if let Some(tree) = &self.tree {
+            match tree.get(&join(&dir, name)) {
+                Some(crate::archive::Node::Link(t)) => t.clone(),
+                Some(_) => return Err(not_a_link()),
+                None => {
+                    return Err(ReadError::NotFound {
+                        path: path.to_owned(),
+                    });
+                }
+            }
+        } else {
+            let target =
+                std::fs::read_link(self.host_path(&join(&dir, name))).map_err(|e| {
+                    match e.raw_os_error() {
+                        Some(libc::EINVAL) => not_a_link(),
+                        _ => ReadError::from_io(path, &e),
+                    }
+                })?;
+            target
+                .into_os_string()
+                .into_string()
+                .map_err(|_| ReadError::NotUtf8 {
                     path: path.to_owned(),
-                    errno: Some(22),
-                    message: "not a symbolic link".into(),
-                }),
-                None => Err(ReadError::NotFound {
-                    path: path.to_owned(),
-                }),
-            };
-        }
-        let target = std::fs::read_link(self.host_path(&join(&dir, name))).map_err(|e| match e
-            .raw_os_error()
-        {
-            Some(libc::EINVAL) => ReadError::Io {
-                path: path.to_owned(),
-                errno: Some(22),
-                message: "not a symbolic link".into(),
-            },
-            _ => ReadError::from_io(path, &e),
-        })?;
-        let target = target
-            .into_os_string()
-            .into_string()
-            .map_err(|_| ReadError::NotUtf8 {
-                path: path.to_owned(),
-            })?;
+                })?
+        };
+        // Recorded whichever the root is: a capture of an archive keeps its links too.
         self.note(|r| {
             r.dirs.insert(dir.clone());
             r.links.insert(join(&dir, name), target.clone());
@@ -871,6 +873,30 @@ mod tests {
         .unwrap();
         let root = Root::captured(dir.path()).unwrap();
         (dir, root)
+    }
+
+    /// A link read with `read_link` is recorded for `gdrdoctor capture` from a directory and from
+    /// an archive alike (an archive's links used to be read but not recorded, so a capture of an
+    /// archive lost every `driver` link, and the GPUs' drivers with them).
+    #[test]
+    fn read_links_are_recorded_from_archives_too() {
+        let (d, dir_root) = tree();
+        let archive = d.path().join("capture.tar.gz");
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&archive).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut tar = tar::Builder::new(gz);
+        tar.follow_symlinks(false);
+        tar.append_dir_all("sys", d.path().join("sys")).unwrap();
+        tar.into_inner().unwrap().finish().unwrap();
+        let link = "/sys/bus/pci/devices/0000:00:06.0";
+        for root in [dir_root, Root::archive(&archive).unwrap()] {
+            let root = root.recording();
+            let target = root.read_link(link).unwrap();
+            assert_eq!(target, "../../../devices/pci0000:00/0000:00:06.0");
+            assert_eq!(root.recorded().links.get(link), Some(&target), "{root:?}");
+        }
     }
 
     #[test]

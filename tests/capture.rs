@@ -9,28 +9,16 @@ use std::process::Command;
 
 /// Every fixture root, with the config it needs.
 fn fixtures() -> Vec<(String, Option<String>)> {
-    let mut out = Vec::new();
-    for base in ["fixtures", "fixtures/broken", "fixtures/fleet"] {
-        for e in std::fs::read_dir(crate_dir().join(base)).unwrap() {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            let dir = format!("{base}/{name}");
-            if ["synth", "broken", "pciutils", "fleet", "nccl-logs"].contains(&name.as_str())
-                || !crate_dir().join(&dir).is_dir()
-            {
-                continue;
-            }
-            let cfg = crate_dir().join(&dir).join("config.yaml");
-            out.push((dir, cfg.is_file().then(|| cfg.to_str().unwrap().to_owned())));
-        }
-    }
-    out.sort();
-    out
+    fixture_names()
+        .iter()
+        .map(|name| (fixture(name).to_owned(), fixture_config(name)))
+        .collect()
 }
 
 /// Link targets a capture rewrites (they lead outside the root; see src/capture.rs), as the
 /// reports quote them: on the original, and on the copy. Everything else reads the same.
 const REWRITTEN: &[(&str, &str, &str)] = &[(
-    "fixtures/broken/escaping-links",
+    "broken/escaping-links",
     "/sys/bus/pci/drivers/../../../../etc",
     "../../../../../etc",
 )];
@@ -79,7 +67,7 @@ fn copies_report_the_same() {
         );
         let mut original = report(&root, &cfg);
         for (name, was, is) in REWRITTEN {
-            if root == *name {
+            if root == fixture(name) {
                 let text = serde_json::to_string(&original).unwrap();
                 assert!(text.contains(was), "{root}: {was} is not quoted");
                 original = serde_json::from_str(&text.replace(was, is)).unwrap();
@@ -104,7 +92,7 @@ fn a_copy_holds_only_what_was_read() {
     let copy = tmp.path().join("copy");
     code(&gdrdoctor(&[
         "--root",
-        "fixtures/h200x2-vm",
+        fixture("h200x2-vm"),
         "capture",
         copy.to_str().unwrap(),
     ]));
@@ -155,7 +143,7 @@ fn archives_are_deterministic_and_refuse_to_overwrite() {
     for out in [&a, &b] {
         code(&gdrdoctor(&[
             "--root",
-            "fixtures/healthy-8gpu-roce",
+            fixture("healthy-8gpu-roce"),
             "capture",
             out.to_str().unwrap(),
         ]));
@@ -163,7 +151,7 @@ fn archives_are_deterministic_and_refuse_to_overwrite() {
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     let again = gdrdoctor(&[
         "--root",
-        "fixtures/healthy-8gpu-roce",
+        fixture("healthy-8gpu-roce"),
         "capture",
         a.to_str().unwrap(),
     ]);
@@ -176,7 +164,7 @@ fn archives_are_deterministic_and_refuse_to_overwrite() {
     std::fs::write(tmp.path().join("x"), "").unwrap();
     let full = gdrdoctor(&[
         "--root",
-        "fixtures/healthy-8gpu-roce",
+        fixture("healthy-8gpu-roce"),
         "capture",
         tmp.path().to_str().unwrap(),
     ]);
@@ -189,7 +177,7 @@ fn hostile_links_are_copied_as_links_never_followed() {
     let copy = tmp.path().join("copy");
     code(&gdrdoctor(&[
         "--root",
-        "fixtures/broken/escaping-links",
+        fixture("broken/escaping-links"),
         "capture",
         copy.to_str().unwrap(),
     ]));

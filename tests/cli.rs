@@ -5,8 +5,15 @@ mod common;
 use common::*;
 use std::io::Write;
 
-const H200: &str = "fixtures/h200x2-vm";
-const MTU: &str = "fixtures/roce-mtu-1500";
+/// The real 2x H200 capture.
+fn h200() -> &'static str {
+    fixture("h200x2-vm")
+}
+
+/// A node whose RoCE MTU is 1500 (a warning).
+fn mtu() -> &'static str {
+    fixture("roce-mtu-1500")
+}
 
 fn config_file(text: &str) -> tempfile::NamedTempFile {
     let mut f = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
@@ -66,7 +73,7 @@ fn explain_prints_the_check_readme_by_id_or_code() {
 fn select_and_skip() {
     let out = gdrdoctor(&[
         "--root",
-        H200,
+        h200(),
         "check",
         "--select",
         "gpu-driver,iommu",
@@ -78,7 +85,13 @@ fn select_and_skip() {
     let s = statuses(&report);
     assert!(s.contains(&("gpu-driver".into(), "pass".into())));
     assert!(s.contains(&("rdma-link".into(), "skip".into())));
-    let human = stdout(&gdrdoctor(&["--root", H200, "check", "--select", "iommu"]));
+    let human = stdout(&gdrdoctor(&[
+        "--root",
+        h200(),
+        "check",
+        "--select",
+        "iommu",
+    ]));
     assert!(
         !human.contains("rdma-link"),
         "unselected checks stay out of human output:\n{human}"
@@ -86,7 +99,7 @@ fn select_and_skip() {
 
     let out = gdrdoctor(&[
         "--root",
-        H200,
+        h200(),
         "check",
         "--skip",
         "rdma-link",
@@ -112,7 +125,7 @@ fn select_and_skip() {
     // A check with no such prerequisite stays skipped.
     let out = gdrdoctor(&[
         "--root",
-        H200,
+        h200(),
         "check",
         "--skip",
         "pcie-link",
@@ -128,7 +141,7 @@ fn select_and_skip() {
         .unwrap();
     assert_eq!(link["skipped"], "skipped (--skip)");
 
-    let bad = gdrdoctor(&["--root", H200, "check", "--select", "acs-typo"]);
+    let bad = gdrdoctor(&["--root", h200(), "check", "--select", "acs-typo"]);
     assert_eq!(code(&bad), 2);
     assert!(
         stderr(&bad).contains("unknown check \"acs-typo\""),
@@ -139,8 +152,8 @@ fn select_and_skip() {
 
 #[test]
 fn strict_counts_warnings() {
-    assert_eq!(code(&gdrdoctor(&["--root", MTU, "check"])), 0);
-    let out = gdrdoctor(&["--root", MTU, "check", "--strict", "--format", "json"]);
+    assert_eq!(code(&gdrdoctor(&["--root", mtu(), "check"])), 0);
+    let out = gdrdoctor(&["--root", mtu(), "check", "--strict", "--format", "json"]);
     assert_eq!(code(&out), 1);
     let report = json(&out);
     assert_eq!(report["verdict"]["strict"], true);
@@ -152,14 +165,14 @@ fn strict_counts_warnings() {
 
 #[test]
 fn human_output_ends_with_the_verdict() {
-    let out = stdout(&gdrdoctor(&["--root", H200, "check"]));
+    let out = stdout(&gdrdoctor(&["--root", h200(), "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
         "NOT READY rdma-link (rdma-no-device); 5 passed, 5 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",
-        "fixtures/healthy-8gpu-roce",
+        fixture("healthy-8gpu-roce"),
         "check",
     ]));
     assert!(ok.lines().last().unwrap().starts_with("READY "), "{ok}");
@@ -167,8 +180,8 @@ fn human_output_ends_with_the_verdict() {
 
 #[test]
 fn verbose_shows_evidence() {
-    let quiet = stdout(&gdrdoctor(&["--root", H200, "check"]));
-    let verbose = stdout(&gdrdoctor(&["--root", H200, "check", "-v"]));
+    let quiet = stdout(&gdrdoctor(&["--root", h200(), "check"]));
+    let verbose = stdout(&gdrdoctor(&["--root", h200(), "check", "-v"]));
     assert!(!quiet.contains("/proc/sys/kernel/osrelease = "));
     assert!(
         verbose.contains("/proc/sys/kernel/osrelease = 6.18.44-fc-v657-gpu"),
@@ -178,18 +191,30 @@ fn verbose_shows_evidence() {
 
 #[test]
 fn colour_follows_flag_and_no_color() {
-    let plain = stdout(&gdrdoctor(&["--root", H200, "check"]));
+    let plain = stdout(&gdrdoctor(&["--root", h200(), "check"]));
     assert!(!plain.contains('\u{1b}'), "NO_COLOR is set by the helper");
-    let forced = stdout(&gdrdoctor(&["--color", "always", "--root", H200, "check"]));
+    let forced = stdout(&gdrdoctor(&[
+        "--color",
+        "always",
+        "--root",
+        h200(),
+        "check",
+    ]));
     assert!(
         forced.contains("\u{1b}["),
         "--color always forces ANSI colour"
     );
-    let never = stdout(&gdrdoctor(&["--color", "never", "--root", H200, "check"]));
+    let never = stdout(&gdrdoctor(&["--color", "never", "--root", h200(), "check"]));
     assert!(!never.contains('\u{1b}'));
     // JSON never carries colour.
     let json_out = stdout(&gdrdoctor(&[
-        "--color", "always", "--root", H200, "check", "--format", "json",
+        "--color",
+        "always",
+        "--root",
+        h200(),
+        "check",
+        "--format",
+        "json",
     ]));
     assert!(!json_out.contains('\u{1b}'));
 }
@@ -211,7 +236,8 @@ fn unusable_roots_exit_2() {
         "{}",
         stderr(&out)
     );
-    let file = gdrdoctor(&["--root", "Cargo.toml", "check"]);
+    let cargo_toml = crate_dir().join("Cargo.toml");
+    let file = gdrdoctor(&["--root", cargo_toml.to_str().unwrap(), "check"]);
     assert_eq!(code(&file), 2);
     assert!(
         stderr(&file).contains("not a directory"),
@@ -234,7 +260,7 @@ fn bad_config_exits_2_with_line_and_column() {
         "--config",
         cfg.path().to_str().unwrap(),
         "--root",
-        H200,
+        h200(),
         "check",
     ]);
     assert_eq!(code(&out), 2);
@@ -247,7 +273,7 @@ fn bad_config_exits_2_with_line_and_column() {
         "--config",
         "/nonexistent/gdrdoctor.yaml",
         "--root",
-        H200,
+        h200(),
         "check",
     ]);
     assert_eq!(code(&missing), 2);
@@ -277,7 +303,7 @@ const JSON: &[&str] = &["--format", "json"];
 #[test]
 fn severity_override_changes_the_verdict_and_says_so() {
     let overriding = "severity:\n  rdma-no-device: warn\n";
-    let out = with_config(overriding, H200, JSON);
+    let out = with_config(overriding, h200(), JSON);
     assert_eq!(code(&out), 0);
     let report = json(&out);
     let f = &check(&report, "rdma-link")["findings"][0];
@@ -287,13 +313,13 @@ fn severity_override_changes_the_verdict_and_says_so() {
         f["original_status"].as_str(),
     );
     assert_eq!(got, (Some("rdma-no-device"), Some("warn"), Some("fail")));
-    let human = stdout(&with_config(overriding, H200, &[]));
+    let human = stdout(&with_config(overriding, h200(), &[]));
     assert!(
         human.contains("(severity fail overridden by config)"),
         "{human}"
     );
 
-    let out = with_config("severity:\n  roce-mtu-small: fail\n", MTU, &[]);
+    let out = with_config("severity:\n  roce-mtu-small: fail\n", mtu(), &[]);
     assert_eq!(code(&out), 1);
 }
 
@@ -301,7 +327,7 @@ fn severity_override_changes_the_verdict_and_says_so() {
 fn config_expectations_and_skips() {
     let out = with_config(
         "expect:\n  gpus: 4\n  rdma_devices: 2\nskip: [iommu]\n",
-        H200,
+        h200(),
         JSON,
     );
     assert_eq!(code(&out), 1);
@@ -314,7 +340,7 @@ fn config_expectations_and_skips() {
 
     // 8 GPUs found, 8 expected; 8 RDMA devices found, 9 expected.
     let expect = "expect:\n  gpus: 8\n  rdma_devices: 9\n  port_rate_gbps: 800\n";
-    let report = json(&with_config(expect, "fixtures/healthy-8gpu-roce", JSON));
+    let report = json(&with_config(expect, fixture("healthy-8gpu-roce"), JSON));
     let c = codes(&report);
     assert!(!c.iter().any(|(code, _)| code == "gpu-count-low"));
     assert!(c.contains(&("rdma-count-low".into(), "fail".into())));
@@ -326,9 +352,12 @@ fn declared_accelerators_count_as_gpus() {
     // The lab's virtio-gpu (1af4:1050) stands in for a GPU when the config declares it. The
     // H200 VM has a virtio *net* device (class 0200), not a virtio GPU: the class must match.
     let by_class = "accelerators:\n  - vendor: \"1af4\"\n    class: \"0380\"\n    name: stand-in\n";
-    assert_eq!(json(&with_config(by_class, H200, JSON))["node"]["gpus"], 2);
+    assert_eq!(
+        json(&with_config(by_class, h200(), JSON))["node"]["gpus"],
+        2
+    );
     let any = "accelerators:\n  - vendor: \"1af4\"\n    name: anything-virtio\n";
-    let report = json(&with_config(any, H200, JSON));
+    let report = json(&with_config(any, h200(), JSON));
     assert!(
         report["node"]["gpus"].as_u64().unwrap() > 2,
         "{}",

@@ -10,18 +10,12 @@ use common::*;
 /// Fixtures whose `check` exits 1 (something fails), with their config if they have one.
 fn failing() -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(crate_dir().join("fixtures")).unwrap() {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        let dir = crate_dir().join("fixtures").join(&name);
-        if !dir.join("sys").is_dir() {
+    for name in fixture_names() {
+        if name.starts_with("broken/") || name.starts_with("fleet/") {
             continue;
         }
-        let config = dir
-            .join("config.yaml")
-            .is_file()
-            .then(|| format!("fixtures/{name}/config.yaml"));
-        let root = format!("fixtures/{name}");
-        let mut args = vec!["--root", root.as_str()];
+        let config = fixture_config(&name);
+        let mut args = vec!["--root", fixture(&name)];
         if let Some(c) = &config {
             args.extend(["--config", c.as_str()]);
         }
@@ -35,8 +29,7 @@ fn failing() -> Vec<(String, Option<String>)> {
 }
 
 fn fix(name: &str, config: Option<&str>, extra: &[&str]) -> std::process::Output {
-    let root = format!("fixtures/{name}");
-    let mut args = vec!["--root", root.as_str()];
+    let mut args = vec!["--root", fixture(name)];
     if let Some(c) = config {
         args.extend(["--config", c]);
     }
@@ -102,8 +95,7 @@ fn every_changing_command_is_guarded_or_idempotent() {
             || run.starts_with("chmod ")
     };
     for (name, config) in failing() {
-        let root = format!("fixtures/{name}");
-        let mut args = vec!["--root", root.as_str()];
+        let mut args = vec!["--root", fixture(&name)];
         if let Some(c) = &config {
             args.extend(["--config", c.as_str()]);
         }
@@ -143,15 +135,7 @@ fn hostile_names_get_a_refusal_not_a_script() {
     }
     // The issue's own example: an interface named `x;rm -rf /`, which can only live in a file's
     // contents (a name cannot hold '/'): the GID table's ndev of a healthy node's port.
-    let copy = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .args(["-a"])
-        .arg(crate_dir().join("fixtures/rdma-port-down"))
-        .arg(copy.path().join("node"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let node = copy.path().join("node");
+    let (_copy, node) = fixture_copy("rdma-port-down");
     let ndev = node.join("sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0");
     let real = std::fs::canonicalize(&ndev).unwrap();
     std::fs::write(&real, "x;rm -rf /\n").unwrap();
@@ -229,13 +213,13 @@ fn nccl_settings() {
         "placement-phb",
         "healthy-4gpu-ib-peermem",
     ] {
-        let out = gdrdoctor(&["--root", &format!("fixtures/{name}"), "nccl"]);
+        let out = gdrdoctor(&["--root", fixture(name), "nccl"]);
         assert_eq!(code(&out), 0);
         insta::assert_snapshot!(format!("nccl-{name}"), stdout(&out));
     }
     let healthy = stdout(&gdrdoctor(&[
         "--root",
-        "fixtures/healthy-8gpu-roce",
+        fixture("healthy-8gpu-roce"),
         "nccl",
     ]));
     assert!(healthy.contains("export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1'"));
@@ -244,17 +228,17 @@ fn nccl_settings() {
     assert!(!healthy.contains("export NCCL_NET_GDR_LEVEL"));
     let mixed = stdout(&gdrdoctor(&[
         "--root",
-        "fixtures/roce-gid-index-differs",
+        fixture("roce-gid-index-differs"),
         "nccl",
     ]));
     assert!(mixed.contains("WARNING: not set: the RoCE v2 GID is not at the same index"));
     assert!(!mixed.contains("export NCCL_IB_GID_INDEX"));
-    let phb = stdout(&gdrdoctor(&["--root", "fixtures/placement-phb", "nccl"]));
+    let phb = stdout(&gdrdoctor(&["--root", fixture("placement-phb"), "nccl"]));
     assert!(phb.contains("export NCCL_NET_GDR_LEVEL='PHB'"));
     assert!(phb.contains("Trade-off"));
     let ib = stdout(&gdrdoctor(&[
         "--root",
-        "fixtures/healthy-4gpu-ib-peermem",
+        fixture("healthy-4gpu-ib-peermem"),
         "nccl",
     ]));
     assert!(ib.contains("no RoCE port is used"));

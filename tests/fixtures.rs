@@ -1,6 +1,7 @@
-//! Every fixture under fixtures/ (except the broken corpus, tests/broken.rs) checked end to end:
-//! exit code, every check's status, the codes that must appear, and whole-report snapshots in
-//! both formats.
+//! Every fixture (except the broken corpus, tests/broken.rs) checked end to end: exit code, every
+//! check's status, the codes that must appear, and whole-report snapshots in both formats. And the
+//! fixtures themselves: what each generated or captured tree holds (a snapshot per fixture, in
+//! place of committed trees) and the committed FIXTURE.md files equal to the generator's.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
 mod common;
@@ -352,9 +353,9 @@ const CASES: &[Case] = &[
 ];
 
 fn run(case: &Case, format: &str) -> std::process::Output {
-    let root = format!("fixtures/{}", case.name);
+    let root = fixture(case.name);
     let config = case.config.map(|c| format!("fixtures/{}/{c}", case.name));
-    let mut args = vec!["--root", root.as_str()];
+    let mut args = vec!["--root", root];
     if let Some(c) = &config {
         args.extend(["--config", c.as_str()]);
     }
@@ -419,9 +420,9 @@ fn reports_match_snapshots() {
 #[test]
 fn compact_and_verbose_reports() {
     for name in ["healthy-8gpu-roce", "acs-redirect-on-path"] {
-        let root = format!("fixtures/{name}");
-        let compact = stdout(&gdrdoctor(&["--root", &root, "check"]));
-        let verbose = stdout(&gdrdoctor(&["--root", &root, "check", "-v"]));
+        let root = fixture(name);
+        let compact = stdout(&gdrdoctor(&["--root", root, "check"]));
+        let verbose = stdout(&gdrdoctor(&["--root", root, "check", "-v"]));
         // Header, blank, a line per check (11), blank, verdict: the failing one adds its finding.
         if name == "healthy-8gpu-roce" {
             assert_eq!(compact.lines().count(), 16, "{compact}");
@@ -436,17 +437,13 @@ fn compact_and_verbose_reports() {
     }
 }
 
-/// Every fixture directory must be listed here or in the broken corpus: an unlisted fixture is
-/// one nobody checks.
+/// Every fixture must be listed here or in the broken corpus (or the fleet's tests): an unlisted
+/// fixture is one nobody checks.
 #[test]
 fn every_fixture_is_listed() {
-    let dir = crate_dir().join("fixtures");
     let mut unlisted = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if ["synth", "broken", "pciutils", "fleet", "nccl-logs"].contains(&name.as_str())
-            || name.ends_with(".md")
-        {
+    for name in fixture_names() {
+        if name.starts_with("broken/") || name.starts_with("fleet/") {
             continue;
         }
         if !CASES.iter().any(|c| c.name == name) && !EXTRA.contains(&name.as_str()) {
@@ -541,7 +538,7 @@ fn lab_guest_finds_rxe_through_its_netdev() {
     // Without the config, the lab guest has no GPU.
     let out = gdrdoctor(&[
         "--root",
-        "fixtures/lab-switch-pt",
+        fixture("lab-switch-pt"),
         "check",
         "--format",
         "json",
@@ -642,7 +639,7 @@ fn json_fields_are_documented() {
             "--config",
             cfg.to_str().unwrap(),
             "--root",
-            "fixtures/h200x2-vm",
+            fixture("h200x2-vm"),
             "check",
             "--format",
             "json",
@@ -653,7 +650,7 @@ fn json_fields_are_documented() {
     walk(
         &json(&gdrdoctor(&[
             "--root",
-            "fixtures/h200x2-vm",
+            fixture("h200x2-vm"),
             "check",
             "--format",
             "json",
@@ -682,4 +679,219 @@ fn json_fields_are_documented() {
         fields.contains("checks[].findings[].original_status")
             && fields.contains("checks[].skipped")
     );
+}
+
+// -- the fixtures themselves ------------------------------------------------------------------
+
+/// One member of a fixture's tree: its root-relative path, and what it is ('d'irectory, 'f'ile
+/// with its bytes, 'l'ink with its target).
+type Member = (String, char, Vec<u8>);
+
+fn members_of_dir(root: &std::path::Path) -> Vec<Member> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<Member>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let t = std::fs::symlink_metadata(&p).unwrap().file_type();
+            if t.is_symlink() {
+                let target = std::fs::read_link(&p).unwrap();
+                out.push((rel, 'l', target.as_os_str().as_encoded_bytes().to_vec()));
+            } else if t.is_dir() {
+                out.push((rel, 'd', Vec::new()));
+                walk(root, &p, out);
+            } else if rel != "FIXTURE.md" {
+                // FIXTURE.md is compared whole with the committed copy instead.
+                out.push((rel, 'f', std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn members_of_archive(file: &std::path::Path) -> Vec<Member> {
+    use std::io::Read;
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap());
+    let mut tar = tar::Archive::new(gz);
+    let mut out = Vec::new();
+    for e in tar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let path = String::from_utf8_lossy(&e.path_bytes())
+            .trim_end_matches('/')
+            .to_owned();
+        let member = match e.header().entry_type() {
+            tar::EntryType::Directory => (path, 'd', Vec::new()),
+            tar::EntryType::Symlink => {
+                let target = e.link_name_bytes().unwrap().into_owned();
+                (path, 'l', target)
+            }
+            _ => {
+                let mut data = Vec::new();
+                e.read_to_end(&mut data).unwrap();
+                (path, 'f', data)
+            }
+        };
+        out.push(member);
+    }
+    out
+}
+
+/// `0000:19:00.0` (or a host bridge's `pci0000:15`): where a device's own directory ends.
+fn is_device_dir(c: &str) -> bool {
+    let b = c.as_bytes();
+    let bdf = b.len() == 12
+        && b[4] == b':'
+        && b[7] == b':'
+        && b[10] == b'.'
+        && b.iter()
+            .enumerate()
+            .all(|(i, x)| [4, 7, 10].contains(&i) || x.is_ascii_hexdigit());
+    bdf || (c.starts_with("pci") && c.len() == 10)
+}
+
+/// The line a member is counted in: a PCI function (and each RDMA device, netdev, DRM node under
+/// it), else its first three path components (`sys/class/net`, `proc/driver/nvidia`).
+fn group_of(path: &str) -> String {
+    let c: Vec<&str> = path.split('/').collect();
+    if c.len() > 3 && c[0] == "sys" && c[1] == "devices" && c[2].starts_with("pci") {
+        let i = (2..c.len() - 1)
+            .rev()
+            .find(|&k| is_device_dir(c[k]))
+            .unwrap_or(2);
+        let sub = ["infiniband", "infiniband_verbs", "net", "drm"];
+        let end = if c.len() > i + 3 && sub.contains(&c[i + 1]) {
+            i + 3
+        } else {
+            i + 1
+        };
+        return c[..end].join("/");
+    }
+    c[..(c.len() - 1).clamp(1, 3)].join("/")
+}
+
+/// What a fixture holds, a line per group of members with their count and a hash of their
+/// paths, kinds and bytes: a change to a node description (or to a committed capture) shows up
+/// as a changed line in this snapshot's diff, and where.
+fn tree_summary(mut members: Vec<Member>) -> String {
+    members.sort();
+    // A directory that holds something is implied by what it holds; only empty ones count.
+    let parents: std::collections::BTreeSet<&str> = members
+        .iter()
+        .filter_map(|(p, _, _)| p.rsplit_once('/').map(|(dir, _)| dir))
+        .collect();
+    let parents: std::collections::BTreeSet<String> =
+        parents.into_iter().map(str::to_owned).collect();
+    members.retain(|(p, kind, _)| *kind != 'd' || !parents.contains(p));
+    let mut groups: std::collections::BTreeMap<String, (usize, usize, u64)> = Default::default();
+    let (mut files, mut links, mut dirs) = (0, 0, 0);
+    for (path, kind, data) in &members {
+        let g = groups
+            .entry(group_of(path))
+            .or_insert((0, 0, 0xcbf2_9ce4_8422_2325));
+        match kind {
+            'f' => (files += 1, g.0 += 1),
+            'l' => (links += 1, g.1 += 1),
+            _ => (dirs += 1, ()),
+        };
+        // FNV-1a over path, kind and content, each ended by a byte no path holds.
+        for b in path
+            .bytes()
+            .chain([0, *kind as u8, 0])
+            .chain(data.iter().copied())
+            .chain([0xff])
+        {
+            g.2 ^= u64::from(b);
+            g.2 = g.2.wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    let mut out = format!("{files} files, {links} links, {dirs} empty directories\n");
+    for (group, (f, l, h)) in groups {
+        out += &format!("{h:016x} {f:>4} {l:>3}  {group}\n");
+    }
+    out
+}
+
+/// Every fixture's tree, summarised: the generated ones (as synth.py wrote them this run), the
+/// fleet's archives and the committed capture archives.
+#[test]
+fn fixture_trees_match_snapshots() {
+    for name in fixture_names() {
+        let path = fixture_path(&name);
+        let members = if path.is_dir() {
+            members_of_dir(&path)
+        } else {
+            members_of_archive(&path)
+        };
+        assert!(members.len() > 1, "{name}: empty");
+        let header = "hash             files links  group (a PCI function, or the first 3 path components)\n";
+        insta::assert_snapshot!(
+            format!("tree-{}", name.replace('/', "-")),
+            format!("{header}{}", tree_summary(members))
+        );
+    }
+}
+
+/// The committed folder of every fixture holds its FIXTURE.md, equal to the one the generator
+/// writes beside the tree (`python3 fixtures/synth/synth.py --docs fixtures` rewrites them), and
+/// no tree: the synthetic trees are generated, the real captures are one archive each.
+#[test]
+fn committed_fixture_folders_hold_docs_not_trees() {
+    let committed = crate_dir().join("fixtures");
+    let mut failures = Vec::new();
+    let mut folders: Vec<String> = fixture_names()
+        .into_iter()
+        .filter(|n| !n.starts_with("fleet/"))
+        .collect();
+    folders.push("fleet".into());
+    for name in &folders {
+        let dir = committed.join(name);
+        let doc = std::fs::read(dir.join("FIXTURE.md")).unwrap_or_default();
+        if doc.is_empty() {
+            failures.push(format!("fixtures/{name}: no FIXTURE.md"));
+        }
+        let mut entries: Vec<String> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        entries.sort();
+        if CAPTURES.contains(&name.as_str()) {
+            if !dir.join("capture.tar.gz").is_file() || dir.join("sys").exists() {
+                failures.push(format!(
+                    "fixtures/{name}: not one capture.tar.gz: {entries:?}"
+                ));
+            }
+            continue;
+        }
+        let generated = std::fs::read(home().join("fixtures").join(name).join("FIXTURE.md"))
+            .unwrap_or_default();
+        if doc != generated {
+            failures.push(format!(
+                "fixtures/{name}/FIXTURE.md differs from the generator's \
+                 (python3 fixtures/synth/synth.py --docs fixtures)"
+            ));
+        }
+        if entries != ["FIXTURE.md"] {
+            failures.push(format!(
+                "fixtures/{name}: holds {entries:?}; a generated fixture commits its FIXTURE.md only"
+            ));
+        }
+    }
+    // And nothing else: every committed folder is a fixture's (or pciutils' dumps, NCCL's logs
+    // for `nccl explain`, or the generator).
+    for e in std::fs::read_dir(&committed).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        let known = folders.contains(&name)
+            || ["broken", "pciutils", "synth", "nccl-logs"].contains(&name.as_str())
+            || name.ends_with(".md")
+            || name.ends_with(".sh");
+        if !known {
+            failures.push(format!(
+                "fixtures/{name}: not a fixture anything generates or reads"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }

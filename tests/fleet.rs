@@ -1,6 +1,6 @@
-//! `.tar.gz` captures read in place, and `gdrdoctor fleet` over many captures: the small fleet in
-//! fixtures/fleet (expected cross-node findings snapshotted), archive captures equal to their
-//! directories, and a hostile-archive corpus refused capture by capture.
+//! `.tar.gz` captures read in place, and `gdrdoctor fleet` over many captures: the small fleet
+//! (generated as fixtures/fleet/nodeNN.tar.gz; expected cross-node findings snapshotted), archive
+//! captures equal to their directories, and a hostile-archive corpus refused capture by capture.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
 mod common;
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 #[test]
 fn the_small_fleet_shows_what_differs() {
-    let out = gdrdoctor(&["fleet", "fixtures/fleet", "--format", "json"]);
+    let out = gdrdoctor(&["fleet", fixture("fleet"), "--format", "json"]);
     assert_eq!(
         code(&out),
         1,
@@ -43,9 +43,9 @@ fn the_small_fleet_shows_what_differs() {
             .all(|c| c["model"] == "Supermicro SYS-821GE-TNHR")
     );
     insta::assert_snapshot!("fleet-json", stdout(&out));
-    let human = gdrdoctor(&["fleet", "fixtures/fleet"]);
+    let human = gdrdoctor(&["fleet", fixture("fleet")]);
     insta::assert_snapshot!("fleet-human", stdout(&human));
-    let csv = stdout(&gdrdoctor(&["fleet", "fixtures/fleet", "--format", "csv"]));
+    let csv = stdout(&gdrdoctor(&["fleet", fixture("fleet"), "--format", "csv"]));
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 9);
     assert!(lines[0].starts_with("capture,hostname,product,board,kernel"));
@@ -57,7 +57,7 @@ fn the_small_fleet_shows_what_differs() {
     // One job or four: the same output.
     let one = stdout(&gdrdoctor(&[
         "fleet",
-        "fixtures/fleet",
+        fixture("fleet"),
         "--format",
         "json",
         "--jobs",
@@ -65,7 +65,7 @@ fn the_small_fleet_shows_what_differs() {
     ]));
     let four = stdout(&gdrdoctor(&[
         "fleet",
-        "fixtures/fleet",
+        fixture("fleet"),
         "--format",
         "json",
         "--jobs",
@@ -85,23 +85,22 @@ fn archive_captures_read_in_place_equal_their_directories() {
         "amd-mi300x-roce",
     ] {
         let archive = dir.path().join(format!("{name}.tar.gz"));
-        let out = gdrdoctor(&[
-            "--root",
-            &format!("fixtures/{name}"),
-            "capture",
-            archive.to_str().unwrap(),
-        ]);
+        // The real capture is committed as an archive: its directory is that archive unpacked.
+        let (_unpacked, src) = if CAPTURES.contains(&name) {
+            let (d, root) = fixture_copy(name);
+            (Some(d), root)
+        } else {
+            (None, fixture_path(name))
+        };
+        let src = src.to_str().unwrap();
+        let out = gdrdoctor(&["--root", src, "capture", archive.to_str().unwrap()]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let strip = |mut v: serde_json::Value| {
             v.as_object_mut().unwrap().remove("root");
             v
         };
         let from_dir = strip(json(&gdrdoctor(&[
-            "--root",
-            &format!("fixtures/{name}"),
-            "check",
-            "--format",
-            "json",
+            "--root", src, "check", "--format", "json",
         ])));
         let from_tar = strip(json(&gdrdoctor(&[
             "--root",
@@ -213,7 +212,7 @@ fn corpus(dir: &Path) -> Vec<(PathBuf, &'static str)> {
     assert_eq!(
         code(&gdrdoctor(&[
             "--root",
-            "fixtures/healthy-8gpu-roce",
+            fixture("healthy-8gpu-roce"),
             "capture",
             real.to_str().unwrap()
         ])),
@@ -328,7 +327,7 @@ fn fleet_jobs_share_one_memory_budget() {
     let real = dir.path().join("real.tar.gz");
     let out = gdrdoctor(&[
         "--root",
-        "fixtures/healthy-8gpu-roce",
+        fixture("healthy-8gpu-roce"),
         "capture",
         real.to_str().unwrap(),
     ]);
@@ -384,12 +383,12 @@ fn fleet_jobs_share_one_memory_budget() {
 #[test]
 fn fleet_inputs_directories_globs_and_missing() {
     // A glob the shell did not expand, a directory of captures, and a path that is neither.
-    let out = gdrdoctor(&["fleet", "fixtures/fleet/node0?", "--format", "csv"]);
+    let out = gdrdoctor(&["fleet", "fixtures/fleet/node0?.tar.gz", "--format", "csv"]);
     assert_eq!(stdout(&out).lines().count(), 9);
     let out = gdrdoctor(&[
         "fleet",
         "fixtures/pciutils",
-        "fixtures/fleet/node01",
+        fixture("healthy-8gpu-roce"),
         "--format",
         "json",
     ]);
@@ -405,7 +404,7 @@ fn fleet_inputs_directories_globs_and_missing() {
     assert_eq!(
         code(&gdrdoctor(&[
             "--root",
-            "fixtures/fleet/node01",
+            fixture("fleet/node01"),
             "fleet",
             "x"
         ])),
@@ -441,7 +440,7 @@ fn fleet_json_is_documented() {
     let bad = dir.path().join("bad.tar.gz");
     let r = json(&gdrdoctor(&[
         "fleet",
-        "fixtures/fleet",
+        fixture("fleet"),
         bad.to_str().unwrap(),
         "--format",
         "json",

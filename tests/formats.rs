@@ -8,9 +8,20 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-const FAILING: &str = "fixtures/acs-redirect-on-path";
-const READY: &str = "fixtures/healthy-8gpu-roce";
-const UNVERIFIED: &str = "fixtures/config-unprivileged";
+/// A failing node.
+fn failing() -> &'static str {
+    fixture("acs-redirect-on-path")
+}
+
+/// A ready node.
+fn ready() -> &'static str {
+    fixture("healthy-8gpu-roce")
+}
+
+/// A node ready but unverified (acs unknown).
+fn unverified() -> &'static str {
+    fixture("config-unprivileged")
+}
 
 fn out(root: &str, format: &str, extra: &[&str]) -> (i32, String) {
     let mut args = vec!["--root", root, "check", "--format", format];
@@ -33,30 +44,32 @@ fn stable(prom: &str) -> String {
 #[test]
 fn reason_is_one_line_a_scheduler_can_use() {
     assert_eq!(
-        out(FAILING, "reason", &[]),
+        out(failing(), "reason", &[]),
         (1, "gdrdoctor: acs-redirect-on-path\n".into())
     );
-    assert_eq!(out(READY, "reason", &[]), (0, "gdrdoctor: ready\n".into()));
     assert_eq!(
-        out(UNVERIFIED, "reason", &[]),
+        out(ready(), "reason", &[]),
+        (0, "gdrdoctor: ready\n".into())
+    );
+    assert_eq!(
+        out(unverified(), "reason", &[]),
         (0, "gdrdoctor: ready (unverified: acs)\n".into())
     );
     // --strict: the unknown blocks, and the reason names it.
-    let (c, line) = out(UNVERIFIED, "reason", &["--strict"]);
+    let (c, line) = out(unverified(), "reason", &["--strict"]);
     assert_eq!(c, 1);
     assert!(line.starts_with("gdrdoctor: acs-"), "{line}");
     // Two failing checks: every blocking code, in check order, each once.
     assert_eq!(
-        out("fixtures/arm64-iommu-translated", "reason", &[]),
+        out(fixture("arm64-iommu-translated"), "reason", &[]),
         (1, "gdrdoctor: gpu-nic-too-far,iommu-translated\n".into())
     );
     // Every failing fixture: one line, only code characters, the codes the JSON blocks on.
-    for entry in std::fs::read_dir(crate_dir().join("fixtures")).unwrap() {
-        let dir = entry.unwrap().path();
-        if !dir.join("sys").is_dir() {
+    for name in fixture_names() {
+        if name.starts_with("broken/") || name.starts_with("fleet/") {
             continue;
         }
-        let root = dir.to_str().unwrap();
+        let root = fixture(&name);
         let (c, line) = out(root, "reason", &[]);
         let report = json(&gdrdoctor(&["--root", root, "check", "--format", "json"]));
         assert_eq!(line.lines().count(), 1, "{root}: {line:?}");
@@ -101,10 +114,10 @@ fn nfd_feature_files() {
         assert!(ok(k, 63) && ok(v, 63), "not a valid NFD label: {l}");
     };
     for (root, name, rc) in [
-        (FAILING, "nfd-failing", 1),
-        (READY, "nfd-ready", 0),
-        ("fixtures/healthy-4gpu-ib-peermem", "nfd-peermem", 0),
-        ("fixtures/amd-no-gdr-path", "nfd-no-path", 1),
+        (failing(), "nfd-failing", 1),
+        (ready(), "nfd-ready", 0),
+        (fixture("healthy-4gpu-ib-peermem"), "nfd-peermem", 0),
+        (fixture("amd-no-gdr-path"), "nfd-no-path", 1),
     ] {
         let (c, text) = out(root, "nfd", &[]);
         assert_eq!(c, rc, "{root}");
@@ -112,10 +125,10 @@ fn nfd_feature_files() {
         insta::assert_snapshot!(name, text);
     }
     // A capture without GPUs: the same word as the fleet view.
-    let (_, text) = out("fixtures/lab-switch-pt", "nfd", &[]);
+    let (_, text) = out(fixture("lab-switch-pt"), "nfd", &[]);
     assert!(text.contains("/gdr.path=no-gpu\n"), "{text}");
     // --nfd-expiry: NFD drops the labels at that time (RFC 3339, UTC).
-    let (_, text) = out(READY, "nfd", &["--nfd-expiry", "1800"]);
+    let (_, text) = out(ready(), "nfd", &["--nfd-expiry", "1800"]);
     let line = text.lines().nth(1).unwrap();
     let when = line.strip_prefix("# +expiry-time=").expect(line);
     assert!(
@@ -126,11 +139,15 @@ fn nfd_feature_files() {
 
 #[test]
 fn junit_one_testcase_per_finding() {
-    let (c, xml) = out(FAILING, "junit", &[]);
+    let (c, xml) = out(failing(), "junit", &[]);
     assert_eq!(c, 1);
     insta::assert_snapshot!("junit-failing", xml);
     let report = json(&gdrdoctor(&[
-        "--root", FAILING, "check", "--format", "json",
+        "--root",
+        failing(),
+        "check",
+        "--format",
+        "json",
     ]));
     let findings: usize = report["checks"]
         .as_array()
@@ -144,17 +161,17 @@ fn junit_one_testcase_per_finding() {
         "{xml}"
     );
     // Ready: no failure, no error. Unknown is skipped, or an error under --strict.
-    let (_, xml) = out(READY, "junit", &[]);
+    let (_, xml) = out(ready(), "junit", &[]);
     assert!(!xml.contains("<failure") && !xml.contains("<error"));
-    let (_, xml) = out(UNVERIFIED, "junit", &[]);
+    let (_, xml) = out(unverified(), "junit", &[]);
     assert!(xml.contains("failures=\"0\" errors=\"0\""), "{xml}");
-    let (_, xml) = out(UNVERIFIED, "junit", &["--strict"]);
+    let (_, xml) = out(unverified(), "junit", &["--strict"]);
     assert!(xml.contains("<error type=\"acs-"), "{xml}");
 }
 
 #[test]
 fn prometheus_gauges() {
-    let (c, text) = out(FAILING, "prometheus", &[]);
+    let (c, text) = out(failing(), "prometheus", &[]);
     assert_eq!(c, 1);
     assert!(text.contains("\ngdrdoctor_ready 0\n"));
     assert!(text.contains("gdrdoctor_check_status{check=\"acs\",status=\"fail\"} 1\n"));
@@ -173,7 +190,7 @@ fn prometheus_gauges() {
         .as_secs_f64();
     assert!((now - ts).abs() < 120.0, "{ts} vs {now}");
     insta::assert_snapshot!("prometheus-failing", stable(&text));
-    let (_, text) = out(READY, "prometheus", &[]);
+    let (_, text) = out(ready(), "prometheus", &[]);
     assert!(text.contains("\ngdrdoctor_ready 1\n"));
 }
 
@@ -185,7 +202,7 @@ fn outputs_are_written_whole_next_to_stdout() {
     let nfd_path = format!("nfd:{d}/gdrdoctor");
     let o = gdrdoctor(&[
         "--root",
-        FAILING,
+        failing(),
         "check",
         "--format",
         "reason",
@@ -210,15 +227,15 @@ fn outputs_are_written_whole_next_to_stdout() {
     assert_eq!(saved["verdict"]["ready"], false);
     assert_eq!(
         std::fs::read_to_string(dir.path().join("gdrdoctor")).unwrap(),
-        out(FAILING, "nfd", &[]).1
+        out(failing(), "nfd", &[]).1
     );
     let prom = std::fs::read_to_string(dir.path().join("gdrdoctor.prom")).unwrap();
-    assert_eq!(stable(&prom), stable(&out(FAILING, "prometheus", &[]).1));
+    assert_eq!(stable(&prom), stable(&out(failing(), "prometheus", &[]).1));
     // A directory that does not exist: the report still goes to stdout; a ready node's run
     // exits 2 and names the file ...
     let o = gdrdoctor(&[
         "--root",
-        READY,
+        ready(),
         "check",
         "--format",
         "reason",
@@ -235,7 +252,7 @@ fn outputs_are_written_whole_next_to_stdout() {
     // ... but never hides "not ready": a prolog must still drain (exit 1, and the warning).
     let o = gdrdoctor(&[
         "--root",
-        FAILING,
+        failing(),
         "check",
         "--format",
         "reason",
@@ -246,7 +263,7 @@ fn outputs_are_written_whole_next_to_stdout() {
     assert!(stderr(&o).contains("cannot write /nonexistent-gdrdoctor-dir/r.json"));
     // Bad specs are refused before anything runs.
     for bad in ["json", "yaml:/tmp/x", "json:"] {
-        let o = gdrdoctor(&["--root", READY, "check", "--output", bad]);
+        let o = gdrdoctor(&["--root", ready(), "check", "--output", bad]);
         assert_eq!(code(&o), 2, "{bad}");
     }
 }
@@ -261,7 +278,7 @@ fn deadline_cuts_the_gpu_probe_short() {
         std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
             .args([
                 "--root",
-                READY,
+                ready(),
                 "--deadline",
                 "1.5",
                 "check",
@@ -269,7 +286,7 @@ fn deadline_cuts_the_gpu_probe_short() {
                 "--format",
                 "json",
             ])
-            .current_dir(crate_dir())
+            .current_dir(home())
             .env("GDRDOCTOR_PROBE_EXE", &exe)
             .output()
             .unwrap()
@@ -301,14 +318,14 @@ fn deadline_watchdog_ends_a_stuck_run() {
         std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
             .args([
                 "--root",
-                READY,
+                ready(),
                 "--deadline",
                 "0.5",
                 "check",
                 "--format",
                 "reason",
             ])
-            .current_dir(crate_dir())
+            .current_dir(home())
             .env("GDRDOCTOR_TEST_STALL_MS", "20000")
             .output()
             .unwrap()
@@ -326,7 +343,7 @@ fn deadline_watchdog_ends_a_stuck_run() {
     let (o, took) = in_time(Duration::from_millis(500), || {
         gdrdoctor(&[
             "--root",
-            READY,
+            ready(),
             "--deadline",
             "0.5",
             "check",

@@ -231,7 +231,7 @@ fn gpu_side_runs_without_a_nic() {
 // -- the check's verdicts and fixes, from outcomes -------------------------------------------
 
 fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
-    let root = gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/h200x2-vm")).unwrap();
+    let root = gdrdoctor::root::Root::open(&fixture_path("h200x2-vm")).unwrap();
     let config = gdrdoctor::config::Config::default();
     let mut inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
     inv.live = true; // the check is live-only; these outcomes stand for a live run
@@ -502,7 +502,7 @@ fn gdr_test_command_end_to_end() {
         assert!(v > 0.0, "{line}");
     }
     // Not on a captured root, and a size that is not a multiple of 4 KiB is refused.
-    let out = gdrdoctor(&["--root", "fixtures/h200x2-vm", "gdr-test"]);
+    let out = gdrdoctor(&["--root", fixture("h200x2-vm"), "gdr-test"]);
     assert_eq!(code(&out), 2);
     let out = gdrdoctor(&["gdr-test", "--size", "1000"]);
     assert_eq!(code(&out), 2);
@@ -557,8 +557,7 @@ fn gdr_test_fields_are_documented() {
 /// one per NIC for host memory; RoCE ports use the RoCE v2 IPv4 GID rdma-gid found.
 #[test]
 fn pairs_follow_placement() {
-    let root =
-        gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/healthy-8gpu-roce")).unwrap();
+    let root = gdrdoctor::root::Root::open(&fixture_path("healthy-8gpu-roce")).unwrap();
     let config = gdrdoctor::config::Config::default();
     let inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
     let opts = gdrdoctor::gdr::plan::Options::default();
@@ -594,8 +593,7 @@ fn pairs_follow_placement() {
     assert_eq!(host.len(), 8);
     assert!(host.iter().all(|p| p.gpu.is_none() && p.spec.gpu.is_none()));
     // A declared accelerator of another vendor cannot be tested with GPU memory: said, not run.
-    let root =
-        gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/lab-switch-pt")).unwrap();
+    let root = gdrdoctor::root::Root::open(&fixture_path("lab-switch-pt")).unwrap();
     let (config, _) = gdrdoctor::config::Config::load(
         Some(&crate_dir().join("fixtures/lab-switch-pt/config.yaml")),
         &gdrdoctor::checks::NAMES,

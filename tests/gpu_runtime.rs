@@ -56,7 +56,7 @@ impl Libs {
     fn command(&self, args: &[&str]) -> std::process::Command {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
         c.args(args)
-            .current_dir(crate_dir())
+            .current_dir(home())
             .env("NO_COLOR", "1")
             .env("GDRDOCTOR_LIBNVML", &self.nvml)
             .env("GDRDOCTOR_LIBCUDA", &self.cuda)
@@ -78,11 +78,11 @@ impl Libs {
     }
     /// `gdrdoctor --root FIXTURE check --gpu-probe --format json`: a fixture's GPUs, with the
     /// probe run against these libraries.
-    fn check(&self, fixture: &str) -> Value {
+    fn check(&self, name: &str) -> Value {
         let out = self
             .command(&[
                 "--root",
-                &format!("fixtures/{fixture}"),
+                fixture(name),
                 "check",
                 "--gpu-probe",
                 "--format",
@@ -367,7 +367,7 @@ fn a_hung_or_crashed_gpu_worker_costs_only_its_gpu() {
             .set("GDRDOCTOR_PROBE_EXE", exe.to_str().unwrap())
             .command(&[
                 "--root",
-                "fixtures/h200x2-vm",
+                fixture("h200x2-vm"),
                 "--config",
                 config.to_str().unwrap(),
                 "check",
@@ -503,15 +503,7 @@ fn driver_state_failures() {
     );
     assert!(message(&r, "gpu", "gpu-runtime-error").contains("/dev/nvidia"));
     // The same on a copy of the capture without nvidia_uvm: the fix loads it.
-    let copy = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(crate_dir().join("fixtures/h200x2-vm"))
-        .arg(copy.path().join("node"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let node = copy.path().join("node");
+    let (_copy, node) = fixture_copy("h200x2-vm");
     let modules = std::fs::read_to_string(node.join("proc/modules")).unwrap();
     let kept: String = modules
         .lines()
@@ -664,7 +656,7 @@ fn amd_paths() {
 fn no_gpu_probe_and_offline_skip_with_a_reason() {
     let off = json(&gdrdoctor(&[
         "--root",
-        "fixtures/h200x2-vm",
+        fixture("h200x2-vm"),
         "check",
         "--format",
         "json",
@@ -689,7 +681,7 @@ fn real_runtime(machine: &str) -> Runtime {
 /// `nvidia-smi topo -m` showed it there.
 #[test]
 fn real_h200_pair_answers() {
-    let root = gdrdoctor::root::Root::captured(&crate_dir().join("fixtures/h200x2-vm")).unwrap();
+    let root = gdrdoctor::root::Root::open(&fixture_path("h200x2-vm")).unwrap();
     let config = gdrdoctor::config::Config::default();
     let mut inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
     inv.gpu_runtime = real_runtime("h200x2");

@@ -6,22 +6,10 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// A copy of `fixtures/<name>` in a new temporary directory, to break.
+/// A copy of fixture `name` in a new temporary directory, to break.
 fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    assert!(
-        Command::new("cp")
-            .arg("-a")
-            .arg(crate_dir().join("fixtures").join(name))
-            .arg(&root)
-            .status()
-            .unwrap()
-            .success()
-    );
-    (dir, root)
+    fixture_copy(name)
 }
 
 /// Every regular file named `config` under `dir`, links not followed: the real config spaces,
@@ -250,7 +238,7 @@ fn an_archive_holding_a_path_twice_is_refused() {
     let copy = d.path().join("copy");
     let o = gdrdoctor(&[
         "--root",
-        "fixtures/healthy-8gpu-roce",
+        fixture("healthy-8gpu-roce"),
         "capture",
         copy.to_str().unwrap(),
     ]);

@@ -10,16 +10,19 @@ use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-const ROOT: &str = "fixtures/h200x2-vm";
+/// The real 2x H200 capture.
+fn h200() -> &'static str {
+    fixture("h200x2-vm")
+}
 
 /// Every command that writes to standard output, with the exit code it has on `ROOT`.
 fn commands() -> Vec<(Vec<&'static str>, i32)> {
     vec![
-        (vec!["--root", ROOT, "check"], 1),
-        (vec!["--root", ROOT, "check", "--format", "json"], 1),
-        (vec!["--root", ROOT, "topo", "--no-gpu-probe"], 0),
-        (vec!["--root", ROOT, "fix"], 0),
-        (vec!["--root", ROOT, "nccl"], 0),
+        (vec!["--root", h200(), "check"], 1),
+        (vec!["--root", h200(), "check", "--format", "json"], 1),
+        (vec!["--root", h200(), "topo", "--no-gpu-probe"], 0),
+        (vec!["--root", h200(), "fix"], 0),
+        (vec!["--root", h200(), "nccl"], 0),
         (
             vec![
                 "nccl",
@@ -28,7 +31,7 @@ fn commands() -> Vec<(Vec<&'static str>, i32)> {
             ],
             1,
         ),
-        (vec!["fleet", ROOT], 1),
+        (vec!["fleet", h200()], 1),
         (vec!["list", "--codes"], 0),
         (vec!["explain", "acs"], 0),
         (vec!["--help"], 0),
@@ -45,7 +48,7 @@ fn commands() -> Vec<(Vec<&'static str>, i32)> {
 fn run_with_stdout(args: &[&str], out: Stdio) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
         .args(args)
-        .current_dir(crate_dir())
+        .current_dir(home())
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(out)
@@ -113,8 +116,8 @@ fn a_reader_that_went_away_ends_the_output_quietly_with_the_run_s_exit_code() {
         .arg("-c")
         .arg(r#""$0" --root "$1" check | head -c 0"#)
         .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
-        .arg(ROOT)
-        .current_dir(crate_dir())
+        .arg(h200())
+        .current_dir(home())
         .output()
         .unwrap();
     no_panic(&o, "check | head -c 0");
@@ -129,7 +132,7 @@ fn a_closed_standard_output_is_an_error() {
             .arg(r#"exec >&-; exec "$0" "$@""#)
             .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
             .args(&args)
-            .current_dir(crate_dir())
+            .current_dir(home())
             .env("NO_COLOR", "1")
             .output()
             .unwrap();
@@ -150,12 +153,12 @@ fn a_full_standard_error_never_panics() {
     for (args, rc) in [
         (vec!["--root", "/nonexistent-gdrdoctor-root", "check"], 2),
         (vec!["explain", "no-such-check"], 2),
-        (vec!["--root", ROOT, "check", "--format", "reason"], 1),
+        (vec!["--root", h200(), "check", "--format", "reason"], 1),
         (vec!["bogus-subcommand"], 2),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
             .args(&args)
-            .current_dir(crate_dir())
+            .current_dir(home())
             .stdout(Stdio::null())
             .stderr(full())
             .output()
@@ -177,7 +180,7 @@ fn wait_within(secs: u64, mut cmd: Command) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
     let mut child = cmd
-        .current_dir(crate_dir())
+        .current_dir(home())
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(File::create(&out).unwrap())
@@ -211,7 +214,7 @@ fn check_with_output(path: &Path, spec: &str) -> Output {
     let spec = format!("{spec}:{}", path.display());
     let args = os(&[
         "--root",
-        "fixtures/healthy-8gpu-roce",
+        fixture("healthy-8gpu-roce"),
         "check",
         "--format",
         "reason",
@@ -253,7 +256,7 @@ fn output_replaces_only_regular_files_and_writes_devices_in_place() {
     let spec = format!("reason:{}", d.join("stdout").display());
     let o = gdrdoctor(&[
         "--root",
-        "fixtures/healthy-8gpu-roce",
+        fixture("healthy-8gpu-roce"),
         "check",
         "--format",
         "reason",
@@ -322,7 +325,7 @@ fn output_replaces_only_regular_files_and_writes_devices_in_place() {
         20,
         &[
             "--root".as_ref(),
-            "fixtures/healthy-8gpu-roce".as_ref(),
+            fixture("healthy-8gpu-roce").as_ref(),
             "check".as_ref(),
             "--textfile-dir".as_ref(),
             textfile.as_os_str(),
@@ -360,7 +363,7 @@ fn fix_o_writes_a_fifo_in_place_and_never_waits_or_chmods_it() {
     let mode = || fifo.metadata().unwrap().permissions().mode() & 0o777;
     let before = mode();
     let args = |p: &Path| -> Vec<std::ffi::OsString> {
-        let mut a = os(&["--root", "fixtures/acs-redirect-on-path", "fix", "-o"]);
+        let mut a = os(&["--root", fixture("acs-redirect-on-path"), "fix", "-o"]);
         a.push(p.into());
         a
     };
@@ -388,7 +391,7 @@ fn fix_o_writes_a_fifo_in_place_and_never_waits_or_chmods_it() {
 }
 
 fn check_with_config(config: &Path) -> Output {
-    let args = os(&["--root", ROOT, "check", "--format", "reason", "--config"]);
+    let args = os(&["--root", h200(), "check", "--format", "reason", "--config"]);
     let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     args.push(config.as_os_str());
     run_within(20, &args)
@@ -414,7 +417,7 @@ fn config_must_be_a_regular_file_of_at_most_one_mib() {
         .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
         .args([
             "--root",
-            ROOT,
+            h200(),
             "check",
             "--no-gpu-probe",
             "--config",
@@ -458,7 +461,7 @@ fn nfd_expiry_is_bounded_and_lies_in_the_future() {
     let nfd = |seconds: &str| {
         gdrdoctor(&[
             "--root",
-            ROOT,
+            h200(),
             "check",
             "--format",
             "nfd",
@@ -504,13 +507,7 @@ fn fleet_csv_escapes_control_characters_from_a_capture() {
     // sequences (clear screen, red), as a hostile or broken node could.
     let dir = tempfile::tempdir().unwrap();
     let capture = dir.path().join("node-\u{1b}[2J");
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(crate_dir().join("fixtures/healthy-4gpu-ib-peermem"))
-        .arg(&capture)
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    copy_to("healthy-4gpu-ib-peermem", &capture);
     let fw = capture.join("sys/class/infiniband/mlx5_0/fw_ver");
     std::fs::write(&fw, "20.39.1002\u{1b}[31m\u{7}\n").unwrap();
     let o = gdrdoctor(&["fleet", "--format", "csv", capture.to_str().unwrap()]);

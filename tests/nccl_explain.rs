@@ -326,7 +326,7 @@ fn not_an_nccl_log_is_exit_2() {
     assert_eq!(
         code(&gdrdoctor(&[
             "--root",
-            "fixtures/h200x2-vm",
+            fixture("h200x2-vm"),
             "nccl",
             "explain",
             &log("nccl-1151-distance")
@@ -375,8 +375,8 @@ fn partial_answers_from_bad_input() {
 
 #[test]
 fn settings_are_still_the_default() {
-    let plain = gdrdoctor(&["--root", "fixtures/h200x2-vm", "nccl"]);
-    let named = gdrdoctor(&["--root", "fixtures/h200x2-vm", "nccl", "settings"]);
+    let plain = gdrdoctor(&["--root", fixture("h200x2-vm"), "nccl"]);
+    let named = gdrdoctor(&["--root", fixture("h200x2-vm"), "nccl", "settings"]);
     assert_eq!(code(&plain), 0);
     assert_eq!(stdout(&plain), stdout(&named));
     assert!(stdout(&plain).contains("NCCL_SOCKET_IFNAME"));

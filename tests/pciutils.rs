@@ -124,7 +124,7 @@ fn ours(d: &Dump) -> (Option<(u8, String)>, Option<String>, Option<String>) {
 fn port_type_and_acs_match_lspci() {
     let tmp = tempfile::tempdir().unwrap();
     let mut dumps = Vec::new();
-    for e in std::fs::read_dir(crate_dir().join("fixtures/pciutils")).unwrap() {
+    for e in std::fs::read_dir(home().join("fixtures/pciutils")).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "txt") {
             dumps.extend(parse_dump_file(&p));
@@ -132,13 +132,26 @@ fn port_type_and_acs_match_lspci() {
     }
     // Every config file of the real captures (the lab's switch and root ports with ACS).
     // And the synthetic 8-GPU node's: switch ports with ACS, written by fixtures/synth.
-    for root in [
-        "fixtures/lab-switch-pt",
-        "fixtures/h200x2-vm",
-        "fixtures/healthy-8gpu-roce",
-    ] {
+    for name in ["lab-switch-pt", "h200x2-vm", "healthy-8gpu-roce"] {
+        // The captures are archives: their config files unpacked into a directory.
+        let unpacked = tempfile::tempdir().unwrap();
+        let root = fixture_path(name);
+        let root = if root.is_dir() {
+            root
+        } else {
+            let ok = Command::new("tar")
+                .arg("xzf")
+                .arg(&root)
+                .arg("-C")
+                .arg(unpacked.path())
+                .args(["--wildcards", "*/config"])
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{name}: tar");
+            unpacked.path().to_owned()
+        };
         let found = Command::new("find")
-            .arg(crate_dir().join(root).join("sys/devices"))
+            .arg(root.join("sys/devices"))
             .args(["-name", "config", "-type", "f"])
             .output()
             .unwrap();

@@ -27,7 +27,7 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
   cat /tmp/gdrdoctor-live.txt >&2
   exit 1
 fi
-"$bin" --root fixtures/h200x2-vm check --format json > /dev/null || [ $? -eq 1 ]
+"$bin" --root fixtures/h200x2-vm/capture.tar.gz check --format json > /dev/null || [ $? -eq 1 ]
 
 # The GPU probe on this machine, asked about the captured H200s (--gpu-probe): where the NVIDIA
 # libraries are absent (CI), the same binary must say so as findings with fixes, not crash.
@@ -37,7 +37,7 @@ if ldconfig -p 2>/dev/null | grep -E 'libnvidia-ml\.so\.1|libcuda\.so\.1' >/dev/
   echo "release-binary: NVIDIA libraries installed here; the absent-library run is left to tests/gpu_runtime.rs"
 else
   set +e
-  "$bin" --root fixtures/h200x2-vm check --gpu-probe --select gpu --color never > /tmp/gdrdoctor-probe.txt 2>&1
+  "$bin" --root fixtures/h200x2-vm/capture.tar.gz check --gpu-probe --select gpu --color never > /tmp/gdrdoctor-probe.txt 2>&1
   rc=$?
   set -e
   grep -E '^ +FAIL (libnvidia-ml|libcuda)' /tmp/gdrdoctor-probe.txt || true

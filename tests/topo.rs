@@ -18,10 +18,11 @@ const KNOWN: &[(&str, &str)] = &[
     ("lab-switch-pt", "PIX"),
 ];
 
-fn topo(root: &str) -> serde_json::Value {
-    let cfg = format!("{root}/config.yaml");
-    let mut args = vec!["--root", root];
-    if crate_dir().join(&cfg).is_file() {
+/// `topo --format json` on fixture `name`, with its config if it has one.
+fn topo(name: &str) -> serde_json::Value {
+    let cfg = fixture_config(name);
+    let mut args = vec!["--root", fixture(name)];
+    if let Some(cfg) = &cfg {
         args.extend(["--config", cfg.as_str()]);
     }
     args.extend(["topo", "--format", "json"]);
@@ -48,7 +49,7 @@ fn level(t: &serde_json::Value, a: &str, b: &str) -> String {
 #[test]
 fn known_levels() {
     for (fixture, want) in KNOWN {
-        let t = topo(&format!("fixtures/{fixture}"));
+        let t = topo(fixture);
         assert_eq!(level(&t, "GPU0", "NIC0"), *want, "{fixture}");
         assert_eq!(level(&t, "NIC0", "GPU0"), *want, "{fixture}: symmetric");
         assert_eq!(level(&t, "GPU0", "GPU0"), "X");
@@ -58,7 +59,7 @@ fn known_levels() {
 #[test]
 fn eight_gpu_node_matches_its_wiring() {
     // 2 sockets x 2 host bridges, one switch each holding 2 GPUs and 2 NICs.
-    let t = topo("fixtures/healthy-8gpu-roce");
+    let t = topo("healthy-8gpu-roce");
     assert_eq!(level(&t, "GPU0", "NIC0"), "PIX");
     assert_eq!(level(&t, "GPU0", "NIC1"), "PIX");
     assert_eq!(level(&t, "GPU0", "NIC2"), "NODE");
@@ -87,14 +88,14 @@ fn eight_gpu_node_matches_its_wiring() {
 fn vm_gpus_on_the_root_bus_meet_in_the_host_bridge() {
     // The H200 VM: both GPUs right on bus 00 (nvidia-smi shows NV18 for their NVLink; PCIe-wise
     // they share only the host bridge).
-    let t = topo("fixtures/h200x2-vm");
+    let t = topo("h200x2-vm");
     assert_eq!(level(&t, "GPU0", "GPU1"), "PHB");
     assert_eq!(t["devices"].as_array().unwrap().len(), 2);
 }
 
 #[test]
 fn numa_unknown_is_said() {
-    let t = topo("fixtures/placement-node");
+    let t = topo("placement-node");
     assert!(
         t["numa_assumed"].as_array().unwrap().is_empty(),
         "both NUMA nodes known there"
@@ -103,7 +104,7 @@ fn numa_unknown_is_said() {
 
 #[test]
 fn human_output_has_nvidia_smi_shape() {
-    let out = stdout(&gdrdoctor(&["--root", "fixtures/placement-pileup", "topo"]));
+    let out = stdout(&gdrdoctor(&["--root", fixture("placement-pileup"), "topo"]));
     let mut lines = out.lines();
     assert_eq!(
         lines.next().unwrap(),
@@ -131,7 +132,7 @@ fn human_output_has_nvidia_smi_shape() {
 #[test]
 fn json_fields_are_documented() {
     let doc = std::fs::read_to_string(crate_dir().join("docs/topo-json.md")).unwrap();
-    let t = topo("fixtures/healthy-8gpu-roce");
+    let t = topo("healthy-8gpu-roce");
     let mut missing = Vec::new();
     for key in t.as_object().unwrap().keys() {
         if !doc.contains(&format!("| `{key}` |")) {
@@ -155,7 +156,7 @@ fn crowded_nic_warns_when_the_idle_one_is_within_policy() {
     // Within the default PXB policy the idle NIC is no help; with PHB allowed it is.
     let r = json(&gdrdoctor(&[
         "--root",
-        "fixtures/placement-pileup",
+        fixture("placement-pileup"),
         "check",
         "--format",
         "json",
@@ -167,7 +168,7 @@ fn crowded_nic_warns_when_the_idle_one_is_within_policy() {
         "--config",
         cfg.path().to_str().unwrap(),
         "--root",
-        "fixtures/placement-pileup",
+        fixture("placement-pileup"),
         "check",
         "--format",
         "json",
@@ -193,7 +194,7 @@ fn crowded_nic_warns_when_the_idle_one_is_within_policy() {
         "--config",
         cfg.path().to_str().unwrap(),
         "--root",
-        "fixtures/placement-phb",
+        fixture("placement-phb"),
         "check",
         "--format",
         "json",

@@ -52,6 +52,17 @@ fn is_bdf(s: &str) -> bool {
 
 fn expected(root: &str) -> Expected {
     let t = json(&gdrdoctor(&["--root", root, "topo", "--format", "json"]));
+    // The links are read off a directory: a real capture is an archive, so unpack a copy.
+    let copy = root.ends_with(".tar.gz").then(|| {
+        let name = root
+            .trim_start_matches("fixtures/")
+            .trim_end_matches("/capture.tar.gz");
+        fixture_copy(name)
+    });
+    let tree = match &copy {
+        Some((_, dir)) => dir.clone(),
+        None => home().join(root),
+    };
     let mut e = Expected {
         gpus: Vec::new(),
         nics: Vec::new(),
@@ -59,13 +70,7 @@ fn expected(root: &str) -> Expected {
     };
     for d in t["devices"].as_array().unwrap() {
         let bdf = d["bdf"].as_str().unwrap().to_owned();
-        let real = std::fs::canonicalize(
-            crate_dir()
-                .join(root)
-                .join("sys/bus/pci/devices")
-                .join(&bdf),
-        )
-        .unwrap();
+        let real = std::fs::canonicalize(tree.join("sys/bus/pci/devices").join(&bdf)).unwrap();
         e.bridges.extend(
             real.to_str()
                 .unwrap()
@@ -109,7 +114,7 @@ fn boxes_with(doc: &roxmltree::Document, class: &str) -> BTreeSet<String> {
 #[test]
 fn svg_parses_and_names_every_device_on_the_tree() {
     for fixture in FIXTURES {
-        let root = format!("fixtures/{fixture}");
+        let root = common::fixture(fixture).to_owned();
         let svg = topo(&root, "svg");
         let doc = roxmltree::Document::parse(&svg)
             .unwrap_or_else(|e| panic!("{fixture}: the SVG is not XML: {e}"));
@@ -155,7 +160,7 @@ fn svg_parses_and_names_every_device_on_the_tree() {
 
 #[test]
 fn svg_draws_the_pairs_and_marks_the_acs_redirect() {
-    let svg = topo("fixtures/acs-redirect-on-path", "svg");
+    let svg = topo(fixture("acs-redirect-on-path"), "svg");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     // The acs check fails on 0000:02:01.0 (ACSCtl 0x001d); 0000:02:00.0, on the same path, is
     // clear.
@@ -180,7 +185,7 @@ fn svg_draws_the_pairs_and_marks_the_acs_redirect() {
     );
 
     // Every GPU of the 8-GPU node with both NICs of its switch (PIX), no redirect anywhere.
-    let svg = topo("fixtures/healthy-8gpu-roce", "svg");
+    let svg = topo(fixture("healthy-8gpu-roce"), "svg");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert!(boxes_with(&doc, "redirect").is_empty());
     let labels: Vec<String> = doc
@@ -192,7 +197,7 @@ fn svg_draws_the_pairs_and_marks_the_acs_redirect() {
     assert_eq!(labels, vec!["PIX".to_owned(); 16]);
 
     // A GPU whose nearest NIC is across the sockets: no line, marked, and said in a note.
-    let svg = topo("fixtures/placement-sys", "svg");
+    let svg = topo(fixture("placement-sys"), "svg");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         boxes_with(&doc, "nogdr"),
@@ -204,18 +209,7 @@ fn svg_draws_the_pairs_and_marks_the_acs_redirect() {
 
 /// A copy of `fixtures/<name>` in a new temporary directory.
 fn copy(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    assert!(
-        Command::new("cp")
-            .arg("-a")
-            .arg(crate_dir().join("fixtures").join(name))
-            .arg(&root)
-            .status()
-            .unwrap()
-            .success()
-    );
-    (dir, root)
+    fixture_copy(name)
 }
 
 const HOSTILE_PRODUCT: &str = r#"</text><script>alert("x")</script> & ]]> 'q'"#;
@@ -338,13 +332,13 @@ fn svg_size(svg: &str) -> (u32, u32) {
 }
 
 /// The command that renders docs/topo-<fixture>.png again, as docs/topo-svg.md gives it.
-const REGENERATE: &str = "cargo build && for f in healthy-8gpu-roce acs-redirect-on-path; do target/debug/gdrdoctor --root fixtures/$f topo --format svg | rsvg-convert -o docs/topo-$f.png; done";
+const REGENERATE: &str = "cargo build && for f in healthy-8gpu-roce acs-redirect-on-path; do fixtures/build.sh $f target/docs-fixtures/fixtures/$f && (cd target/docs-fixtures && ../debug/gdrdoctor --root fixtures/$f topo --format svg) | rsvg-convert -o docs/topo-$f.png; done";
 
 #[test]
 fn svg_renders_with_rsvg_and_the_docs_pictures_are_current() {
     let build = Path::new(env!("CARGO_TARGET_TMPDIR"));
     for fixture in FIXTURES {
-        let svg = topo(&format!("fixtures/{fixture}"), "svg");
+        let svg = topo(common::fixture(fixture), "svg");
         let png = build.join(format!("topo-{fixture}.png"));
         let (w, h) = render(&svg, &png);
         assert_eq!(
@@ -435,7 +429,7 @@ fn dot_is_well_formed(dot: &str) -> Result<(), String> {
 #[test]
 fn dot_is_balanced_and_names_every_device() {
     for fixture in FIXTURES {
-        let root = format!("fixtures/{fixture}");
+        let root = common::fixture(fixture).to_owned();
         let dot = topo(&root, "dot");
         dot_is_well_formed(&dot).unwrap_or_else(|e| panic!("{fixture}: {e}\n{dot}"));
         let e = expected(&root);
@@ -451,7 +445,7 @@ fn dot_is_balanced_and_names_every_device() {
             );
         }
     }
-    let dot = topo("fixtures/acs-redirect-on-path", "dot");
+    let dot = topo(fixture("acs-redirect-on-path"), "dot");
     assert!(dot.contains("\"0000:03:00.0\" -- \"0000:04:00.0\" [label=\"PIX ACS redirect\""));
     assert!(
         dot.contains("\"0000:02:01.0\" [label=\"0000:02:01.0\\nswitch downstream port\\nACS redirect: ReqRedir, CmpltRedir\", color=\"#dc2626\"")
@@ -479,11 +473,11 @@ fn dot_is_balanced_and_names_every_device() {
 fn snapshots_of_a_small_node() {
     insta::assert_snapshot!(
         "acs-redirect-on-path.svg",
-        topo("fixtures/acs-redirect-on-path", "svg")
+        topo(fixture("acs-redirect-on-path"), "svg")
     );
     insta::assert_snapshot!(
         "acs-redirect-on-path.dot",
-        topo("fixtures/acs-redirect-on-path", "dot")
+        topo(fixture("acs-redirect-on-path"), "dot")
     );
 }
 
@@ -527,7 +521,7 @@ fn fleet_draws_the_first_node_of_each_model() {
     assert!(
         texts(&doc)
             .iter()
-            .any(|t| t.contains("root fixtures/fleet/node01 ")),
+            .any(|t| t.contains("root fixtures/fleet/node01.tar.gz ")),
         "the first node of the model is drawn"
     );
     render(
@@ -568,7 +562,7 @@ fn fleet_draws_the_first_node_of_each_model() {
     let file = dir.path().join("pictures/x-y.svg");
     let out = gdrdoctor(&[
         "fleet",
-        "fixtures/fleet/node08",
+        fixture("fleet/node08"),
         "--pictures",
         file.to_str().unwrap(),
     ]);

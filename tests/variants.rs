@@ -1,5 +1,5 @@
-//! Small variations of a real capture, made in a temp dir, for the branches no committed
-//! fixture reaches: each test copies `fixtures/h200x2-vm`, changes one thing, and asserts the
+//! Small variations of a real capture, made in a temp dir, for the branches no other
+//! fixture reaches: each test unpacks `fixtures/h200x2-vm`, changes one thing, and asserts the
 //! findings that change.
 #![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
 
@@ -14,16 +14,8 @@ struct Variant {
 }
 
 impl Variant {
-    fn of(fixture: &str) -> Variant {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("root");
-        let ok = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(crate_dir().join("fixtures").join(fixture))
-            .arg(&root)
-            .status()
-            .unwrap();
-        assert!(ok.success());
+    fn of(name: &str) -> Variant {
+        let (dir, root) = fixture_copy(name);
         Variant { _dir: dir, root }
     }
 

@@ -7,7 +7,11 @@
 mod common;
 use common::*;
 
-const H200: &str = "fixtures/h200x2-vm";
+/// The real 2x H200 capture.
+fn h200() -> &'static str {
+    fixture("h200x2-vm")
+}
+
 const ALL_CHECKS: &str = "gpu-driver,gpu,peer-memory,pcie-placement,acs,pcie-link,iommu,rdma-link,rdma-gid,rdma-access,gdr-test";
 
 /// The same run in each verdict-carrying format: human, the JSON verdict, reason, the
@@ -56,7 +60,7 @@ fn every_format(root: &str, args: &[&str]) -> (i32, String) {
 /// `rdma-link` (through `pcie-placement` for acs) decides. Was READY, exit 0.
 #[test]
 fn a_prerequisite_left_out_still_decides() {
-    let (code, text) = every_format(H200, &["--select", "acs,rdma-gid"]);
+    let (code, text) = every_format(h200(), &["--select", "acs,rdma-gid"]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("gdrdoctor: rdma-no-device"), "{text}");
     assert!(text.contains("prerequisite of rdma-gid"), "{text}");
@@ -66,7 +70,7 @@ fn a_prerequisite_left_out_still_decides() {
 /// Every check skipped: nothing was judged. Was READY, exit 0.
 #[test]
 fn nothing_selected_is_not_ready() {
-    let (code, text) = every_format(H200, &["--skip", ALL_CHECKS]);
+    let (code, text) = every_format(h200(), &["--skip", ALL_CHECKS]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("\"state\": \"nothing-verified\""), "{text}");
     assert!(text.contains("gdrdoctor: nothing-verified\n"), "{text}");
@@ -113,7 +117,7 @@ fn code_of(o: &std::process::Output) -> i32 {
 fn a_passing_selection_stays_ready() {
     let out = gdrdoctor(&[
         "--root",
-        H200,
+        h200(),
         "check",
         "--select",
         "gpu-driver",

@@ -249,8 +249,7 @@ mod tests {
     use crate::root::{ReadError, Root};
 
     fn run(access: Access) -> Vec<Finding> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/healthy-4gpu-ib-peermem");
+        let dir = crate::test_fixtures::fixture_path("healthy-4gpu-ib-peermem");
         let root = Root::captured(&dir).unwrap();
         let config = Config::default();
         let mut inv = Inventory::load(&root, &config, Options::default());

@@ -1,6 +1,10 @@
-//! Helpers shared by the integration tests: run the built binary from the crate root.
+//! Helpers shared by the integration tests: the fixtures (fixtures.rs), and the built binary run
+//! where they are.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 #![allow(dead_code)]
+
+mod fixtures;
+pub use fixtures::*;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -11,11 +15,12 @@ pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs gdrdoctor with `args`, from the crate root, with colour off and no site config.
+/// Runs gdrdoctor with `args`, in the fixtures' [`home()`] (a root is named `fixtures/<name>`, see
+/// [`fixture`]), with colour off and no site config.
 pub fn gdrdoctor(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
         .args(args)
-        .current_dir(crate_dir())
+        .current_dir(home())
         .env("NO_COLOR", "1")
         .env_remove("CLICOLOR_FORCE")
         .env_remove("FORCE_COLOR")
@@ -152,7 +157,7 @@ pub fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// Runs gdrdoctor with `args` from the crate root, stdout into `out` and stderr into
+/// Runs gdrdoctor with `args` in the fixtures' [`home()`], stdout into `out` and stderr into
 /// `out.stderr`; returns its exit code and its peak RSS in MiB.
 ///
 /// The peak is the child's own maximum RSS as wait4(2) reports it, so other tests' children do
@@ -165,7 +170,7 @@ pub fn measured(args: &[&str], out: &std::path::Path) -> (i32, u64) {
     let stderr = std::fs::File::create(out.with_extension("stderr")).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
         .args(args)
-        .current_dir(crate_dir())
+        .current_dir(home())
         .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::null())
         .stdout(stdout)

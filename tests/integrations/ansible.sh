@@ -49,6 +49,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gdrdoctor-ansible.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin" "$work/reports"
 ln -s "$bin" "$work/bin/gdrdoctor"
+# The fixtures it runs on, as directories (generated, not committed: fixtures/README.md).
+for f in healthy-8gpu-roce acs-redirect-on-path config-unprivileged; do
+  fixtures/build.sh "$f" "$work/fixtures/$f" >/dev/null || die "fixtures/build.sh $f"
+done
 : > "$work/ansible.cfg"
 
 # Nothing from the user's or the repository's Ansible configuration.
@@ -85,7 +89,7 @@ grep -q 'EXAMPLES' "$work/doc.txt" || die "ansible-doc shows no EXAMPLES"
 echo "ansible-doc ok"
 
 step "the module against the fixtures (tests/integrations/ansible/test.yml)"
-"$venv/bin/python" - "$work/vars.json" "$bin" "$work/bin" "$repo/fixtures" "$work" <<'EOF'
+"$venv/bin/python" - "$work/vars.json" "$bin" "$work/bin" "$work/fixtures" "$work" <<'EOF'
 import json, sys
 out, binary, bin_dir, fixtures, work = sys.argv[1:]
 json.dump(dict(gdrdoctor_bin=binary, bin_dir=bin_dir, fixtures=fixtures, work_dir=work),
@@ -107,9 +111,9 @@ grep -E '^(TASK \[|ok: |fatal: |\.\.\.ignoring|PLAY RECAP|localhost +:)' "$work/
 step "the example playbook (packaging/ansible/playbook.yml): ready, not ready, no gdrdoctor"
 cat > "$work/inventory.ini" <<EOF
 [gpu_nodes]
-node-ready gdrdoctor_root=$repo/fixtures/healthy-8gpu-roce gdrdoctor_binary=$bin
-node-acs gdrdoctor_root=$repo/fixtures/acs-redirect-on-path gdrdoctor_binary=$bin
-node-no-binary gdrdoctor_root=$repo/fixtures/healthy-8gpu-roce gdrdoctor_binary=$work/bin/missing
+node-ready gdrdoctor_root=$work/fixtures/healthy-8gpu-roce gdrdoctor_binary=$bin
+node-acs gdrdoctor_root=$work/fixtures/acs-redirect-on-path gdrdoctor_binary=$bin
+node-no-binary gdrdoctor_root=$work/fixtures/healthy-8gpu-roce gdrdoctor_binary=$work/bin/missing
 
 [all:vars]
 ansible_connection=local

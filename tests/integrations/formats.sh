@@ -32,10 +32,13 @@ exporter=
 # shellcheck disable=SC2317  # run by the trap
 cleanup() { if [ -n "$exporter" ]; then kill "$exporter" 2>/dev/null; fi; rm -rf "$work"; }
 trap cleanup EXIT
+# Every fixture as a directory (the synthetic ones are generated: fixtures/README.md).
+fixtures=$work/fixtures
+fixtures/build.sh all "$fixtures" >/dev/null
 
 # --- Prometheus ------------------------------------------------------------------------------
 n=0
-for dir in fixtures/*/; do
+for dir in "$fixtures"/*/; do
   [ -d "$dir/sys" ] || continue
   n=$((n + 1))
   "$bin" --root "$dir" check --format prometheus > "$work/m.prom" || true
@@ -60,7 +63,7 @@ fi
 
 # node_exporter's textfile collector reads what --textfile-dir wrote.
 textdir=$work/textfile; mkdir -p "$textdir"
-"$bin" --root fixtures/acs-redirect-on-path check --format reason --textfile-dir "$textdir" >/dev/null || true
+"$bin" --root "$fixtures/acs-redirect-on-path" check --format reason --textfile-dir "$textdir" >/dev/null || true
 port=$((20000 + RANDOM % 20000))
 prometheus-node-exporter --web.listen-address="127.0.0.1:$port" --collector.disable-defaults \
   --collector.textfile --collector.textfile.directory="$textdir" > "$work/exporter.log" 2>&1 &
@@ -85,7 +88,8 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import junitparser' 2
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q 'junitparser==3.2.0'
 fi
-for dir in fixtures/acs-redirect-on-path fixtures/healthy-8gpu-roce fixtures/config-unprivileged fixtures/arm64-iommu-translated; do
+for name in acs-redirect-on-path healthy-8gpu-roce config-unprivileged arm64-iommu-translated; do
+  dir=$fixtures/$name
   for strict in "" --strict; do
     "$bin" --root "$dir" check $strict --format junit > "$work/r.xml" || true
     "$bin" --root "$dir" check $strict --format json > "$work/r.json" || true
@@ -113,7 +117,7 @@ assert (failures + errors == 0) == report["verdict"]["ready"], "failures iff not
 assert xml.failures == failures and xml.errors == errors and xml.tests == len(cases)
 print(f"{len(cases)} testcases, {failures} failures, {errors} errors, ready={report['verdict']['ready']}")
 PY
-    ); then pass "junitparser reads ${dir#fixtures/}${strict:+ $strict}: $out"; else fail "junit ${dir#fixtures/} $strict: $out"; fi
+    ); then pass "junitparser reads $name${strict:+ $strict}: $out"; else fail "junit $name $strict: $out"; fi
   done
 done
 

@@ -236,7 +236,11 @@ expect_file() {
   [ -z "$left" ] || die "left in $dir: $left"
 }
 
-fixtures=$repo/fixtures
+# The fixtures it runs on, as directories (generated, not committed: fixtures/README.md).
+fixtures=$work/fixtures
+for f in healthy-8gpu-roce acs-redirect-on-path config-unprivileged; do
+  "$repo/fixtures/build.sh" "$f" "$fixtures/$f" >/dev/null || die "fixtures/build.sh $f"
+done
 features=$work/features.d
 mkdir "$features"
 

@@ -28,6 +28,11 @@ now() { date +%s%N; }
 ms() { echo $(( ($(now) - $1) / 1000000 )); }
 SCRATCH=$(mktemp -d /tmp/gdrdoctor-nhc.XXXXXX)
 trap 'rm -rf "$SCRATCH"' EXIT
+# The fixtures it runs on, as directories (generated, not committed: fixtures/README.md).
+FIXTURES=$SCRATCH/fixtures
+for f in healthy-8gpu-roce acs-redirect-on-path roce-v1-only; do
+  fixtures/build.sh "$f" "$FIXTURES/$f" >/dev/null || { echo "SETUP ERROR: fixtures/build.sh $f" >&2; exit 2; }
+done
 
 # NHC's die() contract, as its unit tests mimic it: record the code and the message, return the code.
 DIE_RC='' DIE_MSG='' DIE_CALLS=0
@@ -55,27 +60,27 @@ export GDRDOCTOR=$BIN
 
 echo "== ready (fixture healthy-8gpu-roce)"
 before=$(compgen -v | sort)
-run_check 20 --root "$REPO/fixtures/healthy-8gpu-roce"
+run_check 20 --root "$FIXTURES/healthy-8gpu-roce"
 leaked=$(comm -13 <(echo "$before") <(compgen -v | sort) | grep -vxE 'RC|MS|before' | tr '\n' ' ')
 expect_eq "check_gdrdoctor sets no global variables (NHC runs every check in one shell)" "$leaked" ""
 expect_eq "ready: returns 0" "$RC" 0
 expect_eq "ready: die not called" "$DIE_CALLS" 0
 
 echo "== not ready (fixture acs-redirect-on-path)"
-run_check 20 --root "$REPO/fixtures/acs-redirect-on-path"
+run_check 20 --root "$FIXTURES/acs-redirect-on-path"
 expect_eq "not-ready: returns 1" "$RC" 1
 expect_eq "not-ready: die called once" "$DIE_CALLS" 1
 expect_eq "not-ready: die code" "$DIE_RC" 1
 expect_eq "not-ready: die message is gdrdoctor's line" "$DIE_MSG" "gdrdoctor: acs-redirect-on-path"
 
 echo "== not ready, no deadline argument (default 20), full report to GDRDOCTOR_NHC_OUTPUT"
-GDRDOCTOR_NHC_OUTPUT="json:$SCRATCH/nhc.json" run_check --root "$REPO/fixtures/roce-v1-only"
+GDRDOCTOR_NHC_OUTPUT="json:$SCRATCH/nhc.json" run_check --root "$FIXTURES/roce-v1-only"
 expect_eq "default-deadline: die message" "$DIE_MSG" "gdrdoctor: roce-v1-only"
 if grep -q '"roce-v1-only"' "$SCRATCH/nhc.json" 2>/dev/null; then pass "output: JSON report written"
 else fail "output: JSON report written"; fi
 
 echo "== could not run (missing binary)"
-GDRDOCTOR=$SCRATCH/no-such-gdrdoctor run_check 20 --root "$REPO/fixtures/healthy-8gpu-roce"
+GDRDOCTOR=$SCRATCH/no-such-gdrdoctor run_check 20 --root "$FIXTURES/healthy-8gpu-roce"
 expect_eq "missing: returns 1" "$RC" 1
 expect_eq "missing: die message" "$DIE_MSG" "gdrdoctor: could not run (exit 127)"
 
@@ -84,11 +89,11 @@ run_check 20 --root "$SCRATCH/not-a-capture"
 expect_eq "exit-2: die message" "$DIE_MSG" "gdrdoctor: could not run (exit 2)"
 
 echo "== the deadline must fit in NHC's TIMEOUT"
-TIMEOUT=30 run_check 28 --root "$REPO/fixtures/healthy-8gpu-roce"
+TIMEOUT=30 run_check 28 --root "$FIXTURES/healthy-8gpu-roce"
 expect_eq "timeout-fit: refused" "$RC" 1
 case "$DIE_MSG" in *"does not fit in NHC timeout 30s"*) pass "timeout-fit: says why" ;;
   *) fail "timeout-fit: says why" "got '$DIE_MSG'" ;; esac
-TIMEOUT=30 run_check 20 --root "$REPO/fixtures/healthy-8gpu-roce"
+TIMEOUT=30 run_check 20 --root "$FIXTURES/healthy-8gpu-roce"
 expect_eq "timeout-fit: 20 within 30 accepted" "$RC" 0
 
 echo "== backstop (a gdrdoctor that hangs and ignores TERM; deadline 1: TERM at 4 s, KILL at 6 s)"

@@ -37,6 +37,9 @@ check "shellcheck: the shipped scripts (prolog, NHC check, build scripts)" \
 check "shellcheck: the NHC check function (bash)" shellcheck -s bash packaging/nhc/gdrdoctor.nhc
 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+# A node that is not ready, as a directory (generated, not committed: fixtures/README.md).
+acs=$work/acs-redirect-on-path
+fixtures/build.sh acs-redirect-on-path "$acs" >/dev/null
 deb=$(packaging/deb/build.sh "$bin" "$work/pkg")
 rpm=$(packaging/rpm/build.sh "$bin" "$work/pkg")
 echo "built $(basename "$deb") ($(stat -c %s "$deb") bytes), $(basename "$rpm") ($(stat -c %s "$rpm") bytes)"
@@ -48,7 +51,7 @@ check "dpkg says installed" bash -c "dpkg -s gdrdoctor | grep -q '^Status: insta
 want=$("$bin" --version)
 check "installed /usr/bin/gdrdoctor is the binary under test ($want)" test "$(/usr/bin/gdrdoctor --version)" = "$want"
 check "installed binary judges a capture (not ready)" \
-  test "$(/usr/bin/gdrdoctor --root fixtures/acs-redirect-on-path check --format reason || true)" = "gdrdoctor: acs-redirect-on-path"
+  test "$(/usr/bin/gdrdoctor --root "$acs" check --format reason || true)" = "gdrdoctor: acs-redirect-on-path"
 check "the package depends on nothing beyond libc and libgcc" \
   bash -c "dpkg -s gdrdoctor | grep -qx 'Depends: libc6 (>= [0-9.]*), libgcc-s1'"
 
@@ -98,7 +101,7 @@ GDRDOCTOR_BOOT_DEADLINE=$(sed -n 's/^Environment=GDRDOCTOR_BOOT_DEADLINE=//p' /l
 cmd=${execstart//\$\{GDRDOCTOR_BOOT_DEADLINE\}/$GDRDOCTOR_BOOT_DEADLINE}
 cmd=${cmd//\$GDRDOCTOR_BOOT_ARGS/}
 cmd=${cmd//\/run\/gdrdoctor/$run}
-cmd=${cmd/\/usr\/bin\/gdrdoctor /\/usr\/bin\/gdrdoctor --root fixtures\/acs-redirect-on-path }
+cmd=${cmd/\/usr\/bin\/gdrdoctor /\/usr\/bin\/gdrdoctor --root $acs }
 echo "boot unit command: $cmd"
 set +e; $cmd >/dev/null; rc=$?; set -e
 check "the boot unit's command exits 1 on a node that is not ready (the unit fails: loud)" test "$rc" = 1

@@ -4,8 +4,8 @@
 # Boots munged, slurmctld and slurmd (Debian's slurm-wlm, installed with apt when missing) under a
 # private directory, with Prolog= pointing at a two-line wrapper that sets GDRDOCTOR_DEFAULTS and
 # execs the real, unchanged packaging/slurm/prolog.sh. The defaults file points gdrdoctor at a
-# captured node (fixtures/<name>) through GDRDOCTOR_PROLOG_ARGS="--root ..."; switching the fixture
-# means rewriting that file. Each assertion prints one PASS/FAIL line; the exit status is 1 when any
+# captured node (a fixture, made a directory by fixtures/build.sh) through
+# GDRDOCTOR_PROLOG_ARGS="--root ..."; switching the fixture means rewriting that file. Each assertion prints one PASS/FAIL line; the exit status is 1 when any
 # failed, 2 when the lab could not be set up.
 #
 # Usage (root, from the repository root):
@@ -46,6 +46,11 @@ expect_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', want
 
 LAB=$(mktemp -d /tmp/gdrdoctor-slurm.XXXXXX) || die "mktemp"
 chmod 0755 "$LAB"                       # munged runs as user munge and must reach $LAB/munge
+# The captured nodes the prolog checks, as directories (generated, not committed:
+# fixtures/README.md).
+for f in healthy-8gpu-roce acs-redirect-on-path roce-v1-only; do
+  fixtures/build.sh "$f" "$LAB/fixtures/$f" >/dev/null || die "fixtures/build.sh $f"
+done
 export SLURM_CONF=$LAB/slurm.conf
 
 # Processes Slurm started for this lab (prologs, slurmstepd, job payloads): their environment
@@ -164,7 +169,7 @@ defaults() {
   {
     printf 'GDRDOCTOR=%q\n' "$bin"
     printf 'GDRDOCTOR_PROLOG_DEADLINE=%q\n' "$deadline"
-    printf 'GDRDOCTOR_PROLOG_ARGS=%q\n' "--no-gdr-test --root $REPO/fixtures/$fixture"
+    printf 'GDRDOCTOR_PROLOG_ARGS=%q\n' "--no-gdr-test --root $LAB/fixtures/$fixture"
     [ -n "$on_error" ] && printf 'GDRDOCTOR_ON_ERROR=%q\n' "$on_error"
     printf 'GDRDOCTOR_REPORT_DIR=%q\n' "$LAB/report"
   } > "$LAB/defaults.new" && mv "$LAB/defaults.new" "$LAB/defaults"

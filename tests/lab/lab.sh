@@ -5,7 +5,7 @@
 #   tests/lab/lab.sh                  # every scenario in tests/lab/scenarios/
 #   tests/lab/lab.sh switch-pt numa   # some, by name
 #   tests/lab/lab.sh --list
-#   tests/lab/lab.sh --save-fixture   # also unpack switch-pt's capture into fixtures/lab-switch-pt
+#   tests/lab/lab.sh --save-fixture   # also save switch-pt's capture as fixtures/lab-switch-pt/capture.tar.gz
 #
 # Each scenario file (POSIX sh) sets TOPO (switch|numa) and IOMMU (pt|lazy|strict|off), defines
 # guest() (node setup, run in the VM before gdrdoctor) and EXPECT (assertions, see expect.py).
@@ -271,14 +271,15 @@ done
 if [ "$SAVE_FIXTURE" = 1 ]; then
     fixture=$REPO/fixtures/lab-switch-pt
     rm -rf "$fixture"; mkdir -p "$fixture"
-    tar xzf "$WORK/results/switch-pt/cap.tar.gz" -C "$fixture"
+    # The archive `gdrdoctor capture` wrote in the guest, as it is: the tests read it in place.
+    cp "$WORK/results/switch-pt/cap.tar.gz" "$fixture/capture.tar.gz"
     cp "$HERE/config.yaml" "$fixture/config.yaml"
     # What gdrdoctor said live in the guest, for tests/fixtures.rs to compare with.
     mkdir -p "$fixture/reference"
     cp "$WORK/results/switch-pt/live.json" "$WORK/results/switch-pt/live.txt" "$fixture/reference/"
     sed "s#$REPO/##g" "$WORK/results/switch-pt/qemu-cmd.txt" > "$fixture/reference/qemu-cmd.txt"
     git -C "$REPO" show HEAD:fixtures/lab-switch-pt/FIXTURE.md > "$fixture/FIXTURE.md" 2>/dev/null || true
-    say "switch-pt's capture unpacked into $fixture (check its FIXTURE.md)"
+    say "switch-pt's capture saved as $fixture/capture.tar.gz (check its FIXTURE.md)"
 fi
 if [ ${#failed[@]} -gt 0 ]; then
     say "${#failed[@]} of ${#scenarios[@]} scenarios failed: ${failed[*]}"

@@ -5,7 +5,13 @@ TOPO=switch
 IOMMU=pt
 host_prepare() {
     mkdir -p "$1/root"
-    "$GDRDOCTOR" --root "$REPO/fixtures/peermem-missing-proprietary" fix --class runtime -o "$1/root/peermem-fix.sh" 2>/dev/null
+    # The fixture is generated, not committed (fixtures/README.md): built beside the overlay,
+    # which goes into the guest.
+    local fixture
+    fixture=$(dirname "$1")/fixture
+    rm -rf "$fixture"
+    "$REPO/fixtures/build.sh" peermem-missing-proprietary "$fixture" >/dev/null
+    "$GDRDOCTOR" --root "$fixture" fix --class runtime -o "$1/root/peermem-fix.sh" 2>/dev/null
 }
 guest() {
     modules
