@@ -781,7 +781,9 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         if probe_wanted {
             inv.gpu_runtime = s.probe();
         }
-        s.finish(gdrdoctor::gpu::FINISH_GRACE);
+        // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
+        // past it (the report must still be written).
+        s.finish(deadline().budget(gdrdoctor::gpu::FINISH_GRACE).limit);
     }
     render(
         &inv,
@@ -934,7 +936,9 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
     stage("running the GDR write test");
     inv.gdr_test = run_gdr(&inv, &config, opts, session.as_mut());
     if let Some(s) = session {
-        s.finish(gdrdoctor::gpu::FINISH_GRACE);
+        // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
+        // past it (the report must still be written).
+        s.finish(deadline().budget(gdrdoctor::gpu::FINISH_GRACE).limit);
     }
     render(
         &inv,
