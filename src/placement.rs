@@ -251,6 +251,9 @@ pub struct Device {
     pub model: Option<String>,
     pub numa_node: Option<i32>,
     pub cpu_affinity: Option<String>,
+    /// The NUMA nodes nvidia-smi's "NUMA Affinity" column names: `numa_node` where the kernel
+    /// gives one, else the nodes whose CPUs `cpu_affinity` touches.
+    pub numa_affinity: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -296,6 +299,22 @@ impl Matrix {
     }
 }
 
+/// The device's own node when the kernel gives one; else the nodes its local CPUs belong to;
+/// `None` when neither is known.
+fn numa_affinity(nodes: &BTreeMap<u32, Vec<(u32, u32)>>, d: &Device) -> Option<String> {
+    use crate::parse::cpulist;
+    if let Some(n) = d.numa_node.filter(|n| *n >= 0) {
+        return Some(n.to_string());
+    }
+    let cpus = cpulist::parse(d.cpu_affinity.as_deref()?)?;
+    let touched: Vec<u32> = nodes
+        .iter()
+        .filter(|(_, node)| cpulist::intersect(&cpus, node))
+        .map(|(id, _)| *id)
+        .collect();
+    (!touched.is_empty()).then(|| cpulist::format(touched))
+}
+
 pub fn matrix(inv: &Inventory) -> Matrix {
     let detail = |b: Option<Bdf>| {
         b.and_then(|b| inv.function(b))
@@ -313,6 +332,7 @@ pub fn matrix(inv: &Inventory) -> Matrix {
             model: g.model.clone(),
             numa_node: detail(Some(g.bdf)).and_then(|d| d.numa_node.value().copied()),
             cpu_affinity: detail(Some(g.bdf)).and_then(|d| d.local_cpulist.clone()),
+            numa_affinity: None,
         })
         .collect();
     devices.extend(inv.rdma.iter().enumerate().map(|(i, d)| Device {
@@ -323,7 +343,11 @@ pub fn matrix(inv: &Inventory) -> Matrix {
         model: None,
         numa_node: detail(d.pci).and_then(|d| d.numa_node.value().copied()),
         cpu_affinity: detail(d.pci).and_then(|d| d.local_cpulist.clone()),
+        numa_affinity: None,
     }));
+    for d in &mut devices {
+        d.numa_affinity = numa_affinity(&inv.kernel.numa_nodes, d);
+    }
     let places = devices
         .iter()
         .map(|d| d.bdf.and_then(|b| Place::of(inv, b)))

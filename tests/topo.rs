@@ -102,6 +102,46 @@ fn numa_unknown_is_said() {
     );
 }
 
+/// A kernel that gives no `numa_node` (-1: VMs, some single-socket boards): nvidia-smi's NUMA
+/// Affinity is then the nodes the device's local CPUs belong to (seen on the 2x H200 VM:
+/// CPU Affinity `0-31`, NUMA Affinity `0`); with no node list at all it is unknown.
+#[test]
+fn numa_affinity_from_the_cpus_when_the_kernel_gives_no_node() {
+    let (_dir, root) = fixture_copy("placement-node");
+    let bdf = topo("placement-node")["devices"][0]["bdf"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let gpu = root.join(format!("sys/bus/pci/devices/{bdf}/numa_node"));
+    std::fs::write(&gpu, "-1\n").unwrap();
+    let cpus = std::fs::read_to_string(gpu.with_file_name("local_cpulist")).unwrap();
+    let node_of_cpus = std::fs::read_dir(root.join("sys/devices/system/node"))
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.unwrap();
+            let c = std::fs::read_to_string(e.path().join("cpulist")).ok()?;
+            (c == cpus).then(|| e.file_name().to_string_lossy()[4..].to_owned())
+        })
+        .next()
+        .expect("a node with the GPU's CPUs");
+    let args = ["--root", root.to_str().unwrap(), "topo", "--format", "json"];
+    let t = json(&gdrdoctor(&args));
+    assert_eq!(t["devices"][0]["numa_node"], -1);
+    assert_eq!(t["devices"][0]["numa_affinity"], node_of_cpus.as_str());
+    let human = stdout(&gdrdoctor(&args[..3]));
+    let row = human.lines().nth(1).unwrap();
+    assert!(
+        row.ends_with(&format!("\t{}\t{node_of_cpus}", cpus.trim())),
+        "{row:?}"
+    );
+
+    std::fs::remove_dir_all(root.join("sys/devices/system/node")).unwrap();
+    let t = json(&gdrdoctor(&args));
+    assert_eq!(t["devices"][0]["numa_affinity"], serde_json::Value::Null);
+    let human = stdout(&gdrdoctor(&args[..3]));
+    assert!(human.lines().nth(1).unwrap().ends_with("\tN/A"), "{human}");
+}
+
 #[test]
 fn human_output_has_nvidia_smi_shape() {
     let out = stdout(&gdrdoctor(&["--root", fixture("placement-pileup"), "topo"]));
@@ -117,6 +157,10 @@ fn human_output_has_nvidia_smi_shape() {
             .starts_with("GPU0\t X \tPIX\tPIX\tPHB\t"),
         "{out}"
     );
+    // Every row has as many columns as the header: the NUMA Affinity value sits under it.
+    for line in out.lines().take_while(|l| !l.is_empty()) {
+        assert_eq!(line.split('\t').count(), 7, "{line:?}");
+    }
     for needle in [
         "Legend:",
         "  PIX  = Connection traversing at most a single PCIe bridge",

@@ -10,6 +10,7 @@ pub const PROC_MODULES: &str = "/proc/modules";
 pub const PROC_CMDLINE: &str = "/proc/cmdline";
 pub const NVIDIA_VERSION: &str = "/proc/driver/nvidia/version";
 pub const MEMORY_PEERS: &str = "/sys/kernel/mm/memory_peers";
+pub const NUMA_NODES: &str = "/sys/devices/system/node";
 
 /// How a module is present.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +77,10 @@ pub struct Kernel {
     pub arch: Option<(String, String)>,
     /// `/sys/module/<m>/version` of the drivers reports name (out-of-tree modules have one).
     pub driver_versions: BTreeMap<&'static str, Fact<String>>,
+    /// The CPUs of each NUMA node (`/sys/devices/system/node/node<N>/cpulist`): where a
+    /// device's `numa_node` is -1 (VMs, some single-socket boards), its NUMA affinity is the
+    /// nodes its `local_cpulist` touches, as `nvidia-smi topo -m` shows it.
+    pub numa_nodes: BTreeMap<u32, Vec<(u32, u32)>>,
 }
 
 /// Modules whose version a report shows.
@@ -194,6 +199,18 @@ impl Kernel {
                 )
             })
             .collect();
+        let numa_nodes = list(root, NUMA_NODES, problems)
+            .into_iter()
+            .filter_map(|name| {
+                let id = name.strip_prefix("node")?.parse::<u32>().ok()?;
+                // A list the kernel did not write is left out: this only fills a column.
+                let cpus = root
+                    .read_text(&format!("{NUMA_NODES}/{name}/cpulist"))
+                    .ok()
+                    .and_then(|s| crate::parse::cpulist::parse(&s))?;
+                Some((id, cpus))
+            })
+            .collect();
         Kernel {
             release,
             version,
@@ -209,6 +226,7 @@ impl Kernel {
             memory_peers,
             arch,
             driver_versions,
+            numa_nodes,
         }
     }
 

@@ -189,15 +189,11 @@ pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
                 None => o.write_all(b"N/A\t")?,
             }
         }
-        let numa = d
-            .numa_node
-            .filter(|n| *n >= 0)
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "N/A".into());
         writeln!(
             o,
-            "{}\t\t{numa}",
-            d.cpu_affinity.as_deref().unwrap_or("N/A")
+            "{}\t{}",
+            d.cpu_affinity.as_deref().unwrap_or("N/A"),
+            d.numa_affinity.as_deref().unwrap_or("N/A")
         )?;
     }
     o.write_all(b"\nLegend:\n\n  X    = Self\n")?;

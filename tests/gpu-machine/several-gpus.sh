@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Issue 19 on a GPU machine with any number of GPUs (written for 2, 4 and 8; runs on 1):
+#  - `gdrdoctor topo` against `nvidia-smi topo -m`: the same GPU x GPU matrix (NV# between every
+#    pair), the same CPU and NUMA affinity per GPU;
+#  - `check -v` with the GPU probe: every GPU seen by NVML and CUDA, a dma-buf exported from each,
+#    the verdict; `capture` and the offline report on the capture, equal but for the live-only
+#    parts;
+#  - `nccl verify` over all GPUs (NET forced, NCCL_NVLS_ENABLE=0), when the binary has it;
+#  - the timings and the faults that scale with the GPUs (one worker per GPU, CUDA_VISIBLE_DEVICES
+#    naming a subset, a --deadline that cuts the probe part way): issue14.sh, run from here.
+# Prints PASS/FAIL per claim and exits non-zero if one fails. Output under $OUT.
+# Usage: several-gpus.sh [BINARY]
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+bin=$(realpath "${1:-target/release/gdrdoctor}")
+out=${OUT:-/tmp/gdrdoctor-several}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0
+failed=0
+claim() { if [ "$1" = 0 ]; then echo "PASS $2"; else echo "FAIL $2"; failed=$((failed + 1)); fi; }
+
+echo "== machine"
+uname -r
+nvidia-smi -L
+ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+echo "GPUs: $ngpu"
+
+echo "== topo against nvidia-smi topo -m"
+nvidia-smi topo -m > "$out/nvidia-smi-topo.txt" 2>&1
+"$bin" topo --color never > "$out/topo.txt"; echo "topo exit $?"
+"$bin" topo --format json > "$out/topo.json"
+cat "$out/nvidia-smi-topo.txt" "$out/topo.txt"
+python3 - "$out/nvidia-smi-topo.txt" "$out/topo.txt" "$ngpu" > "$out/topo-compare.txt" <<'PY'
+import re, sys
+def table(path):
+    """GPU rows of a `topo -m` matrix: {row: {column: cell}}, ANSI underlining removed."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", open(path).read())
+    lines = text.splitlines()
+    head = [h.strip() for h in lines[0].split("\t")]
+    rows = {}
+    for line in lines[1:]:
+        if not line.strip():
+            break
+        cells = [c.strip() for c in line.split("\t")]
+        if cells[0].startswith("GPU"):
+            rows[cells[0]] = dict(zip(head[1:], cells[1:]))
+    return rows
+smi, ours, n = table(sys.argv[1]), table(sys.argv[2]), int(sys.argv[3])
+gpus = [f"GPU{i}" for i in range(n)]
+bad = 0
+for r in gpus:
+    for c in gpus + ["CPU Affinity", "NUMA Affinity"]:
+        a, b = smi.get(r, {}).get(c), ours.get(r, {}).get(c)
+        same = a == b
+        print(f"{r:>5} {c:<14} nvidia-smi {a!s:<12} gdrdoctor {b!s:<12} {'same' if same else 'DIFFERS'}")
+        bad += not same
+print("TOPO", "same" if bad == 0 and len(smi) == n else f"{bad} cells differ")
+PY
+cat "$out/topo-compare.txt"
+claim "$(grep -q '^TOPO same' "$out/topo-compare.txt" && echo 0 || echo 1)" \
+  "topo: every GPU x GPU cell, CPU and NUMA affinity as nvidia-smi topo -m shows them ($ngpu GPUs)"
+
+echo "== check -v with the GPU probe"
+start=$(date +%s%N)
+"$bin" check -v --color never > "$out/check-v.txt"; rc=$?
+echo "check -v exit $rc, $(( ($(date +%s%N) - start) / 1000000 )) ms"
+tail -n 3 "$out/check-v.txt"
+"$bin" check --format json > "$out/check.json"
+python3 - "$out/check.json" "$ngpu" > "$out/probe.txt" <<'PY'
+import json, sys
+r, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+rt = r["inventory"]["gpu_runtime"]
+nvml = [d["bus_id"] for d in rt.get("nvml", {}).get("devices", [])]
+cuda = rt.get("cuda", {}).get("devices", [])
+exported = [d["bus_id"] for d in cuda if (d.get("export") or {}).get("result") == "exported"]
+print("NVML devices:", nvml)
+print("CUDA devices:", [d["bus_id"] for d in cuda], "exported:", exported)
+print("verdict:", r["verdict"])
+gpu = next(c for c in r["checks"] if c["id"] == "gpu")
+print("gpu check:", gpu["status"], [(f["code"], f["status"]) for f in gpu["findings"]][:8])
+print("PROBE", "all" if len(nvml) == n and len(cuda) == n and len(exported) == n else "MISSING")
+PY
+cat "$out/probe.txt"
+claim "$(grep -q '^PROBE all' "$out/probe.txt" && echo 0 || echo 1)" \
+  "every GPU probed by NVML and CUDA and a dma-buf exported from each ($ngpu)"
+
+echo "== capture, and the offline report on it"
+rm -rf "$out/capture.tar.gz"
+"$bin" capture "$out/capture.tar.gz"; echo "capture exit $?"
+"$bin" check --format json --no-gpu-probe > "$out/live.json"
+"$bin" --root "$out/capture.tar.gz" check --format json > "$out/offline.json"
+"$bin" --root "$out/capture.tar.gz" topo > "$out/offline-topo.txt"
+python3 - "$out/live.json" "$out/offline.json" <<'PY'
+import json, sys
+live, off = (json.load(open(p)) for p in sys.argv[1:3])
+REASONS = ["--no-gpu-probe", "a captured root, whose GPUs are elsewhere"]
+def norm(r):
+    r = dict(r); r.pop("root"); r.pop("verdict"); r.pop("counts")
+    r["checks"] = [c for c in r["checks"] if c["id"] not in ("rdma-access", "gdr-test")]
+    r["inventory"] = dict(r["inventory"]); r["inventory"].pop("gpu_runtime"); r["inventory"].pop("gdr_test", None)
+    text = json.dumps(r)
+    for reason in REASONS:
+        text = text.replace(reason, "<not asked>")
+    return json.loads(text)
+a, b = norm(live), norm(off)
+if a == b:
+    print("OFFLINE same")
+else:
+    for k in a:
+        if a[k] != b.get(k):
+            print("DIFFERS:", k); print(" live:   ", json.dumps(a[k])[:1500]); print(" offline:", json.dumps(b.get(k))[:1500])
+PY
+python3 - "$out/live.json" "$out/offline.json" > "$out/offline-compare.txt" <<'PY'
+import json, sys
+live, off = (json.load(open(p)) for p in sys.argv[1:3])
+print("OFFLINE", "same" if [(c["id"], c["status"]) for c in live["checks"] if c["id"] not in ("rdma-access", "gdr-test")]
+      == [(c["id"], c["status"]) for c in off["checks"] if c["id"] not in ("rdma-access", "gdr-test")] else "DIFFERS")
+PY
+cat "$out/offline-compare.txt"
+# The matrix offline has PCIe levels only between GPUs (NVLinks are NVML's, live only); the
+# affinity columns come from sysfs and must be the same.
+cut -f "$((ngpu + 2))-" "$out/topo.txt" | head -n "$((ngpu + 1))" > "$out/affinity-live.txt"
+cut -f "$((ngpu + 2))-" "$out/offline-topo.txt" | head -n "$((ngpu + 1))" > "$out/affinity-offline.txt"
+claim "$(grep -q '^OFFLINE same' "$out/offline-compare.txt" && cmp -s "$out/affinity-live.txt" "$out/affinity-offline.txt" && echo 0 || echo 1)" \
+  "offline on the capture: the same check statuses and affinity columns as live"
+
+echo "== nccl verify over all GPUs"
+if "$bin" nccl verify --help > /dev/null 2>&1; then
+  start=$(date +%s%N)
+  "$bin" nccl verify --color never > "$out/nccl-verify.txt" 2>&1; rc=$?
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  cat "$out/nccl-verify.txt"; echo "nccl verify exit $rc, $ms ms"
+  "$bin" nccl verify --format json > "$out/nccl-verify.json" 2> "$out/nccl-verify.stderr"
+  python3 - "$out/nccl-verify.json" "$ngpu" > "$out/nccl-verify-claims.txt" <<'PY'
+import json, sys
+r, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+text = json.dumps(r)
+print("keys:", sorted(r)[:20])
+ran = r.get("ranks") or r.get("nranks") or r.get("run", {}).get("ranks")
+print("ranks:", ran)
+# With two GPUs or more NCCL carries an all-reduce over NET, and the sum is checked.
+if n >= 2:
+    print("ALLREDUCE", "checked" if "sum" in text and ("\"ok\"" in text or "true" in text) else "NOT SEEN")
+else:
+    print("ALLREDUCE", "n/a (one GPU: a one-rank communicator)")
+PY
+  cat "$out/nccl-verify-claims.txt"
+  claim "$(grep -qi 'socket\|gdr' "$out/nccl-verify.txt" && echo 0 || echo 1)" "nccl verify names the transport NCCL chose"
+  if [ "$ngpu" -ge 2 ]; then
+    claim "$(grep -q '^ALLREDUCE checked' "$out/nccl-verify-claims.txt" && echo 0 || echo 1)" "nccl verify: all-reduce over NET across $ngpu GPUs, sum checked"
+  fi
+else
+  echo "this binary has no \`nccl verify\`"
+fi
+
+echo "== timings, children, CUDA_VISIBLE_DEVICES subset, --deadline part way (issue14.sh)"
+OUT="$out/issue14" bash tests/gpu-machine/issue14.sh "$bin" > "$out/issue14.log" 2>&1; rc=$?
+grep -E '^(PASS|FAIL)|median|ratio|--deadline' "$out/issue14.log"
+claim "$rc" "issue14.sh on $ngpu GPUs (its claims above)"
+if [ "$ngpu" -ge 2 ]; then
+  # A deadline that lets the probe reach some GPUs and not others: those not reached are
+  # unknown, never pass.
+  for d in 0.5 0.8 1.2; do
+    "$bin" --deadline "$d" check --format json > "$out/deadline-$d.json"
+    python3 - "$out/deadline-$d.json" "$d" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+gpu = next(c for c in r["checks"] if c["id"] == "gpu")
+print(f"--deadline {sys.argv[2]}: gpu {gpu['status']}",
+      sorted({(f['code'], f['status']) for f in gpu['findings']}))
+PY
+  done
+fi
+
+echo
+echo "$failed claim(s) failed"
+exit "$failed"
