@@ -2,6 +2,7 @@
 //! code that prints what it reads, and its tests feed it real captured text.
 
 pub mod kernel;
+pub mod nccl_conf;
 pub mod pci;
 pub mod rdma;
 
