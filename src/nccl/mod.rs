@@ -5,10 +5,14 @@
 //! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
 //! ([`log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
 
+pub mod effective;
 pub mod explain;
 pub mod levels;
 pub mod log;
+pub mod params;
 pub mod render;
+pub mod topo;
+pub mod tree;
 
 use crate::inventory::Inventory;
 use crate::placement::Level;
