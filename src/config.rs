@@ -261,11 +261,7 @@ fn read_policy(path: &Path) -> Result<String, ConfigError> {
 /// config is read: a regular file of at most [`MAX_BYTES`], UTF-8, never blocking on a FIFO.
 /// `/dev/null` reads as empty. `kind` names it in the size refusal (`a policy file never needs
 /// more than 1 MiB`).
-pub fn read_tool_input(
-    path: &Path,
-    what: &'static str,
-    kind: &str,
-) -> Result<String, ConfigError> {
+pub fn read_tool_input(path: &Path, what: &'static str, kind: &str) -> Result<String, ConfigError> {
     use std::io::Read as _;
     use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _};
     let read_error = |source| ConfigError::Read {
@@ -546,9 +542,13 @@ mod tests {
         assert_eq!(c.nccl.env["NCCL_IB_GID_INDEX"], EnvValue("3".into()));
         let e = parse("nccl:\n  user: ../root\n").unwrap_err().to_string();
         assert!(e.contains("not a user name"), "{e}");
-        let e = parse("nccl:\n  env:\n    NCCL IB: x\n").unwrap_err().to_string();
+        let e = parse("nccl:\n  env:\n    NCCL IB: x\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("3:5: nccl.env"), "{e}");
-        let e = parse("nccl:\n  env:\n    NCCL_X: [1]\n").unwrap_err().to_string();
+        let e = parse("nccl:\n  env:\n    NCCL_X: [1]\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("string or a number"), "{e}");
     }
 

@@ -79,7 +79,10 @@ fn ndv4_without_and_with_the_image_files() {
     let f = text(far[0]);
     assert!(f.contains("hypervisor's picture"), "{f}");
     assert!(f.contains("Hyper-V virtual PCI"), "{f}");
-    assert!(f.contains("NCCL_TOPO_FILE=/opt/microsoft/ndv4/topo.xml"), "{f}");
+    assert!(
+        f.contains("NCCL_TOPO_FILE=/opt/microsoft/ndv4/topo.xml"),
+        "{f}"
+    );
     assert!(f.contains("VMBUS:01"), "{f}");
 
     let (c, r) = Node::of("azure-ndv4-vm-topo").check(&[]);
@@ -88,7 +91,9 @@ fn ndv4_without_and_with_the_image_files() {
     assert_eq!(near.len(), 8);
     let f = text(near[0]);
     assert!(
-        f.contains("at PIX in the topology file NCCL reads (/opt/microsoft/ndv4/topo.xml), NODE in sysfs"),
+        f.contains(
+            "at PIX in the topology file NCCL reads (/opt/microsoft/ndv4/topo.xml), NODE in sysfs"
+        ),
         "{f}"
     );
     assert!(f.contains("line 12: GPU 0001:00:00.0"), "{f}");
@@ -146,7 +151,11 @@ fn hostile_topology_files() {
     };
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("huge", vec![b' '; 4 << 20], "nccl-topo-file-unreadable"),
-        ("deep", "<pci>".repeat(100_000).into_bytes(), "nccl-topo-file-unreadable"),
+        (
+            "deep",
+            "<pci>".repeat(100_000).into_bytes(),
+            "nccl-topo-file-unreadable",
+        ),
         ("entities", laughs.into_bytes(), "nccl-topo-file-invalid"),
         (
             "not UTF-8",
@@ -161,7 +170,10 @@ fn hostile_topology_files() {
     for (what, bytes, code) in cases {
         n.write(TOPO, bytes);
         let ((_, r), took) = in_time(Duration::from_secs(5), || n.check(&[]));
-        assert!(took.last().unwrap() < &Duration::from_secs(5), "{what}: {took:?}");
+        assert!(
+            took.last().unwrap() < &Duration::from_secs(5),
+            "{what}: {took:?}"
+        );
         let f = findings(&r, code);
         assert!(!f.is_empty(), "{what}: no {code}: {:#}", r["checks"]);
         assert!(text(f[0]).contains(TOPO_ABS), "{what}: {}", f[0]);
@@ -177,7 +189,10 @@ fn site_gdr_level_phb() {
     let (c, r) = n.check(&[]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
     let f = text(one(&r, "gpu-nic-near", "pass"));
-    assert!(f.contains("within NCCL_NET_GDR_LEVEL=PHB from /etc/nccl.conf line 1"), "{f}");
+    assert!(
+        f.contains("within NCCL_NET_GDR_LEVEL=PHB from /etc/nccl.conf line 1"),
+        "{f}"
+    );
 
     let n = Node::of("azure-ndv4-vm");
     let dir = tempfile::tempdir().unwrap();
@@ -200,7 +215,10 @@ fn site_gdr_level_phb() {
     let (c, r) = n.check(&["--config", cfg.to_str().unwrap()]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
     let f = text(one(&r, "nccl-setting", "pass"));
-    assert!(f.contains("NCCL ignores the later NCCL_NET_GDR_LEVEL=LOC"), "{f}");
+    assert!(
+        f.contains("NCCL ignores the later NCCL_NET_GDR_LEVEL=LOC"),
+        "{f}"
+    );
 }
 
 /// An HCA list limits the NICs judged: with only the NUMA-1 NICs, the GPUs of the other NUMA
@@ -250,5 +268,79 @@ fn conf_lines_nccl_ignores() {
     let (c, r) = n.check(&[]);
     assert_eq!(c, 1, "the level is not read: NODE stays too far");
     let f = text(one(&r, "nccl-conf-line-ignored", "warn"));
-    assert!(f.contains("/etc/nccl.conf") && f.contains("NCCL_NET_GDR_LEVEL=PHB"), "{f}");
+    assert!(
+        f.contains("/etc/nccl.conf") && f.contains("NCCL_NET_GDR_LEVEL=PHB"),
+        "{f}"
+    );
+}
+
+/// A RoCE port whose netdev is a bond with a vxlan stacked on it: the vxlan's IPv4 GID comes
+/// first in the table (index 3), the bond's own at 5. The bond's is chosen, with the candidates
+/// and why, by rdma-gid and by `gdrdoctor nccl` alike.
+#[test]
+fn gid_choice_on_bond_and_vxlan() {
+    let n = Node::of("healthy-8gpu-roce");
+    let port = "sys/class/infiniband/mlx5_0/ports/1";
+    let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
+    let table = [
+        (
+            "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned(),
+            "IB/RoCE v1",
+            "bond0",
+        ),
+        (
+            "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned(),
+            "RoCE v2",
+            "bond0",
+        ),
+        (v4("0ac8:0005"), "IB/RoCE v1", "vxlan100"),
+        (v4("0ac8:0005"), "RoCE v2", "vxlan100"),
+        (v4("c0a8:0101"), "IB/RoCE v1", "bond0"),
+        (v4("c0a8:0101"), "RoCE v2", "bond0"),
+    ];
+    for (i, (gid, ty, ndev)) in table.iter().enumerate() {
+        n.write(&format!("{port}/gids/{i}"), format!("{gid}\n"));
+        n.write(&format!("{port}/gid_attrs/types/{i}"), format!("{ty}\n"));
+        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
+    }
+    let (_, r) = n.check(&[]);
+    let f = findings(&r, "roce-v2-ipv4")
+        .into_iter()
+        .find(|f| f["subject"] == "mlx5_0 port 1")
+        .unwrap();
+    let m = f["message"].as_str().unwrap();
+    assert!(m.contains("NCCL_IB_GID_INDEX=5"), "{m}");
+    assert!(m.contains("2 candidates") && m.contains("vxlan100"), "{m}");
+    assert!(m.contains("bond0 is the port's own"), "{m}");
+
+    let out = gdrdoctor(&["--root", n.root.to_str().unwrap(), "nccl"]);
+    let s = stdout(&out);
+    assert!(s.contains("mlx5_0 port 1: index 5"), "{s}");
+}
+
+/// `gdrdoctor nccl` judges on NCCL's tree (no GDR level needed where the topology file gives
+/// PIX) and says what nccl.conf already sets: the same value, or the line it would change.
+#[test]
+fn nccl_settings_agree_with_nccl_conf() {
+    let n = Node::of("azure-ndv4-vm-topo");
+    let out = stdout(&gdrdoctor(&["--root", n.root.to_str().unwrap(), "nccl"]));
+    assert!(out.contains("# NCCL_NET_GDR_LEVEL not set"), "{out}");
+    assert!(out.contains("the farthest nearest NIC is at PIX"), "{out}");
+
+    let n = Node::of("azure-ndv4-vm");
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_NET_GDR_LEVEL=SYS\nNCCL_IB_HCA=mlx5\n",
+    );
+    let out = stdout(&gdrdoctor(&["--root", n.root.to_str().unwrap(), "nccl"]));
+    assert!(
+        out.contains(
+            "/etc/nccl.conf line 1 sets NCCL_NET_GDR_LEVEL=SYS now: this changes that line to"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("/etc/nccl.conf line 2 sets NCCL_IB_HCA=mlx5 now"),
+        "{out}"
+    );
 }

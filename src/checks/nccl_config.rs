@@ -125,7 +125,11 @@ impl Check for NcclConfig {
         }
         let settings = match parts.len() {
             0 => String::new(),
-            n => format!("{n} setting{}: {}", if n == 1 { "" } else { "s" }, parts.join(", ")),
+            n => format!(
+                "{n} setting{}: {}",
+                if n == 1 { "" } else { "s" },
+                parts.join(", ")
+            ),
         };
         parts.clear();
         parts.extend(
@@ -163,7 +167,9 @@ impl Check for NcclConfig {
         out.extend(gid_pin(inv));
         out.extend(topology(inv));
         if !out.iter().any(|f| f.status != crate::model::Status::Pass)
-            && !out.iter().any(|f| f.code == "nccl-setting" || f.code == "nccl-topo-file-ok")
+            && !out
+                .iter()
+                .any(|f| f.code == "nccl-setting" || f.code == "nccl-topo-file-ok")
         {
             out.push(defaults(inv));
         }
@@ -188,7 +194,8 @@ fn defaults(inv: &Inventory) -> Finding {
         })
         .collect();
     let message = if read.is_empty() {
-        "NCCL's defaults: no /etc/nccl.conf, no declared job environment, no topology file".to_owned()
+        "NCCL's defaults: no /etc/nccl.conf, no declared job environment, no topology file"
+            .to_owned()
     } else {
         format!("NCCL's defaults: {}", read.join(", "))
     };
@@ -436,13 +443,19 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
     let mut ev: Vec<Evidence> = vec![s.evidence()];
     for d in &inv.rdma {
         for p in d.ports.iter().filter(|p| p.is_ethernet()) {
-            if list.as_ref().is_some_and(|l| !l.selects(&d.name, Some(p.num))) {
+            if list
+                .as_ref()
+                .is_some_and(|l| !l.selects(&d.name, Some(p.num)))
+            {
                 continue;
             }
             let subject = p.subject(&d.name);
             let slot = format!("{}/gids/{index}", p.dir);
             if index as u64 >= p.gid_slots as u64 {
-                bad.push(format!("{subject}: beyond its table of {} slots", p.gid_slots));
+                bad.push(format!(
+                    "{subject}: beyond its table of {} slots",
+                    p.gid_slots
+                ));
                 ev.push(Evidence {
                     path: format!("{}/gids", p.dir),
                     value: format!("{} slots", p.gid_slots),
@@ -460,7 +473,10 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
                 Some(g) if g.gid_type.value() != Some(&GidType::RoceV2) => {
                     bad.push(format!(
                         "{subject}: slot {index} is {} ({})",
-                        g.gid_type.value().map(|_| "RoCE v1").unwrap_or("of unknown type"),
+                        g.gid_type
+                            .value()
+                            .map(|_| "RoCE v1")
+                            .unwrap_or("of unknown type"),
                         g.gid.address()
                     ));
                     ev.push(Evidence {
@@ -482,7 +498,11 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
                     good.push(format!(
                         "{subject}: RoCE v2 {}{on}{}",
                         g.gid.address(),
-                        if family_ok { "" } else { " (not the address family NCCL is set to)" }
+                        if family_ok {
+                            ""
+                        } else {
+                            " (not the address family NCCL is set to)"
+                        }
                     ));
                     ev.push(Evidence {
                         path: slot,
@@ -540,7 +560,11 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
                 Finding::unknown(
                     "nccl-conf-unreadable",
                     s.path.clone(),
-                    format!("NCCL reads {}, and gdrdoctor cannot: {}", s.path, e.reason()),
+                    format!(
+                        "NCCL reads {}, and gdrdoctor cannot: {}",
+                        s.path,
+                        e.reason()
+                    ),
                 )
                 .evidence(s.path.clone(), format!("<{}>", e.reason())),
             );
@@ -550,7 +574,10 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
                 Finding::unknown(
                     "nccl-conf-unreadable",
                     s.path.clone(),
-                    format!("NCCL_CONF_FILE names {}: {why}; what it sets is unknown", s.path),
+                    format!(
+                        "NCCL_CONF_FILE names {}: {why}; what it sets is unknown",
+                        s.path
+                    ),
                 )
                 .evidence(s.path.clone(), format!("<{why}>")),
             );
@@ -582,7 +609,12 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
                 )
                 .cmd(
                     FixClass::Persistent,
-                    format!("sed -i '{}s/.*/{m}={}/' {}", o.line, value.replace('/', "\\/"), super::sh(path)),
+                    format!(
+                        "sed -i '{}s/.*/{m}={}/' {}",
+                        o.line,
+                        value.replace('/', "\\/"),
+                        super::sh(path)
+                    ),
                 )
             }
             _ => Fix::new(
@@ -723,15 +755,22 @@ fn matched(
         value: format!("line {line}: {what}"),
     };
     // Devices of the file: GPUs and NICs by bus ID (and NICs by net name).
-    let node_has = |busid: &str| inv.pci.keys().any(|b| busid_matches(busid, *b) == BusidMatch::Exact);
+    let node_has = |busid: &str| {
+        inv.pci
+            .keys()
+            .any(|b| busid_matches(busid, *b) == BusidMatch::Exact)
+    };
     let mut stale = Vec::new();
     let mut stale_ev = Vec::new();
     for p in &topo.pcis {
-        let Some(busid) = p.busid.as_deref() else { continue };
-        let named_nic = p
-            .nets
-            .iter()
-            .any(|n| n.name.as_deref().is_some_and(|name| inv.rdma.iter().any(|d| d.name == name)));
+        let Some(busid) = p.busid.as_deref() else {
+            continue;
+        };
+        let named_nic = p.nets.iter().any(|n| {
+            n.name
+                .as_deref()
+                .is_some_and(|name| inv.rdma.iter().any(|d| d.name == name))
+        });
         let kind = match p.kind {
             PciKind::Gpu => "GPU",
             PciKind::Nic => "NIC",
@@ -747,12 +786,18 @@ fn matched(
     let mut missing_ev = Vec::new();
     for g in &inv.gpus {
         if topo.pci_by_busid(&g.bdf.to_string()).is_none() {
-            let case = topo
-                .pcis
-                .iter()
-                .find(|p| p.busid.as_deref().is_some_and(|b| busid_matches(b, g.bdf) == BusidMatch::Differently));
+            let case = topo.pcis.iter().find(|p| {
+                p.busid
+                    .as_deref()
+                    .is_some_and(|b| busid_matches(b, g.bdf) == BusidMatch::Differently)
+            });
             missing.push(match case {
-                Some(p) => format!("GPU {} (line {} writes {}: NCCL compares bus IDs exactly, in lower case)", g.bdf, p.line, p.busid.as_deref().unwrap_or("")),
+                Some(p) => format!(
+                    "GPU {} (line {} writes {}: NCCL compares bus IDs exactly, in lower case)",
+                    g.bdf,
+                    p.line,
+                    p.busid.as_deref().unwrap_or("")
+                ),
                 None => format!("GPU {}", g.bdf),
             });
             if let Some(f) = inv.function(g.bdf) {
@@ -766,7 +811,9 @@ fn matched(
     for &i in &used {
         let d = &inv.rdma[i];
         let by_name = topo.net_by_name(&d.name).is_some();
-        let by_busid = d.pci.is_some_and(|b| topo.pci_by_busid(&b.to_string()).is_some());
+        let by_busid = d
+            .pci
+            .is_some_and(|b| topo.pci_by_busid(&b.to_string()).is_some());
         if !by_name && !by_busid {
             missing.push(format!(
                 "NIC {}{}",
@@ -786,14 +833,21 @@ fn matched(
     for p in &topo.pcis {
         if let Some((line, Some(g))) = &p.gpu {
             if params::nccl_int(g).0 == 0 {
-                off.push(format!("GPU {} (line {line})", p.busid.as_deref().unwrap_or("?")));
+                off.push(format!(
+                    "GPU {} (line {line})",
+                    p.busid.as_deref().unwrap_or("?")
+                ));
                 off_ev.push(line_ev(*line, format!("<gpu gdr=\"{g}\">")));
             }
         }
         for n in &p.nets {
             if let Some(g) = &n.gdr {
                 if params::nccl_int(g).0 == 0 {
-                    off.push(format!("NIC {} (line {})", n.name.as_deref().unwrap_or("?"), n.line));
+                    off.push(format!(
+                        "NIC {} (line {})",
+                        n.name.as_deref().unwrap_or("?"),
+                        n.line
+                    ));
                     off_ev.push(line_ev(n.line, format!("<net gdr=\"{g}\">")));
                 }
             }

@@ -115,7 +115,11 @@ impl Check for PciePlacement {
             ];
         }
         let mut out = Vec::new();
-        for d in used.iter().map(|&i| &inv.rdma[i]).filter(|d| d.pci.is_none()) {
+        for d in used
+            .iter()
+            .map(|&i| &inv.rdma[i])
+            .filter(|d| d.pci.is_none())
+        {
             out.push(
                 Finding::unknown("placement-unknown", d.name.clone(), format!("{} has no PCI function gdrdoctor could find, so its distance to the GPUs is unknown", d.name))
                     .evidence(d.class_path(), "<no device link, no netdev with a PCI function>"),
@@ -149,7 +153,11 @@ impl Check for PciePlacement {
         }
         if matches!(basis, Basis::Sysfs) {
             if let GdrLimit::Upto(limit) = policy.limit {
-                out.extend(crowding(inv, &crate::placement::nearest_among(inv, &used), limit));
+                out.extend(crowding(
+                    inv,
+                    &crate::placement::nearest_among(inv, &used),
+                    limit,
+                ));
             }
         }
         out
@@ -234,7 +242,10 @@ fn sysfs_beside(n: &Nearest) -> String {
         [one] => format!(", {one} in sysfs"),
         many => format!(
             ", {} in sysfs",
-            many.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("/")
+            many.iter()
+                .map(|l| l.as_str())
+                .collect::<Vec<_>>()
+                .join("/")
         ),
     }
 }
@@ -242,9 +253,14 @@ fn sysfs_beside(n: &Nearest) -> String {
 fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Policy) -> Finding {
     let nics = nic_list(inv, n);
     let plural = if n.nics.len() > 1 { "s" } else { "" };
-    let routes: Vec<&crate::placement::Route> = n.nics.iter().filter_map(|c| c.sysfs.as_ref()).collect();
+    let routes: Vec<&crate::placement::Route> =
+        n.nics.iter().filter_map(|c| c.sysfs.as_ref()).collect();
     let file = matches!(basis, Basis::File(_));
-    let inferred = if !file && routes.iter().any(|r| r.basis == crate::placement::Basis::PathShape) {
+    let inferred = if !file
+        && routes
+            .iter()
+            .any(|r| r.basis == crate::placement::Basis::PathShape)
+    {
         " (switches inferred from the sysfs path: port types need root to read)"
     } else {
         ""
@@ -270,7 +286,10 @@ fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Pol
         return Finding::pass(
             "gpu-nic-near",
             subject.to_owned(),
-            format!("nearest NIC{plural}: {nics} at {}{where_}{inferred}{numa}{within}", n.level),
+            format!(
+                "nearest NIC{plural}: {nics} at {}{where_}{inferred}{numa}{within}",
+                n.level
+            ),
         )
         .with(evidence(inv, n, basis));
     }

@@ -361,7 +361,9 @@ pub fn load(root: &Root, config: &crate::config::NcclConfig) -> Nccl {
 
 fn topology(root: &Root, named: Option<&Setting>) -> Option<Topo> {
     let named = named.filter(|s| !s.value.is_empty());
-    let path = named.map(|s| s.value.clone()).unwrap_or(DEFAULT_TOPO.into());
+    let path = named
+        .map(|s| s.value.clone())
+        .unwrap_or(DEFAULT_TOPO.into());
     let topo = |state| {
         Some(Topo {
             path: path.clone(),
@@ -422,9 +424,18 @@ mod tests {
     #[test]
     fn precedence_is_nccls() {
         let (_d, root) = root_with(&[
-            ("/etc/passwd", "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/bash\n"),
-            ("/home/alice/.nccl.conf", "NCCL_IB_HCA=mlx5_1\nNCCL_NET_GDR_LEVEL=SYS\n"),
-            ("/etc/nccl.conf", "NCCL_NET_GDR_LEVEL=PHB\nNCCL_IB_GID_INDEX=3\nNCCL_IB_GID_INDEX=5\nNCCL_IB_HCA=mlx5_0\n"),
+            (
+                "/etc/passwd",
+                "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/bash\n",
+            ),
+            (
+                "/home/alice/.nccl.conf",
+                "NCCL_IB_HCA=mlx5_1\nNCCL_NET_GDR_LEVEL=SYS\n",
+            ),
+            (
+                "/etc/nccl.conf",
+                "NCCL_NET_GDR_LEVEL=PHB\nNCCL_IB_GID_INDEX=3\nNCCL_IB_GID_INDEX=5\nNCCL_IB_HCA=mlx5_0\n",
+            ),
         ]);
         let declared = DeclaredEnv {
             path: "/site/env.sh".into(),
@@ -434,7 +445,10 @@ mod tests {
         c.env_file = Some(declared);
         let n = load(&root, &c);
         assert_eq!(n.value("NCCL_IB_HCA"), Some("=mlx5_2"));
-        assert_eq!(n.get("NCCL_IB_HCA").unwrap().origin.short(), "environment, /site/env.sh:1");
+        assert_eq!(
+            n.get("NCCL_IB_HCA").unwrap().origin.short(),
+            "environment, /site/env.sh:1"
+        );
         assert_eq!(n.value("NCCL_NET_GDR_LEVEL"), Some("SYS"));
         assert_eq!(
             n.get("NCCL_NET_GDR_LEVEL").unwrap().origin.short(),
@@ -470,7 +484,10 @@ mod tests {
     #[test]
     fn unknown_user_and_relative_paths() {
         let (_d, root) = root_with(&[("/etc/passwd", "root:x:0:0::/root:/bin/sh\n")]);
-        let n = load(&root, &config(Some("bob"), &[("NCCL_TOPO_FILE", "topo.xml")]));
+        let n = load(
+            &root,
+            &config(Some("bob"), &[("NCCL_TOPO_FILE", "topo.xml")]),
+        );
         assert!(n.problems[0].message.contains("no user bob"));
         assert!(matches!(n.topology.unwrap().state, TopoState::Relative));
     }

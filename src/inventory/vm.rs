@@ -109,7 +109,10 @@ pub fn detect(
         .any(|f| f.path.split('/').any(|c| c.starts_with("VMBUS:")))
     {
         Shape::HyperV
-    } else if pci.values().any(|f| f.vendor == 0x1b36 && f.device == 0x000b) {
+    } else if pci
+        .values()
+        .any(|f| f.vendor == 0x1b36 && f.device == 0x000b)
+    {
         Shape::QemuExpander
     } else if endpoints.iter().all(|f| path_functions(&f.path).len() == 1) {
         Shape::FlatRootBus
@@ -125,7 +128,10 @@ pub fn detect(
         })
         .collect();
     if shape == Shape::QemuExpander {
-        if let Some(f) = pci.values().find(|f| f.vendor == 0x1b36 && f.device == 0x000b) {
+        if let Some(f) = pci
+            .values()
+            .find(|f| f.vendor == 0x1b36 && f.device == 0x000b)
+        {
             evidence.push(Evidence {
                 path: f.path.clone(),
                 value: "1b36:000b (QEMU PCIe expander bridge)".into(),
@@ -133,7 +139,8 @@ pub fn detect(
         }
     }
     let azure = shape == Shape::HyperV
-        || product.is_some_and(|p| p.contains("Microsoft Corporation") && p.contains("Virtual Machine"));
+        || product
+            .is_some_and(|p| p.contains("Microsoft Corporation") && p.contains("Virtual Machine"));
     let provider = azure
         .then(|| {
             AZURE.iter().find(|(ids, ..)| {

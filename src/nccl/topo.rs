@@ -85,7 +85,11 @@ pub struct ParseError {
 
 impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}, column {}: {}", self.line, self.column, self.message)
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
     }
 }
 
@@ -315,10 +319,7 @@ pub fn parse(bytes: &[u8]) -> Result<Document, ParseError> {
                 ));
             }
             let Some(open) = stack.pop() else {
-                return Err(r.error(
-                    format!("</{close}> closes nothing"),
-                    true,
-                ));
+                return Err(r.error(format!("</{close}> closes nothing"), true));
             };
             if open.name != close {
                 return Err(r.error(
@@ -393,10 +394,7 @@ pub fn parse(bytes: &[u8]) -> Result<Document, ParseError> {
             }
         } else {
             if stack.len() == MAX_DEPTH {
-                return Err(r.error(
-                    format!("nested deeper than {MAX_DEPTH} levels"),
-                    false,
-                ));
+                return Err(r.error(format!("nested deeper than {MAX_DEPTH} levels"), false));
             }
             stack.push(element);
         }
@@ -516,7 +514,8 @@ impl Topology {
                     }
                 }
             } else {
-                t.ignored.push((e.name.clone(), "the top level".into(), e.line));
+                t.ignored
+                    .push((e.name.clone(), "the top level".into(), e.line));
             }
         }
         t
@@ -555,8 +554,11 @@ impl Topology {
         for c in &e.children {
             if c.name == "net" {
                 self.kept += 1;
-                self.ignored
-                    .extend(c.children.iter().map(|x| (x.name.clone(), "net".into(), x.line)));
+                self.ignored.extend(
+                    c.children
+                        .iter()
+                        .map(|x| (x.name.clone(), "net".into(), x.line)),
+                );
                 nets.push(Net {
                     name: c.attr("name").map(str::to_owned),
                     dev: c.attr("dev").map(str::to_owned),
@@ -759,15 +761,33 @@ mod tests {
     #[test]
     fn what_nccl_refuses() {
         let cases: &[(&str, (usize, &str))] = &[
-            ("<?xml version=\"1.0\"?>\n<system version=\"1\"/>\n", (1, "XML declaration")),
-            ("<system version=\"1\">\n\t<cpu numaid=\"0\"/>\n</system>\n", (2, "tab")),
-            ("<system version=\"1\">\n  <cpu numaid=\"0\"\n   arch=\"x86_64\"/>\n</system>\n", (2, "next line")),
+            (
+                "<?xml version=\"1.0\"?>\n<system version=\"1\"/>\n",
+                (1, "XML declaration"),
+            ),
+            (
+                "<system version=\"1\">\n\t<cpu numaid=\"0\"/>\n</system>\n",
+                (2, "tab"),
+            ),
+            (
+                "<system version=\"1\">\n  <cpu numaid=\"0\"\n   arch=\"x86_64\"/>\n</system>\n",
+                (2, "next line"),
+            ),
             ("<system version=1/>\n", (1, "quotes")),
-            ("<system version=\"1\">\n  <cpu>\n</system>\n", (3, "Mismatch")),
+            (
+                "<system version=\"1\">\n  <cpu>\n</system>\n",
+                (3, "Mismatch"),
+            ),
             ("<system version=\"1\">\n  <cpu/>\n", (3, "still open")),
             ("<system version=\"1\">\nhello\n</system>\n", (2, "'h'")),
-            ("<!DOCTYPE x [<!ENTITY a \"b\">]>\n<system version=\"1\"/>\n", (1, "DOCTYPE")),
-            ("<system version=\"1\"><!-- never closed\n", (2, "unterminated comment")),
+            (
+                "<!DOCTYPE x [<!ENTITY a \"b\">]>\n<system version=\"1\"/>\n",
+                (1, "DOCTYPE"),
+            ),
+            (
+                "<system version=\"1\"><!-- never closed\n",
+                (2, "unterminated comment"),
+            ),
             ("</system>\n", (1, "closes nothing")),
         ];
         for (text, (line, words)) in cases {
@@ -789,8 +809,14 @@ mod tests {
         assert_eq!(t.cpus[0].numaid.as_deref(), Some("0"));
         assert_eq!(t.ignored, [("gpu".to_owned(), "cpu".to_owned(), 4)]);
         assert_eq!(t.pcis[0].gpu, Some((5, Some("0".into()))));
-        assert_eq!(busid_matches("0000:01:00.0", Bdf::parse("0000:01:00.0").unwrap()), BusidMatch::Exact);
-        assert_eq!(busid_matches("0000:0A:00.0", Bdf::parse("0000:0a:00.0").unwrap()), BusidMatch::Differently);
+        assert_eq!(
+            busid_matches("0000:01:00.0", Bdf::parse("0000:01:00.0").unwrap()),
+            BusidMatch::Exact
+        );
+        assert_eq!(
+            busid_matches("0000:0A:00.0", Bdf::parse("0000:0a:00.0").unwrap()),
+            BusidMatch::Differently
+        );
     }
 
     #[test]
@@ -805,14 +831,24 @@ mod tests {
         assert!(parse(&huge).unwrap_err().message.contains("bytes"));
         // Many elements.
         let many = "<pci/>".repeat(MAX_ELEMENTS + 1);
-        assert!(parse(many.as_bytes()).unwrap_err().message.contains("elements"));
+        assert!(
+            parse(many.as_bytes())
+                .unwrap_err()
+                .message
+                .contains("elements")
+        );
         // Not UTF-8.
         let e = parse(b"<system version=\"\xff\xfe\"/>").unwrap_err();
         assert!(e.message.contains("UTF-8"), "{e}");
         assert!(!e.nccl_refuses);
         // Entities are never expanded: the billion laughs is a DOCTYPE, refused at once.
         let laughs = "<!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 \"&lol;&lol;&lol;\">]><system version=\"1\">&lol2;</system>";
-        assert!(parse(laughs.as_bytes()).unwrap_err().message.contains("DOCTYPE"));
+        assert!(
+            parse(laughs.as_bytes())
+                .unwrap_err()
+                .message
+                .contains("DOCTYPE")
+        );
         // An entity reference in a value stays text.
         let t = topo("<system version=\"1\"><cpu numaid=\"&amp;\"/></system>");
         assert_eq!(t.cpus[0].numaid.as_deref(), Some("&amp;"));

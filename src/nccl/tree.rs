@@ -225,9 +225,7 @@ impl Tree {
                     })
                 }
                 None => d.pci.map(|bdf| {
-                    let line = t
-                        .find_busid(&bdf.to_string())
-                        .and_then(|n| t.nodes[n].line);
+                    let line = t.find_busid(&bdf.to_string()).and_then(|n| t.nodes[n].line);
                     Placed {
                         node: t.attach(inv, bdf, Kind::Device),
                         line,

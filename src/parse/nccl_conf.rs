@@ -57,9 +57,7 @@ impl Oddity {
             Oddity::NameNotBare => {
                 "NCCL takes everything before the first '=' as the name, spaces and 'export' included, so it sets a variable nothing reads"
             }
-            Oddity::Quoted => {
-                "NCCL does not remove quotes: the quotes become part of the value"
-            }
+            Oddity::Quoted => "NCCL does not remove quotes: the quotes become part of the value",
             Oddity::ValueSpaces => "NCCL keeps the spaces around the value as part of it",
             Oddity::CarriageReturn => {
                 "the line ends in a carriage return (a file written on Windows): NCCL before 2.26 keeps it in the value"
@@ -119,7 +117,11 @@ pub fn parse(bytes: &[u8]) -> ConfFile {
             out.odd.push(odd(Oddity::NoEquals, word));
             continue;
         };
-        let bare = name.trim().strip_prefix("export ").unwrap_or(name.trim()).trim();
+        let bare = name
+            .trim()
+            .strip_prefix("export ")
+            .unwrap_or(name.trim())
+            .trim();
         if name != bare {
             out.odd
                 .push(odd(Oddity::NameNotBare, is_env_name(bare).then_some(bare)));
@@ -184,10 +186,7 @@ pub fn parse_env(text: &str) -> Result<Vec<EnvLine>, EnvError> {
         if let Some(rest) = body.strip_prefix("unset ") {
             for name in rest.split_whitespace() {
                 if !is_env_name(name) {
-                    return Err(err(
-                        indent + 1,
-                        format!("{name:?} is not a variable name"),
-                    ));
+                    return Err(err(indent + 1, format!("{name:?} is not a variable name")));
                 }
                 out.push(EnvLine {
                     line,
@@ -197,7 +196,10 @@ pub fn parse_env(text: &str) -> Result<Vec<EnvLine>, EnvError> {
             }
             continue;
         }
-        let assignment = body.strip_prefix("export ").map(str::trim_start).unwrap_or(body);
+        let assignment = body
+            .strip_prefix("export ")
+            .map(str::trim_start)
+            .unwrap_or(body);
         let Some((name, value)) = assignment.split_once('=') else {
             return Err(err(
                 indent + 1,
