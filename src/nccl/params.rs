@@ -213,10 +213,7 @@ impl HcaList {
             .filter_map(|e| {
                 let mut parts = e.split(':');
                 let name = parts.next().filter(|n| !n.is_empty())?;
-                let port = parts
-                    .next()
-                    .filter(|p| !p.is_empty())
-                    .map(|p| nccl_int_atoi(p));
+                let port = parts.next().filter(|p| !p.is_empty()).map(nccl_int_atoi);
                 Some(HcaEntry {
                     name: name.to_owned(),
                     port: port.and_then(|p| u32::try_from(p).ok()),

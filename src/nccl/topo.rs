@@ -93,6 +93,9 @@ impl std::fmt::Display for ParseError {
     }
 }
 
+/// A token, the byte that ended it, and the value when it ended with `=`.
+type Token = (Vec<u8>, u8, Option<Vec<u8>>);
+
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -140,7 +143,7 @@ impl<'a> Reader<'a> {
     /// NCCL's `xmlGetToken`: bytes up to `=` (when a value may follow) or one of space, `>`,
     /// `/`, newline, carriage return. Returns the token, the byte that ended it, and the value
     /// when it ended with `=`.
-    fn token(&mut self, value_allowed: bool) -> Result<(Vec<u8>, u8, Option<Vec<u8>>), ParseError> {
+    fn token(&mut self, value_allowed: bool) -> Result<Token, ParseError> {
         let mut name = Vec::new();
         loop {
             let c = self.need()?;
