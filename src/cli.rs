@@ -33,6 +33,11 @@ pub struct Cli {
     /// Site policy (YAML). Default: /etc/gdrdoctor/config.yaml when it exists.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The job environment NCCL runs with (`export NAME=value` lines, as a Slurm TaskProlog
+    /// prints them): read before the node's nccl.conf files, as NCCL reads the environment
+    /// first. Overrides the config's `nccl.env`.
+    #[arg(long, global = true, value_name = "FILE")]
+    nccl_env: Option<PathBuf>,
     /// Colour in human output (NO_COLOR is honoured by `auto`).
     #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
     color: Color,
@@ -463,7 +468,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             pictures,
         } => {
             use gdrdoctor::fleet;
-            let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
+            let (config, _path) = load_config(&cli)?;
             if cli.root.is_some() {
                 bail!("fleet takes the captures as arguments, not --root");
             }
@@ -519,7 +524,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Nccl(NcclArgs {
             command: None | Some(NcclCommand::Settings),
         }) => {
-            let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
+            let (config, _path) = load_config(&cli)?;
             let (root, display) = open_root(&cli)?;
             let inv = Inventory::load(&root, &config, inventory::Options::default());
             let settings = gdrdoctor::nccl::settings(&inv, config.thresholds.gdr_level);
@@ -545,7 +550,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             format,
             no_gpu_probe,
         } => {
-            let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
+            let (config, _path) = load_config(&cli)?;
             let (root, display) = open_root(&cli)?;
             let options = inventory::Options {
                 access: false,
@@ -669,6 +674,15 @@ fn nccl_explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The site config, with the job environment of `--nccl-env` in it.
+fn load_config(cli: &Cli) -> anyhow::Result<(Config, Option<PathBuf>)> {
+    let (mut config, path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
+    if let Some(file) = &cli.nccl_env {
+        config.nccl.env_file = Some(gdrdoctor::config::load_nccl_env(file)?);
+    }
+    Ok((config, path))
+}
+
 /// How to run the GPU probe: this very binary, with the config's deadline.
 fn gpu_probe(
     config: &Config,
@@ -700,7 +714,7 @@ fn open_root(cli: &Cli) -> anyhow::Result<(Root, String)> {
 }
 
 fn capture(cli: &Cli, out: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
+    let (config, _path) = load_config(cli)?;
     let (root, display) = open_root(cli)?;
     let root = root.recording();
     // Everything the checks read is read here: checks never touch files. The live-only access
@@ -729,7 +743,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         skip: args.skip.clone(),
     };
     selection.validate().map_err(anyhow::Error::msg)?;
-    let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
+    let (config, _path) = load_config(cli)?;
     let (root, display) = open_root(cli)?;
     // The probe feeds `gpu` and `peer-memory` (a verified DMA-BUF path); the write test needs
     // the GPU workers too. `--no-gpu-probe` loads no GPU library at all, for either.
@@ -901,7 +915,7 @@ fn run_gdr(
 }
 
 fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
-    let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
+    let (config, _path) = load_config(cli)?;
     let (root, display) = open_root(cli)?;
     if !root.is_live() {
         bail!("gdr-test moves bytes on this node; it cannot run on a captured root (--root)");
@@ -969,7 +983,7 @@ fn fix_inventory(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckR
 
 fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
     use gdrdoctor::fixscript;
-    let (config, _path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
+    let (config, _path) = load_config(cli)?;
     let (root, display) = open_root(cli)?;
     if args.apply && !root.is_live() {
         bail!("--apply changes this node; it cannot apply to a captured root (--root)");

@@ -30,6 +30,46 @@ pub struct Config {
     pub thresholds: Thresholds,
     #[serde(default)]
     pub timeouts: Timeouts,
+    /// What NCCL's jobs on the node read besides the node's files: whose `~/.nccl.conf`, and the
+    /// job environment the site sets.
+    #[serde(default)]
+    pub nccl: NcclConfig,
+}
+
+/// The NCCL inputs a site declares (the node's own `/etc/nccl.conf` and topology file are read
+/// from the node).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcclConfig {
+    /// The user whose `~/.nccl.conf` NCCL reads (the home directory from the node's
+    /// `/etc/passwd`). Unset: no user file is read; jobs of other users may differ.
+    pub user: Option<String>,
+    /// The job environment the site sets for every job (a Slurm TaskProlog's exports, a module
+    /// file): `NCCL_*` variables and their values, as NCCL reads the environment first.
+    #[serde(default)]
+    pub env: BTreeMap<String, EnvValue>,
+    /// `--nccl-env FILE`: more of the job environment, read by the command line (it overrides
+    /// `env`). Not a config key.
+    #[serde(skip)]
+    pub env_file: Option<crate::inventory::nccl::DeclaredEnv>,
+}
+
+/// A variable's value in the config: a string, or a number or boolean written unquoted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvValue(pub String);
+
+impl<'de> Deserialize<'de> for EnvValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<EnvValue, D::Error> {
+        match serde_norway::Value::deserialize(d)? {
+            serde_norway::Value::String(s) => Ok(EnvValue(s)),
+            serde_norway::Value::Number(n) => Ok(EnvValue(n.to_string())),
+            serde_norway::Value::Bool(b) => Ok(EnvValue(if b { "1" } else { "0" }.into())),
+            other => Err(serde::de::Error::custom(format!(
+                "an environment value must be a string or a number, not {}",
+                serde_norway::to_string(&other).unwrap_or_default().trim()
+            ))),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -189,9 +229,10 @@ impl<'de> Deserialize<'de> for ClassPrefix {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{path}: cannot read config: {source}")]
+    #[error("{path}: cannot read {what}: {source}")]
     Read {
         path: PathBuf,
+        what: &'static str,
         source: std::io::Error,
     },
     #[error("{path}:{line}:{column}: {message}")]
@@ -213,10 +254,19 @@ pub const MAX_BYTES: u64 = 1 << 20;
 /// O_NONBLOCK so that a FIFO cannot hold the run (with no deadline given, for ever) before it is
 /// refused.
 fn read_policy(path: &Path) -> Result<String, ConfigError> {
+    read_tool_input(path, "config", "a policy file")
+}
+
+/// Reads one of the operator's own input files (`what`: `config`, `environment file`) as the
+/// config is read: a regular file of at most [`MAX_BYTES`], UTF-8, never blocking on a FIFO.
+/// `/dev/null` reads as empty. `kind` names it in the size refusal (`a policy file never needs
+/// more than 1 MiB`).
+pub fn read_tool_input(path: &Path, what: &'static str, kind: &str) -> Result<String, ConfigError> {
     use std::io::Read as _;
     use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _};
     let read_error = |source| ConfigError::Read {
         path: path.to_owned(),
+        what,
         source,
     };
     let refuse = |message: String| ConfigError::Invalid {
@@ -236,7 +286,7 @@ fn read_policy(path: &Path) -> Result<String, ConfigError> {
         return Ok(String::new());
     }
     if !ft.is_file() {
-        let what = if ft.is_dir() {
+        let found = if ft.is_dir() {
             "a directory"
         } else if ft.is_fifo() {
             "a FIFO"
@@ -250,12 +300,12 @@ fn read_policy(path: &Path) -> Result<String, ConfigError> {
             "not a regular file"
         };
         return Err(refuse(format!(
-            "cannot read config: {what}; the config must be a regular file"
+            "cannot read {what}: {found}; the {what} must be a regular file"
         )));
     }
     let too_big = |len: u64| {
         refuse(format!(
-            "cannot read config: {len} bytes; a policy file never needs more than 1 MiB"
+            "cannot read {what}: {len} bytes; {kind} never needs more than 1 MiB"
         ))
     };
     if meta.len() > MAX_BYTES {
@@ -274,6 +324,23 @@ fn read_policy(path: &Path) -> Result<String, ConfigError> {
             std::io::ErrorKind::InvalidData,
             "stream did not contain valid UTF-8",
         ))
+    })
+}
+
+/// Reads `--nccl-env FILE`: the job environment the site sets (what a Slurm TaskProlog prints,
+/// `export NAME=value` lines). The operator's input, read like the config; a line that is not an
+/// assignment stops the run with the file, line and column.
+pub fn load_nccl_env(path: &Path) -> Result<crate::inventory::nccl::DeclaredEnv, ConfigError> {
+    let text = read_tool_input(path, "environment file", "a job environment")?;
+    let lines = crate::parse::nccl_conf::parse_env(&text).map_err(|e| ConfigError::Syntax {
+        path: path.to_owned(),
+        line: e.line,
+        column: e.column,
+        message: e.message,
+    })?;
+    Ok(crate::inventory::nccl::DeclaredEnv {
+        path: path.display().to_string(),
+        lines,
     })
 }
 
@@ -370,6 +437,36 @@ impl Config {
                 ),
             });
         }
+        if let Some(user) = &self.nccl.user {
+            // A login name (useradd's rule, with the usual '.' and '@' allowed): it is looked up
+            // in the node's /etc/passwd, never used as a path itself.
+            let ok = !user.is_empty()
+                && user.len() <= 32
+                && !user.starts_with('-')
+                && user
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-@".contains(&b));
+            if !ok {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!("{}nccl.user: {user:?} is not a user name", position("user")),
+                });
+            }
+        }
+        for name in self.nccl.env.keys() {
+            let mut b = name.bytes();
+            let ok = matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
+                && b.all(|c| c.is_ascii_alphanumeric() || c == b'_');
+            if !ok {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!(
+                        "{}nccl.env: {name:?} is not a variable name",
+                        position(name)
+                    ),
+                });
+            }
+        }
         for code in self.severity.keys() {
             if !(names.code)(code) {
                 return Err(ConfigError::Invalid {
@@ -436,6 +533,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("test.yaml:2:"), "{e}");
+    }
+
+    #[test]
+    fn nccl_section() {
+        let c = parse("nccl:\n  user: alice\n  env:\n    NCCL_IB_HCA: \"=mlx5_0\"\n    NCCL_IB_GID_INDEX: 3\n").unwrap();
+        assert_eq!(c.nccl.user.as_deref(), Some("alice"));
+        assert_eq!(c.nccl.env["NCCL_IB_GID_INDEX"], EnvValue("3".into()));
+        let e = parse("nccl:\n  user: ../root\n").unwrap_err().to_string();
+        assert!(e.contains("not a user name"), "{e}");
+        let e = parse("nccl:\n  env:\n    NCCL IB: x\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("3:5: nccl.env"), "{e}");
+        let e = parse("nccl:\n  env:\n    NCCL_X: [1]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("string or a number"), "{e}");
     }
 
     #[test]

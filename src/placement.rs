@@ -375,12 +375,16 @@ pub struct Nearest {
 
 /// For each GPU, its nearest RDMA NICs; `None` for a GPU when no NIC has a known route.
 pub fn nearest(inv: &Inventory) -> Vec<(Bdf, Option<Nearest>)> {
+    let all: Vec<usize> = (0..inv.rdma.len()).collect();
+    nearest_among(inv, &all)
+}
+
+/// [`nearest`] among the NICs `nics` (indices into `inv.rdma`): those NCCL uses.
+pub fn nearest_among(inv: &Inventory, nics: &[usize]) -> Vec<(Bdf, Option<Nearest>)> {
     // Each NIC placed once, not once per GPU.
-    let nics: Vec<(usize, Place)> = inv
-        .rdma
+    let nics: Vec<(usize, Place)> = nics
         .iter()
-        .enumerate()
-        .filter_map(|(i, d)| Some((i, Place::of(inv, d.pci?)?)))
+        .filter_map(|&i| Some((i, Place::of(inv, inv.rdma.get(i)?.pci?)?)))
         .collect();
     inv.gpus
         .iter()

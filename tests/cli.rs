@@ -41,6 +41,7 @@ fn list_shows_every_check_in_order() {
             "iommu",
             "rdma-link",
             "rdma-gid",
+            "nccl-config",
             "rdma-access",
             "gdr-test"
         ]
@@ -168,7 +169,7 @@ fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", h200(), "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
-        "NOT READY rdma-link (rdma-no-device); 5 passed, 5 skipped"
+        "NOT READY rdma-link (rdma-no-device); 6 passed, 5 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",

@@ -12,7 +12,7 @@ fn h200() -> &'static str {
     fixture("h200x2-vm")
 }
 
-const ALL_CHECKS: &str = "gpu-driver,gpu,peer-memory,pcie-placement,acs,pcie-link,iommu,rdma-link,rdma-gid,rdma-access,gdr-test";
+const ALL_CHECKS: &str = "gpu-driver,gpu,peer-memory,pcie-placement,acs,pcie-link,iommu,rdma-link,rdma-gid,nccl-config,rdma-access,gdr-test";
 
 /// The same run in each verdict-carrying format: human, the JSON verdict, reason, the
 /// Prometheus verdict gauges, NFD and JUnit, one text to snapshot.

@@ -9,6 +9,7 @@ mod gdr_test;
 mod gpu;
 mod gpu_driver;
 mod iommu;
+mod nccl_config;
 mod pcie_link;
 mod pcie_placement;
 mod peer_memory;
@@ -161,6 +162,7 @@ pub static ALL: &[&dyn Check] = &[
     &iommu::IommuCheck,
     &rdma_link::RdmaLink,
     &rdma_gid::RdmaGid,
+    &nccl_config::NcclConfig,
     &rdma_access::RdmaAccess,
     &gdr_test::GdrTestCheck,
 ];

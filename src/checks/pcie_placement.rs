@@ -4,7 +4,9 @@
 use super::{Check, Context};
 use crate::inventory::Inventory;
 use crate::model::{Code, Evidence, Finding, Fix};
-use crate::placement::{Basis, Level, Nearest, nearest, route};
+use crate::nccl::effective::{self, Basis, Nearest, Policy, PolicySource};
+use crate::nccl::params::GdrLimit;
+use crate::placement::{Level, route};
 use std::collections::BTreeMap;
 
 pub struct PciePlacement;
@@ -48,7 +50,8 @@ impl Check for PciePlacement {
 
     /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.
     fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
-        let near: Vec<Level> = nearest(cx.inv)
+        let (basis, near) = effective::nearest(cx.inv);
+        let near: Vec<Level> = near
             .into_iter()
             .filter_map(|(_, n)| n)
             .filter(|n| {
@@ -67,26 +70,40 @@ impl Check for PciePlacement {
         } else {
             format!("{} of {} GPUs have", near.len(), cx.inv.gpus.len())
         };
+        let file = match basis {
+            Basis::File(t) => format!(" in the topology file NCCL reads ({})", t.path),
+            Basis::Sysfs => String::new(),
+        };
         if best == worst {
-            format!("{who} a NIC at {best}")
+            format!("{who} a NIC at {best}{file}")
         } else {
             let mut counts: BTreeMap<Level, usize> = BTreeMap::new();
             for l in &near {
                 *counts.entry(*l).or_default() += 1;
             }
             let each: Vec<String> = counts.iter().map(|(l, n)| format!("{l}: {n}")).collect();
-            format!("{who} a NIC within {worst} ({})", each.join(", "))
+            format!("{who} a NIC within {worst}{file} ({})", each.join(", "))
         }
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
-        let policy = cx.config.thresholds.gdr_level;
-        if inv.gpus.is_empty() || inv.rdma.is_empty() {
+        let policy = effective::policy(inv, cx.config);
+        let used = effective::nics(inv);
+        if inv.gpus.is_empty() || used.is_empty() {
             let (what, prerequisite) = if inv.gpus.is_empty() {
-                ("no GPU (see gpu-driver)", "gpu-driver")
+                ("no GPU (see gpu-driver)".to_owned(), "gpu-driver")
+            } else if inv.rdma.is_empty() {
+                ("no RDMA device (see rdma-link)".to_owned(), "rdma-link")
             } else {
-                ("no RDMA device (see rdma-link)", "rdma-link")
+                (
+                    format!(
+                        "NCCL_IB_HCA={} selects none of the {} RDMA devices (see nccl-config)",
+                        inv.nccl.value("NCCL_IB_HCA").unwrap_or_default(),
+                        inv.rdma.len()
+                    ),
+                    "nccl-config",
+                )
             };
             return vec![
                 Finding::skip("placement-no-pair", "node", what)
@@ -98,13 +115,17 @@ impl Check for PciePlacement {
             ];
         }
         let mut out = Vec::new();
-        for d in inv.rdma.iter().filter(|d| d.pci.is_none()) {
+        for d in used
+            .iter()
+            .map(|&i| &inv.rdma[i])
+            .filter(|d| d.pci.is_none())
+        {
             out.push(
                 Finding::unknown("placement-unknown", d.name.clone(), format!("{} has no PCI function gdrdoctor could find, so its distance to the GPUs is unknown", d.name))
                     .evidence(d.class_path(), "<no device link, no netdev with a PCI function>"),
             );
         }
-        let near = nearest(inv);
+        let (basis, near) = effective::nearest(inv);
         for (gpu, n) in &near {
             let subject = inv
                 .gpus
@@ -128,9 +149,17 @@ impl Check for PciePlacement {
                 );
                 continue;
             };
-            out.push(judge(inv, &subject, n, policy));
+            out.push(judge(inv, &subject, n, basis, &policy));
         }
-        out.extend(crowding(inv, &near, policy));
+        if matches!(basis, Basis::Sysfs) {
+            if let GdrLimit::Upto(limit) = policy.limit {
+                out.extend(crowding(
+                    inv,
+                    &crate::placement::nearest_among(inv, &used),
+                    limit,
+                ));
+            }
+        }
         out
     }
 }
@@ -138,12 +167,12 @@ impl Check for PciePlacement {
 fn nic_list(inv: &Inventory, n: &Nearest) -> String {
     n.nics
         .iter()
-        .map(|(i, _)| inv.rdma[*i].name.as_str())
+        .map(|c| inv.rdma[c.nic].name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-fn evidence(inv: &Inventory, n: &Nearest) -> Vec<Evidence> {
+fn evidence(inv: &Inventory, n: &Nearest, basis: Basis) -> Vec<Evidence> {
     let mut ev = Vec::new();
     let numa = |b| {
         inv.function(b)
@@ -151,70 +180,220 @@ fn evidence(inv: &Inventory, n: &Nearest) -> Vec<Evidence> {
             .map(|d| d.numa_node.shown())
             .unwrap_or_else(|| "?".into())
     };
+    if let Basis::File(t) = basis {
+        let at = |line: Option<usize>| match line {
+            Some(l) => format!("line {l}"),
+            None => "not in the file: placed from sysfs".to_owned(),
+        };
+        if let Some(c) = n.nics.first() {
+            if let Some((g, _)) = c.lines {
+                ev.push(Evidence {
+                    path: t.path.clone(),
+                    value: format!("{}: GPU {}", at(g), n.gpu),
+                });
+            }
+        }
+        for c in &n.nics {
+            if let Some((_, l)) = c.lines {
+                let d = &inv.rdma[c.nic];
+                ev.push(Evidence {
+                    path: t.path.clone(),
+                    value: format!(
+                        "{}: {} {} ({})",
+                        at(l),
+                        d.name,
+                        d.pci.map(|b| b.to_string()).unwrap_or_default(),
+                        c.level
+                    ),
+                });
+            }
+        }
+    }
     if let Some(f) = inv.function(n.gpu) {
         ev.push(Evidence {
             path: f.path.clone(),
             value: format!("GPU, NUMA node {}", numa(n.gpu)),
         });
     }
-    for (i, r) in &n.nics {
-        let d = &inv.rdma[*i];
+    for c in &n.nics {
+        let d = &inv.rdma[c.nic];
         if let Some(f) = d.pci.and_then(|b| inv.function(b)) {
+            let level = c.sysfs.as_ref().map(|r| r.level).unwrap_or(c.level);
             ev.push(Evidence {
                 path: f.path.clone(),
-                value: format!("{} ({}), NUMA node {}", d.name, r.level, numa(f.bdf)),
+                value: format!("{} ({level}), NUMA node {}", d.name, numa(f.bdf)),
             });
         }
     }
     ev
 }
 
-fn judge(inv: &Inventory, subject: &str, n: &Nearest, policy: Level) -> Finding {
+/// How the sysfs picture compares, for a pair judged on a topology file: `NODE in sysfs`.
+fn sysfs_beside(n: &Nearest) -> String {
+    let mut levels: Vec<Level> = n
+        .nics
+        .iter()
+        .filter_map(|c| c.sysfs.as_ref().map(|r| r.level))
+        .collect();
+    levels.sort();
+    levels.dedup();
+    match levels.as_slice() {
+        [] => String::new(),
+        [one] => format!(", {one} in sysfs"),
+        many => format!(
+            ", {} in sysfs",
+            many.iter()
+                .map(|l| l.as_str())
+                .collect::<Vec<_>>()
+                .join("/")
+        ),
+    }
+}
+
+fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Policy) -> Finding {
     let nics = nic_list(inv, n);
     let plural = if n.nics.len() > 1 { "s" } else { "" };
-    let inferred = if n.nics.iter().any(|(_, r)| r.basis == Basis::PathShape) {
+    let routes: Vec<&crate::placement::Route> =
+        n.nics.iter().filter_map(|c| c.sysfs.as_ref()).collect();
+    let file = matches!(basis, Basis::File(_));
+    let inferred = if !file
+        && routes
+            .iter()
+            .any(|r| r.basis == crate::placement::Basis::PathShape)
+    {
         " (switches inferred from the sysfs path: port types need root to read)"
     } else {
         ""
     };
-    let numa = if n.nics.iter().any(|(_, r)| r.numa_unknown) {
+    let numa = if !file && routes.iter().any(|r| r.numa_unknown) {
         " (NUMA nodes unknown: NODE assumed)"
     } else {
         ""
     };
-    if n.level <= policy {
+    let where_ = match basis {
+        Basis::File(t) => format!(
+            " in the topology file NCCL reads ({}){}",
+            t.path,
+            sysfs_beside(n)
+        ),
+        Basis::Sysfs => String::new(),
+    };
+    if policy.limit.admits(n.level) {
+        let within = match &policy.source {
+            PolicySource::Nccl(_) => format!(", within {}", policy.origin()),
+            PolicySource::Config => String::new(),
+        };
         return Finding::pass(
             "gpu-nic-near",
             subject.to_owned(),
-            format!("nearest NIC{plural}: {nics} at {}{inferred}{numa}", n.level),
+            format!(
+                "nearest NIC{plural}: {nics} at {}{where_}{inferred}{numa}{within}",
+                n.level
+            ),
         )
-        .with(evidence(inv, n));
+        .with(evidence(inv, n, basis));
     }
-    Finding::fail(
-        "gpu-nic-too-far",
-        subject.to_owned(),
-        format!(
-            "nearest NIC{plural} {nics} at {}, beyond {policy} (NCCL_NET_GDR_LEVEL{}): NCCL silently runs this GPU without GPUDirect RDMA, staging through host memory{inferred}{numa}",
-            n.level,
-            if policy == Level::Pxb { "'s default" } else { " per the config" }
-        ),
-    )
-    .with(evidence(inv, n))
-    .fix(
-        Fix::new(
+    let beyond = match policy.limit {
+        GdrLimit::Never => format!("and {} turns GPUDirect RDMA off", policy.origin()),
+        GdrLimit::Upto(l) => format!("beyond {l} ({})", policy.origin()),
+    };
+    let mut message = format!(
+        "nearest NIC{plural} {nics} at {}{where_}, {beyond}: NCCL silently runs this GPU without GPUDirect RDMA, staging through host memory{inferred}{numa}",
+        n.level
+    );
+    let fix = match (&inv.virtual_pci, basis) {
+        (Some(vm), Basis::Sysfs) => {
+            message.push_str(&format!(
+                ". Placement seen from inside a VM is the hypervisor's picture ({}): the host pairs GPUs and NICs on switches the guest never sees, and only a topology file from the provider tells NCCL that pairing",
+                vm.shape.describe()
+            ));
+            vm_fix(inv, vm)
+        }
+        _ => Fix::new(
             format!("Put this GPU and a NIC under one PCIe switch (the servers' GPU/NIC pairing), or accept GDR at {} by running NCCL with NCCL_NET_GDR_LEVEL={}", n.level, n.level),
             "Moving cards needs the node drained and powered off; a wider GDR level can be slower than staging on some CPUs: measure with the GDR write test before adopting it.",
         )
         .manual(format!("# per job: export NCCL_NET_GDR_LEVEL={}", n.level))
         .manual("gdrdoctor topo   # the full GPU x NIC matrix"),
-    )
+    };
+    let mut ev = evidence(inv, n, basis);
+    if let (Some(vm), Basis::Sysfs) = (&inv.virtual_pci, basis) {
+        ev.extend(vm.evidence.iter().take(1).cloned());
+    }
+    Finding::fail("gpu-nic-too-far", subject.to_owned(), message)
+        .with(ev)
+        .fix(fix)
+}
+
+/// The fix for a VM: the provider's topology file, named in /etc/nccl.conf.
+fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
+    let missing = inv
+        .nccl
+        .topology
+        .as_ref()
+        .filter(|t| matches!(t.state, crate::inventory::nccl::TopoState::Missing))
+        .map(|t| t.path.clone());
+    let safety = "Changes what every NCCL job on the node reads; a file for another VM size pairs the wrong GPUs and NICs: use the provider's file for this size.";
+    match &vm.provider {
+        Some(p) => {
+            let (summary, fetch) = if p.present {
+                (
+                    format!(
+                        "Point NCCL at {}'s topology file, which is on this node ({}, from {}): add NCCL_TOPO_FILE={} to /etc/nccl.conf",
+                        p.size, p.path, p.source, p.path
+                    ),
+                    None,
+                )
+            } else {
+                (
+                    format!(
+                        "Install {}'s topology file ({}) as {} (the provider's HPC image does) and name it in /etc/nccl.conf: NCCL_TOPO_FILE={}{}",
+                        p.size,
+                        p.source,
+                        p.path,
+                        p.path,
+                        missing
+                            .as_ref()
+                            .map(|m| format!(" (NCCL_TOPO_FILE names {m}, which is not there)"))
+                            .unwrap_or_default()
+                    ),
+                    Some(format!(
+                        "# install {} as {} (Azure/azhpc-images, directory topology/)",
+                        p.source.rsplit('/').next().unwrap_or(p.source),
+                        p.path
+                    )),
+                )
+            };
+            let mut fix = Fix::new(summary, safety);
+            if let Some(f) = fetch {
+                fix = fix.manual(f);
+            }
+            fix.guarded(
+                crate::model::FixClass::Persistent,
+                format!("echo NCCL_TOPO_FILE={} >> /etc/nccl.conf", p.path),
+                "grep -q '^NCCL_TOPO_FILE=' /etc/nccl.conf 2>/dev/null",
+            )
+            .manual("gdrdoctor check --select pcie-placement,nccl-config   # then: NCCL's tree from the file")
+        }
+        None => Fix::new(
+            format!(
+                "Get your provider's NCCL topology file for this VM size (or dump one with NCCL_TOPO_DUMP_FILE on a node of this size where GPUDirect RDMA works) and name it in /etc/nccl.conf with NCCL_TOPO_FILE{}",
+                missing
+                    .as_ref()
+                    .map(|m| format!(" (it names {m} now, which is not there)"))
+                    .unwrap_or_default()
+            ),
+            safety,
+        )
+        .manual("# NCCL_TOPO_FILE=/path/to/provider-topo.xml   in /etc/nccl.conf"),
+    }
 }
 
 /// GPUs whose one nearest NIC is the same, while another NIC is no GPU's nearest and would be
 /// within the policy for one of them.
 fn crowding(
     inv: &Inventory,
-    near: &[(crate::parse::pci::Bdf, Option<Nearest>)],
+    near: &[(crate::parse::pci::Bdf, Option<crate::placement::Nearest>)],
     policy: Level,
 ) -> Vec<Finding> {
     let mut sole: BTreeMap<usize, Vec<crate::parse::pci::Bdf>> = BTreeMap::new();

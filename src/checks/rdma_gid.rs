@@ -238,18 +238,36 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         .iter()
         .filter(|g| g.gid.family() == GidFamily::Ipv4)
         .collect();
-    if let Some(best) = v2_ipv4.first() {
-        let others = if v2_ipv4.len() > 1 {
-            format!(
-                " (also {})",
-                v2_ipv4[1..]
-                    .iter()
-                    .map(|g| describe(g))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        } else {
+    // The choice is the inventory's, so that `gdrdoctor nccl` and the fleet agree with it.
+    if let Some(choice) = port.roce_v2_gid_choice().filter(|_| !v2_ipv4.is_empty()) {
+        let Some(best) = v2_ipv4.iter().find(|g| g.index == choice.index) else {
+            return (
+                Finding::unknown(
+                    "rdma-gid-unreadable",
+                    subject.to_owned(),
+                    "the chosen GID is not in the table",
+                )
+                .with(table_evidence),
+                None,
+            );
+        };
+        let others = if choice.others.is_empty() {
             String::new()
+        } else {
+            let also: Vec<String> = v2_ipv4
+                .iter()
+                .filter(|g| g.index != best.index)
+                .map(|g| describe(g))
+                .collect();
+            match &choice.why {
+                Some(why) => format!(
+                    " ({} candidates; also {}; index {} because {why})",
+                    choice.others.len() + 1,
+                    also.join(", "),
+                    best.index
+                ),
+                None => format!(" (also {})", also.join(", ")),
+            }
         };
         let finding = Finding::pass(
             "roce-v2-ipv4",

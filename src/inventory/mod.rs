@@ -9,9 +9,11 @@ pub mod gdr;
 pub mod gpu;
 pub mod iommu;
 pub mod kernel;
+pub mod nccl;
 pub mod net;
 pub mod pci;
 pub mod rdma;
+pub mod vm;
 
 use crate::config::Config;
 use crate::gpu::{GpuSession, Runtime, SkipReason};
@@ -181,6 +183,11 @@ pub struct Inventory {
     pub gdr_test: GdrTest,
     /// Network interfaces, `/sys/class/net`.
     pub netdevs: Vec<net::NetIf>,
+    /// What NCCL reads besides sysfs: its configuration files, the declared environment, the
+    /// topology file.
+    pub nccl: nccl::Nccl,
+    /// The GPUs and NICs are virtual PCI (a VM that hides the host's switches), and how.
+    pub virtual_pci: Option<vm::Virtual>,
 }
 
 /// The GPU probe, still running in its child.
@@ -204,14 +211,15 @@ impl Inventory {
     ) -> (Inventory, Option<GpuSession>) {
         // A check's time is almost all system calls (about 1200 files on a large node), so the
         // two independent halves are read on two threads: kernel and RDMA, and the PCI bus.
-        let (mut problems, kernel, ((rdma, rdma_class), netdevs), (mut pci, unidentified)) =
+        let (mut problems, kernel, ((rdma, rdma_class), netdevs, nccl), (mut pci, unidentified)) =
             std::thread::scope(|s| {
                 let other = s.spawn(|| {
                     let mut problems = Vec::new();
                     let kernel = Kernel::load(root, &mut problems);
                     let rdma = rdma::load(root, &mut problems);
                     let netdevs = net::load(root, &mut problems);
-                    (problems, kernel, (rdma, netdevs))
+                    let nccl = nccl::load(root, &config.nccl);
+                    (problems, kernel, (rdma, netdevs, nccl))
                 });
                 let mut pci_problems = Vec::new();
                 let scanned = pci::scan(root, config, &mut pci_problems);
@@ -297,6 +305,7 @@ impl Inventory {
             }
         }
         let iommu = Iommu::load(root, &pci);
+        let virtual_pci = vm::detect(root, &pci, &gpus, &rdma, kernel.product.as_deref());
         let access = (options.access && root.is_live()).then(|| access::Access::load(root, &rdma));
         let (gpu_runtime, session) = match session {
             Err(reason) => (Runtime::Skipped { reason }, None),
@@ -321,6 +330,8 @@ impl Inventory {
             kfd,
             gpu_runtime,
             netdevs,
+            nccl,
+            virtual_pci,
             gdr_test: GdrTest::Skipped(if root.is_live() {
                 "not asked".into()
             } else {
@@ -335,6 +346,7 @@ impl Inventory {
     pub fn all_problems(&self) -> Vec<Problem> {
         let mut problems = self.problems.clone();
         problems.extend(self.unidentified.iter().cloned());
+        problems.extend(self.nccl.problems.iter().cloned());
         for d in &self.rdma {
             problems.extend(d.problems.iter().cloned());
             for p in &d.ports {

@@ -71,6 +71,16 @@ impl GidEntry {
     }
 }
 
+/// The RoCE v2 GID chosen for a port, and the other candidates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GidChoice {
+    pub index: u32,
+    /// The other RoCE v2 IPv4 entries.
+    pub others: Vec<u32>,
+    /// Why this one, when there were several.
+    pub why: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Port {
     pub num: u32,
@@ -103,21 +113,59 @@ impl Port {
         self.link_layer.value() == Some(&LinkLayer::InfiniBand)
     }
 
-    /// The GID NCCL uses on a RoCE port by default: the first RoCE v2 IPv4 entry, else the
-    /// first RoCE v2 entry with a routable IPv6 address.
+    /// The RoCE v2 GID to pin for this port: the first RoCE v2 IPv4 entry whose netdev is the
+    /// port's own (the one rdma-link names), then any RoCE v2 IPv4 entry, then the first RoCE v2
+    /// entry with a routable IPv6 address. The port's own netdev comes first because a netdev
+    /// stacked on it (a vxlan on a bond, a macvlan, a VLAN) adds GIDs for its own addresses,
+    /// which differ from node to node; NCCL itself takes the first RoCE v2 IPv4 entry
+    /// (src/transport/net_ib `ncclIbGetGidIndex`), which can be the stacked one (issue 16).
     pub fn roce_v2_gid_index(&self) -> Option<u32> {
+        self.roce_v2_gid_choice().map(|c| c.index)
+    }
+
+    /// [`Port::roce_v2_gid_index`] with the other candidates and why this one was chosen.
+    pub fn roce_v2_gid_choice(&self) -> Option<GidChoice> {
         let v2 = |g: &&GidEntry| g.gid_type.value() == Some(&GidType::RoceV2);
-        self.gids
+        let ipv4: Vec<&GidEntry> = self
+            .gids
             .iter()
             .filter(v2)
-            .find(|g| g.gid.family() == pr::GidFamily::Ipv4)
-            .or_else(|| {
-                self.gids
-                    .iter()
-                    .filter(v2)
-                    .find(|g| g.gid.family() == pr::GidFamily::Ipv6)
-            })
-            .map(|g| g.index)
+            .filter(|g| g.gid.family() == pr::GidFamily::Ipv4)
+            .collect();
+        let own = self.netdev.as_ref().map(|n| n.name.as_str());
+        let on_own = ipv4
+            .iter()
+            .find(|g| own.is_some() && g.ndev.value().map(String::as_str) == own);
+        let (chosen, why) = match (on_own, ipv4.first()) {
+            (Some(g), _) if ipv4.len() > 1 => (
+                *g,
+                Some(format!(
+                    "its netdev {} is the port's own; the others belong to netdevs stacked on it, whose addresses differ from node to node",
+                    own.unwrap_or_default()
+                )),
+            ),
+            (Some(g), _) => (*g, None),
+            (None, Some(g)) if ipv4.len() > 1 => (
+                *g,
+                Some("the first RoCE v2 IPv4 entry, as NCCL picks it".to_owned()),
+            ),
+            (None, Some(g)) => (*g, None),
+            (None, None) => self
+                .gids
+                .iter()
+                .filter(v2)
+                .find(|g| g.gid.family() == pr::GidFamily::Ipv6)
+                .map(|g| (g, None))?,
+        };
+        Some(GidChoice {
+            index: chosen.index,
+            others: ipv4
+                .iter()
+                .filter(|g| g.index != chosen.index)
+                .map(|g| g.index)
+                .collect(),
+            why,
+        })
     }
 
     /// `4: ACTIVE`.

@@ -5,10 +5,14 @@
 //! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
 //! ([`log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
 
+pub mod effective;
 pub mod explain;
 pub mod levels;
 pub mod log;
+pub mod params;
 pub mod render;
+pub mod topo;
+pub mod tree;
 
 use crate::inventory::Inventory;
 use crate::placement::Level;
@@ -26,7 +30,8 @@ pub struct Setting {
 
 pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     let mut out = Vec::new();
-    let nearest = crate::placement::nearest(inv);
+    // The levels NCCL will use: on its tree when a topology file is in effect (issue 16).
+    let (_, nearest) = effective::nearest(inv);
 
     // NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port.
     let mut hca: Vec<(String, u32, String)> = Vec::new();
@@ -34,8 +39,8 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     let mut inactive = Vec::new();
     for (gpu, near) in &nearest {
         let Some(near) = near else { continue };
-        for (i, _) in &near.nics {
-            let dev = &inv.rdma[*i];
+        for c in &near.nics {
+            let dev = &inv.rdma[c.nic];
             for p in &dev.ports {
                 let key = (dev.name.clone(), p.num);
                 if hca.iter().any(|(d, n, _)| (d, n) == (&key.0, &key.1)) {
@@ -189,11 +194,34 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             why: vec!["no interface is up besides loopback and the RDMA ports' netdevs: NCCL will pick one itself".into()],
         },
     });
+    agree_with_conf(inv, &mut out);
     out
 }
 
 fn quote(v: &str) -> String {
     format!("'{}'", v.replace('\'', r"'\''"))
+}
+
+/// Says, for each setting, what NCCL already reads for it on this node (nccl.conf, the
+/// declared environment): the same value, or the line a new value would change (issue 16).
+fn agree_with_conf(inv: &Inventory, out: &mut [Setting]) {
+    for s in out.iter_mut() {
+        let Some(have) = inv.nccl.get(s.name) else {
+            continue;
+        };
+        let at = have.origin.describe();
+        s.why.push(match &s.value {
+            Some(v) if *v == have.value => format!("already so: {at} sets {}={v}", s.name),
+            Some(v) => format!(
+                "{at} sets {}={} now: this changes that line to {v}",
+                s.name, have.value
+            ),
+            None => format!(
+                "{at} sets {}={}: gdrdoctor would not set it (remove that line, or keep it knowingly)",
+                s.name, have.value
+            ),
+        });
+    }
 }
 
 /// Environment exports, then an /etc/nccl.conf body.

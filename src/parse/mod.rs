@@ -3,6 +3,7 @@
 
 pub mod cpulist;
 pub mod kernel;
+pub mod nccl_conf;
 pub mod pci;
 pub mod rdma;
 

@@ -1,0 +1,346 @@
+//! The node as NCCL will see it (issue 16): its configuration files, the declared job
+//! environment and the topology file, on the Azure ND A100 v4 guest fixtures and on variants of
+//! them made in a temp dir (a stale file, a malformed one, hostile ones, a site GDR level, an HCA
+//! list, a pinned GID index).
+#![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
+
+mod common;
+use common::*;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const TOPO: &str = "opt/microsoft/ndv4/topo.xml";
+const TOPO_ABS: &str = "/opt/microsoft/ndv4/topo.xml";
+/// The image's file, as the fixture holds it.
+const NDV4: &str = include_str!("../fixtures/nccl-topo/ndv4-topo.xml");
+
+struct Node {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Node {
+    fn of(name: &str) -> Node {
+        let (dir, root) = fixture_copy(name);
+        Node { _dir: dir, root }
+    }
+
+    fn write(&self, p: &str, content: impl AsRef<[u8]>) -> &Self {
+        let path = self.root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        std::fs::write(path, content).unwrap();
+        self
+    }
+
+    fn check(&self, extra: &[&str]) -> (i32, serde_json::Value) {
+        let root = self.root.to_str().unwrap();
+        let mut args = vec!["--root", root];
+        args.extend(extra);
+        args.extend(["check", "--format", "json"]);
+        let out = gdrdoctor(&args);
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        (code(&out), json(&out))
+    }
+}
+
+fn findings<'a>(report: &'a serde_json::Value, code: &str) -> Vec<&'a serde_json::Value> {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["findings"].as_array().unwrap())
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+fn one<'a>(report: &'a serde_json::Value, code: &str, status: &str) -> &'a serde_json::Value {
+    let f = findings(report, code);
+    assert!(
+        f.iter().any(|f| f["status"] == status),
+        "no {status} {code}: {:#}",
+        report["checks"]
+    );
+    f.into_iter().find(|f| f["status"] == status).unwrap()
+}
+
+fn text(f: &serde_json::Value) -> String {
+    f.to_string()
+}
+
+/// Without the image's files every GPU is too far from its NICs, and the fix names the file;
+/// with them NCCL's tree puts each GPU at PIX, and the sysfs level is said beside it.
+#[test]
+fn ndv4_without_and_with_the_image_files() {
+    let (c, r) = Node::of("azure-ndv4-vm").check(&[]);
+    assert_eq!(c, 1);
+    let far = findings(&r, "gpu-nic-too-far");
+    assert_eq!(far.len(), 8);
+    let f = text(far[0]);
+    assert!(f.contains("hypervisor's picture"), "{f}");
+    assert!(f.contains("Hyper-V virtual PCI"), "{f}");
+    assert!(
+        f.contains("NCCL_TOPO_FILE=/opt/microsoft/ndv4/topo.xml"),
+        "{f}"
+    );
+    assert!(f.contains("VMBUS:01"), "{f}");
+
+    let (c, r) = Node::of("azure-ndv4-vm-topo").check(&[]);
+    assert_eq!(c, 0, "{:#}", r["checks"]);
+    let near = findings(&r, "gpu-nic-near");
+    assert_eq!(near.len(), 8);
+    let f = text(near[0]);
+    assert!(
+        f.contains(
+            "at PIX in the topology file NCCL reads (/opt/microsoft/ndv4/topo.xml), NODE in sysfs"
+        ),
+        "{f}"
+    );
+    assert!(f.contains("line 12: GPU 0001:00:00.0"), "{f}");
+    let s = text(one(&r, "nccl-setting", "pass"));
+    assert!(s.contains("/etc/nccl.conf line 2"), "{s}");
+}
+
+/// A file written for another VM: a GPU the node lacks is named with its line, and the node's
+/// own GPU missing from the file is placed from sysfs.
+#[test]
+fn stale_topology_file() {
+    let n = Node::of("azure-ndv4-vm-topo");
+    n.write(TOPO, NDV4.replace("0003:00:00.0", "0009:00:00.0"));
+    let (_, r) = n.check(&[]);
+    let stale = text(one(&r, "nccl-topo-file-stale", "warn"));
+    assert!(stale.contains("GPU 0009:00:00.0 (line 4)"), "{stale}");
+    assert!(stale.contains(TOPO_ABS), "{stale}");
+    let missing = text(one(&r, "nccl-topo-file-incomplete", "warn"));
+    assert!(missing.contains("GPU 0003:00:00.0"), "{missing}");
+    // That GPU is placed from sysfs, as NCCL places it: under its NUMA node's CPU, no PIX.
+    let far = findings(&r, "gpu-nic-too-far");
+    assert_eq!(far.len(), 1, "{far:?}");
+    assert!(text(far[0]).contains("0003:00:00.0"));
+}
+
+/// A file NCCL cannot load: a clear finding with the file and line, placement judged on sysfs.
+#[test]
+fn malformed_topology_file() {
+    let n = Node::of("azure-ndv4-vm-topo");
+    let cut = &NDV4[..NDV4.find("<cpu numaid=\"2\"").unwrap()];
+    n.write(TOPO, format!("<?xml version=\"1.0\"?>\n{cut}"));
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1);
+    let f = text(one(&r, "nccl-topo-file-invalid", "fail"));
+    assert!(f.contains(TOPO_ABS) && f.contains("line 1"), "{f}");
+    assert!(f.contains("XML declaration"), "{f}");
+    // Truncated without the declaration: still invalid, at the end of the file.
+    n.write(TOPO, cut);
+    let (_, r) = n.check(&[]);
+    let f = text(one(&r, "nccl-topo-file-invalid", "fail"));
+    assert!(f.contains("still open"), "{f}");
+}
+
+/// Hostile files: huge, deeply nested, entity expansion, bytes that are not UTF-8. Each is a
+/// finding that names the file, in bounded time, and never a panic.
+#[test]
+fn hostile_topology_files() {
+    let n = Node::of("azure-ndv4-vm-topo");
+    let laughs = {
+        let mut s = String::from("<!DOCTYPE lolz [<!ENTITY l0 \"lol\">");
+        for i in 1..10 {
+            s += &format!("<!ENTITY l{i} \"{}\">", format!("&l{};", i - 1).repeat(10));
+        }
+        s + "]>\n<system version=\"1\">&l9;</system>\n"
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("huge", vec![b' '; 4 << 20], "nccl-topo-file-unreadable"),
+        (
+            "deep",
+            "<pci>".repeat(100_000).into_bytes(),
+            "nccl-topo-file-unreadable",
+        ),
+        ("entities", laughs.into_bytes(), "nccl-topo-file-invalid"),
+        (
+            "not UTF-8",
+            NDV4.replace("AuthenticAMD", "Authentic\u{1}AMD")
+                .into_bytes()
+                .into_iter()
+                .map(|b| if b == 1 { 0xff } else { b })
+                .collect(),
+            "nccl-topo-file-unreadable",
+        ),
+    ];
+    for (what, bytes, code) in cases {
+        n.write(TOPO, bytes);
+        let ((_, r), took) = in_time(Duration::from_secs(5), || n.check(&[]));
+        assert!(
+            took.last().unwrap() < &Duration::from_secs(5),
+            "{what}: {took:?}"
+        );
+        let f = findings(&r, code);
+        assert!(!f.is_empty(), "{what}: no {code}: {:#}", r["checks"]);
+        assert!(text(f[0]).contains(TOPO_ABS), "{what}: {}", f[0]);
+    }
+}
+
+/// A site GDR level of PHB, from /etc/nccl.conf, the config's `nccl.env` or `--nccl-env`: the
+/// guest's NODE pairs pass, and the finding says where the level came from.
+#[test]
+fn site_gdr_level_phb() {
+    let n = Node::of("azure-ndv4-vm");
+    n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL=PHB\n");
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 0, "{:#}", r["checks"]);
+    let f = text(one(&r, "gpu-nic-near", "pass"));
+    assert!(
+        f.contains("within NCCL_NET_GDR_LEVEL=PHB from /etc/nccl.conf line 1"),
+        "{f}"
+    );
+
+    let n = Node::of("azure-ndv4-vm");
+    let dir = tempfile::tempdir().unwrap();
+    let env = dir.path().join("prolog.env");
+    std::fs::write(&env, "# TaskProlog\nexport NCCL_NET_GDR_LEVEL=PHB\n").unwrap();
+    let (c, r) = n.check(&["--nccl-env", env.to_str().unwrap()]);
+    assert_eq!(c, 0);
+    let f = text(one(&r, "nccl-setting", "pass"));
+    assert!(f.contains("prolog.env line 2"), "{f}");
+
+    let cfg = dir.path().join("config.yaml");
+    std::fs::write(&cfg, "nccl:\n  env:\n    NCCL_NET_GDR_LEVEL: PHB\n").unwrap();
+    let (c, r) = n.check(&["--config", cfg.to_str().unwrap()]);
+    assert_eq!(c, 0);
+    let f = text(one(&r, "nccl-setting", "pass"));
+    assert!(f.contains("config nccl.env"), "{f}");
+
+    // The environment comes first, as NCCL reads it: it overrides /etc/nccl.conf.
+    n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL=LOC\n");
+    let (c, r) = n.check(&["--config", cfg.to_str().unwrap()]);
+    assert_eq!(c, 0, "{:#}", r["checks"]);
+    let f = text(one(&r, "nccl-setting", "pass"));
+    assert!(
+        f.contains("NCCL ignores the later NCCL_NET_GDR_LEVEL=LOC"),
+        "{f}"
+    );
+}
+
+/// An HCA list limits the NICs judged: with only the NUMA-1 NICs, the GPUs of the other NUMA
+/// nodes are too far on NCCL's tree; a name the node lacks is said.
+#[test]
+fn hca_list_limits_the_nics() {
+    let n = Node::of("azure-ndv4-vm-topo");
+    n.write(
+        "etc/nccl.conf",
+        format!("NCCL_TOPO_FILE={TOPO_ABS}\nNCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_9\n"),
+    );
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1);
+    assert_eq!(findings(&r, "gpu-nic-near").len(), 2);
+    let far = findings(&r, "gpu-nic-too-far");
+    assert_eq!(far.len(), 6);
+    assert!(text(far[0]).contains("at SYS"), "{}", far[0]);
+    let u = text(one(&r, "nccl-hca-unmatched", "warn"));
+    assert!(u.contains("mlx5_9") && u.contains("/etc/nccl.conf"), "{u}");
+}
+
+/// A pinned GID index, against every RoCE port's table: slot 2 is RoCE v1 (a fail naming the
+/// slot), slot 3 RoCE v2 IPv4 (a pass).
+#[test]
+fn pinned_gid_index() {
+    let n = Node::of("healthy-8gpu-roce");
+    n.write("etc/nccl.conf", "NCCL_IB_GID_INDEX=2\n");
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1);
+    let f = text(one(&r, "nccl-gid-index-bad", "fail"));
+    assert!(f.contains("RoCE v1") && f.contains("/gids/2"), "{f}");
+    n.write("etc/nccl.conf", "NCCL_IB_GID_INDEX=3\n");
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 0, "{:#}", r["checks"]);
+    one(&r, "nccl-gid-index-ok", "pass");
+    n.write("etc/nccl.conf", "NCCL_IB_GID_INDEX=9\n");
+    let (_, r) = n.check(&[]);
+    let f = text(one(&r, "nccl-gid-index-bad", "fail"));
+    assert!(f.contains("slot 9 is empty"), "{f}");
+}
+
+/// Lines of nccl.conf that do not do what they seem: shown, with the line NCCL would read.
+#[test]
+fn conf_lines_nccl_ignores() {
+    let n = Node::of("azure-ndv4-vm");
+    n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL = PHB\n");
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1, "the level is not read: NODE stays too far");
+    let f = text(one(&r, "nccl-conf-line-ignored", "warn"));
+    assert!(
+        f.contains("/etc/nccl.conf") && f.contains("NCCL_NET_GDR_LEVEL=PHB"),
+        "{f}"
+    );
+}
+
+/// A RoCE port whose netdev is a bond with a vxlan stacked on it: the vxlan's IPv4 GID comes
+/// first in the table (index 3), the bond's own at 5. The bond's is chosen, with the candidates
+/// and why, by rdma-gid and by `gdrdoctor nccl` alike.
+#[test]
+fn gid_choice_on_bond_and_vxlan() {
+    let n = Node::of("healthy-8gpu-roce");
+    let port = "sys/class/infiniband/mlx5_0/ports/1";
+    let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
+    let table = [
+        (
+            "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned(),
+            "IB/RoCE v1",
+            "bond0",
+        ),
+        (
+            "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned(),
+            "RoCE v2",
+            "bond0",
+        ),
+        (v4("0ac8:0005"), "IB/RoCE v1", "vxlan100"),
+        (v4("0ac8:0005"), "RoCE v2", "vxlan100"),
+        (v4("c0a8:0101"), "IB/RoCE v1", "bond0"),
+        (v4("c0a8:0101"), "RoCE v2", "bond0"),
+    ];
+    for (i, (gid, ty, ndev)) in table.iter().enumerate() {
+        n.write(&format!("{port}/gids/{i}"), format!("{gid}\n"));
+        n.write(&format!("{port}/gid_attrs/types/{i}"), format!("{ty}\n"));
+        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
+    }
+    let (_, r) = n.check(&[]);
+    let f = findings(&r, "roce-v2-ipv4")
+        .into_iter()
+        .find(|f| f["subject"] == "mlx5_0 port 1")
+        .unwrap();
+    let m = f["message"].as_str().unwrap();
+    assert!(m.contains("NCCL_IB_GID_INDEX=5"), "{m}");
+    assert!(m.contains("2 candidates") && m.contains("vxlan100"), "{m}");
+    assert!(m.contains("bond0 is the port's own"), "{m}");
+
+    let out = gdrdoctor(&["--root", n.root.to_str().unwrap(), "nccl"]);
+    let s = stdout(&out);
+    assert!(s.contains("mlx5_0 port 1: index 5"), "{s}");
+}
+
+/// `gdrdoctor nccl` judges on NCCL's tree (no GDR level needed where the topology file gives
+/// PIX) and says what nccl.conf already sets: the same value, or the line it would change.
+#[test]
+fn nccl_settings_agree_with_nccl_conf() {
+    let n = Node::of("azure-ndv4-vm-topo");
+    let out = stdout(&gdrdoctor(&["--root", n.root.to_str().unwrap(), "nccl"]));
+    assert!(out.contains("# NCCL_NET_GDR_LEVEL not set"), "{out}");
+    assert!(out.contains("the farthest nearest NIC is at PIX"), "{out}");
+
+    let n = Node::of("azure-ndv4-vm");
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_NET_GDR_LEVEL=SYS\nNCCL_IB_HCA=mlx5\n",
+    );
+    let out = stdout(&gdrdoctor(&["--root", n.root.to_str().unwrap(), "nccl"]));
+    assert!(
+        out.contains(
+            "/etc/nccl.conf line 1 sets NCCL_NET_GDR_LEVEL=SYS now: this changes that line to"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("/etc/nccl.conf line 2 sets NCCL_IB_HCA=mlx5 now"),
+        "{out}"
+    );
+}
