@@ -10,6 +10,7 @@
 
 pub mod engine;
 pub mod plan;
+pub mod twonode;
 pub mod wire;
 
 // What the test finds is a fact about the node: the inventory owns those types (the data flows
