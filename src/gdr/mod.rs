@@ -10,6 +10,7 @@
 
 pub mod engine;
 pub mod plan;
+pub mod slurm;
 pub mod twonode;
 pub mod wire;
 

@@ -222,6 +222,13 @@ impl Report {
             1
         }
     }
+    /// The report of a run whose control connection never came up.
+    pub fn failed(host: &str, role: Role, settings: Settings, addr: &str, e: &WireError) -> Report {
+        let mut r = Report::new(host, role, settings);
+        r.peer_addr = Some(addr.into());
+        r.fail(e);
+        r
+    }
     fn fail(&mut self, e: &WireError) {
         self.error = Some(e.to_string());
         self.error_class = Some(e.class().into());
@@ -510,6 +517,12 @@ pub fn run(
             outgoing: out,
             incoming: inc,
         });
+    }
+    if rails.is_empty() && theirs.rails.is_empty() && report.error.is_none() {
+        report.error = Some(format!(
+            "neither {host} nor {peer_host} has an RDMA device (a NIC port) to test through (see rdma-link; --rails names them)"
+        ));
+        report.error_class = Some("setup".into());
     }
     // Rails the peer has and this node does not: the peer reports them; named here too.
     if report.error.is_none() && theirs.rails.len() > rails.len() {
@@ -864,6 +877,75 @@ fn explain_completion(f: Failure, peer_host: &str) -> Failure {
         Some(w) => failure(f.kind, f.step, format!("{}: {w}", f.message)),
         None => f,
     }
+}
+
+/// The rail order NCCL uses: NCCL_IB_HCA's list (`mlx5_0:1,mlx5_1:1`, `=` exact), or none
+/// (an exclusion list, `^mlx5_2`, or unset: the NICs in name order).
+pub fn nccl_order(value: Option<&str>) -> Result<Vec<super::plan::NicArg>, String> {
+    let Some(v) = value
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && !v.starts_with('^'))
+    else {
+        return Ok(Vec::new());
+    };
+    v.trim_start_matches('=')
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| x.parse().map_err(|e| format!("NCCL_IB_HCA {v:?}: {e}")))
+        .collect()
+}
+
+/// This node's rails in rail order: `order` (`--rails`, or NCCL_IB_HCA) when given, else the
+/// NICs by name. Each NIC's buffer is the memory of the GPU placement puts nearest to it (the
+/// GPU whose traffic it carries); a NIC without one, or a node without GPUs, uses host memory,
+/// and the report says so.
+pub fn rails(
+    inv: &crate::inventory::Inventory,
+    opts: &super::plan::Options,
+    order: &[super::plan::NicArg],
+) -> Vec<Rail> {
+    let mut o = opts.clone();
+    if !order.is_empty() {
+        o.nics = order.to_vec();
+    }
+    let host = super::plan::Options {
+        memory: Some(match opts.memory {
+            Some(m @ (Memory::Host | Memory::HostDmabuf)) => m,
+            _ => Memory::Host,
+        }),
+        ..o.clone()
+    };
+    let (on_host, _) = super::plan::plan(inv, &host);
+    let (on_gpu, _) = if opts.memory.is_some_and(|m| !m.is_gpu()) {
+        (Vec::new(), Vec::new())
+    } else {
+        super::plan::plan(inv, &o)
+    };
+    let mut rails: Vec<Rail> = Vec::new();
+    for h in on_host {
+        let Some(nic) = h.spec.nic.clone() else {
+            continue;
+        };
+        let chosen = on_gpu
+            .iter()
+            .find(|g| g.spec.nic.as_ref().is_some_and(|n| n.device == nic.device))
+            .unwrap_or(&h);
+        rails.push(Rail {
+            nic: chosen.spec.nic.clone().unwrap_or(nic),
+            gpu: chosen.spec.gpu.clone(),
+            memory: chosen.spec.memory,
+            subject: chosen.subject.clone(),
+        });
+    }
+    let rank = |r: &Rail| {
+        order
+            .iter()
+            .position(|n| n.name == r.nic.device)
+            .unwrap_or(usize::MAX)
+    };
+    rails.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.nic.device.cmp(&b.nic.device)));
+    rails
 }
 
 /// The verbs engine: each rail in this process, through [`engine::run_pair_with`] (the same
@@ -1568,6 +1650,25 @@ mod tests {
             "{a:?}"
         );
         assert!(t0.elapsed() < Duration::from_secs(8));
+    }
+
+    #[test]
+    fn nccl_ib_hca_gives_the_rail_order() {
+        let names = |v| {
+            nccl_order(v)
+                .unwrap()
+                .into_iter()
+                .map(|n| (n.name, n.port))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(Some("=mlx5_2:1,mlx5_0")),
+            [("mlx5_2".to_owned(), Some(1)), ("mlx5_0".to_owned(), None)]
+        );
+        // An exclusion list orders nothing: the NICs by name.
+        assert!(names(Some("^mlx5_1")).is_empty());
+        assert!(names(None).is_empty());
+        assert!(nccl_order(Some("mlx5_0:x")).is_err());
     }
 
     #[test]
