@@ -498,6 +498,28 @@ pub fn run() -> anyhow::Result<ExitCode> {
             if cli.root.is_some() {
                 bail!("fleet takes the captures as arguments, not --root");
             }
+            // The two-node test's JSON reports: which node or rail fails (docs/two-node.md).
+            let (two, captures) = fleet::two_node::split(captures);
+            if !two.is_empty() {
+                let (reports, errors): (Vec<_>, Vec<_>) = two.into_iter().partition(Result::is_ok);
+                let reports: Vec<_> = reports
+                    .into_iter()
+                    .flat_map(Result::unwrap_or_default)
+                    .collect();
+                let errors: Vec<String> = errors.into_iter().filter_map(Result::err).collect();
+                let v = fleet::two_node::judge(&reports);
+                match format {
+                    fleet::Format::Json => {
+                        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
+                    }
+                    _ => out!("{}", fleet::two_node::human(&v, &errors)),
+                }
+                if captures.is_empty() {
+                    let bad = v.failed > 0 || !errors.is_empty();
+                    return Ok(ExitCode::from(u8::from(bad)));
+                }
+            }
+            let captures = &captures;
             let workers = jobs
                 .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
                 .unwrap_or(2)

@@ -164,6 +164,20 @@ fn the_verbs_path_runs_in_both_processes_and_explains_a_remote_access_error() {
     assert!(f["step"].as_str().unwrap().contains("(on "), "{lo}");
     assert_eq!(lj["role"], "listener");
     assert_eq!(pj["role"], "connector");
+    // fleet reads both reports and says what it can tell: the pair fails, no third node.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, lj.to_string()).unwrap();
+    std::fs::write(&b, pj.to_string()).unwrap();
+    let out = gdrdoctor(&["fleet", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    // Both processes are this host with the same NIC: its two directions are one end pair.
+    assert!(text.contains("direction(s) tested, 1 failed"), "{text}");
+    assert!(
+        text.contains("neither was tested with a third node"),
+        "{text}"
+    );
 }
 
 #[test]
