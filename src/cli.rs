@@ -313,6 +313,37 @@ struct GdrTestArgs {
     /// Longest bandwidth run, both directions together, in milliseconds.
     #[arg(long, default_value_t = 400)]
     duration_ms: u64,
+    #[command(flatten)]
+    two_node: TwoNodeArgs,
+}
+
+/// Between two nodes (docs/two-node.md): one side `--listen`, the other `--peer`, or both
+/// `--slurm` under srun.
+#[derive(clap::Args, Debug)]
+struct TwoNodeArgs {
+    /// Wait for one peer on ADDR:PORT (default 0.0.0.0:18516), test with it, and end.
+    #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["peer", "slurm"])]
+    listen: Option<String>,
+    /// Test with the node listening at HOST[:PORT].
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "slurm")]
+    peer: Option<String>,
+    /// Pair the tasks of a Slurm step (SLURM_PROCID, SLURM_JOB_NODELIST): task 0 listens,
+    /// task 1 connects; with more tasks, a ring.
+    #[arg(long)]
+    slurm: bool,
+    /// The shared secret, the same file on both nodes (at least 16 bytes).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// The shared secret on the command line (visible in ps: for tests).
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
+    token: Option<String>,
+    /// The rails in order, this node's NICs (default: NCCL_IB_HCA's order, else by name);
+    /// rail i is paired with the peer's rail i.
+    #[arg(long, value_name = "NIC[:PORT],...", value_delimiter = ',')]
+    rails: Vec<gdrdoctor::gdr::plan::NicArg>,
+    /// How long to wait for the peer to connect or to listen, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    wait: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -472,6 +503,28 @@ pub fn run() -> anyhow::Result<ExitCode> {
             if cli.root.is_some() {
                 bail!("fleet takes the captures as arguments, not --root");
             }
+            // The two-node test's JSON reports: which node or rail fails (docs/two-node.md).
+            let (two, captures) = fleet::two_node::split(captures);
+            if !two.is_empty() {
+                let (reports, errors): (Vec<_>, Vec<_>) = two.into_iter().partition(Result::is_ok);
+                let reports: Vec<_> = reports
+                    .into_iter()
+                    .flat_map(Result::unwrap_or_default)
+                    .collect();
+                let errors: Vec<String> = errors.into_iter().filter_map(Result::err).collect();
+                let v = fleet::two_node::judge(&reports);
+                match format {
+                    fleet::Format::Json => {
+                        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
+                    }
+                    _ => out!("{}", fleet::two_node::human(&v, &errors)),
+                }
+                if captures.is_empty() {
+                    let bad = v.failed > 0 || !errors.is_empty();
+                    return Ok(ExitCode::from(u8::from(bad)));
+                }
+            }
+            let captures = &captures;
             let workers = jobs
                 .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
                 .unwrap_or(2)
@@ -920,6 +973,10 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
     if !root.is_live() {
         bail!("gdr-test moves bytes on this node; it cannot run on a captured root (--root)");
     }
+    let t = &args.two_node;
+    if t.listen.is_some() || t.peer.is_some() || t.slurm {
+        return two_node(&config, &root, args);
+    }
     let mut gpus = Vec::new();
     for g in &args.gpus {
         gpus.push(gdrdoctor::parse::pci::Bdf::parse(g).ok_or_else(|| {
@@ -963,6 +1020,115 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
         args.strict,
         display,
     )
+}
+
+/// `gdr-test --listen | --peer | --slurm`: the write test between two nodes.
+fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
+    use gdrdoctor::gdr::{slurm, twonode, wire};
+    let t = &args.two_node;
+    let token = match (&t.token_file, &t.token) {
+        (Some(path), _) => {
+            #[allow(clippy::disallowed_methods)] // the operator's token file, not the node's
+            let raw = std::fs::read(path)
+                .with_context(|| format!("cannot read --token-file {}", path.display()))?;
+            wire::token(&raw)
+                .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?
+        }
+        (None, Some(tok)) => {
+            wire::token(tok.as_bytes()).map_err(|e| anyhow::anyhow!("--token: {e}"))?
+        }
+        (None, None) => bail!(
+            "the two-node test needs the token both nodes share: --token-file FILE (e.g. `head -c 32 /dev/urandom | base64 > FILE` on a shared filesystem)"
+        ),
+    };
+    // Who to talk to: (role, address) per session; a ring has two.
+    let mut sessions = Vec::new();
+    if t.slurm {
+        let p = slurm::pairing(&|k| std::env::var(k).ok(), twonode::DEFAULT_PORT)
+            .map_err(|e| anyhow::anyhow!("--slurm: {e}"))?;
+        if let Some(port) = p.listen {
+            sessions.push((twonode::Role::Listener, format!("0.0.0.0:{port}")));
+        }
+        if let Some((host, port)) = p.peer {
+            sessions.push((twonode::Role::Connector, format!("{host}:{port}")));
+        }
+    } else if let Some(l) = &t.listen {
+        sessions.push((twonode::Role::Listener, twonode::listen_addr(Some(l))));
+    } else if let Some(p) = &t.peer {
+        sessions.push((twonode::Role::Connector, twonode::peer_addr(p)));
+    }
+    let inv = Inventory::load(root, config, inventory::Options::default());
+    let opts = gdrdoctor::gdr::plan::Options {
+        memory: args.memory,
+        nics: args.nics.clone(),
+        gid_index: args.gid_index,
+        ..gdrdoctor::gdr::plan::Options::default()
+    };
+    let order = if t.rails.is_empty() {
+        twonode::nccl_order(std::env::var("NCCL_IB_HCA").ok().as_deref())
+            .map_err(|e| anyhow::anyhow!(e))?
+    } else {
+        t.rails.clone()
+    };
+    let rails = twonode::rails(&inv, &opts, &order);
+    let settings = twonode::Settings {
+        size: args.size,
+        iters: args.iters,
+        duration_ms: args.duration_ms,
+        rail_timeout_ms: (config.timeouts.gdr_pair_s * 3000.0) as u64,
+        ..twonode::Settings::default()
+    };
+    let host = inv
+        .kernel
+        .hostname
+        .clone()
+        .unwrap_or_else(|| "this node".into());
+    let wait = std::time::Duration::from_secs(t.wait);
+    stage("running the two-node write test");
+    // The sessions of a ring run at the same time: each waits for the other node's.
+    let reports: Vec<twonode::Report> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sessions
+            .iter()
+            .map(|(role, addr)| {
+                let (rails, settings, host, token) = (&rails, settings.clone(), &host, &token);
+                scope.spawn(move || {
+                    let ch = match role {
+                        twonode::Role::Listener => twonode::listen(addr, token, wait),
+                        twonode::Role::Connector => twonode::connect(addr, token, wait),
+                    };
+                    match ch {
+                        Ok(mut ch) => {
+                            twonode::run(&mut ch, *role, host, rails, settings, &twonode::Verbs)
+                        }
+                        Err(e) => twonode::Report::failed(host, *role, settings, addr, &e),
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    let text = |f: ReportFormat| -> anyhow::Result<String> {
+        use gdrdoctor::report::twonode as r;
+        Ok(match f {
+            ReportFormat::Human => r::human(&reports),
+            ReportFormat::Json => r::json(&reports),
+            ReportFormat::Junit => r::junit(&reports),
+            ReportFormat::Prometheus => r::prometheus(&reports),
+            ReportFormat::Reason => r::reason(&reports),
+            ReportFormat::Nfd => {
+                bail!("the two-node test has no NFD format (use json, junit or prometheus)")
+            }
+        })
+    };
+    out!("{}", text(args.format)?);
+    for (f, path) in &args.output.outputs {
+        if let Err(e) = gdrdoctor::output::write_atomic(path, text(*f)?.as_bytes()) {
+            errln!("gdrdoctor: error: cannot write {}: {e}", path.display());
+            return Ok(ExitCode::from(2));
+        }
+    }
+    let worst = reports.iter().map(|r| r.exit_code()).max().unwrap_or(2);
+    Ok(ExitCode::from(worst))
 }
 
 /// Everything `check` runs except the write test (it moves bytes, and fixes none of its own).

@@ -896,3 +896,273 @@ mod tests {
         );
     }
 }
+
+/// The two-node test's reports among fleet's arguments (`gdr-test --peer ... --format json`
+/// files): which node or rail fails.
+pub mod two_node {
+    use crate::gdr::twonode::Report;
+    use serde::Serialize;
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+
+    /// A `.json` file whose schema is `gdrdoctor.two-node`: its report(s); anything else: None.
+    #[allow(clippy::disallowed_methods)] // the operator's result files, not a node
+    pub fn read(path: &Path) -> Option<Result<Vec<Report>, String>> {
+        if path.extension().is_none_or(|e| e != "json") || !path.is_file() {
+            return None;
+        }
+        let text = match std::fs::read(path) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(format!("{}: {e}", path.display()))),
+        };
+        let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
+        let is_ours = |v: &serde_json::Value| v["schema"] == "gdrdoctor.two-node";
+        let parsed = match &value {
+            serde_json::Value::Array(a) if a.iter().all(is_ours) && !a.is_empty() => {
+                serde_json::from_value::<Vec<Report>>(value)
+            }
+            v if is_ours(v) => serde_json::from_value::<Report>(value).map(|r| vec![r]),
+            _ => return None,
+        };
+        Some(parsed.map_err(|e| format!("{}: not a two-node report: {e}", path.display())))
+    }
+
+    /// Splits fleet's arguments into two-node reports and the rest (captures).
+    pub fn split(args: &[PathBuf]) -> (Vec<Result<Vec<Report>, String>>, Vec<PathBuf>) {
+        let (mut reports, mut rest) = (Vec::new(), Vec::new());
+        for a in args {
+            match read(a) {
+                Some(r) => reports.push(r),
+                None => rest.push(a.clone()),
+            }
+        }
+        (reports, rest)
+    }
+
+    /// One end of a rail: a node's NIC.
+    #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+    pub struct End {
+        pub host: String,
+        pub rail: usize,
+        pub nic: String,
+    }
+
+    /// What the reports together say.
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub struct Verdict {
+        /// Ends that fail with every peer they were tested with while those peers pass with
+        /// others: the rail to look at.
+        pub failing_rails: Vec<End>,
+        /// Nodes every one of whose rails is a failing rail.
+        pub failing_nodes: Vec<String>,
+        /// Failing pairs that cannot be blamed on one side (only tested with each other).
+        pub ambiguous: Vec<(End, End)>,
+        pub directions: usize,
+        pub failed: usize,
+    }
+
+    /// Names the node or rail that fails. A direction is seen by both of its nodes; each end
+    /// counts once per direction whichever node reported it.
+    pub fn judge(reports: &[Report]) -> Verdict {
+        // (source end, target end) -> passed.
+        let mut dirs: BTreeMap<(End, End), bool> = BTreeMap::new();
+        for r in reports {
+            let peer = r.peer.clone().unwrap_or_default();
+            for rail in &r.rails {
+                let me = End {
+                    host: r.host.clone(),
+                    rail: rail.index,
+                    nic: rail.local.nic.device.clone(),
+                };
+                let them = End {
+                    host: peer.clone(),
+                    rail: rail.index,
+                    nic: rail
+                        .peer
+                        .as_ref()
+                        .map(|p| p.nic.device.clone())
+                        .unwrap_or_default(),
+                };
+                for (k, d) in [
+                    ((me.clone(), them.clone()), &rail.outgoing),
+                    ((them.clone(), me.clone()), &rail.incoming),
+                ] {
+                    let ok = d.passed();
+                    dirs.entry(k).and_modify(|p| *p &= ok).or_insert(ok);
+                }
+            }
+        }
+        // Per end: the peers it passed and failed with.
+        let mut ends: BTreeMap<End, (usize, usize)> = BTreeMap::new();
+        for ((a, b), ok) in &dirs {
+            for e in [a, b] {
+                let c = ends.entry(e.clone()).or_default();
+                if *ok {
+                    c.0 += 1;
+                } else {
+                    c.1 += 1;
+                }
+            }
+        }
+        let healthy_elsewhere = |e: &End| ends.get(e).is_some_and(|c| c.0 > 0);
+        let mut failing_rails = Vec::new();
+        let mut ambiguous = Vec::new();
+        for (e, (pass, fail)) in &ends {
+            if *fail == 0 || *pass > 0 {
+                continue;
+            }
+            // Every direction through this end failed. Blame it when some partner of it
+            // passes with another node.
+            let partners: Vec<&End> = dirs
+                .keys()
+                .filter_map(|(a, b)| {
+                    if a == e {
+                        Some(b)
+                    } else if b == e {
+                        Some(a)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            if partners.iter().any(|p| healthy_elsewhere(p)) {
+                failing_rails.push(e.clone());
+            } else {
+                for p in partners {
+                    let pair = if e < p {
+                        (e.clone(), p.clone())
+                    } else {
+                        (p.clone(), e.clone())
+                    };
+                    if !ambiguous.contains(&pair) {
+                        ambiguous.push(pair);
+                    }
+                }
+            }
+        }
+        let mut rails_of: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for e in ends.keys() {
+            rails_of.entry(&e.host).or_default().0 += 1;
+        }
+        for e in &failing_rails {
+            rails_of.entry(&e.host).or_default().1 += 1;
+        }
+        let failing_nodes = rails_of
+            .into_iter()
+            .filter(|(_, (all, bad))| *bad > 0 && bad == all)
+            .map(|(h, _)| h.to_owned())
+            .collect();
+        Verdict {
+            failing_rails,
+            failing_nodes,
+            ambiguous,
+            directions: dirs.len(),
+            failed: dirs.values().filter(|ok| !**ok).count(),
+        }
+    }
+
+    pub fn human(v: &Verdict, errors: &[String]) -> String {
+        let mut o = format!(
+            "two-node: {} direction(s) tested, {} failed\n",
+            v.directions, v.failed
+        );
+        let end = |e: &End| format!("{} rail {} ({})", e.host, e.rail, e.nic);
+        for n in &v.failing_nodes {
+            o += &format!(
+                "  node {n}: every rail fails with every peer, and its peers pass with others\n"
+            );
+        }
+        for e in &v.failing_rails {
+            if !v.failing_nodes.contains(&e.host) {
+                o += &format!(
+                    "  {}: fails with every peer, and those peers pass with others\n",
+                    end(e)
+                );
+            }
+        }
+        for (a, b) in &v.ambiguous {
+            o += &format!(
+                "  {} <-> {}: fails, and neither was tested with a third node (a ring of three or more names the side)\n",
+                end(a),
+                end(b)
+            );
+        }
+        for e in errors {
+            o += &format!("  unreadable: {e}\n");
+        }
+        o
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::gdr::twonode::{Direction, Rail, RailResult, Role, Settings};
+        use crate::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
+
+        fn rail(nic: &str) -> Rail {
+            Rail {
+                nic: NicSpec {
+                    device: nic.into(),
+                    port: 1,
+                    gid_index: None,
+                },
+                gpu: None,
+                memory: Memory::Host,
+                subject: "host memory".into(),
+            }
+        }
+
+        /// `host` as connector with `peer`: rail 0 passes or fails both ways.
+        fn session(host: &str, peer: &str, ok: bool) -> Report {
+            let d = |ok: bool| Direction {
+                from: String::new(),
+                to: String::new(),
+                verified_bytes: ok.then_some(4096),
+                gbps: None,
+                latency_us: None,
+                failure: (!ok).then(|| Failure {
+                    kind: FailureKind::CompletionError,
+                    step: "w".into(),
+                    message: "IBV_WC_RETRY_EXC_ERR".into(),
+                }),
+            };
+            let mut r = Report::new(host, Role::Connector, Settings::default());
+            r.peer = Some(peer.into());
+            r.rails.push(RailResult {
+                index: 0,
+                local: rail("mlx5_0"),
+                peer: Some(rail("mlx5_0")),
+                setup: PairResult::default(),
+                peer_path: None,
+                path_mtu: None,
+                notes: vec![],
+                outgoing: d(ok),
+                incoming: d(ok),
+            });
+            r
+        }
+
+        #[test]
+        fn a_ring_names_the_node_that_fails_with_both_neighbours() {
+            // a -> b fails, b -> c fails, c -> a passes: b is the one.
+            let v = judge(&[
+                session("a", "b", false),
+                session("b", "c", false),
+                session("c", "a", true),
+            ]);
+            assert_eq!(v.failed, 4);
+            assert_eq!(v.failing_nodes, ["b"]);
+            assert_eq!(v.failing_rails.len(), 1);
+            assert!(v.ambiguous.is_empty());
+            assert!(human(&v, &[]).contains("node b: every rail fails"));
+        }
+
+        #[test]
+        fn two_nodes_alone_cannot_say_which_side() {
+            let v = judge(&[session("a", "b", false)]);
+            assert!(v.failing_nodes.is_empty() && v.failing_rails.is_empty());
+            assert_eq!(v.ambiguous.len(), 1);
+            assert!(human(&v, &[]).contains("a third node"));
+        }
+    }
+}

@@ -747,6 +747,25 @@ pub struct Loopback {
     pub mtu: c_uint,
 }
 
+/// The QP at the other end of a connection, and the path to it.
+#[derive(Debug, Clone, Copy)]
+pub struct Remote {
+    /// This side's port.
+    pub port: u8,
+    /// RoCE (or a routed InfiniBand fabric): this side's GID index and the other side's GID.
+    pub sgid_index: Option<u8>,
+    pub dgid: Option<Gid>,
+    /// InfiniBand: the other port's LID.
+    pub dlid: u16,
+    /// `IBV_MTU_*`: the path MTU, no larger than either port's active MTU.
+    pub mtu: c_uint,
+    pub dest_qpn: u32,
+    pub hop_limit: u8,
+    /// The first packet sequence number this side expects, and the one it sends.
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+}
+
 impl Qp<'_> {
     pub fn num(&self) -> u32 {
         unsafe { (*self.qp).qp_num }
@@ -762,6 +781,22 @@ impl Qp<'_> {
 
     /// RESET -> INIT -> RTR -> RTS, connected to itself.
     pub fn connect_to_self(&self, to: Loopback) -> Result<(), String> {
+        self.connect(Remote {
+            port: to.port,
+            sgid_index: to.gid.map(|(i, _)| i),
+            dgid: to.gid.map(|(_, g)| g),
+            dlid: to.lid,
+            mtu: to.mtu,
+            dest_qpn: self.num(),
+            // One hop: the packets never leave the port.
+            hop_limit: 1,
+            rq_psn: 0,
+            sq_psn: 0,
+        })
+    }
+
+    /// RESET -> INIT -> RTR -> RTS, connected to another QP (on this node or another).
+    pub fn connect(&self, to: Remote) -> Result<(), String> {
         let mut a = QpAttr {
             qp_state: QPS_INIT,
             port_num: to.port,
@@ -776,24 +811,24 @@ impl Qp<'_> {
             "INIT",
         )?;
         let mut ah = AhAttr {
-            dlid: to.lid,
+            dlid: to.dlid,
             port_num: to.port,
             ..AhAttr::default()
         };
-        if let Some((index, gid)) = to.gid {
+        if let (Some(index), Some(gid)) = (to.sgid_index, to.dgid) {
             ah.is_global = 1;
             ah.grh = GlobalRoute {
                 dgid: gid,
                 sgid_index: index,
-                hop_limit: 1,
+                hop_limit: to.hop_limit,
                 ..GlobalRoute::default()
             };
         }
         let mut a = QpAttr {
             qp_state: QPS_RTR,
             path_mtu: to.mtu,
-            dest_qp_num: self.num(),
-            rq_psn: 0,
+            dest_qp_num: to.dest_qpn,
+            rq_psn: to.rq_psn,
             max_dest_rd_atomic: 1,
             min_rnr_timer: 12,
             ah_attr: ah,
@@ -815,7 +850,7 @@ impl Qp<'_> {
             timeout: 14,
             retry_cnt: 7,
             rnr_retry: 7,
-            sq_psn: 0,
+            sq_psn: to.sq_psn,
             max_rd_atomic: 1,
             ..QpAttr::default()
         };

@@ -36,6 +36,7 @@ pub mod hostmem;
 pub mod ibverbs;
 pub mod malloc;
 pub mod nvml;
+pub mod random;
 pub mod udmabuf;
 pub mod verbs;
 

@@ -3,22 +3,22 @@
 //! return path.
 
 use super::{
-    Bandwidth, Failure, FailureKind, Memory, PairResult, PairSpec, PortInfo, Registration,
+    Bandwidth, Failure, FailureKind, Memory, NicSpec, PairResult, PairSpec, PortInfo, Registration,
     errno_meaning,
 };
 use crate::ffi::hostmem::HostBuffer;
-use crate::ffi::ibverbs::{self, Cq, Loopback, MemoryRegion, Qp, Verbs, Wc};
+use crate::ffi::ibverbs::{self, Context, Cq, Gid, Loopback, MemoryRegion, Pd, Qp, Verbs, Wc};
 use crate::ffi::{cuda, hip, udmabuf};
 use std::time::{Duration, Instant};
 
-const ACCESS: i32 =
+pub const ACCESS: i32 =
     ibverbs::ACCESS_LOCAL_WRITE | ibverbs::ACCESS_REMOTE_WRITE | ibverbs::ACCESS_REMOTE_READ;
 /// WRITEs in flight during the bandwidth run (perftest's default tx depth is 128; 32 keeps
 /// the send queue small and is enough to saturate a loopback).
-const DEPTH: u32 = 32;
+pub(crate) const DEPTH: u32 = 32;
 
 /// The buffer under test.
-enum Target<'a> {
+pub enum Target<'a> {
     Host(HostBuffer),
     Udma(udmabuf::HostDmabuf),
     Cuda(cuda::DeviceBuffer<'a>),
@@ -26,7 +26,7 @@ enum Target<'a> {
 }
 
 impl Target<'_> {
-    fn addr(&mut self) -> u64 {
+    pub fn addr(&mut self) -> u64 {
         match self {
             Target::Host(b) => b.addr(),
             Target::Udma(u) => u.addr(),
@@ -34,7 +34,7 @@ impl Target<'_> {
             Target::Hip(b) => b.addr(),
         }
     }
-    fn write(&mut self, data: &[u8]) -> Result<(), String> {
+    pub fn write(&mut self, data: &[u8]) -> Result<(), String> {
         match self {
             Target::Host(b) => {
                 b.as_mut_slice()[..data.len()].copy_from_slice(data);
@@ -48,7 +48,7 @@ impl Target<'_> {
             Target::Hip(b) => b.write(data),
         }
     }
-    fn read(&self, out: &mut [u8]) -> Result<(), String> {
+    pub fn read(&self, out: &mut [u8]) -> Result<(), String> {
         match self {
             Target::Host(b) => {
                 out.copy_from_slice(&b.as_slice()[..out.len()]);
@@ -62,7 +62,7 @@ impl Target<'_> {
             Target::Hip(b) => b.read(out),
         }
     }
-    fn name(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Target::Host(_) | Target::Udma(_) => "host buffer",
             Target::Cuda(_) | Target::Hip(_) => "GPU",
@@ -112,9 +112,22 @@ pub enum GpuSide<'a> {
     },
 }
 
+/// What runs on the registered buffer under test: the one-node loopback below, or a rail
+/// between two nodes (super::twonode). Its arguments: the result so far, what was opened, the
+/// buffer, the deadline.
+pub type Body<'b> =
+    &'b mut dyn FnMut(&mut PairResult, &Opened, &mut Target, Instant) -> Result<(), Failed>;
+
 /// One pair in a process of its own (`gdrdoctor gdr-pair`): opens what the buffer needs, then
 /// [`run_pair_on`].
 pub fn run_pair(spec: &PairSpec) -> PairResult {
+    run_pair_with(spec, &mut |res, o, t, deadline| {
+        loopback(spec, res, o, t, deadline)
+    })
+}
+
+/// Opens what the buffer needs (CUDA, HIP or nothing), then [`run_pair_on_with`].
+pub fn run_pair_with(spec: &PairSpec, body: Body) -> PairResult {
     let start = Instant::now();
     let failed = |kind, step: &str, message: String, steps: Vec<String>| PairResult {
         memory_steps: steps,
@@ -127,7 +140,7 @@ pub fn run_pair(spec: &PairSpec) -> PairResult {
         ..PairResult::default()
     };
     match spec.memory {
-        Memory::Host | Memory::HostDmabuf => run_pair_on(spec, &GpuSide::None),
+        Memory::Host | Memory::HostDmabuf => run_pair_on_with(spec, &GpuSide::None, body),
         Memory::Cuda => {
             let Some(bus) = spec.gpu.as_deref() else {
                 return failed(
@@ -148,12 +161,13 @@ pub fn run_pair(spec: &PairSpec) -> PairResult {
             };
             let mut steps = steps;
             steps.push(cuda_device_step(bus, &gpu));
-            let mut r = run_pair_on(
+            let mut r = run_pair_on_with(
                 spec,
                 &GpuSide::Cuda {
                     gpu: &gpu,
                     steps: &steps,
                 },
+                body,
             );
             r.elapsed_ms = start.elapsed().as_millis() as u64;
             r
@@ -171,12 +185,13 @@ pub fn run_pair(spec: &PairSpec) -> PairResult {
                 Ok(s) => s,
                 Err(e) => return failed(FailureKind::Memory, "libamdhip64", e, vec![]),
             };
-            let mut r = run_pair_on(
+            let mut r = run_pair_on_with(
                 spec,
                 &GpuSide::Hip {
                     session: &session,
                     steps: &[],
                 },
+                body,
             );
             r.elapsed_ms = start.elapsed().as_millis() as u64;
             r
@@ -221,6 +236,14 @@ pub fn cuda_device_step(bus: &str, gpu: &cuda::Gpu) -> String {
 /// One pair on a GPU already opened (or host memory): the buffer, its dma-buf, the NIC,
 /// registration, WRITEs both ways, verification, bandwidth.
 pub fn run_pair_on(spec: &PairSpec, side: &GpuSide) -> PairResult {
+    run_pair_on_with(spec, side, &mut |res, o, t, deadline| {
+        loopback(spec, res, o, t, deadline)
+    })
+}
+
+/// The buffer under test and its dma-buf on a GPU already opened (or host memory), the NIC,
+/// registration, then `body` on what was opened.
+pub fn run_pair_on_with(spec: &PairSpec, side: &GpuSide, body: Body) -> PairResult {
     let start = Instant::now();
     let mut run = Run {
         res: PairResult::default(),
@@ -319,7 +342,7 @@ pub fn run_pair_on(spec: &PairSpec, side: &GpuSide) -> PairResult {
             .push(format!("dma-buf export failed: {e}")),
         _ => {}
     }
-    let result = with_nic(spec, run, &mut target, &dmabuf);
+    let result = with_nic(spec, run, &mut target, &dmabuf, body);
     if let Some(Ok((fd, _, true))) = dmabuf.take() {
         match &target {
             Target::Hip(b) => b.close_dmabuf(fd),
@@ -347,37 +370,54 @@ fn describe_lib<T>(l: &crate::gpu::model::Lib<T>) -> String {
     }
 }
 
-fn with_nic(
-    spec: &PairSpec,
-    mut run: Run,
+/// A step that failed: its kind, its name, what happened.
+pub type Failed = (FailureKind, String, String);
+
+pub fn fail(kind: FailureKind, step: impl Into<String>, message: impl Into<String>) -> Failed {
+    (kind, step.into(), message.into())
+}
+
+/// What the steps up to a registered buffer opened, for the test that follows: the one-node
+/// loopback below, or a rail between two nodes (super::rail).
+pub struct Opened<'a> {
+    pub pd: &'a Pd<'a>,
+    pub ctx: &'a Context<'a>,
+    pub port: ibverbs::PortAttr,
+    pub gid: Option<(u8, Gid)>,
+    pub target_mr: &'a MemoryRegion<'a>,
+    pub target_addr: u64,
+}
+
+/// Loads libibverbs, opens the NIC, checks its port and GID, and registers the buffer under
+/// test (dma-buf first where there is one, then peer memory or host memory), recording each
+/// step in `res`; then runs `body` on what it opened. Every resource is released when this
+/// returns, in reverse order of creation.
+pub fn open_and_register<R>(
+    nic: &NicSpec,
+    size: usize,
+    res: &mut PairResult,
     target: &mut Target,
     dmabuf: &Option<Result<(i32, u64, bool), String>>,
-) -> PairResult {
-    let Some(nic) = &spec.nic else {
-        return run.fail(
-            FailureKind::NoRdmaDevice,
-            "NIC",
-            "no RDMA device on this node: nothing to write through",
-        );
-    };
+    body: impl FnOnce(&mut PairResult, &Opened, &mut Target) -> Result<R, Failed>,
+) -> Result<R, Failed> {
     let verbs = match Verbs::load() {
         Ok(v) => v,
         Err(ibverbs::LoadError::NotFound { tried, message }) => {
-            return run.fail(
+            return Err(fail(
                 FailureKind::VerbsMissing,
                 "dlopen libibverbs",
                 format!("{}: {message}", tried.join(", ")),
-            );
+            ));
         }
         Err(ibverbs::LoadError::MissingSymbol { library, symbol }) => {
-            return run.fail(
+            return Err(fail(
                 FailureKind::VerbsSymbolMissing,
                 "dlsym",
                 format!("{library} does not export {symbol}"),
-            );
+            ));
         }
     };
-    run.res.verbs_library = Some(verbs.path.clone());
+    res.verbs_library = Some(verbs.path.clone());
     let ctx = match verbs.open(&nic.device) {
         Ok(Some(c)) => c,
         Ok(None) => {
@@ -385,14 +425,22 @@ fn with_nic(
                 .device_names()
                 .map(|n| n.join(", "))
                 .unwrap_or_default();
-            return run.fail(
+            return Err(fail(
                 FailureKind::ProviderMissing,
                 "ibv_get_device_list",
-                format!("libibverbs lists no {} (it lists: {}): no provider for its driver is installed", nic.device, if listed.is_empty() { "nothing" } else { &listed }),
-            );
+                format!(
+                    "libibverbs lists no {} (it lists: {}): no provider for its driver is installed",
+                    nic.device,
+                    if listed.is_empty() {
+                        "nothing"
+                    } else {
+                        &listed
+                    }
+                ),
+            ));
         }
         Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
-            return run.fail(
+            return Err(fail(
                 FailureKind::NoAccess,
                 "ibv_open_device",
                 format!(
@@ -400,31 +448,31 @@ fn with_nic(
                     nic.device,
                     super::os_error(&e)
                 ),
-            );
+            ));
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
-            return run.fail(
+            return Err(fail(
                 FailureKind::DeviceList,
                 "ibv_get_device_list",
                 format!("{e}: ib_uverbs is not loaded"),
-            );
+            ));
         }
         Err(e) => {
-            return run.fail(
+            return Err(fail(
                 FailureKind::OpenFailed,
                 "ibv_open_device",
                 format!("{}: {e}", nic.device),
-            );
+            ));
         }
     };
     let port = match ctx.query_port(nic.port) {
         Ok(p) => p,
         Err(e) => {
-            return run.fail(
+            return Err(fail(
                 FailureKind::OpenFailed,
                 "ibv_query_port",
                 format!("{} port {}: {e}", nic.device, nic.port),
-            );
+            ));
         }
     };
     let roce = port.link_layer == ibverbs::LINK_LAYER_ETHERNET;
@@ -432,26 +480,26 @@ fn with_nic(
         (true, Some(i)) => match ctx.query_gid(nic.port, i) {
             Ok(g) => Some((i as u8, g)),
             Err(e) => {
-                return run.fail(
+                return Err(fail(
                     FailureKind::OpenFailed,
                     "ibv_query_gid",
                     format!("{} port {} GID {i}: {e}", nic.device, nic.port),
-                );
+                ));
             }
         },
         (true, None) => {
-            return run.fail(
+            return Err(fail(
                 FailureKind::OpenFailed,
                 "GID",
                 format!(
                     "{} port {} is RoCE but has no RoCE v2 GID to use (see rdma-gid)",
                     nic.device, nic.port
                 ),
-            );
+            ));
         }
         (false, _) => None,
     };
-    run.res.port = Some(PortInfo {
+    res.port = Some(PortInfo {
         state: port_state(port.state),
         link_layer: if roce {
             "Ethernet".into()
@@ -463,7 +511,7 @@ fn with_nic(
         gid: gid.map(|(i, g)| format!("{i}: {g}")),
     });
     if port.state != ibverbs::PORT_ACTIVE {
-        return run.fail(
+        return Err(fail(
             FailureKind::PortNotActive,
             "ibv_query_port",
             format!(
@@ -472,11 +520,11 @@ fn with_nic(
                 nic.port,
                 port_state(port.state)
             ),
-        );
+        ));
     }
     let pd = match ctx.alloc_pd() {
         Ok(p) => p,
-        Err(e) => return run.fail(FailureKind::OpenFailed, "ibv_alloc_pd", e.to_string()),
+        Err(e) => return Err(fail(FailureKind::OpenFailed, "ibv_alloc_pd", e.to_string())),
     };
 
     // Register the buffer under test: dma-buf first where there is one, then the peer-memory
@@ -486,44 +534,40 @@ fn with_nic(
     let mut attempts: Vec<Registration> = Vec::new();
     if let Some(d) = dmabuf {
         let attempt = match d {
-            Ok((fd, offset, _)) => match pd.reg_dmabuf_mr(
-                *offset,
-                spec.size.max(4096) as usize,
-                target_addr,
-                *fd,
-                ACCESS,
-            ) {
-                None => Registration {
-                    path: "dmabuf".into(),
-                    ok: false,
-                    errno: None,
-                    error: Some(format!(
-                        "{} does not export ibv_reg_dmabuf_mr (rdma-core older than 34)",
-                        verbs.path
-                    )),
-                    meaning: Some("libibverbs too old for the DMA-BUF path".into()),
-                },
-                Some(Ok(mr)) => {
-                    target_mr = Some(mr);
-                    Registration {
+            Ok((fd, offset, _)) => {
+                match pd.reg_dmabuf_mr(*offset, size, target_addr, *fd, ACCESS) {
+                    None => Registration {
                         path: "dmabuf".into(),
-                        ok: true,
+                        ok: false,
                         errno: None,
-                        error: None,
-                        meaning: None,
+                        error: Some(format!(
+                            "{} does not export ibv_reg_dmabuf_mr (rdma-core older than 34)",
+                            verbs.path
+                        )),
+                        meaning: Some("libibverbs too old for the DMA-BUF path".into()),
+                    },
+                    Some(Ok(mr)) => {
+                        target_mr = Some(mr);
+                        Registration {
+                            path: "dmabuf".into(),
+                            ok: true,
+                            errno: None,
+                            error: None,
+                            meaning: None,
+                        }
                     }
+                    Some(Err(e)) => Registration {
+                        path: "dmabuf".into(),
+                        ok: false,
+                        errno: e.raw_os_error(),
+                        error: Some(format!("ibv_reg_dmabuf_mr: {}", super::os_error(&e))),
+                        meaning: e
+                            .raw_os_error()
+                            .and_then(|n| errno_meaning("dmabuf", n))
+                            .map(str::to_owned),
+                    },
                 }
-                Some(Err(e)) => Registration {
-                    path: "dmabuf".into(),
-                    ok: false,
-                    errno: e.raw_os_error(),
-                    error: Some(format!("ibv_reg_dmabuf_mr: {}", super::os_error(&e))),
-                    meaning: e
-                        .raw_os_error()
-                        .and_then(|n| errno_meaning("dmabuf", n))
-                        .map(str::to_owned),
-                },
-            },
+            }
             Err(e) => Registration {
                 path: "dmabuf".into(),
                 ok: false,
@@ -541,7 +585,7 @@ fn with_nic(
             "peermem"
         };
         // SAFETY: the target outlives the region (it is dropped first, below).
-        match unsafe { pd.reg_mr(target_addr as *mut _, spec.size.max(4096) as usize, ACCESS) } {
+        match unsafe { pd.reg_mr(target_addr as *mut _, size, ACCESS) } {
             Ok(mr) => {
                 target_mr = Some(mr);
                 attempts.push(Registration {
@@ -564,11 +608,10 @@ fn with_nic(
             }),
         }
     }
-    run.res.path = attempts.iter().find(|a| a.ok).map(|a| a.path.clone());
-    run.res.registrations = attempts;
+    res.path = attempts.iter().find(|a| a.ok).map(|a| a.path.clone());
+    res.registrations = attempts;
     let Some(target_mr) = target_mr else {
-        let why: Vec<String> = run
-            .res
+        let why: Vec<String> = res
             .registrations
             .iter()
             .map(|a| {
@@ -583,7 +626,7 @@ fn with_nic(
                 )
             })
             .collect();
-        return run.fail(
+        return Err(fail(
             FailureKind::RegisterFailed,
             "memory registration",
             format!(
@@ -592,16 +635,67 @@ fn with_nic(
                 nic.device,
                 why.join("; ")
             ),
+        ));
+    };
+    let opened = Opened {
+        pd: &pd,
+        ctx: &ctx,
+        port,
+        gid,
+        target_mr: &target_mr,
+        target_addr,
+    };
+    body(res, &opened, target)
+}
+
+fn with_nic(
+    spec: &PairSpec,
+    mut run: Run,
+    target: &mut Target,
+    dmabuf: &Option<Result<(i32, u64, bool), String>>,
+    body: Body,
+) -> PairResult {
+    let Some(nic) = &spec.nic else {
+        return run.fail(
+            FailureKind::NoRdmaDevice,
+            "NIC",
+            "no RDMA device on this node: nothing to write through",
         );
     };
     let size = spec.size.max(4096) as usize;
+    let deadline = run.deadline;
+    match open_and_register(nic, size, &mut run.res, target, dmabuf, |res, o, target| {
+        body(res, o, target, deadline)
+    }) {
+        Ok(()) => run.done(),
+        Err((kind, step, message)) => run.fail(kind, step, message),
+    }
+}
+
+/// The one-node test on what [`open_and_register`] opened: a QP connected to itself, WRITEs
+/// host -> buffer and back, verified, then the bandwidth each way.
+fn loopback(
+    spec: &PairSpec,
+    res: &mut PairResult,
+    o: &Opened,
+    target: &mut Target,
+    deadline: Instant,
+) -> Result<(), Failed> {
+    let (pd, ctx, port, gid, target_mr, target_addr) =
+        (o.pd, o.ctx, &o.port, o.gid, o.target_mr, o.target_addr);
+    // Checked by the caller before anything was opened.
+    let Some(nic) = &spec.nic else {
+        return Err(fail(FailureKind::NoRdmaDevice, "NIC", "no RDMA device"));
+    };
+
+    let size = spec.size.max(4096) as usize;
     let mut src = match HostBuffer::new(size) {
         Ok(b) => b,
-        Err(e) => return run.fail(FailureKind::Memory, "host allocation", e),
+        Err(e) => return Err(fail(FailureKind::Memory, "host allocation", e)),
     };
     let mut dst = match HostBuffer::new(size) {
         Ok(b) => b,
-        Err(e) => return run.fail(FailureKind::Memory, "host allocation", e),
+        Err(e) => return Err(fail(FailureKind::Memory, "host allocation", e)),
     };
     let (src_mr, dst_mr) = unsafe {
         // SAFETY: both buffers outlive their regions (declared before, dropped after).
@@ -615,7 +709,7 @@ fn with_nic(
                     .raw_os_error()
                     .and_then(|n| errno_meaning("host", n))
                     .unwrap_or("");
-                return run.fail(
+                return Err(fail(
                     FailureKind::RegisterFailed,
                     "ibv_reg_mr (host buffers)",
                     format!(
@@ -623,17 +717,17 @@ fn with_nic(
                         nic.device,
                         super::os_error(&e)
                     ),
-                );
+                ));
             }
         }
     };
     let cq = match ctx.create_cq((DEPTH * 2) as i32) {
         Ok(c) => c,
-        Err(e) => return run.fail(FailureKind::QpFailed, "ibv_create_cq", e.to_string()),
+        Err(e) => return Err(fail(FailureKind::QpFailed, "ibv_create_cq", e.to_string())),
     };
     let qp = match pd.create_qp(&cq, DEPTH) {
         Ok(q) => q,
-        Err(e) => return run.fail(FailureKind::QpFailed, "ibv_create_qp", e.to_string()),
+        Err(e) => return Err(fail(FailureKind::QpFailed, "ibv_create_qp", e.to_string())),
     };
     let loopback = Loopback {
         port: nic.port,
@@ -642,7 +736,7 @@ fn with_nic(
         mtu: port.active_mtu,
     };
     if let Err(e) = qp.connect_to_self(loopback) {
-        return run.fail(FailureKind::QpFailed, "connect the QP to itself", e);
+        return Err(fail(FailureKind::QpFailed, "connect the QP to itself", e));
     }
 
     // Verify: a random pattern host -> target, read back; then target -> host, compared.
@@ -654,7 +748,7 @@ fn with_nic(
     pattern(src.as_mut_slice(), seed);
     let zeros = vec![0u8; size];
     if let Err(e) = target.write(&zeros) {
-        return run.fail(FailureKind::Memory, "clear the buffer under test", e);
+        return Err(fail(FailureKind::Memory, "clear the buffer under test", e));
     }
     let to = format!("RDMA WRITE host -> {}", target.name());
     let from = format!("RDMA WRITE {} -> host", target.name());
@@ -666,23 +760,27 @@ fn with_nic(
         target_addr,
         target_mr.rkey(),
         size,
-        run.deadline,
+        deadline,
     ) {
-        return run.fail(kind, to, msg);
+        return Err(fail(kind, to, msg));
     }
     let mut back = vec![0u8; size];
     if let Err(e) = target.read(&mut back) {
-        return run.fail(FailureKind::Memory, "read the buffer under test back", e);
+        return Err(fail(
+            FailureKind::Memory,
+            "read the buffer under test back",
+            e,
+        ));
     }
     if let Some(m) = mismatch(src.as_slice(), &back) {
-        return run.fail(
+        return Err(fail(
             FailureKind::DataMismatch,
             to,
             format!(
                 "the {} holds different bytes than were written: {m}",
                 target.name()
             ),
-        );
+        ));
     }
     if let Err((kind, msg)) = one_write(
         &qp,
@@ -692,21 +790,21 @@ fn with_nic(
         dst.addr(),
         dst_mr.rkey(),
         size,
-        run.deadline,
+        deadline,
     ) {
-        return run.fail(kind, from, msg);
+        return Err(fail(kind, from, msg));
     }
     if let Some(m) = mismatch(src.as_slice(), dst.as_slice()) {
-        return run.fail(
+        return Err(fail(
             FailureKind::DataMismatch,
             from,
             format!(
                 "the host received different bytes than the {} held: {m}",
                 target.name()
             ),
-        );
+        ));
     }
-    run.res.verified_bytes = Some(size as u64);
+    res.verified_bytes = Some(size as u64);
 
     // Bandwidth: as many WRITEs as fit in half the duration each way, at most `iters`.
     let half = Duration::from_millis(spec.duration_ms.max(2) / 2);
@@ -720,7 +818,7 @@ fn with_nic(
         size,
         spec.iters,
         half,
-        run.deadline,
+        deadline,
     );
     let b = match &a {
         Ok(_) => stream(
@@ -733,7 +831,7 @@ fn with_nic(
             size,
             spec.iters,
             half,
-            run.deadline,
+            deadline,
         ),
         Err(e) => Err(e.clone()),
     };
@@ -746,26 +844,26 @@ fn with_nic(
                     0.0
                 }
             };
-            run.res.bandwidth = Some(Bandwidth {
+            res.bandwidth = Some(Bandwidth {
                 to_target_gbps: round2(gbps(n1, t1)),
                 from_target_gbps: round2(gbps(n2, t2)),
                 message_bytes: size as u64,
                 messages: n1 + n2,
             });
         }
-        (Err((kind, msg)), _) => return run.fail(kind, format!("{to} (bandwidth run)"), msg),
-        (_, Err((kind, msg))) => return run.fail(kind, format!("{from} (bandwidth run)"), msg),
+        (Err((kind, msg)), _) => return Err(fail(kind, format!("{to} (bandwidth run)"), msg)),
+        (_, Err((kind, msg))) => return Err(fail(kind, format!("{from} (bandwidth run)"), msg)),
     }
     // Everything is released in reverse order of creation as the guards go out of scope: QP,
     // CQ, the host regions and buffers, the target's region, the PD, the context.
-    run.done()
+    Ok(())
 }
 
-fn round2(x: f64) -> f64 {
+pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-fn port_state(s: u32) -> String {
+pub(crate) fn port_state(s: u32) -> String {
     match s {
         1 => "DOWN",
         2 => "INIT",
@@ -778,7 +876,7 @@ fn port_state(s: u32) -> String {
 }
 
 /// xorshift64: a cheap, seedable pattern in which every 8-byte word differs.
-fn pattern(buf: &mut [u8], mut x: u64) {
+pub(crate) fn pattern(buf: &mut [u8], mut x: u64) {
     for chunk in buf.chunks_mut(8) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -789,7 +887,7 @@ fn pattern(buf: &mut [u8], mut x: u64) {
 }
 
 /// The first differing byte, and how many differ.
-fn mismatch(expected: &[u8], got: &[u8]) -> Option<String> {
+pub(crate) fn mismatch(expected: &[u8], got: &[u8]) -> Option<String> {
     let first = expected.iter().zip(got).position(|(a, b)| a != b)?;
     let count = expected.iter().zip(got).filter(|(a, b)| a != b).count();
     Some(format!(
@@ -800,11 +898,11 @@ fn mismatch(expected: &[u8], got: &[u8]) -> Option<String> {
     ))
 }
 
-type StepError = (FailureKind, String);
+pub(crate) type StepError = (FailureKind, String);
 
 /// One WRITE and its completion.
 #[allow(clippy::too_many_arguments)]
-fn one_write(
+pub(crate) fn one_write(
     qp: &Qp,
     cq: &Cq,
     laddr: u64,
@@ -847,7 +945,7 @@ fn check_wc(wc: &[Wc]) -> Result<(), StepError> {
 
 /// WRITEs back to back with up to DEPTH in flight, until `iters` or `duration`.
 #[allow(clippy::too_many_arguments)]
-fn stream(
+pub(crate) fn stream(
     qp: &Qp,
     cq: &Cq,
     laddr: u64,

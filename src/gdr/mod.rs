@@ -10,6 +10,9 @@
 
 pub mod engine;
 pub mod plan;
+pub mod slurm;
+pub mod twonode;
+pub mod wire;
 
 // What the test finds is a fact about the node: the inventory owns those types (the data flows
 // Root -> inventory -> checks -> report, and the test only fills them in).

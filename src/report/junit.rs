@@ -183,7 +183,7 @@ fn text(s: &str) -> String {
     out
 }
 
-fn attr(s: &str) -> String {
+pub(crate) fn attr(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars().map(legal) {
         match ch {

@@ -11,6 +11,7 @@ pub mod prometheus;
 pub mod reason;
 pub mod svg;
 pub mod topo;
+pub mod twonode;
 
 use crate::checks::CheckResult;
 use crate::inventory::{GpuVendor, Inventory, Problem};
