@@ -185,6 +185,17 @@ pub fn human(e: &Explanation) -> String {
             }
             let _ = writeln!(o, "{s}");
         }
+        for p in &n.paths {
+            let _ = writeln!(
+                o,
+                "  path  GPU {} -> NET/{:<8} {:<4} ({} hops, {} GB/s)",
+                p.bus_id.as_deref().unwrap_or(&p.gpu),
+                p.net,
+                p.path,
+                p.hops,
+                p.bandwidth
+            );
+        }
         if !n.env.is_empty() {
             let _ = writeln!(
                 o,
@@ -222,6 +233,7 @@ pub fn human(e: &Explanation) -> String {
         }
         if n.nics.is_empty()
             && n.gpu_nic.is_empty()
+            && n.paths.is_empty()
             && n.connections.is_empty()
             && n.network_notes.is_empty()
         {
