@@ -9,6 +9,7 @@ mod gdr_test;
 mod gpu;
 mod gpu_driver;
 mod iommu;
+mod nccl_verify;
 mod pcie_link;
 mod pcie_placement;
 mod peer_memory;
@@ -163,7 +164,28 @@ pub static ALL: &[&dyn Check] = &[
     &rdma_gid::RdmaGid,
     &rdma_access::RdmaAccess,
     &gdr_test::GdrTestCheck,
+    &nccl_verify::NcclVerifyCheck,
 ];
+
+/// gdrdoctor's own view that NCCL's run is compared with: `rdma-link`'s and `peer-memory`'s
+/// findings for the same inventory.
+pub fn nccl_own_view(inv: &Inventory, config: &Config) -> crate::nccl::compare::OwnView {
+    let cx = Context { inv, config };
+    crate::nccl::compare::OwnView {
+        rdma_link: rdma_link::RdmaLink.run(&cx),
+        peer_memory: peer_memory::PeerMemory.run(&cx),
+    }
+}
+
+/// NCCL's run held against gdrdoctor's view of the same node (what `nccl-verify` reports and
+/// `gdrdoctor nccl verify` prints).
+pub fn nccl_verification(
+    inv: &Inventory,
+    config: &Config,
+    run: &crate::nccl::verify::Run,
+) -> crate::nccl::compare::Verification {
+    crate::nccl::compare::verify(inv, config, &nccl_own_view(inv, config), run)
+}
 
 pub fn find(id: &str) -> Option<&'static dyn Check> {
     ALL.iter().copied().find(|c| c.id() == id)

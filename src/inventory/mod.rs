@@ -181,6 +181,9 @@ pub struct Inventory {
     pub gdr_test: GdrTest,
     /// Network interfaces, `/sys/class/net`.
     pub netdevs: Vec<net::NetIf>,
+    /// NCCL's own run (`--nccl-verify`, `nccl verify`), filled in after loading, once the GPU
+    /// workers have ended.
+    pub nccl_verify: crate::nccl::verify::NcclVerify,
 }
 
 /// The GPU probe, still running in its child.
@@ -321,6 +324,9 @@ impl Inventory {
             kfd,
             gpu_runtime,
             netdevs,
+            nccl_verify: crate::nccl::verify::NcclVerify::not_run(
+                crate::nccl::verify::NcclVerify::NOT_ASKED,
+            ),
             gdr_test: GdrTest::Skipped(if root.is_live() {
                 "not asked".into()
             } else {

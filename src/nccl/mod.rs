@@ -4,11 +4,16 @@
 //!
 //! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
 //! ([`log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
+//!
+//! `gdrdoctor nccl verify` asks NCCL itself: [`verify`] runs it on the node's GPUs in a child,
+//! [`compare`] holds what it said against gdrdoctor's own view.
 
+pub mod compare;
 pub mod explain;
 pub mod levels;
 pub mod log;
 pub mod render;
+pub mod verify;
 
 use crate::inventory::Inventory;
 use crate::placement::Level;
