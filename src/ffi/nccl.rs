@@ -101,6 +101,9 @@ pub enum LoadError {
 pub struct Nccl {
     api: Api,
     pub path: String,
+    /// The names tried before it that did not load, each with the loader's message: which
+    /// candidate was used follows from how many there are.
+    pub tried: Vec<(String, String)>,
 }
 
 /// A communicator; destroyed with [`Nccl::destroy`] (the child exits right after either way).
@@ -124,7 +127,7 @@ impl Nccl {
                         symbol: symbol.into(),
                     })?;
                     std::mem::forget(lib);
-                    return Ok(Nccl { api, path });
+                    return Ok(Nccl { api, path, tried });
                 }
                 Err(e) => tried.push((name.clone(), chain(&e))),
             }
@@ -137,7 +140,10 @@ impl Nccl {
             return None;
         }
         // SAFETY: NCCL returns NUL-terminated strings it owns (static or thread-local).
-        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().trim().to_owned();
+        let s = unsafe { CStr::from_ptr(p) }
+            .to_string_lossy()
+            .trim()
+            .to_owned();
         (!s.is_empty()).then_some(s)
     }
 
@@ -244,7 +250,9 @@ impl Nccl {
 
     pub fn destroy(&self, comm: Comm) -> Result<(), NcclError> {
         // SAFETY: a communicator NCCL gave us, destroyed once (`Comm` is consumed).
-        self.check("ncclCommDestroy", unsafe { (self.api.comm_destroy)(comm.0) })
+        self.check("ncclCommDestroy", unsafe {
+            (self.api.comm_destroy)(comm.0)
+        })
     }
 }
 

@@ -198,6 +198,14 @@ fn child_run(spec: &Spec, a: &mut ChildAnswer) -> Outcome {
         }
     };
     a.library = Some(nccl.path.clone());
+    a.tried = nccl
+        .tried
+        .iter()
+        .map(|(library, error)| Tried {
+            library: library.clone(),
+            error: error.clone(),
+        })
+        .collect();
     match nccl.version() {
         Ok(v) => {
             a.version_code = Some(v);
@@ -484,7 +492,10 @@ pub const TOPO_KEPT: u64 = 1 << 20;
 #[derive(Debug, Clone)]
 pub enum NcclVerify {
     /// Not run, and why; `no_gpu`: there is no NVIDIA GPU (gpu-driver says why).
-    NotRun { reason: String, no_gpu: bool },
+    NotRun {
+        reason: String,
+        no_gpu: bool,
+    },
     Ran(Box<Run>),
 }
 
@@ -640,7 +651,10 @@ pub fn run(gpus: &[Bdf], opts: &Options) -> Run {
         ("NCCL_DEBUG".into(), "INFO".into()),
         ("NCCL_DEBUG_SUBSYS".into(), "INIT,NET,GRAPH,ENV".into()),
         ("NCCL_DEBUG_FILE".into(), log_path.display().to_string()),
-        ("NCCL_TOPO_DUMP_FILE".into(), topo_path.display().to_string()),
+        (
+            "NCCL_TOPO_DUMP_FILE".into(),
+            topo_path.display().to_string(),
+        ),
         // Never NVLink multicast (NVLS): the lent machines must not use it, and it says
         // nothing about GPUDirect RDMA.
         ("NCCL_NVLS_ENABLE".into(), "0".into()),
@@ -663,8 +677,10 @@ pub fn run(gpus: &[Bdf], opts: &Options) -> Run {
         elements: opts.elements,
     };
     let spec_json = serde_json::to_string(&spec).unwrap_or_default();
-    let mut child_env: Vec<(&str, Option<&str>)> =
-        env.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).collect();
+    let mut child_env: Vec<(&str, Option<&str>)> = env
+        .iter()
+        .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+        .collect();
     child_env.extend(HIDING_ENV.iter().map(|n| (*n, None)));
     // A fixed bootstrap address from the caller's environment would tie the one-process
     // communicator to it.
