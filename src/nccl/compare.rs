@@ -150,7 +150,11 @@ fn nccl_named(run: &Run) -> String {
         })
         .map(|v| format!("NCCL {v}"))
         .unwrap_or_else(|| "NCCL".into());
-    match run.library_file.as_deref().or(a.and_then(|a| a.library.as_deref())) {
+    match run
+        .library_file
+        .as_deref()
+        .or(a.and_then(|a| a.library.as_deref()))
+    {
         Some(lib) => format!("{version} ({lib})"),
         None => version,
     }
@@ -244,10 +248,7 @@ impl PeerMemory {
                 format!("no GPU memory path (peer-memory: {code})"),
             )
         } else {
-            (
-                None,
-                "the GPU memory path is unknown (peer-memory)".into(),
-            )
+            (None, "the GPU memory path is unknown (peer-memory)".into())
         }
     }
 }
@@ -266,7 +267,10 @@ fn gpu_of(gpu: &str, ranks: &[(u32, String)]) -> Option<String> {
         return bus_id_of(gpu);
     }
     let rank: u32 = gpu.parse().ok()?;
-    ranks.iter().find(|(r, _)| *r == rank).map(|(_, b)| b.clone())
+    ranks
+        .iter()
+        .find(|(r, _)| *r == rank)
+        .map(|(_, b)| b.clone())
 }
 
 /// The NIC index of `0`, `1` (hex net ids) or `0-1`.
@@ -290,7 +294,11 @@ fn socket_reason(node: &Node, e: &Explanation) -> String {
     if let Some(v) = node.env.get("NCCL_NET") {
         return format!("NCCL_NET={v} in the environment");
     }
-    if node.network_notes.iter().any(|n| n.contains("No device found")) {
+    if node
+        .network_notes
+        .iter()
+        .any(|n| n.contains("No device found"))
+    {
         return "no RDMA device (NET/IB : No device found)".into();
     }
     if let Some(w) = e.warnings.iter().find(|w| w.text.contains("NET/IB")) {
@@ -354,8 +362,8 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
     // No answer at all: the run says nothing about the node.
     let outcome = match (&run.error, &run.answer) {
         (Some(error), _) => {
-            let cut = run.cut_by_deadline.is_some() && run.timed_out()
-                || error.contains("left no time");
+            let cut =
+                run.cut_by_deadline.is_some() && run.timed_out() || error.contains("left no time");
             answer.text = format!("NCCL could not be run: {error}");
             let code = if cut {
                 "nccl-verify-cut-short"
@@ -485,7 +493,12 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         .map(|a| {
             a.gpus
                 .iter()
-                .map(|g| (g.rank, norm_bus(&g.bus_id).unwrap_or_else(|| g.bus_id.clone())))
+                .map(|g| {
+                    (
+                        g.rank,
+                        norm_bus(&g.bus_id).unwrap_or_else(|| g.bus_id.clone()),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -614,7 +627,9 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
                     .join(", ")
             )
         };
-        let agree = network.as_ref().map(|n| (n != "Socket") == !active.is_empty());
+        let agree = network
+            .as_ref()
+            .map(|n| (n != "Socket") == !active.is_empty());
         let note = match (agree, network.as_deref()) {
             (Some(false), Some("Socket")) if node.env.contains_key("NCCL_IB_DISABLE") || node.env.contains_key("NCCL_NET") => {
                 Some("the environment told NCCL to leave the RDMA devices alone".to_owned())
@@ -833,10 +848,9 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         let mut decided: Vec<(String, String, Option<bool>)> = Vec::new();
         for (bus, idx) in &pairs {
             let Some(nic) = rdma_nic(*idx) else { continue };
-            let path = node
-                .paths
-                .iter()
-                .find(|p| p.nic == Some(*idx) && p.bus_id.as_deref().and_then(norm_bus).as_ref() == Some(bus));
+            let path = node.paths.iter().find(|p| {
+                p.nic == Some(*idx) && p.bus_id.as_deref().and_then(norm_bus).as_ref() == Some(bus)
+            });
             let line = node.gpu_nic.iter().find(|g| {
                 nic_index(&g.nic) == Some(*idx) && gpu_of(&g.gpu, &ranks).as_ref() == Some(bus)
             });
@@ -1038,12 +1052,17 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
                         .collect();
                     let gdr = if !nics.is_empty() {
                         Some(true)
-                    } else if !mine.is_empty() && mine.iter().all(|(_, _, g)| *g == Some(false))
-                    {
+                    } else if !mine.is_empty() && mine.iter().all(|(_, _, g)| *g == Some(false)) {
                         Some(false)
                     } else if mine.is_empty()
-                        && node.nics.iter().any(|n| n.net != "Socket" && n.gdr == "disabled")
-                        && !node.nics.iter().any(|n| n.net != "Socket" && n.gdr == "enabled")
+                        && node
+                            .nics
+                            .iter()
+                            .any(|n| n.net != "Socket" && n.gdr == "disabled")
+                        && !node
+                            .nics
+                            .iter()
+                            .any(|n| n.net != "Socket" && n.gdr == "enabled")
                     {
                         Some(false)
                     } else {
@@ -1102,7 +1121,9 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
     } else if !without.is_empty() && without.len() == gpus.len() {
         format!(
             "{named} on this node does not use GDR: {}",
-            first_cause.clone().unwrap_or_else(|| "NCCL turned it off".into())
+            first_cause
+                .clone()
+                .unwrap_or_else(|| "NCCL turned it off".into())
         )
     } else if !without.is_empty() {
         format!(
@@ -1111,7 +1132,9 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
             gpus.len() - without.len(),
             gpus.len(),
             without.join(", "),
-            first_cause.clone().unwrap_or_else(|| "NCCL turned it off".into())
+            first_cause
+                .clone()
+                .unwrap_or_else(|| "NCCL turned it off".into())
         )
     } else if node.is_none() {
         format!(
@@ -1307,7 +1330,10 @@ mod tests {
 
     #[test]
     fn gpus_named_in_every_wording() {
-        let ranks = vec![(0, "0000:18:00.0".to_owned()), (1, "0000:3b:00.0".to_owned())];
+        let ranks = vec![
+            (0, "0000:18:00.0".to_owned()),
+            (1, "0000:3b:00.0".to_owned()),
+        ];
         assert_eq!(gpu_of("1", &ranks).as_deref(), Some("0000:3b:00.0"));
         assert_eq!(gpu_of("18000", &ranks).as_deref(), Some("0000:18:00.0"));
         assert_eq!(

@@ -396,7 +396,10 @@ pub fn verify_human(run: &Run, v: &Verification, verbose: bool) -> String {
     let topo = match &run.topology_dump {
         Some(t) => format!(
             "its topology dump: {}{} bytes",
-            t.path.as_deref().map(|p| format!("{p}, ")).unwrap_or_default(),
+            t.path
+                .as_deref()
+                .map(|p| format!("{p}, "))
+                .unwrap_or_default(),
             t.bytes
         ),
         None => "no topology dump".into(),
@@ -404,8 +407,16 @@ pub fn verify_human(run: &Run, v: &Verification, verbose: bool) -> String {
     let _ = writeln!(o, "  {log}; {topo}");
 
     if !v.comparisons.is_empty() {
-        let differ = v.comparisons.iter().filter(|c| c.agree == Some(false)).count();
-        let same = v.comparisons.iter().filter(|c| c.agree == Some(true)).count();
+        let differ = v
+            .comparisons
+            .iter()
+            .filter(|c| c.agree == Some(false))
+            .count();
+        let same = v
+            .comparisons
+            .iter()
+            .filter(|c| c.agree == Some(true))
+            .count();
         let open = v.comparisons.len() - differ - same;
         let _ = writeln!(
             o,
