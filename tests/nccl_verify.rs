@@ -483,3 +483,68 @@ fn check_runs_it_only_when_asked() {
     assert_eq!(c["status"], "unknown", "{c:#}");
     assert_eq!(c["findings"][0]["code"], "nccl-verify-failed");
 }
+
+#[test]
+fn nccls_topology_dump_is_held_against_sysfs() {
+    // As dumped by the stand-in: the GPU and mlx5_0 under one switch, PIX as placement says.
+    let (_, doc) = Run::pix().verify("placement-pix", &[]);
+    let facts: Vec<(String, String, Value)> = doc["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["fact"].as_str().unwrap().starts_with("topo-"))
+        .map(|c| {
+            (
+                c["fact"].as_str().unwrap().to_owned(),
+                c["nccl"].as_str().unwrap().to_owned(),
+                c["agree"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        facts,
+        [
+            ("topo-gpus".into(), "0000:03:00.0".into(), Value::Bool(true)),
+            ("topo-nics".into(), "mlx5_0".into(), Value::Bool(true)),
+            ("topo-gpu-nic".into(), "PIX".into(), Value::Bool(true)),
+        ]
+    );
+    // Sockets on the VM: no RDMA NIC on either side, both GPUs found.
+    let (_, doc) = Run::h200().verify("h200x2-vm", &[]);
+    let agree: Vec<(&str, &Value)> = doc["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["fact"].as_str().unwrap(), &c["agree"]))
+        .collect();
+    assert!(
+        agree.contains(&("topo-gpus", &Value::Bool(true))),
+        "{agree:?}"
+    );
+    assert!(
+        agree.contains(&("topo-nics", &Value::Bool(true))),
+        "{agree:?}"
+    );
+    // NCCL's tree with the NIC and GPU straight under the CPU: PHB against sysfs's PIX, a
+    // disagreement naming both.
+    let (code, doc) = Run::pix()
+        .set("FAKE_NCCL_FLAT", "1")
+        .verify("placement-pix", &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    let differ = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "nccl-disagrees")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(
+        differ["subject"],
+        "GPU 0000:03:00.0 -> mlx5_0 in NCCL's topology"
+    );
+    let m = differ["message"].as_str().unwrap();
+    assert!(m.contains("NCCL: PHB; gdrdoctor: PIX"), "{m}");
+    assert!(
+        differ["fix"].to_string().contains("pcie-placement"),
+        "{differ:#}"
+    );
+}

@@ -1081,6 +1081,10 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         }
     }
 
+    if let Some(t) = &run.topology_dump {
+        comparisons.extend(topology(inv, run, answer.network.as_deref(), t));
+    }
+
     // The answer.
     let gpus = &answer.gpus;
     answer.uses_gdr = if gpus.is_empty() {
@@ -1237,6 +1241,13 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         if count("hca-gdr") > 0 {
             what.push(format!("{} NIC GDR decision(s)", count("hca-gdr")));
         }
+        let dumped = agreed
+            .iter()
+            .filter(|c| c.fact.starts_with("topo-"))
+            .count();
+        if dumped > 0 {
+            what.push(format!("{dumped} fact(s) of its topology dump"));
+        }
         if count("gpu-nic") > 0 {
             what.push(format!("{} GPU-NIC path(s)", count("gpu-nic")));
         }
@@ -1262,6 +1273,8 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         let check = match c.fact {
             "network" | "nics" => "rdma-link",
             "hca-gdr" => "peer-memory",
+            "topo-gpus" => "gpu-driver",
+            "topo-nics" => "rdma-link",
             _ => "pcie-placement",
         };
         findings.push(
@@ -1298,6 +1311,218 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         findings,
         exit_code,
     }
+}
+
+/// NCCL's dumped topology against gdrdoctor's view: the GPUs NCCL found against those it was
+/// given, the RDMA NICs it found (and their PCI addresses) against the ACTIVE ports, and each
+/// GPU-NIC distance its tree gives against placement's level.
+fn topology(
+    inv: &Inventory,
+    run: &Run,
+    network: Option<&str>,
+    t: &super::verify::TopoDump,
+) -> Vec<Comparison> {
+    let path = t
+        .path
+        .clone()
+        .unwrap_or_else(|| "NCCL_TOPO_DUMP_FILE".into());
+    let Some(dump) = super::dump::parse(&t.text) else {
+        return vec![Comparison {
+            fact: "topo-gpus",
+            subject: "topology dump".into(),
+            nccl: format!("{} bytes without a <system> element", t.bytes),
+            gdrdoctor: format!("{} GPU(s) given to NCCL", run.gpus.len()),
+            agree: None,
+            note: Some("NCCL's topology dump is unreadable: not compared".into()),
+            evidence: Vec::new(),
+        }];
+    };
+    let ev = |value: String| Evidence {
+        path: path.clone(),
+        value,
+    };
+    let mut out = Vec::new();
+    // The GPUs.
+    let ours: BTreeSet<String> = run.gpus.iter().filter_map(|g| norm_bus(g)).collect();
+    let theirs: BTreeSet<String> = dump
+        .gpus
+        .iter()
+        .filter_map(|g| g.bus_id.as_deref().and_then(norm_bus))
+        .collect();
+    let list = |s: &BTreeSet<String>| {
+        if s.is_empty() {
+            "none".to_owned()
+        } else {
+            s.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
+    };
+    out.push(Comparison {
+        fact: "topo-gpus",
+        subject: "GPUs in NCCL's topology".into(),
+        nccl: list(&theirs),
+        gdrdoctor: format!("given to NCCL: {}", list(&ours)),
+        agree: Some(ours == theirs),
+        note: (ours != theirs).then(|| {
+            "NCCL's topology does not hold the GPUs it was given: an NCCL_TOPO_FILE, or GPUs it could not place".to_owned()
+        }),
+        evidence: dump
+            .gpus
+            .iter()
+            .map(|g| {
+                ev(format!(
+                    "<gpu rank={} gdr={}> in <pci busid={}>",
+                    g.rank.map_or("?".into(), |r| r.to_string()),
+                    g.gdr.map_or("?", |b| if b { "1" } else { "0" }),
+                    g.bus_id.as_deref().unwrap_or("?")
+                ))
+            })
+            .collect(),
+    });
+    // The RDMA NICs: the dump's nets that are RDMA devices here, or all of them on an RDMA
+    // network (a socket network's nets are netdevs).
+    let rdma_names: BTreeSet<&str> = inv.rdma.iter().map(|d| d.name.as_str()).collect();
+    let socket = network == Some("Socket");
+    let rdma_nets: Vec<&super::dump::DumpNet> = dump
+        .nets
+        .iter()
+        .filter(|n| rdma_names.contains(n.name.as_str()) || (!socket && network.is_some()))
+        .collect();
+    let theirs: BTreeSet<String> = rdma_nets.iter().map(|n| n.name.clone()).collect();
+    let active: BTreeSet<String> = inv
+        .rdma
+        .iter()
+        .filter(|d| d.ports.iter().any(|p| p.is_active()))
+        .map(|d| d.name.clone())
+        .collect();
+    let mut moved = Vec::new();
+    for n in &rdma_nets {
+        let ours = inv
+            .rdma
+            .iter()
+            .find(|d| d.name == n.name)
+            .and_then(|d| d.pci)
+            .map(|b| b.to_string());
+        let theirs = n.bus_id.as_deref().and_then(norm_bus);
+        if let (Some(o), Some(t)) = (&ours, &theirs) {
+            if o != t {
+                moved.push(format!("{} at {t} for NCCL, {o} in sysfs", n.name));
+            }
+        }
+    }
+    let same = theirs == active && moved.is_empty();
+    let mut notes = Vec::new();
+    if theirs != active {
+        notes.push(format!(
+            "NCCL's topology holds {}, gdrdoctor sees ACTIVE ports on {}",
+            list(&theirs),
+            list(&active)
+        ));
+    }
+    notes.extend(moved);
+    out.push(Comparison {
+        fact: "topo-nics",
+        subject: "RDMA NICs in NCCL's topology".into(),
+        nccl: if theirs.is_empty() {
+            format!(
+                "none{}",
+                if dump.nets.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (only {})",
+                        dump.nets
+                            .iter()
+                            .map(|n| n.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            )
+        } else {
+            list(&theirs)
+        },
+        gdrdoctor: format!("ACTIVE: {}", list(&active)),
+        agree: if network.is_none() && theirs.is_empty() {
+            None
+        } else {
+            Some(same)
+        },
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+        evidence: dump
+            .nets
+            .iter()
+            .map(|n| {
+                ev(format!(
+                    "<net name={} dev={} port={} gdr={}> in {}",
+                    n.name,
+                    n.dev.map_or("?".into(), |d| d.to_string()),
+                    n.port.map_or("?".into(), |d| d.to_string()),
+                    n.gdr.map_or("?", |b| if b { "1" } else { "0" }),
+                    n.bus_id
+                        .as_deref()
+                        .map_or("no PCI device (on the CPU)".to_owned(), |b| format!(
+                            "<pci busid={b}>"
+                        ))
+                ))
+            })
+            .collect(),
+    });
+    // Each GPU-NIC distance, NCCL's tree against placement.
+    for g in &dump.gpus {
+        let Some(gb) = g.bus_id.as_deref().and_then(Bdf::parse) else {
+            continue;
+        };
+        for n in &rdma_nets {
+            let Some(dev) = inv.rdma.iter().find(|d| d.name == n.name) else {
+                continue;
+            };
+            let route = match dev.pci {
+                Some(nb) if inv.gpus.iter().any(|x| x.bdf == gb) => {
+                    crate::placement::route(inv, gb, nb)
+                }
+                _ => None,
+            };
+            let theirs = super::dump::level(g, n);
+            let ours = route.as_ref().map(|r| nccl_level(r.level));
+            out.push(Comparison {
+                fact: "topo-gpu-nic",
+                subject: format!("GPU {gb} -> {} in NCCL's topology", n.name),
+                nccl: theirs.to_owned(),
+                gdrdoctor: match &route {
+                    Some(r) if r.level == Level::Node => format!("{} (PHB to NCCL)", r.level),
+                    Some(r) => r.level.to_string(),
+                    None => "no placement".into(),
+                },
+                agree: ours.map(|o| o == theirs),
+                note: match ours {
+                    None => Some("not compared: gdrdoctor has no route for the pair".into()),
+                    Some(o) if o != theirs => Some(
+                        "NCCL's PCI tree differs from sysfs here: an NCCL_TOPO_FILE, a virtual PCI tree, or switches NCCL merged".into(),
+                    ),
+                    _ => None,
+                },
+                evidence: vec![
+                    ev(format!(
+                        "<gpu> under {} ; <net name={}> under {}",
+                        g.place.pci.join(" > "),
+                        n.name,
+                        if n.place.pci.is_empty() {
+                            "the CPU".to_owned()
+                        } else {
+                            n.place.pci.join(" > ")
+                        }
+                    )),
+                    Evidence {
+                        path: format!("{gb} -> {}", n.name),
+                        value: route
+                            .as_ref()
+                            .map_or("no route".into(), |r| r.level.to_string()),
+                    },
+                ],
+            });
+        }
+    }
+    out
 }
 
 /// `mlx5_10` after `mlx5_9`.

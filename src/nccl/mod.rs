@@ -9,6 +9,7 @@
 //! [`compare`] holds what it said against gdrdoctor's own view.
 
 pub mod compare;
+pub mod dump;
 pub mod explain;
 pub mod levels;
 pub mod log;
