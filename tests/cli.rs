@@ -42,7 +42,8 @@ fn list_shows_every_check_in_order() {
             "rdma-link",
             "rdma-gid",
             "rdma-access",
-            "gdr-test"
+            "gdr-test",
+            "nccl-verify"
         ]
     );
     assert!(stdout(&out).contains("rdma-access") && stdout(&out).contains("(live only)"));

@@ -447,11 +447,26 @@ fn check_runs_it_only_when_asked() {
         let out = run.command("h200x2-vm", &args).output().unwrap();
         (code(&out), json(&out))
     };
+    // Not asked: left out of the report (no extra skipped check on every node), unless named.
     let (_, off) = report(&[]);
-    let c = check(&off, "nccl-verify");
+    assert!(
+        !off["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == "nccl-verify")
+    );
+    assert!(off["inventory"].get("nccl_verify").is_none());
+    let (_, named) = report(&["--select", "nccl-verify"]);
+    let c = check(&named, "nccl-verify");
     assert_eq!(c["status"], "skip");
     assert_eq!(c["findings"][0]["code"], "nccl-verify-not-run");
-    assert!(off["inventory"].get("nccl_verify").is_none());
+    assert!(
+        c["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--nccl-verify runs it")
+    );
     let (code, on) = report(&["--nccl-verify"]);
     assert_eq!(code, 1);
     let c = check(&on, "nccl-verify");

@@ -326,6 +326,15 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
             }
         }
     }
+    // nccl-verify is off by default (it runs NCCL for seconds): a report that did not ask for it
+    // leaves it out rather than counting one more skipped check on every node. Named in
+    // --select, it stays, saying how to run it.
+    let not_asked = matches!(&inv.nccl_verify,
+        crate::nccl::verify::NcclVerify::NotRun { reason, .. }
+            if reason == crate::nccl::verify::NcclVerify::NOT_ASKED);
+    if not_asked && !selection.select.iter().any(|s| s == "nccl-verify") {
+        results.retain(|r| r.id != "nccl-verify");
+    }
     results
 }
 
