@@ -16,8 +16,6 @@ pub const SONAME: &str = "libnccl.so.2";
 type NcclResult = c_int;
 /// `ncclComm_t`, an opaque pointer.
 type RawComm = *mut c_void;
-/// `cudaStream_t`, which is the driver API's `CUstream`.
-pub type Stream = *mut c_void;
 
 const NCCL_SUCCESS: NcclResult = 0;
 /// `ncclInt32` of `ncclDataType_t`.
@@ -46,7 +44,7 @@ struct Api {
         c_int,
         c_int,
         RawComm,
-        Stream,
+        *mut c_void,
     ) -> NcclResult,
     group_start: unsafe extern "C" fn() -> NcclResult,
     group_end: unsafe extern "C" fn() -> NcclResult,
@@ -213,14 +211,15 @@ impl Nccl {
         self.check("ncclGroupEnd", unsafe { (self.api.group_end)() })
     }
 
-    /// A sum of `count` int32 from `send` into `recv` (device pointers) on `stream`.
+    /// A sum of `count` int32 from `send` into `recv` (device pointers) on `stream`. The stream
+    /// is taken as the CUDA wrapper's own, so no raw pointer comes in from outside src/ffi.
     pub fn all_reduce_i32(
         &self,
         send: u64,
         recv: u64,
         count: usize,
         comm: &Comm,
-        stream: Stream,
+        stream: &super::cuda::GpuStream<'_>,
     ) -> Result<(), NcclError> {
         // SAFETY: both buffers are device allocations of at least `count` int32 on the
         // communicator's GPU, and the stream belongs to that GPU's context.
@@ -232,7 +231,7 @@ impl Nccl {
                 NCCL_INT32,
                 NCCL_SUM,
                 comm.0,
-                stream,
+                stream.raw(),
             )
         })
     }

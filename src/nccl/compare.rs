@@ -629,7 +629,7 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         };
         let agree = network
             .as_ref()
-            .map(|n| (n != "Socket") == !active.is_empty());
+            .map(|n| (n != "Socket") != active.is_empty());
         let note = match (agree, network.as_deref()) {
             (Some(false), Some("Socket")) if node.env.contains_key("NCCL_IB_DISABLE") || node.env.contains_key("NCCL_NET") => {
                 Some("the environment told NCCL to leave the RDMA devices alone".to_owned())
@@ -1052,17 +1052,16 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
                         .collect();
                     let gdr = if !nics.is_empty() {
                         Some(true)
-                    } else if !mine.is_empty() && mine.iter().all(|(_, _, g)| *g == Some(false)) {
-                        Some(false)
-                    } else if mine.is_empty()
-                        && node
-                            .nics
-                            .iter()
-                            .any(|n| n.net != "Socket" && n.gdr == "disabled")
-                        && !node
-                            .nics
-                            .iter()
-                            .any(|n| n.net != "Socket" && n.gdr == "enabled")
+                    } else if (!mine.is_empty() && mine.iter().all(|(_, _, g)| *g == Some(false)))
+                        || mine.is_empty()
+                            && node
+                                .nics
+                                .iter()
+                                .any(|n| n.net != "Socket" && n.gdr == "disabled")
+                            && !node
+                                .nics
+                                .iter()
+                                .any(|n| n.net != "Socket" && n.gdr == "enabled")
                     {
                         Some(false)
                     } else {
@@ -1097,7 +1096,7 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         None
     };
     let mut gdr_nics: Vec<String> = gpus.iter().flat_map(|g| g.nics.iter().cloned()).collect();
-    gdr_nics.sort_by(|a, b| natural(a).cmp(&natural(b)));
+    gdr_nics.sort_by_key(|a| natural(a));
     gdr_nics.dedup();
     answer.gdr_nics = gdr_nics;
     let without: Vec<&str> = gpus

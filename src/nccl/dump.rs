@@ -232,7 +232,8 @@ mod tests {
                 (Some("0000:2a:00.0"), Some(1), Some(true))
             ]
         );
-        let nets: Vec<(&str, Option<&str>, Option<bool>, Option<&str>)> = d
+        type Seen<'a> = (&'a str, Option<&'a str>, Option<bool>, Option<&'a str>);
+        let nets: Vec<Seen> = d
             .nets
             .iter()
             .map(|n| {

@@ -304,7 +304,7 @@ fn child_run(spec: &Spec, a: &mut ChildAnswer) -> Outcome {
             nccl.group_start()?;
         }
         for ((send, recv, stream), comm) in ranks.iter().zip(&comms) {
-            nccl.all_reduce_i32(send.ptr, recv.ptr, count as usize, comm, stream.raw())?;
+            nccl.all_reduce_i32(send.ptr, recv.ptr, count as usize, comm, stream)?;
         }
         if comms.len() > 1 {
             nccl.group_end()?;
