@@ -20,10 +20,40 @@ pub fn run(
     timeout: Duration,
     what: &str,
 ) -> Result<String, String> {
+    let env: Vec<(&str, Option<&str>)> = env_remove.iter().map(|n| (*n, None)).collect();
+    let done = run_env(exe, args, &env, timeout, what)?;
+    done.stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{what} printed nothing{}", done.stderr_tail))
+}
+
+/// What a child that exited successfully printed.
+pub struct Finished {
+    /// All of its stdout (at most 16 MiB).
+    pub stdout: String,
+    /// `; it said: ...` with the last lines of its stderr, or empty.
+    pub stderr_tail: String,
+}
+
+/// [`run`] with the environment changed: each `(name, Some(value))` set, each `(name, None)`
+/// removed; returns the whole stdout.
+pub fn run_env(
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, Option<&str>)],
+    timeout: Duration,
+    what: &str,
+) -> Result<Finished, String> {
     let mut command = Command::new(exe);
     command.args(args).stdin(Stdio::null());
-    for name in env_remove {
-        command.env_remove(name);
+    for (name, value) in env {
+        match value {
+            Some(v) => command.env(name, v),
+            None => command.env_remove(name),
+        };
     }
     let mut child = spawn(command, exe, args)?;
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
@@ -56,6 +86,7 @@ pub fn run(
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
             Ok(None) => {
                 let _ = child.kill();
+                let _ = child.wait();
                 return Err(format!(
                     "{what} did not finish within {} s; it was killed",
                     timeout.as_secs_f64()
@@ -67,16 +98,14 @@ pub fn run(
     let grace = Duration::from_millis(500);
     let out = stdout.recv_timeout(grace).unwrap_or_default();
     let err = stderr.recv_timeout(grace).unwrap_or_default();
-    let err_tail = tail(&String::from_utf8_lossy(&err));
+    let stderr_tail = tail(&String::from_utf8_lossy(&err));
     if !status.success() {
-        return Err(format!("{what} {}{err_tail}", how_it_ended(status)));
+        return Err(format!("{what} {}{stderr_tail}", how_it_ended(status)));
     }
-    let text = String::from_utf8_lossy(&out);
-    text.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| format!("{what} printed nothing{err_tail}"))
+    Ok(Finished {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr_tail,
+    })
 }
 
 /// Starts `command` with stdout and stderr piped, dying with this process.

@@ -105,6 +105,13 @@ enum Command {
         #[arg(long)]
         spec: String,
     },
+    /// (internal) Run NCCL on the GPUs of the spec and print JSON: what `nccl verify` runs in a
+    /// child process (src/nccl/verify.rs).
+    #[command(name = "nccl-child", hide = true)]
+    NcclChild {
+        #[arg(long)]
+        spec: String,
+    },
     /// (internal) One GPU's worker: starts CUDA or HIP once, answers the probe, then runs the
     /// pairs it is sent on stdin (src/gpu/worker.rs).
     #[command(name = "gpu-worker", hide = true)]
@@ -159,6 +166,32 @@ enum NcclCommand {
     /// used and where not, and why, in terms of gdrdoctor's checks. Exit 0: every NET
     /// connection used GDR; 1: some did not; 2: not an NCCL log.
     Explain(ExplainArgs),
+    /// Run NCCL itself on this node's GPUs (a one-rank communicator on one GPU; an all-reduce
+    /// over its network on several) and say whether it uses GPUDirect RDMA, and where it sees
+    /// the node differently from gdrdoctor. Exit 0: GDR on every GPU, agreeing; 1: not, or a
+    /// disagreement, or NCCL failed; 2: NCCL could not be run.
+    Verify(VerifyArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct VerifyArgs {
+    /// human, or json (docs/nccl-verify-json.md).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
+    format: ExplainFormat,
+    /// Every fact compared, not only the differences.
+    #[arg(short, long)]
+    verbose: bool,
+    /// The libnccl to run (default: the dynamic loader's libnccl.so.2, else the NVIDIA pip
+    /// wheel's copy of the python3 on PATH).
+    #[arg(long, value_name = "PATH")]
+    library: Option<PathBuf>,
+    /// Keep NCCL's log (DIR/nccl.log) and topology dump (DIR/topo.xml) in DIR.
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
+    /// Do not run the GPU probe before NCCL (peer-memory's DMA-BUF verdict is then inferred,
+    /// not verified). NCCL itself still loads CUDA.
+    #[arg(long)]
+    no_gpu_probe: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -258,6 +291,10 @@ struct CheckArgs {
     /// Do not run the GDR write test (it moves bytes between GPU memory and the NICs).
     #[arg(long)]
     no_gdr_test: bool,
+    /// Also run NCCL itself on the GPUs (the nccl-verify check; it takes seconds): does it use
+    /// GPUDirect RDMA, and does it see the node as gdrdoctor does?
+    #[arg(long)]
+    nccl_verify: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -483,6 +520,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::GdrTest(args) => gdr_test(&cli, args),
+        Command::NcclChild { spec } => {
+            outln!("{}", gdrdoctor::nccl::verify::child_main(spec));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::GpuWorker { spec } => {
             let stdin = std::io::stdin();
             let mut input = stdin.lock();
@@ -574,6 +615,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Nccl(NcclArgs {
             command: Some(NcclCommand::Explain(args)),
         }) => nccl_explain(&cli, args),
+        Command::Nccl(NcclArgs {
+            command: Some(NcclCommand::Verify(args)),
+        }) => nccl_verify(&cli, args),
         Command::Nccl(NcclArgs {
             command: None | Some(NcclCommand::Settings),
         }) => {
@@ -736,6 +780,70 @@ fn load_config(cli: &Cli) -> anyhow::Result<(Config, Option<PathBuf>)> {
     Ok((config, path))
 }
 
+/// Runs NCCL on the inventory's NVIDIA GPUs, in a child with the config's deadline.
+fn run_nccl(
+    inv: &Inventory,
+    config: &Config,
+    library: Option<PathBuf>,
+    log_dir: Option<PathBuf>,
+) -> gdrdoctor::nccl::verify::NcclVerify {
+    use gdrdoctor::nccl::verify;
+    let gpus: Vec<gdrdoctor::parse::pci::Bdf> = inv
+        .gpus
+        .iter()
+        .filter(|g| g.vendor == inventory::GpuVendor::Nvidia)
+        .map(|g| g.bdf)
+        .collect();
+    let d = deadline();
+    let budget = d.budget(config.timeouts.nccl_verify());
+    let opts = verify::Options {
+        exe: this_exe(),
+        library,
+        timeout: budget.limit,
+        cut_by_deadline: budget.cut.then(|| d.seconds()),
+        log_dir,
+        elements: verify::ELEMENTS,
+    };
+    stage("running NCCL");
+    verify::run_on(&gpus, &opts)
+}
+
+/// `gdrdoctor nccl verify`: the node read as `check` reads it (with the GPU probe, whose
+/// workers end before NCCL starts), NCCL run on its GPUs, and the two compared.
+fn nccl_verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    use gdrdoctor::nccl::{render, verify::NcclVerify};
+    let (config, _path) = load_config(cli)?;
+    let (root, display) = open_root(cli)?;
+    // With --root, the root is this host's as a container sees it: NCCL and the probe run here.
+    let options = inventory::Options {
+        access: false,
+        gpu_probe: gpu_probe(&config, gdrdoctor::gpu::Ask::FULL, args.no_gpu_probe),
+        gpu_probe_on_root: true,
+    };
+    let mut inv = Inventory::load(&root, &config, options);
+    inv.nccl_verify = run_nccl(&inv, &config, args.library.clone(), args.log_dir.clone());
+    stage("judging");
+    let run = match &inv.nccl_verify {
+        NcclVerify::Ran(run) => run,
+        NcclVerify::NotRun { reason, .. } => {
+            errln!("gdrdoctor: NCCL was not run: {reason}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let v = checks::nccl_verification(&inv, &config, run);
+    // From here the watchdog waits: a report is never cut in half.
+    let writing = FINISHING.lock().unwrap_or_else(|e| e.into_inner());
+    match args.format {
+        ExplainFormat::Human => out!("{}", render::verify_human(run, &v, args.verbose)),
+        ExplainFormat::Json => out!(
+            "{}",
+            render::verify_json(run, &v, &display, inv.kernel.hostname.as_deref())
+        ),
+    }
+    std::mem::forget(writing);
+    Ok(ExitCode::from(v.exit_code))
+}
+
 /// How to run the GPU probe: this very binary, with the config's deadline.
 fn gpu_probe(
     config: &Config,
@@ -851,6 +959,19 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
         s.finish(deadline().budget(gdrdoctor::gpu::FINISH_GRACE).limit);
+    }
+    // NCCL runs in its own child once the GPU workers have ended: it opens every GPU itself.
+    if args.nccl_verify && selection.runs("nccl-verify", &config) {
+        use gdrdoctor::nccl::verify::NcclVerify;
+        inv.nccl_verify = if !(root.is_live() || args.gpu_probe) {
+            NcclVerify::not_run(
+                "a captured root: NCCL runs on the live node (--gpu-probe runs it here, for a container that sees the host's root)",
+            )
+        } else if args.no_gpu_probe {
+            NcclVerify::not_run("--no-gpu-probe: NCCL loads the GPU libraries too")
+        } else {
+            run_nccl(&inv, &config, None, None)
+        };
     }
     render(
         &inv,

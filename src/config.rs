@@ -81,6 +81,10 @@ pub struct Timeouts {
     pub gpu_probe_s: f64,
     /// Seconds one GDR write-test pair may take, from allocation to the last completion.
     pub gdr_pair_s: f64,
+    /// Seconds NCCL may take in `nccl verify` (`check --nccl-verify`): loading, a communicator
+    /// over every GPU (it starts its network, probes each NIC, computes the topology) and one
+    /// all-reduce. A few seconds on a healthy node; a hung network or driver is killed here.
+    pub nccl_verify_s: f64,
 }
 
 impl Default for Timeouts {
@@ -88,6 +92,7 @@ impl Default for Timeouts {
         Timeouts {
             gpu_probe_s: 20.0,
             gdr_pair_s: 10.0,
+            nccl_verify_s: 60.0,
         }
     }
 }
@@ -97,6 +102,11 @@ impl Timeouts {
     pub fn gpu_probe(&self) -> std::time::Duration {
         std::time::Duration::try_from_secs_f64(self.gpu_probe_s)
             .unwrap_or(std::time::Duration::from_secs(20))
+    }
+
+    pub fn nccl_verify(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.nccl_verify_s)
+            .unwrap_or(std::time::Duration::from_secs(60))
     }
 }
 
@@ -416,6 +426,7 @@ impl Config {
         for (key, t) in [
             ("gpu_probe_s", self.timeouts.gpu_probe_s),
             ("gdr_pair_s", self.timeouts.gdr_pair_s),
+            ("nccl_verify_s", self.timeouts.nccl_verify_s),
         ] {
             if !(t.is_finite() && t > 0.0 && t <= 3600.0) {
                 return Err(ConfigError::Invalid {

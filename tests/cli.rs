@@ -43,7 +43,8 @@ fn list_shows_every_check_in_order() {
             "rdma-gid",
             "nccl-config",
             "rdma-access",
-            "gdr-test"
+            "gdr-test",
+            "nccl-verify"
         ]
     );
     assert!(stdout(&out).contains("rdma-access") && stdout(&out).contains("(live only)"));

@@ -233,6 +233,19 @@ fn json_fields_are_documented() {
             &mut fields,
         );
     }
+    // No public log in the fixtures has GRAPH path lines: one from the one-GPU machine
+    // (NCCL 2.28.9, REFERENCE.md section 9).
+    let graph = temp_log(b"h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'\nh:1:2 [0] NCCL INFO GPU/0-60 :GPU/0-60 (0/5000.0/LOC) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) \n");
+    walk(
+        &json(&explain(&[
+            "--format",
+            "json",
+            graph.path().to_str().unwrap(),
+        ])),
+        "",
+        &mut fields,
+    );
+    assert!(fields.contains("nodes[].paths[].path"));
     let doc = std::fs::read_to_string(crate_dir().join("docs/nccl-explain-json.md")).unwrap();
     let missing: Vec<_> = fields
         .iter()

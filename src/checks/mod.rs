@@ -10,6 +10,7 @@ mod gpu;
 mod gpu_driver;
 mod iommu;
 mod nccl_config;
+mod nccl_verify;
 mod pcie_link;
 mod pcie_placement;
 mod peer_memory;
@@ -165,7 +166,28 @@ pub static ALL: &[&dyn Check] = &[
     &nccl_config::NcclConfig,
     &rdma_access::RdmaAccess,
     &gdr_test::GdrTestCheck,
+    &nccl_verify::NcclVerifyCheck,
 ];
+
+/// gdrdoctor's own view that NCCL's run is compared with: `rdma-link`'s and `peer-memory`'s
+/// findings for the same inventory.
+pub fn nccl_own_view(inv: &Inventory, config: &Config) -> crate::nccl::compare::OwnView {
+    let cx = Context { inv, config };
+    crate::nccl::compare::OwnView {
+        rdma_link: rdma_link::RdmaLink.run(&cx),
+        peer_memory: peer_memory::PeerMemory.run(&cx),
+    }
+}
+
+/// NCCL's run held against gdrdoctor's view of the same node (what `nccl-verify` reports and
+/// `gdrdoctor nccl verify` prints).
+pub fn nccl_verification(
+    inv: &Inventory,
+    config: &Config,
+    run: &crate::nccl::verify::Run,
+) -> crate::nccl::compare::Verification {
+    crate::nccl::compare::verify(inv, config, &nccl_own_view(inv, config), run)
+}
 
 pub fn find(id: &str) -> Option<&'static dyn Check> {
     ALL.iter().copied().find(|c| c.id() == id)
@@ -305,6 +327,15 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
                 results[i].prerequisite_of.push(by);
             }
         }
+    }
+    // nccl-verify is off by default (it runs NCCL for seconds): a report that did not ask for it
+    // leaves it out rather than counting one more skipped check on every node. Named in
+    // --select, it stays, saying how to run it.
+    let not_asked = matches!(&inv.nccl_verify,
+        crate::nccl::verify::NcclVerify::NotRun { reason, .. }
+            if reason == crate::nccl::verify::NcclVerify::NOT_ASKED);
+    if not_asked && !selection.select.iter().any(|s| s == "nccl-verify") {
+        results.retain(|r| r.id != "nccl-verify");
     }
     results
 }

@@ -14,6 +14,7 @@ type CuResult = c_int;
 type CuDevice = c_int;
 type CuContext = *mut c_void;
 type CuDevicePtr = c_ulonglong;
+type CuStream = *mut c_void;
 
 const CUDA_SUCCESS: CuResult = 0;
 const CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: c_int = 116;
@@ -47,6 +48,11 @@ struct Api {
     memcpy_dtoh: Option<unsafe extern "C" fn(*mut c_void, CuDevicePtr, usize) -> CuResult>,
     pointer_set_attribute:
         Option<unsafe extern "C" fn(*const c_void, c_int, CuDevicePtr) -> CuResult>,
+    /// For `nccl verify`: a stream per GPU for NCCL's all-reduce (a `cudaStream_t` is a
+    /// `CUstream`).
+    stream_create: Option<unsafe extern "C" fn(*mut CuStream, c_uint) -> CuResult>,
+    stream_synchronize: Option<unsafe extern "C" fn(CuStream) -> CuResult>,
+    stream_destroy: Option<unsafe extern "C" fn(CuStream) -> CuResult>,
 }
 
 impl Api {
@@ -73,6 +79,9 @@ impl Api {
             memcpy_htod: optional!(lib, "cuMemcpyHtoD_v2"),
             memcpy_dtoh: optional!(lib, "cuMemcpyDtoH_v2"),
             pointer_set_attribute: optional!(lib, "cuPointerSetAttribute"),
+            stream_create: optional!(lib, "cuStreamCreate"),
+            stream_synchronize: optional!(lib, "cuStreamSynchronize"),
+            stream_destroy: optional!(lib, "cuStreamDestroy_v2"),
         })
     }
 
@@ -397,6 +406,24 @@ impl Session {
         Ok(())
     }
 
+    /// The calls `nccl verify` needs beyond the write test's; the first one missing.
+    pub fn nccl_symbols(&self) -> Result<(), SessionError> {
+        self.write_test_symbols()?;
+        for (present, symbol) in [
+            (self.api.stream_create.is_some(), "cuStreamCreate"),
+            (self.api.stream_synchronize.is_some(), "cuStreamSynchronize"),
+            (self.api.stream_destroy.is_some(), "cuStreamDestroy_v2"),
+        ] {
+            if !present {
+                return Err(Lib::MissingSymbol {
+                    library: self.path.clone(),
+                    symbol: symbol.into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The GPU at a PCI address (`0000:3b:00.0`), its primary context retained and made
     /// current: CUDA ordinals follow CUDA_VISIBLE_DEVICES, bus ids do not.
     pub fn gpu(&self, bus_id: &str) -> Result<Gpu<'_>, String> {
@@ -445,6 +472,23 @@ impl Gpu<'_> {
         self.s.api.check("cuCtxSetCurrent", unsafe {
             (self.s.api.ctx_set_current)(self.ctx)
         })
+    }
+
+    /// Its CUDA ordinal (a `CUdevice` is one): what `ncclCommInitAll` takes.
+    pub fn ordinal(&self) -> i32 {
+        self.dev
+    }
+
+    /// A stream in this GPU's primary context (made current first), destroyed on drop.
+    pub fn stream(&self) -> Result<GpuStream<'_>, String> {
+        self.make_current()?;
+        let create = self.s.api.stream_create.ok_or("cuStreamCreate missing")?;
+        let mut stream: CuStream = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; flags 0 is CU_STREAM_DEFAULT.
+        self.s
+            .api
+            .check("cuStreamCreate", unsafe { create(&mut stream, 0) })?;
+        Ok(GpuStream { gpu: self, stream })
     }
 
     pub fn name(&self) -> Option<String> {
@@ -500,6 +544,44 @@ impl Gpu<'_> {
             sync = true;
         }
         Ok((buf, sync))
+    }
+}
+
+/// A stream of one GPU, destroyed on drop.
+pub struct GpuStream<'a> {
+    gpu: &'a Gpu<'a>,
+    stream: CuStream,
+}
+
+impl GpuStream<'_> {
+    /// The handle to give NCCL.
+    pub fn raw(&self) -> *mut c_void {
+        self.stream
+    }
+
+    /// Waits for everything queued on it.
+    pub fn synchronize(&self) -> Result<(), String> {
+        self.gpu.make_current()?;
+        let f = self
+            .gpu
+            .s
+            .api
+            .stream_synchronize
+            .ok_or("cuStreamSynchronize missing")?;
+        // SAFETY: a stream we created and have not destroyed.
+        self.gpu
+            .s
+            .api
+            .check("cuStreamSynchronize", unsafe { f(self.stream) })
+    }
+}
+
+impl Drop for GpuStream<'_> {
+    fn drop(&mut self) {
+        if let Some(f) = self.gpu.s.api.stream_destroy {
+            // SAFETY: created by us, destroyed once.
+            unsafe { f(self.stream) };
+        }
     }
 }
 

@@ -35,6 +35,7 @@ pub mod hip;
 pub mod hostmem;
 pub mod ibverbs;
 pub mod malloc;
+pub mod nccl;
 pub mod nvml;
 pub mod random;
 pub mod udmabuf;

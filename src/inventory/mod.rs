@@ -188,6 +188,9 @@ pub struct Inventory {
     pub nccl: nccl::Nccl,
     /// The GPUs and NICs are virtual PCI (a VM that hides the host's switches), and how.
     pub virtual_pci: Option<vm::Virtual>,
+    /// NCCL's own run (`--nccl-verify`, `nccl verify`), filled in after loading, once the GPU
+    /// workers have ended.
+    pub nccl_verify: crate::nccl::verify::NcclVerify,
 }
 
 /// The GPU probe, still running in its child.
@@ -332,6 +335,9 @@ impl Inventory {
             netdevs,
             nccl,
             virtual_pci,
+            nccl_verify: crate::nccl::verify::NcclVerify::not_run(
+                crate::nccl::verify::NcclVerify::NOT_ASKED,
+            ),
             gdr_test: GdrTest::Skipped(if root.is_live() {
                 "not asked".into()
             } else {

@@ -168,10 +168,20 @@ struct NodeAcc {
     /// rank -> bus id, from the communicator lines.
     rank_bus: BTreeMap<u32, String>,
     dev_bus: BTreeMap<u32, String>,
+    /// GPU -> NET paths from the GRAPH lines: (GPU, NET id) -> the path.
+    paths: BTreeMap<(String, String), PathAcc>,
     /// Lines of the NET subsystem (GDR decisions) were seen.
     net_subsys: bool,
     /// Lines of the INIT subsystem were seen.
     init_subsys: bool,
+}
+
+#[derive(Debug)]
+struct PathAcc {
+    hops: u32,
+    bw: f64,
+    path: String,
+    lines: u64,
 }
 
 struct WarnAcc {
@@ -643,6 +653,27 @@ impl Collector {
                     }
                 }
             }
+            Event::GpuPaths { gpu, paths, .. } => {
+                // Only the paths to the networks: those are NCCL's GPU-NIC distances.
+                for p in paths.iter().filter(|p| p.kind == "NET") {
+                    let key = (clean(gpu), clean(p.id));
+                    let path = PathAcc {
+                        hops: p.hops,
+                        bw: p.bw,
+                        path: clean(p.path),
+                        lines: 1,
+                    };
+                    // Every rank prints the whole node's paths: the last line counts.
+                    if let Some(a) = self.nodes[n].paths.get_mut(&key) {
+                        *a = PathAcc {
+                            lines: a.lines + 1,
+                            ..path
+                        };
+                    } else if self.keep() {
+                        self.nodes[n].paths.insert(key, path);
+                    }
+                }
+            }
             Event::Warn { .. } | Event::Unrecognised | Event::Other => {}
         }
     }
@@ -734,6 +765,46 @@ pub struct Node {
     /// `Connected all rings, use ring PXN x GDR y` (2.24+): y as NCCL printed it.
     pub rings_gdr: Vec<i64>,
     pub connections: Vec<ConnGroup>,
+    /// NCCL's path from each GPU to each network device (NCCL_DEBUG_SUBSYS=GRAPH); absent when
+    /// the log has no GRAPH path line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<NetPath>,
+}
+
+/// One GPU -> NET path from NCCL's GRAPH lines: the distance NCCL itself uses.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetPath {
+    /// The GPU as printed (`0-60`, `3B000`).
+    pub gpu: String,
+    /// Its PCI address, read from NCCL's number (`0000:00:06.0`).
+    pub bus_id: Option<String>,
+    /// The NET node as printed (`0-0`, `2`).
+    pub net: String,
+    /// NCCL's index of the network device (the `N` of `HCA N` and `NET/IB/N`).
+    pub nic: Option<u32>,
+    pub hops: u32,
+    /// GB/s, as NCCL rates the path.
+    pub bandwidth: f64,
+    /// The path type: `PIX`, `PXB`, `PHB`, `SYS`, `PXN`, ... After NCCL turned GDR off for the
+    /// pair, the path through the CPU (`PHB` or farther).
+    pub path: String,
+    /// How many lines said this (every rank prints it).
+    pub lines: u64,
+}
+
+/// A PCI address from NCCL's number for it (`60`, `0-3b000`, `CE000`): src/misc/utils.cc
+/// `int64ToBusId` prints `%04lx:%02lx:%02lx.%01lx` of id>>20, id>>12, id>>4 and id, masked.
+pub fn bus_id_of(nccl_id: &str) -> Option<String> {
+    let local = nccl_id.rsplit('-').next().unwrap_or(nccl_id);
+    let id = u64::from_str_radix(local, 16).ok()?;
+    let text = format!(
+        "{:04x}:{:02x}:{:02x}.{:01x}",
+        id >> 20,
+        (id & 0xff000) >> 12,
+        (id & 0xff0) >> 4,
+        id & 0xf
+    );
+    crate::parse::pci::Bdf::parse(&text).map(|b| b.to_string())
 }
 
 /// Which NCCL wrote the node's lines.
@@ -943,6 +1014,20 @@ fn build(c: Collector) -> Explanation {
             dmabuf_gpus: acc.dmabuf.iter().copied().collect(),
             rings_gdr: acc.rings_gdr.iter().copied().collect(),
             connections: Vec::new(),
+            paths: acc
+                .paths
+                .iter()
+                .map(|((gpu, net), p)| NetPath {
+                    gpu: gpu.clone(),
+                    bus_id: bus_id_of(gpu),
+                    net: net.clone(),
+                    nic: nic_index(net),
+                    hops: p.hops,
+                    bandwidth: p.bw,
+                    path: p.path.clone(),
+                    lines: p.lines,
+                })
+                .collect(),
         };
         for (k, a) in &acc.conns {
             let n = a.sends + a.receives;
@@ -1805,6 +1890,37 @@ mod tests {
         let mut c = Collector::new();
         c.read("test", text.as_bytes());
         c.finish().expect("an NCCL log")
+    }
+
+    #[test]
+    fn graph_paths_to_the_networks_are_kept_per_gpu_and_nic() {
+        // 2.28.9 on the one-GPU machine (REFERENCE.md section 9), printed by two ranks; and
+        // NVIDIA/nccl#879's 2.x line with three NETs.
+        let e = explain(
+            "h:1:2 [0] NCCL INFO GPU/0-60 :GPU/0-60 (0/5000.0/LOC) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) \n\
+             h:1:3 [1] NCCL INFO GPU/0-60 :GPU/0-60 (0/5000.0/LOC) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) \n\
+             h:1:3 [1] NCCL INFO GPU/49000 :GPU/49000 (0/5000.000000/LOC) NET/0 (6/24.000000/PHB) NET/2 (4/24.000000/PXB) NET/4 (7/9.000000/SYS)\n",
+        );
+        let p = &e.nodes[0].paths;
+        let seen: Vec<String> = p
+            .iter()
+            .map(|x| {
+                let bus = x.bus_id.as_deref().unwrap_or("?");
+                format!("{bus} {} {:?} {} {}", x.net, x.nic, x.path, x.lines)
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                "0000:00:06.0 0-0 Some(0) PHB 2",
+                "0000:49:00.0 0 Some(0) PHB 1",
+                "0000:49:00.0 2 Some(2) PXB 1",
+                "0000:49:00.0 4 Some(4) SYS 1",
+            ]
+        );
+        assert_eq!(bus_id_of("0-3b000").as_deref(), Some("0000:3b:00.0"));
+        assert_eq!(bus_id_of("CE000").as_deref(), Some("0000:ce:00.0"));
+        assert_eq!(bus_id_of("zz"), None);
     }
 
     #[test]

@@ -245,6 +245,21 @@ pub struct NetDevice<'a> {
     pub link: Option<&'a str>,
 }
 
+/// One entry of a GRAPH path line: `NET/0-0 (3/1.2/PHB)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathTo<'a> {
+    /// The node type: `GPU`, `PCI`, `NVS`, `CPU`, `NIC`, `NET` (topo.cc `topoNodeTypeStr`).
+    pub kind: &'a str,
+    /// Its id as printed: `0-0` (2.21+: system id and local id), `0` or `3B000` (2.6-2.20).
+    pub id: &'a str,
+    /// Links on the path.
+    pub hops: u32,
+    /// The path's bandwidth in GB/s as NCCL rates it.
+    pub bw: f64,
+    /// The path type by name (`topoPathTypeStr`): `LOC`, `PIX`, `PXB`, `PHB`, `SYS`, `PXN`, ...
+    pub path: &'a str,
+}
+
 /// What a line says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<'a> {
@@ -292,6 +307,17 @@ pub enum Event<'a> {
     /// `DMA-BUF is available on GPU device 0` (src/init.cc, 2.13+): the GPU can export
     /// dma-bufs; a capability, not a use.
     DmaBufAvailable { cuda_dev: u32 },
+    /// The paths from one GPU to every other node of NCCL's topology, as NCCL computed them
+    /// (NCCL_DEBUG_SUBSYS=GRAPH): `GPU/0-60 :GPU/0-60 (0/5000.0/LOC) CPU/0-ffffffffffffff
+    /// (1/48.0/PHB) NET/0-0 (3/1.2/PHB)`. The path type to a NET is NCCL's own GPU-NIC distance,
+    /// after it routed the pair through the CPU when GDR is off for it.
+    GpuPaths {
+        /// The GPU as printed: `0-60` (2.23+), `60` or `CE000` (2.6-2.22): NCCL's bus id number.
+        gpu: &'a str,
+        paths: Vec<PathTo<'a>>,
+        /// The line ended inside an entry (NCCL cuts it at 1024 bytes): the entries before it.
+        truncated: bool,
+    },
     /// `comm 0x... rank 3 nranks 16 cudaDev 3 ... busId 1c000 ...` (src/init.cc).
     CommInit {
         rank: u32,
@@ -488,6 +514,7 @@ fn classify(m: &str) -> (Event<'_>, Era) {
         Some(b'N') if m.starts_with("NCCL version ") => version(m).map(|e| (e, Era::ANY)),
         Some(b'N') if m.starts_with("NCCL_") => env(m).map(|e| (e, Era::ANY)),
         Some(b'G') if m.starts_with("GPU Direct RDMA ") => gpu_gdr(m, None),
+        Some(b'G') if m.starts_with("GPU/") => gpu_paths(m),
         Some(b'U') if m.starts_with("Using network ") => Some((
             Event::Network {
                 name: m["Using network ".len()..].trim(),
@@ -897,6 +924,70 @@ fn strip_end(s: &mut &str, suffix: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// A GPU's paths (src/graph/paths.cc `printNodePaths`, called by `ncclTopoPrintPaths` after
+/// NCCL computed and trimmed its topology; INFO under NCCL_DEBUG_SUBSYS=GRAPH):
+///
+/// - 2.6-2.20: `%s/%lX :` then ` %s/%lX (%d/%f/%s)` per node (`GPU/49000 :... NET/2
+///   (4/24.000000/PXB)`)
+/// - 2.21-2.22: the header as before, the entries `%s/%lx-%lx (%d/%.1f/%s)` (system id and
+///   local id: `GPU/5000 :GPU/0-4000 (2/370.8/NVL) ... NET/0-1 (5/24.0/PHB)`)
+/// - 2.23 on: the header `%s/%lx-%lx :` too (`GPU/0-60 :GPU/0-60 (0/5000.0/LOC) ...`)
+///
+/// 2.5 printed the path type as a number (`%d/%d/%d`): not read, as its numbering is not the
+/// distance numbering of the GDR lines. NCCL cuts the line at 1024 bytes; the entries before a
+/// cut are kept.
+fn gpu_paths(m: &str) -> Option<(Event<'_>, Era)> {
+    let rest = m.strip_prefix("GPU/")?;
+    let (gpu, list) = rest.split_once(" :")?;
+    if gpu.is_empty() || !gpu.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+        return None;
+    }
+    let mut paths = Vec::new();
+    let mut truncated = false;
+    let mut words = list.split_ascii_whitespace();
+    while let Some(target) = words.next() {
+        let entry = (|| {
+            let (kind, id) = target.split_once('/')?;
+            let inner = words.next()?.strip_prefix('(')?.strip_suffix(')')?;
+            let mut fields = inner.split('/');
+            let hops = fields.next()?.parse().ok()?;
+            let bw = fields.next()?.parse().ok()?;
+            let path = fields.next()?;
+            let named = !path.is_empty() && path.bytes().all(|b| b.is_ascii_uppercase());
+            (fields.next().is_none() && named && !kind.is_empty()).then_some(PathTo {
+                kind,
+                id,
+                hops,
+                bw,
+                path,
+            })
+        })();
+        match entry {
+            Some(e) => paths.push(e),
+            None => {
+                truncated = true;
+                break;
+            }
+        }
+    }
+    if paths.is_empty() {
+        return None;
+    }
+    let era = match (gpu.contains('-'), paths.iter().any(|p| p.id.contains('-'))) {
+        (true, _) => Era::since(23),
+        (false, true) => Era::minors(21, 23),
+        (false, false) => Era::minors(6, 21),
+    };
+    Some((
+        Event::GpuPaths {
+            gpu,
+            paths,
+            truncated,
+        },
+        era,
+    ))
 }
 
 /// `3[3]`, `3[1a000]` or `3`.
@@ -1345,6 +1436,71 @@ mod tests {
     }
 
     #[test]
+    fn graph_path_lines() {
+        // 2.28.9 on the one-GPU machine, NCCL_DEBUG_SUBSYS=ALL (REFERENCE.md section 9).
+        let l = parse("h:1:2 [0] NCCL INFO GPU/0-60 :GPU/0-60 (0/5000.0/LOC) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) ").unwrap();
+        assert_eq!(l.era, Era::since(23));
+        let Event::GpuPaths {
+            gpu,
+            paths,
+            truncated,
+        } = l.event
+        else {
+            panic!("{:?}", l.event)
+        };
+        assert_eq!((gpu, truncated), ("0-60", false));
+        assert_eq!(paths.len(), 3);
+        assert_eq!(
+            paths[2],
+            PathTo {
+                kind: "NET",
+                id: "0-0",
+                hops: 3,
+                bw: 1.2,
+                path: "PHB"
+            }
+        );
+        // 2.6-2.20 (NVIDIA/nccl#879): no system id, the bandwidth with six decimals.
+        let l = parse("resnet-p-worker-0:195626:198757 [0] NCCL INFO GPU/49000 :GPU/16000 (2/264.000000/NVL) GPU/49000 (0/5000.000000/LOC) CPU/0 (3/24.000000/PHB) CPU/1 (4/9.000000/SYS) NET/0 (6/24.000000/PHB) NET/2 (4/24.000000/PXB) NET/4 (7/9.000000/SYS)").unwrap();
+        assert_eq!(l.era, Era::minors(6, 21));
+        let Event::GpuPaths { gpu, paths, .. } = l.event else {
+            panic!()
+        };
+        assert_eq!(gpu, "49000");
+        let nets: Vec<(&str, &str)> = paths
+            .iter()
+            .filter(|p| p.kind == "NET")
+            .map(|p| (p.id, p.path))
+            .collect();
+        assert_eq!(nets, [("0", "PHB"), ("2", "PXB"), ("4", "SYS")]);
+        // 2.21-2.22 (NVIDIA/nccl#1519): the old header, the new entries.
+        let l = parse("nathan-h100-1:13878:13953 [0] NCCL INFO GPU/B000 :GPU/0-4000 (2/370.8/NVL) GPU/0-b000 (0/5000.0/LOC) NVS/0-0 (1/370.8/NVL) CPU/0-0 (2/24.0/PHB) NET/0-0 (4/12.0/PHB) NET/0-5 (6/10.0/SYS)").unwrap();
+        assert_eq!(l.era, Era::minors(21, 23));
+        // Cut at NCCL's 1024 bytes (NVIDIA/nccl#1519 quotes one): what came before stands.
+        let Event::GpuPaths {
+            paths, truncated, ..
+        } = event(
+            "h:1:2 [0] NCCL INFO GPU/C000 :GPU/0-4000 (2/370.8/NVL) NET/0-3 (5/24.0/PHB) NET/0-4",
+        )
+        else {
+            panic!()
+        };
+        assert!(truncated);
+        assert_eq!(paths.len(), 2);
+        // 2.5's numeric path types, the topology tree's GPU lines and `Paths from` (TRACE
+        // builds) are not path lines.
+        assert_eq!(
+            event("h:1:2 [0] NCCL INFO GPU/1A000 :GPU/1A000 (0/5000/0) NET/0 (4/12/2)"),
+            Event::Other
+        );
+        assert_eq!(event("h:1:2 [0] NCCL INFO GPU/0-60 (0)"), Event::Other);
+        assert_eq!(
+            event("h:1:2 [0] NCCL INFO Paths from GPU/0-60 :"),
+            Event::Other
+        );
+    }
+
+    #[test]
     fn eras_read_as_people_say_them() {
         assert_eq!(Era::minors(12, 21).to_string(), "2.12-2.20");
         assert_eq!(Era::minors(29, 30).to_string(), "2.29");
@@ -1370,6 +1526,10 @@ mod tests {
             "] [ NCCL INFO comm rank",
             "::: [99999999999] NCCL INFO x",
             "NCCL version ",
+            "NCCL INFO GPU/ :",
+            "NCCL INFO GPU/0 : NET/ (",
+            "NCCL INFO GPU/0 :NET/0 (1/x/PHB)",
+            "NCCL INFO GPU/0 :NET/0 (99999999999/1.0/PHB)",
         ] {
             let _ = parse(l);
         }

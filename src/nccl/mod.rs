@@ -4,7 +4,12 @@
 //!
 //! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
 //! ([`log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
+//!
+//! `gdrdoctor nccl verify` asks NCCL itself: [`verify`] runs it on the node's GPUs in a child,
+//! [`compare`] holds what it said against gdrdoctor's own view.
 
+pub mod compare;
+pub mod dump;
 pub mod effective;
 pub mod explain;
 pub mod levels;
@@ -13,6 +18,7 @@ pub mod params;
 pub mod render;
 pub mod topo;
 pub mod tree;
+pub mod verify;
 
 use crate::inventory::Inventory;
 use crate::placement::Level;

@@ -197,7 +197,7 @@ fn compact(o: &mut String, check: &crate::checks::CheckResult, prerequisite: &st
     }
 }
 
-fn finding(o: &mut String, f: &Finding, style: &Style) {
+pub(crate) fn finding(o: &mut String, f: &Finding, style: &Style) {
     let problem = f.status > Status::Pass;
     let status = if problem {
         format!("{} ", label(f.status).trim_end())

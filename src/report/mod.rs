@@ -118,6 +118,9 @@ pub struct InventorySummary {
     pub gpu_runtime: crate::gpu::Runtime,
     /// The GDR write test's pairs and what each child measured; null when it did not run.
     pub gdr_test: Option<Vec<GdrSummary>>,
+    /// NCCL's own run (`--nccl-verify`); absent when it did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl_verify: Option<NcclVerifySummary>,
     pub rdma_devices: Vec<RdmaSummary>,
     /// Files and directories that could not be read or made no sense.
     pub problems: Vec<Problem>,
@@ -134,6 +137,28 @@ pub struct GpuSummary {
     pub link: Option<String>,
     /// The largest prefetchable BAR (NVIDIA's BAR1, AMD's VRAM BAR), from sysfs.
     pub bar1_bytes: Option<u64>,
+}
+
+/// What NCCL did in `--nccl-verify`; `gdrdoctor nccl verify --format json` has all of it.
+#[derive(Debug, Serialize)]
+pub struct NcclVerifySummary {
+    /// The file libnccl was loaded from, links resolved.
+    pub library: Option<String>,
+    /// `candidates[].source` of docs/nccl-verify-json.md: `loader`, `pip-wheel`, ...
+    pub library_source: Option<&'static str>,
+    pub version: Option<String>,
+    /// `one-rank` or `all-reduce`.
+    pub mode: &'static str,
+    pub gpus: Vec<String>,
+    /// The network NCCL used (`IB`, `Socket`), from its log.
+    pub network: Option<String>,
+    /// The all-reduce's result (`ok`, `wrong`, `nccl-error`, ...), or null without an answer.
+    pub result: Option<String>,
+    /// Why the child gave no answer.
+    pub error: Option<String>,
+    /// The nccl-verify check's first finding: NCCL's answer in one line.
+    pub answer: Option<String>,
+    pub elapsed_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -265,9 +290,9 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
             blocking,
             summary,
         },
+        inventory: summarise(inv, &checks),
         counts,
         checks,
-        inventory: summarise(inv),
     }
 }
 
@@ -329,7 +354,7 @@ fn summary_line(
     }
 }
 
-fn summarise(inv: &Inventory) -> InventorySummary {
+fn summarise(inv: &Inventory, checks: &[CheckResult]) -> InventorySummary {
     let gpus = inv
         .gpus
         .iter()
@@ -422,6 +447,34 @@ fn summarise(inv: &Inventory) -> InventorySummary {
                     .collect(),
             ),
         },
+        nccl_verify: inv.nccl_verify.run().map(|r| NcclVerifySummary {
+            library: r
+                .library_file
+                .clone()
+                .or_else(|| r.answer.as_ref().and_then(|a| a.library.clone())),
+            library_source: r.used().map(|c| c.source),
+            version: r.answer.as_ref().and_then(|a| a.version.clone()),
+            mode: r.mode,
+            gpus: r.gpus.clone(),
+            network: r
+                .explanation
+                .as_ref()
+                .and_then(|e| e.nodes.first())
+                .and_then(|n| n.networks.first().cloned()),
+            result: r.answer.as_ref().map(|a| {
+                serde_json::to_value(&a.outcome)
+                    .ok()
+                    .and_then(|v| v["result"].as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            }),
+            error: r.error.clone(),
+            answer: checks
+                .iter()
+                .find(|c| c.id == "nccl-verify")
+                .and_then(|c| c.findings.first())
+                .map(|f| f.message.clone()),
+            elapsed_ms: r.elapsed_ms,
+        }),
         rdma_devices,
         problems,
     }

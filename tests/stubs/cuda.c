@@ -85,3 +85,8 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *bus) {
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { memcpy((void *)dst, src, n); return 0; }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { memcpy(dst, (void *)src, n); return 0; }
 CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p) { (void)value; (void)p; return attr == 6 ? 0 : 1; }
+
+/* For nccl verify: streams. Work is synchronous here, so a stream is only a handle. */
+CUresult cuStreamCreate(void **stream, unsigned flags) { (void)flags; static int streams; *stream = (void *)(long)(++streams); return 0; }
+CUresult cuStreamSynchronize(void *stream) { return stream ? 0 : 400; }
+CUresult cuStreamDestroy_v2(void *stream) { return stream ? 0 : 400; }

@@ -1,0 +1,565 @@
+//! `gdrdoctor nccl verify` and `check --nccl-verify` on a machine without GPUs: the real binary
+//! and its real `nccl-child`, over the stand-ins for NCCL (tests/stubs/nccl.c: NCCL 2.28's log
+//! lines and topology dump, int32 sums on host memory, faults switched on by FAKE_NCCL_*), CUDA
+//! and NVML, on fixtures whose GPUs the CUDA stand-in is told about. What NCCL itself does on a
+//! GPU is for tests/gpu-machine/nccl-verify.sh.
+#![allow(clippy::disallowed_methods)] // tests read the repository, not a node
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const MISSING: &str = "/nonexistent/gdrdoctor-test/lib.so";
+
+/// A PATH whose python3 answers with `sys_path` (none at all when `None`), so that the pip wheel
+/// search sees only what the test made.
+fn python(dir: &Path, sys_path: Option<&[&Path]>) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    if let Some(entries) = sys_path {
+        let list: Vec<String> = entries.iter().map(|p| p.display().to_string()).collect();
+        let script = bin.join("python3");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho '{}'\n",
+                serde_json::to_string(&list).unwrap()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin.display().to_string()
+}
+
+/// gdrdoctor with the stand-in CUDA and NVML (GPUs at `gpus`), NCCL as `nccl` (the stand-in
+/// unless the test says otherwise), a python3 of its own, and `env`.
+struct Run {
+    tmp: tempfile::TempDir,
+    env: Vec<(String, String)>,
+}
+
+impl Run {
+    fn new(gpus: &str) -> Run {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = python(tmp.path(), Some(&[]));
+        let count = gpus.split(',').count().to_string();
+        Run {
+            tmp,
+            env: vec![
+                ("PATH".into(), format!("{path}:/usr/bin:/bin")),
+                (
+                    "GDRDOCTOR_LIBNCCL".into(),
+                    stub("nccl", &[]).display().to_string(),
+                ),
+                (
+                    "GDRDOCTOR_LIBCUDA".into(),
+                    stub("cuda", &[]).display().to_string(),
+                ),
+                (
+                    "GDRDOCTOR_LIBNVML".into(),
+                    stub("nvml", &[]).display().to_string(),
+                ),
+                ("GDRDOCTOR_LIBHIP".into(), MISSING.into()),
+                ("GDRDOCTOR_LIBHSA".into(), MISSING.into()),
+                ("FAKE_CUDA_BUSIDS".into(), gpus.into()),
+                ("FAKE_CUDA_COUNT".into(), count),
+            ],
+        }
+    }
+    /// The 2x H200 VM: no RDMA device, two GPUs (the all-reduce over NCCL's network).
+    fn h200() -> Run {
+        Run::new("0000:00:06.0,0000:00:07.0")
+    }
+    /// One GPU with mlx5_0 under the same switch (PIX), IB in the stand-in.
+    fn pix() -> Run {
+        Run::new("0000:03:00.0")
+            .set("FAKE_NCCL_NET", "IB")
+            .set("FAKE_NCCL_NICS", "mlx5_0@0000:04:00.0")
+    }
+    fn set(mut self, k: &str, v: &str) -> Run {
+        self.env.retain(|(n, _)| n != k);
+        self.env.push((k.into(), v.into()));
+        self
+    }
+    fn unset(mut self, k: &str) -> Run {
+        self.env.retain(|(n, _)| n != k);
+        self
+    }
+    fn command(&self, root: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
+        c.arg("--root")
+            .arg(fixture(root))
+            .args(args)
+            .current_dir(home())
+            .env("NO_COLOR", "1")
+            .env_remove("GDRDOCTOR_LIBNCCL")
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("NCCL_DEBUG")
+            .env_remove("NCCL_NVLS_ENABLE");
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+    /// `nccl verify --format json`: the exit code and the document.
+    fn verify(&self, root: &str, extra: &[&str]) -> (i32, Value) {
+        let mut args = vec!["nccl", "verify", "--format", "json"];
+        args.extend(extra);
+        let out = self.command(root, &args).output().unwrap();
+        (code(&out), json(&out))
+    }
+    fn config(&self, text: &str) -> PathBuf {
+        let p = self.tmp.path().join("config.yaml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+/// `(code, status)` of every finding.
+fn findings(doc: &Value) -> Vec<(String, String)> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn finding<'a>(doc: &'a Value, code: &str) -> &'a Value {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == code)
+        .unwrap_or_else(|| panic!("no {code} in {doc:#}"))
+}
+
+fn answer(doc: &Value) -> &str {
+    doc["answer"]["text"].as_str().unwrap()
+}
+
+#[test]
+fn sockets_on_a_node_without_rdma_agree_with_rdma_link() {
+    // Two GPUs: one communicator, P2P and SHM off (the stand-in refuses otherwise), an all-reduce
+    // over NET/Socket, summed right; NCCL's Socket fallback is the rdma-no-device verdict.
+    let (code, doc) = Run::h200().verify("h200x2-vm", &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(
+        findings(&doc),
+        [
+            ("nccl-no-gdr".into(), "fail".into()),
+            ("nccl-agrees".into(), "pass".into())
+        ]
+    );
+    assert_eq!(
+        answer(&doc),
+        format!(
+            "NCCL 2.28.9 ({}) falls back to NET/Socket: no RDMA device (NET/IB : No device found)",
+            stub("nccl", &[]).display()
+        )
+    );
+    assert_eq!(doc["answer"]["network"], "Socket");
+    assert_eq!(doc["answer"]["uses_gdr"], false);
+    let run = &doc["run"];
+    assert_eq!(run["mode"], "all-reduce");
+    assert_eq!(run["answer"]["outcome"]["result"], "ok");
+    for (k, v) in [
+        ("NCCL_DEBUG", "INFO"),
+        ("NCCL_DEBUG_SUBSYS", "INIT,NET,GRAPH,ENV"),
+        ("NCCL_NVLS_ENABLE", "0"),
+        ("NCCL_P2P_DISABLE", "1"),
+        ("NCCL_SHM_DISABLE", "1"),
+    ] {
+        assert_eq!(run["env"][k], v, "{k}");
+    }
+    assert!(run["env"]["NCCL_TOPO_DUMP_FILE"].is_string());
+    let no_gdr = finding(&doc, "nccl-no-gdr");
+    assert!(
+        no_gdr["message"]
+            .as_str()
+            .unwrap()
+            .contains("the all-reduce over 2 rank(s) summed right"),
+        "{no_gdr:#}"
+    );
+    // The fix is rdma-link's, through nccl explain's diagnosis.
+    assert!(
+        no_gdr["fix"].to_string().contains("rdma-no-device"),
+        "{no_gdr:#}"
+    );
+    let agree = finding(&doc, "nccl-agrees")["message"].as_str().unwrap();
+    assert!(agree.contains("the network (NET/Socket"), "{agree}");
+    assert!(agree.contains("the RDMA NICs (none)"), "{agree}");
+}
+
+#[test]
+fn gdr_on_a_pix_nic_agrees_with_placement_and_peer_memory() {
+    let (code, doc) = Run::pix().verify("placement-pix", &[]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        findings(&doc),
+        [
+            ("nccl-uses-gdr".into(), "pass".into()),
+            ("nccl-agrees".into(), "pass".into())
+        ]
+    );
+    assert!(
+        answer(&doc).ends_with("on this node uses GDR on mlx5_0"),
+        "{}",
+        answer(&doc)
+    );
+    assert_eq!(doc["run"]["mode"], "one-rank");
+    assert!(doc["run"]["env"].get("NCCL_P2P_DISABLE").is_none());
+    let facts: Vec<(&str, bool)> = doc["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["fact"].as_str().unwrap(), c["agree"] == true))
+        .collect();
+    for fact in ["network", "nics", "hca-gdr", "gpu-nic"] {
+        assert!(facts.contains(&(fact, true)), "{fact}: {facts:?}");
+    }
+    assert!(!facts.iter().any(|(_, a)| !a), "{facts:?}");
+    // The human report ends with the answer.
+    let out = Run::pix()
+        .command("placement-pix", &["nccl", "verify"])
+        .output()
+        .unwrap();
+    assert_eq!(common::code(&out), 0);
+    let text = stdout(&out);
+    assert!(
+        text.trim_end().ends_with("on this node uses GDR on mlx5_0"),
+        "{text}"
+    );
+    assert!(text.contains("a one-rank communicator"), "{text}");
+}
+
+#[test]
+fn nccl_turning_gdr_off_where_gdrdoctor_expects_it_is_a_disagreement() {
+    let (code, doc) = Run::pix()
+        .set("FAKE_NCCL_GDR", "0")
+        .verify("placement-pix", &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    let codes = findings(&doc);
+    assert!(
+        codes.contains(&("nccl-no-gdr".into(), "fail".into())),
+        "{codes:?}"
+    );
+    let differ: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "nccl-disagrees")
+        .collect();
+    assert!(!differ.is_empty(), "{codes:?}");
+    assert!(differ.iter().all(|f| f["status"] == "warn"));
+    let hca = differ
+        .iter()
+        .find(|f| f["subject"] == "mlx5_0 GDR")
+        .unwrap_or_else(|| panic!("{differ:#?}"));
+    let m = hca["message"].as_str().unwrap();
+    assert!(
+        m.contains("NCCL: GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"),
+        "{m}"
+    );
+    assert!(m.contains("gdrdoctor: GDR expected"), "{m}");
+}
+
+#[test]
+fn the_wrong_sum_is_caught() {
+    let (code, doc) = Run::h200()
+        .set("FAKE_NCCL_WRONG", "1")
+        .verify("h200x2-vm", &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    let f = finding(&doc, "nccl-all-reduce-wrong");
+    assert_eq!(f["status"], "fail");
+    let m = f["message"].as_str().unwrap();
+    // Rank 0, the middle element of 1 Mi: (524288 % 1000 + 1) * (1 + 2) = 867, and one more.
+    assert!(
+        m.contains("1 of 2097152 int32 elements differ; the first, rank 0 element 524288: 868 instead of 867"),
+        "{m}"
+    );
+    assert_eq!(doc["run"]["answer"]["outcome"]["result"], "wrong");
+}
+
+#[test]
+fn an_init_failure_is_nccls_error_with_its_own_words() {
+    let (code, doc) = Run::h200()
+        .set("FAKE_NCCL_INIT", "2")
+        .verify("h200x2-vm", &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    let f = finding(&doc, "nccl-error");
+    assert_eq!(f["status"], "fail");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("ncclCommInitAll returned 2 (unhandled system error"),
+        "{m}"
+    );
+    assert!(m.contains(": NET/IB : Got async event : port error"), "{m}");
+    assert!(
+        answer(&doc).contains("failed: ncclCommInitAll"),
+        "{}",
+        answer(&doc)
+    );
+    assert!(!findings(&doc).iter().any(|(c, _)| c == "nccl-uses-gdr"));
+}
+
+#[test]
+fn a_hang_is_killed_at_the_deadline_and_is_unknown() {
+    let run = Run::h200().set("FAKE_NCCL_HANG", "1");
+    let config = run.config("timeouts: {nccl_verify_s: 1}\n");
+    let log = run.tmp.path().join("log");
+    let ((code, doc), took) = in_time(Duration::from_secs(8), || {
+        run.verify(
+            "h200x2-vm",
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--log-dir",
+                log.to_str().unwrap(),
+            ],
+        )
+    });
+    assert!(took.last().unwrap() < &Duration::from_secs(8), "{took:?}");
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(
+        findings(&doc),
+        [("nccl-verify-failed".into(), "unknown".into())]
+    );
+    let m = finding(&doc, "nccl-verify-failed")["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        m.contains("did not finish within 1 s; it was killed"),
+        "{m}"
+    );
+    assert!(m.contains("NCCL hung"), "{m}");
+    assert_eq!(doc["answer"]["uses_gdr"], Value::Null);
+    // --log-dir kept what NCCL wrote before it hung.
+    let kept = std::fs::read_to_string(log.join("nccl.log")).unwrap();
+    assert!(kept.contains("stub: hanging in init"), "{kept}");
+}
+
+#[test]
+fn a_crash_is_reported_with_its_signal() {
+    let (code, doc) = Run::h200()
+        .set("FAKE_NCCL_CRASH", "1")
+        .verify("h200x2-vm", &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    let f = finding(&doc, "nccl-verify-failed");
+    assert_eq!(f["status"], "unknown");
+    let m = f["message"].as_str().unwrap();
+    assert!(m.contains("SIGSEGV"), "{m}");
+    // The log up to the crash is still read.
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("lines from NCCL before it stopped"),
+        "{f:#}"
+    );
+}
+
+#[test]
+fn no_library_names_the_packages_to_install() {
+    let (code, doc) = Run::h200()
+        .set("GDRDOCTOR_LIBNCCL", MISSING)
+        .verify("h200x2-vm", &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    let f = finding(&doc, "nccl-library-missing");
+    assert_eq!(f["status"], "unknown");
+    let text = f.to_string();
+    assert!(text.contains("pip install nvidia-nccl-cu12"), "{text}");
+    assert!(text.contains("libnccl2"), "{text}");
+    assert!(text.contains(MISSING), "{text}");
+}
+
+/// A directory with the stand-in as `libnccl.so.2` (and the pip wheel's layout under it).
+fn installed(dir: &Path, under: &str) -> PathBuf {
+    let lib = dir.join(under);
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::copy(stub("nccl", &[]), lib.join("libnccl.so.2")).unwrap();
+    lib
+}
+
+#[test]
+fn the_library_is_found_by_the_loader_and_in_the_pip_wheel() {
+    // LD_LIBRARY_PATH: the dynamic loader's own search for libnccl.so.2.
+    let run = Run::h200().unset("GDRDOCTOR_LIBNCCL");
+    let lib = installed(run.tmp.path(), "ld");
+    let run = run.set("LD_LIBRARY_PATH", lib.to_str().unwrap());
+    let (code, doc) = run.verify("h200x2-vm", &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["run"]["search"]["candidates"][0]["source"], "loader");
+    assert_eq!(
+        doc["run"]["library_file"],
+        lib.join("libnccl.so.2")
+            .canonicalize()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    // No libnccl.so.2 for the loader: the NVIDIA wheel's nvidia/nccl/lib under a sys.path entry
+    // of the python3 on PATH.
+    let run = Run::h200().unset("GDRDOCTOR_LIBNCCL");
+    let site = run.tmp.path().join("site-packages");
+    let wheel = installed(&site, "nvidia/nccl/lib");
+    let path = python(run.tmp.path(), Some(&[Path::new("/nonexistent"), &site]));
+    let run = run.set("PATH", &format!("{path}:/usr/bin:/bin"));
+    let (code, doc) = run.verify("h200x2-vm", &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    let candidates = &doc["run"]["search"]["candidates"];
+    assert_eq!(candidates[0]["library"], "libnccl.so.2");
+    assert_eq!(candidates[1]["source"], "pip-wheel");
+    assert_eq!(
+        candidates[1]["library"],
+        wheel.join("libnccl.so.2").to_str().unwrap()
+    );
+    assert!(
+        finding(&doc, "nccl-no-gdr")["evidence"]
+            .to_string()
+            .contains("libnccl (pip-wheel)"),
+        "{doc:#}"
+    );
+    // --library: that file alone.
+    let (code, doc) = Run::h200().unset("GDRDOCTOR_LIBNCCL").verify(
+        "h200x2-vm",
+        &["--library", stub("nccl", &[]).to_str().unwrap()],
+    );
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["run"]["search"]["candidates"][0]["source"], "option");
+}
+
+#[test]
+fn check_runs_it_only_when_asked() {
+    let run = Run::h200();
+    let report = |extra: &[&str]| {
+        let mut args = vec!["check", "--gpu-probe", "--format", "json"];
+        args.extend(extra);
+        let out = run.command("h200x2-vm", &args).output().unwrap();
+        (code(&out), json(&out))
+    };
+    // Not asked: left out of the report (no extra skipped check on every node), unless named.
+    let (_, off) = report(&[]);
+    assert!(
+        !off["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == "nccl-verify")
+    );
+    assert!(off["inventory"].get("nccl_verify").is_none());
+    let (_, named) = report(&["--select", "nccl-verify"]);
+    let c = check(&named, "nccl-verify");
+    assert_eq!(c["status"], "skip");
+    assert_eq!(c["findings"][0]["code"], "nccl-verify-not-run");
+    assert!(
+        c["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--nccl-verify runs it")
+    );
+    let (code, on) = report(&["--nccl-verify"]);
+    assert_eq!(code, 1);
+    let c = check(&on, "nccl-verify");
+    assert_eq!(c["status"], "fail", "{c:#}");
+    let codes: Vec<&str> = c["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["nccl-no-gdr", "nccl-agrees"]);
+    let inv = &on["inventory"]["nccl_verify"];
+    assert_eq!(inv["version"], "2.28.9");
+    assert_eq!(inv["network"], "Socket");
+    assert_eq!(inv["mode"], "all-reduce");
+    // A hang in check: unknown, never a pass, and the rest of the report stands.
+    let run = Run::h200().set("FAKE_NCCL_HANG", "1");
+    let config = run.config("timeouts: {nccl_verify_s: 1}\n");
+    let out = run
+        .command("h200x2-vm", &[])
+        .arg("--config")
+        .arg(&config)
+        .args(["check", "--gpu-probe", "--nccl-verify", "--format", "json"])
+        .output()
+        .unwrap();
+    common::code(&out);
+    let doc = json(&out);
+    let c = check(&doc, "nccl-verify");
+    assert_eq!(c["status"], "unknown", "{c:#}");
+    assert_eq!(c["findings"][0]["code"], "nccl-verify-failed");
+}
+
+#[test]
+fn nccls_topology_dump_is_held_against_sysfs() {
+    // As dumped by the stand-in: the GPU and mlx5_0 under one switch, PIX as placement says.
+    let (_, doc) = Run::pix().verify("placement-pix", &[]);
+    let facts: Vec<(String, String, Value)> = doc["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["fact"].as_str().unwrap().starts_with("topo-"))
+        .map(|c| {
+            (
+                c["fact"].as_str().unwrap().to_owned(),
+                c["nccl"].as_str().unwrap().to_owned(),
+                c["agree"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        facts,
+        [
+            ("topo-gpus".into(), "0000:03:00.0".into(), Value::Bool(true)),
+            ("topo-nics".into(), "mlx5_0".into(), Value::Bool(true)),
+            ("topo-gpu-nic".into(), "PIX".into(), Value::Bool(true)),
+        ]
+    );
+    // Sockets on the VM: no RDMA NIC on either side, both GPUs found.
+    let (_, doc) = Run::h200().verify("h200x2-vm", &[]);
+    let agree: Vec<(&str, &Value)> = doc["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["fact"].as_str().unwrap(), &c["agree"]))
+        .collect();
+    assert!(
+        agree.contains(&("topo-gpus", &Value::Bool(true))),
+        "{agree:?}"
+    );
+    assert!(
+        agree.contains(&("topo-nics", &Value::Bool(true))),
+        "{agree:?}"
+    );
+    // NCCL's tree with the NIC and GPU straight under the CPU: PHB against sysfs's PIX, a
+    // disagreement naming both.
+    let (code, doc) = Run::pix()
+        .set("FAKE_NCCL_FLAT", "1")
+        .verify("placement-pix", &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    let differ = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "nccl-disagrees")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(
+        differ["subject"],
+        "GPU 0000:03:00.0 -> mlx5_0 in NCCL's topology"
+    );
+    let m = differ["message"].as_str().unwrap();
+    assert!(m.contains("NCCL: PHB; gdrdoctor: PIX"), "{m}");
+    assert!(
+        differ["fix"].to_string().contains("pcie-placement"),
+        "{differ:#}"
+    );
+}
