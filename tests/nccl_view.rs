@@ -344,3 +344,41 @@ fn nccl_settings_agree_with_nccl_conf() {
         "{out}"
     );
 }
+
+/// NCCL has no NODE (src/graph/topo.h: LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS, NET,
+/// DIS): sysfs's NODE is PHB in its tree, and NCCL ignores NCCL_NET_GDR_LEVEL=NODE. Every
+/// setting gdrdoctor writes names PHB; a finding that states the level NCCL uses says both.
+#[test]
+fn node_is_phb_for_nccl() {
+    for name in ["placement-node", "azure-ndv4-vm"] {
+        let n = Node::of(name);
+        let root = n.root.to_str().unwrap();
+        let out = stdout(&gdrdoctor(&["--root", root, "nccl"]));
+        assert!(!out.contains("NCCL_NET_GDR_LEVEL=NODE"), "{name}: {out}");
+        assert!(!out.contains("NCCL_NET_GDR_LEVEL='NODE'"), "{name}: {out}");
+        assert!(
+            out.contains("export NCCL_NET_GDR_LEVEL='PHB'"),
+            "{name}: {out}"
+        );
+        assert!(out.contains("\nNCCL_NET_GDR_LEVEL=PHB\n"), "{name}: {out}");
+        assert!(
+            out.contains("at NODE in sysfs (PHB for NCCL)"),
+            "{name}: {out}"
+        );
+
+        let (_, r) = n.check(&[]);
+        let f = one(&r, "gpu-nic-too-far", "fail");
+        let t = text(f);
+        assert!(!t.contains("NCCL_NET_GDR_LEVEL=NODE"), "{name}: {t}");
+        assert!(
+            f["message"]
+                .as_str()
+                .unwrap()
+                .contains("at NODE in sysfs (PHB for NCCL)"),
+            "{name}: {t}"
+        );
+        // The fix script writes only values NCCL reads.
+        let script = stdout(&gdrdoctor(&["--root", root, "fix"]));
+        assert!(!script.contains("GDR_LEVEL=NODE"), "{name}: {script}");
+    }
+}
