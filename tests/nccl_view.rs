@@ -382,3 +382,50 @@ fn node_is_phb_for_nccl() {
         assert!(!script.contains("GDR_LEVEL=NODE"), "{name}: {script}");
     }
 }
+
+/// A pin that lands on a valid RoCE v2 GID, but the vxlan's stacked on the port's bond, not the
+/// bond's own: a warn naming both netdevs and the index of the port's own GID (5). With the pin
+/// on the bond's own GID, nothing to say beyond the pass.
+#[test]
+fn pinned_gid_index_on_a_stacked_netdev() {
+    let n = Node::of("healthy-8gpu-roce");
+    let port = "sys/class/infiniband/mlx5_0/ports/1";
+    let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
+    let lla = "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned();
+    let table = [
+        (lla.clone(), "IB/RoCE v1", "bond0"),
+        (lla, "RoCE v2", "bond0"),
+        (v4("0ac8:0005"), "IB/RoCE v1", "vxlan100"),
+        (v4("0ac8:0005"), "RoCE v2", "vxlan100"),
+        (v4("c0a8:0101"), "IB/RoCE v1", "bond0"),
+        (v4("c0a8:0101"), "RoCE v2", "bond0"),
+    ];
+    for (i, (gid, ty, ndev)) in table.iter().enumerate() {
+        n.write(&format!("{port}/gids/{i}"), format!("{gid}\n"));
+        n.write(&format!("{port}/gid_attrs/types/{i}"), format!("{ty}\n"));
+        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
+    }
+    // Only mlx5_0, so that the pin is judged on that port alone.
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_IB_HCA==mlx5_0\nNCCL_IB_GID_INDEX=3\n",
+    );
+    let (_, r) = n.check(&[]);
+    let f = one(&r, "nccl-gid-index-stacked", "warn");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("mlx5_0 port 1: GID 3 is RoCE v2 10.200.0.5 on vxlan100, not on the port's own netdev bond0; bond0's own RoCE v2 GID is at index 5"),
+        "{m}"
+    );
+    let fix = f["fix"].to_string();
+    assert!(fix.contains("NCCL_IB_GID_INDEX=5"), "{fix}");
+    assert!(findings(&r, "nccl-gid-index-ok").is_empty());
+
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_IB_HCA==mlx5_0\nNCCL_IB_GID_INDEX=5\n",
+    );
+    let (_, r) = n.check(&[]);
+    assert!(findings(&r, "nccl-gid-index-stacked").is_empty());
+    one(&r, "nccl-gid-index-ok", "pass");
+}
