@@ -429,3 +429,152 @@ fn pinned_gid_index_on_a_stacked_netdev() {
     assert!(findings(&r, "nccl-gid-index-stacked").is_empty());
     one(&r, "nccl-gid-index-ok", "pass");
 }
+
+/// The VMBus part of a Hyper-V device path: `LNXSYSTM:00/.../VMBUS:01/<guid>/`.
+const VMBUS: &str = "LNXSYSTM:00/LNXSYBUS:00/PNP0A03:00/device:07/VMBUS:01/";
+
+/// `path` (relative to the root) without the VMBus part.
+fn unvmbus(path: &std::path::Path) -> PathBuf {
+    let s = path.to_str().unwrap();
+    match s.find(VMBUS) {
+        Some(at) => {
+            let rest = &s[at + VMBUS.len()..];
+            let after_guid = rest.find('/').map(|i| &rest[i + 1..]).unwrap_or("");
+            PathBuf::from(format!("{}{after_guid}", &s[..at]))
+        }
+        None => path.to_owned(),
+    }
+}
+
+/// `target` resolved lexically against `dir` (both relative to the root).
+fn resolve(dir: &std::path::Path, target: &std::path::Path) -> PathBuf {
+    let mut out: Vec<std::ffi::OsString> = dir.iter().map(|c| c.to_owned()).collect();
+    for c in target.iter() {
+        match c.to_str().unwrap() {
+            ".." => {
+                out.pop();
+            }
+            "." => {}
+            _ => out.push(c.to_owned()),
+        }
+    }
+    out.iter().collect()
+}
+
+/// The azure-ndv4-vm guest with its PCI host bridges taken out from under VMBus: every GPU and
+/// NIC then sits directly on a host bridge of its own under /sys/devices, with no bridge above
+/// it (the flat single-root-bus shape a KVM guest without switches shows), DMI saying QEMU.
+fn flat_vm() -> Node {
+    let n = Node::of("azure-ndv4-vm");
+    let root = n.root.clone();
+    // Every symlink, re-pointed: the target resolved from where the link was, the VMBus part
+    // taken out of both, made relative again from where the link is now.
+    let mut links = Vec::new();
+    let mut stack = vec![root.join("sys")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let t = e.file_type().unwrap();
+            if t.is_symlink() {
+                links.push(e.path().strip_prefix(&root).unwrap().to_owned());
+            } else if t.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    let devices = root.join("sys/devices");
+    let guests = devices.join(VMBUS);
+    for g in std::fs::read_dir(&guests).unwrap() {
+        let g = g.unwrap().path();
+        for bus in std::fs::read_dir(&g).unwrap() {
+            let bus = bus.unwrap().path();
+            std::fs::rename(&bus, devices.join(bus.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::remove_dir_all(devices.join("LNXSYSTM:00")).unwrap();
+    for old in links {
+        let new = unvmbus(&old);
+        let abs = root.join(&new);
+        let target = std::fs::read_link(&abs).unwrap();
+        let to = unvmbus(&resolve(old.parent().unwrap(), &target));
+        let from = new.parent().unwrap();
+        let common = from
+            .iter()
+            .zip(to.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let mut rel = PathBuf::new();
+        for _ in common..from.iter().count() {
+            rel.push("..");
+        }
+        for c in to.iter().skip(common) {
+            rel.push(c);
+        }
+        std::fs::remove_file(&abs).unwrap();
+        std::os::unix::fs::symlink(rel, &abs).unwrap();
+    }
+    for (f, v) in [
+        ("sys_vendor", "QEMU"),
+        ("product_name", "Standard PC (Q35 + ICH9, 2009)"),
+        ("board_vendor", ""),
+        ("board_name", ""),
+    ] {
+        n.write(&format!("sys/devices/virtual/dmi/id/{f}"), format!("{v}\n"));
+    }
+    n
+}
+
+/// The two VM shapes besides Hyper-V: a single flat root bus, and QEMU's PCI expander bridges.
+/// Each is recognised, and the placement finding says that placement seen from inside a VM is
+/// the hypervisor's picture, with the provider's topology file (not a card move) as the fix.
+#[test]
+fn vm_shapes_flat_root_bus_and_qemu_pxb() {
+    let n = flat_vm();
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "gpu-nic-too-far", "fail");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("Placement seen from inside a VM is the hypervisor's picture (every GPU and NIC sits directly on a host bridge"),
+        "{m}"
+    );
+    assert!(!m.contains("Hyper-V"), "{m}");
+    let fix = f["fix"]["summary"].as_str().unwrap();
+    assert!(
+        fix.contains("Get your provider's NCCL topology file") && fix.contains("NCCL_TOPO_FILE"),
+        "{fix}"
+    );
+    assert!(!text(f).contains("PCIe switch"), "{f}");
+
+    // A QEMU PCIe expander bridge (1b36:000b) on the root bus: the pxb shape.
+    let pxb = "sys/devices/pci0000:00/0000:00:05.0";
+    for (file, v) in [
+        ("vendor", "0x1b36"),
+        ("device", "0x000b"),
+        ("class", "0x060000"),
+        ("subsystem_vendor", "0x1af4"),
+        ("subsystem_device", "0x1100"),
+        ("numa_node", "-1"),
+    ] {
+        n.write(&format!("{pxb}/{file}"), format!("{v}\n"));
+    }
+    std::os::unix::fs::symlink(
+        "../../../devices/pci0000:00/0000:00:05.0",
+        n.root.join("sys/bus/pci/devices/0000:00:05.0"),
+    )
+    .unwrap();
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "gpu-nic-too-far", "fail");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains(
+            "Placement seen from inside a VM is the hypervisor's picture (QEMU PCI expander bridges"
+        ),
+        "{m}"
+    );
+    assert!(
+        text(f).contains("1b36:000b (QEMU PCIe expander bridge)"),
+        "{f}"
+    );
+}
