@@ -45,6 +45,11 @@ pub struct NodeResult {
     pub placement: Option<String>,
     /// `registered`, `loaded-unregistered`, `absent`.
     pub peermem: String,
+    /// The settings NCCL reads on the node that change GPUDirect RDMA, effective values only
+    /// (`NCCL_IB_HCA` -> `=mlx5_0`); `NCCL_TOPO_FILE` with its content's digest, so that two
+    /// files of one name but different content differ. The GID index is compared as
+    /// `gid_indices`, where a pin counts (issue 16).
+    pub nccl: BTreeMap<String, String>,
     /// The path the peer-memory check found: `dmabuf`, `peermem`, `none`, `unknown`.
     pub gdr_path: String,
     /// The picture of its PCIe tree (`topo --format svg`), when `--pictures` asked for it and
@@ -216,19 +221,33 @@ pub fn analyse(
     // a node with thousands of GPUs) go now.
     let crate::report::Report { node, verdict, .. } = report;
     let mut gid_indices = BTreeSet::new();
+    // A pinned NCCL_IB_GID_INDEX is the index NCCL uses on every RoCE port; without one, the
+    // index `gdrdoctor nccl` would pin (the same rule): a pin and the rule that agree compare
+    // equal, a pin that differs from a sibling's choice does not.
+    let pinned = inv
+        .nccl
+        .value("NCCL_IB_GID_INDEX")
+        .map(|v| crate::nccl::params::nccl_int(v).0)
+        .filter(|&i| i >= 0);
     let mut roce_ports = 0;
     let mut v2 = 0;
     let mut v1_only = 0;
     for d in &inv.rdma {
         for p in d.ports.iter().filter(|p| p.is_ethernet()) {
             roce_ports += 1;
+            if let Some(i) = pinned {
+                gid_indices.insert(i.to_string());
+            }
             match p.roce_v2_gid_index() {
+                Some(_) if pinned.is_some() => v2 += 1,
                 Some(i) => {
                     v2 += 1;
                     gid_indices.insert(i.to_string());
                 }
                 None => {
-                    gid_indices.insert("none".to_owned());
+                    if pinned.is_none() {
+                        gid_indices.insert("none".to_owned());
+                    }
                     if p.gids.iter().any(|g| g.gid_type.value().is_some()) {
                         v1_only += 1;
                     }
@@ -329,8 +348,33 @@ pub fn analyse(
         placement,
         peermem,
         gdr_path,
+        nccl: nccl_settings(&inv.nccl),
         picture,
     })
+}
+
+/// The effective values of the settings that change GPUDirect RDMA (the GID index aside: see
+/// `NodeResult::nccl`), and the topology file NCCL loads, with its state or content digest.
+fn nccl_settings(n: &crate::inventory::nccl::Nccl) -> BTreeMap<String, String> {
+    use crate::inventory::nccl::TopoState;
+    let mut out: BTreeMap<String, String> = crate::nccl::params::GDR_PARAMS
+        .iter()
+        .filter(|(name, _)| !matches!(*name, "NCCL_IB_GID_INDEX" | "NCCL_TOPO_FILE"))
+        .filter_map(|(name, _)| Some(((*name).to_owned(), n.value(name)?.to_owned())))
+        .collect();
+    if let Some(t) = &n.topology {
+        let state = match &t.state {
+            TopoState::Missing => "not there".to_owned(),
+            TopoState::Relative => "a relative path".to_owned(),
+            TopoState::Unreadable(_) => "unreadable".to_owned(),
+            TopoState::Invalid(_) => "cannot be parsed".to_owned(),
+            TopoState::Parsed { digest, .. } => format!("content {digest:016x}"),
+        };
+        out.insert("NCCL_TOPO_FILE".into(), format!("{} ({state})", t.path));
+    } else if let Some(v) = n.value("NCCL_TOPO_FILE") {
+        out.insert("NCCL_TOPO_FILE".into(), v.to_owned());
+    }
+    out
 }
 
 /// The captures named by the arguments: `.tar.gz` files, capture directories, directories of
@@ -454,6 +498,7 @@ pub struct Tally {
 }
 
 const ASPECTS: &[(&str, &str)] = &[
+    // A pinned NCCL_IB_GID_INDEX counts as the index (`analyse`).
     ("gid-index", "the RoCE v2 GID index"),
     ("roce-version", "the RoCE version"),
     ("gpu-driver", "the GPU driver"),
@@ -497,7 +542,23 @@ impl Tally {
             ("placement", n.placement.clone()),
             ("peermem", Some(n.peermem.clone())),
         ];
-        for (aspect, value) in values {
+        // NCCL's settings: every one of them, "(unset)" where a node does not set it, so that a
+        // setting on some nodes only is a difference too.
+        let nccl = crate::nccl::params::GDR_PARAMS
+            .iter()
+            .filter(|(name, _)| *name != "NCCL_IB_GID_INDEX")
+            .map(|(name, _)| {
+                (
+                    *name,
+                    Some(
+                        n.nccl
+                            .get(*name)
+                            .cloned()
+                            .unwrap_or_else(|| "(unset)".into()),
+                    ),
+                )
+            });
+        for (aspect, value) in values.into_iter().chain(nccl) {
             let value = value.unwrap_or_else(|| "(none)".into());
             let seen = t.aspects.entry(aspect).or_default();
             let key = if seen.contains_key(&value) || seen.len() < MAX_VALUES {
@@ -520,19 +581,31 @@ impl Tally {
             if t.nodes < 2 {
                 continue;
             }
-            for (aspect, what) in ASPECTS {
+            let nccl = crate::nccl::params::GDR_PARAMS
+                .iter()
+                .filter(|(name, _)| *name != "NCCL_IB_GID_INDEX")
+                .map(|(name, _)| (*name, *name));
+            for (aspect, what) in ASPECTS.iter().copied().chain(nccl) {
                 let Some(values) = t.aspects.get(aspect) else {
                     continue;
                 };
                 if values.len() < 2 {
                     continue;
                 }
+                let (code, what) = if aspect.starts_with("NCCL_") {
+                    (
+                        "fleet-nccl-setting-differs".to_owned(),
+                        format!("{what}, as NCCL reads it (nccl.conf, the declared environment)"),
+                    )
+                } else {
+                    (format!("fleet-{aspect}-differs"), what.to_owned())
+                };
                 let parts: Vec<String> = values
                     .iter()
                     .map(|(v, s)| {
                         format!(
                             "{} on {} node(s) (e.g. {})",
-                            if *aspect == "placement" {
+                            if aspect == "placement" {
                                 short_placement(v)
                             } else {
                                 v.clone()
@@ -543,7 +616,7 @@ impl Tally {
                     })
                     .collect();
                 out.push(CrossFinding {
-                    code: format!("fleet-{aspect}-differs"),
+                    code,
                     model: model.clone(),
                     aspect,
                     values: values.clone(),

@@ -423,6 +423,7 @@ fn fleet_json_is_documented() {
                     if path.ends_with("codes")
                         || path.ends_with("problems")
                         || path.ends_with("values")
+                        || path.ends_with("nccl")
                     {
                         continue;
                     }
@@ -456,4 +457,97 @@ fn fleet_json_is_documented() {
         })
         .collect();
     assert!(missing.is_empty(), "not in docs/fleet.md: {missing:?}");
+}
+
+/// Two nodes of one model whose nccl.conf differ (issue 16): one cross-node finding per setting
+/// that differs, naming the nodes and the values; a topology file of one name but other content
+/// differs too; a pinned GID index equal to the one `gdrdoctor nccl` picks is no difference, a
+/// pin elsewhere is.
+#[test]
+fn fleet_compares_nccl_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = dir.path().join("caps");
+    std::fs::create_dir(&caps).unwrap();
+    let node = |n: &str, conf: &str, topo: &str| {
+        let root = caps.join(n);
+        copy_to(&format!("fleet/{n}"), &root);
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::fs::write(root.join("etc/nccl.conf"), conf).unwrap();
+        std::fs::write(root.join("etc/topo.xml"), topo).unwrap();
+    };
+    let topo = |busid: &str| {
+        format!(
+            "<system version=\"1\">\n  <cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\">\n    <pci busid=\"{busid}\" class=\"0x020000\"/>\n  </cpu>\n</system>\n"
+        )
+    };
+    // node01 and node02 are alike in everything the fleet compares but nccl.conf.
+    node(
+        "node01",
+        "NCCL_TOPO_FILE=/etc/topo.xml\nNCCL_IB_HCA==mlx5_0\nNCCL_NET_GDR_LEVEL=PHB\nNCCL_IB_GID_INDEX=3\n",
+        &topo("0000:18:00.0"),
+    );
+    node(
+        "node02",
+        "NCCL_TOPO_FILE=/etc/topo.xml\nNCCL_IB_HCA==mlx5_1\nNCCL_NET_GDR_LEVEL=PHB\nNCCL_DMABUF_ENABLE=0\n",
+        &topo("0000:2a:00.0"),
+    );
+    let out = gdrdoctor(&["fleet", caps.to_str().unwrap(), "--format", "json"]);
+    let r = json(&out);
+    let cross = r["cross"].as_array().unwrap();
+    let nccl: Vec<&serde_json::Value> = cross
+        .iter()
+        .filter(|c| c["code"] == "fleet-nccl-setting-differs")
+        .collect();
+    let aspects: Vec<&str> = nccl.iter().map(|c| c["aspect"].as_str().unwrap()).collect();
+    assert_eq!(
+        aspects,
+        ["NCCL_TOPO_FILE", "NCCL_IB_HCA", "NCCL_DMABUF_ENABLE"],
+        "{cross:#?}"
+    );
+    let hca = nccl[1]["message"].as_str().unwrap();
+    assert!(
+        hca.contains("=mlx5_0 on 1 node(s) (e.g. gpu-node01)")
+            && hca.contains("=mlx5_1 on 1 node(s) (e.g. gpu-node02)"),
+        "{hca}"
+    );
+    let dmabuf = nccl[2]["message"].as_str().unwrap();
+    assert!(
+        dmabuf.contains("(unset) on 1 node(s) (e.g. gpu-node01)")
+            && dmabuf.contains("0 on 1 node(s) (e.g. gpu-node02)"),
+        "{dmabuf}"
+    );
+    let file = nccl[0]["message"].as_str().unwrap();
+    assert!(
+        file.matches("/etc/topo.xml (content ").count() == 2,
+        "{file}"
+    );
+    // node01 pins 3, the index gdrdoctor nccl picks on node02: no GID difference.
+    assert!(
+        !cross.iter().any(|c| c["code"] == "fleet-gid-index-differs"),
+        "{cross:#?}"
+    );
+    assert_eq!(code(&out), 1);
+
+    // A pin at 5 where node02's choice is 3: the GID index differs, naming both.
+    std::fs::remove_dir_all(caps.join("node01")).unwrap();
+    node(
+        "node01",
+        "NCCL_TOPO_FILE=/etc/topo.xml\nNCCL_IB_HCA==mlx5_1\nNCCL_NET_GDR_LEVEL=PHB\nNCCL_DMABUF_ENABLE=0\nNCCL_IB_GID_INDEX=5\n",
+        &topo("0000:2a:00.0"),
+    );
+    let r = json(&gdrdoctor(&[
+        "fleet",
+        caps.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let cross = r["cross"].as_array().unwrap();
+    let codes: Vec<&str> = cross.iter().map(|c| c["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["fleet-gid-index-differs"], "{cross:#?}");
+    let gid = cross[0]["message"].as_str().unwrap();
+    assert!(
+        gid.contains("5 on 1 node(s) (e.g. gpu-node01)")
+            && gid.contains("3 on 1 node(s) (e.g. gpu-node02)"),
+        "{gid}"
+    );
 }

@@ -344,3 +344,237 @@ fn nccl_settings_agree_with_nccl_conf() {
         "{out}"
     );
 }
+
+/// NCCL has no NODE (src/graph/topo.h: LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS, NET,
+/// DIS): sysfs's NODE is PHB in its tree, and NCCL ignores NCCL_NET_GDR_LEVEL=NODE. Every
+/// setting gdrdoctor writes names PHB; a finding that states the level NCCL uses says both.
+#[test]
+fn node_is_phb_for_nccl() {
+    for name in ["placement-node", "azure-ndv4-vm"] {
+        let n = Node::of(name);
+        let root = n.root.to_str().unwrap();
+        let out = stdout(&gdrdoctor(&["--root", root, "nccl"]));
+        assert!(!out.contains("NCCL_NET_GDR_LEVEL=NODE"), "{name}: {out}");
+        assert!(!out.contains("NCCL_NET_GDR_LEVEL='NODE'"), "{name}: {out}");
+        assert!(
+            out.contains("export NCCL_NET_GDR_LEVEL='PHB'"),
+            "{name}: {out}"
+        );
+        assert!(out.contains("\nNCCL_NET_GDR_LEVEL=PHB\n"), "{name}: {out}");
+        assert!(
+            out.contains("at NODE in sysfs (PHB for NCCL)"),
+            "{name}: {out}"
+        );
+
+        let (_, r) = n.check(&[]);
+        let f = one(&r, "gpu-nic-too-far", "fail");
+        let t = text(f);
+        assert!(!t.contains("NCCL_NET_GDR_LEVEL=NODE"), "{name}: {t}");
+        assert!(
+            f["message"]
+                .as_str()
+                .unwrap()
+                .contains("at NODE in sysfs (PHB for NCCL)"),
+            "{name}: {t}"
+        );
+        // The fix script writes only values NCCL reads.
+        let script = stdout(&gdrdoctor(&["--root", root, "fix"]));
+        assert!(!script.contains("GDR_LEVEL=NODE"), "{name}: {script}");
+    }
+}
+
+/// A pin that lands on a valid RoCE v2 GID, but the vxlan's stacked on the port's bond, not the
+/// bond's own: a warn naming both netdevs and the index of the port's own GID (5). With the pin
+/// on the bond's own GID, nothing to say beyond the pass.
+#[test]
+fn pinned_gid_index_on_a_stacked_netdev() {
+    let n = Node::of("healthy-8gpu-roce");
+    let port = "sys/class/infiniband/mlx5_0/ports/1";
+    let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
+    let lla = "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned();
+    let table = [
+        (lla.clone(), "IB/RoCE v1", "bond0"),
+        (lla, "RoCE v2", "bond0"),
+        (v4("0ac8:0005"), "IB/RoCE v1", "vxlan100"),
+        (v4("0ac8:0005"), "RoCE v2", "vxlan100"),
+        (v4("c0a8:0101"), "IB/RoCE v1", "bond0"),
+        (v4("c0a8:0101"), "RoCE v2", "bond0"),
+    ];
+    for (i, (gid, ty, ndev)) in table.iter().enumerate() {
+        n.write(&format!("{port}/gids/{i}"), format!("{gid}\n"));
+        n.write(&format!("{port}/gid_attrs/types/{i}"), format!("{ty}\n"));
+        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
+    }
+    // Only mlx5_0, so that the pin is judged on that port alone.
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_IB_HCA==mlx5_0\nNCCL_IB_GID_INDEX=3\n",
+    );
+    let (_, r) = n.check(&[]);
+    let f = one(&r, "nccl-gid-index-stacked", "warn");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("mlx5_0 port 1: GID 3 is RoCE v2 10.200.0.5 on vxlan100, not on the port's own netdev bond0; bond0's own RoCE v2 GID is at index 5"),
+        "{m}"
+    );
+    let fix = f["fix"].to_string();
+    assert!(fix.contains("NCCL_IB_GID_INDEX=5"), "{fix}");
+    assert!(findings(&r, "nccl-gid-index-ok").is_empty());
+
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_IB_HCA==mlx5_0\nNCCL_IB_GID_INDEX=5\n",
+    );
+    let (_, r) = n.check(&[]);
+    assert!(findings(&r, "nccl-gid-index-stacked").is_empty());
+    one(&r, "nccl-gid-index-ok", "pass");
+}
+
+/// The VMBus part of a Hyper-V device path: `LNXSYSTM:00/.../VMBUS:01/<guid>/`.
+const VMBUS: &str = "LNXSYSTM:00/LNXSYBUS:00/PNP0A03:00/device:07/VMBUS:01/";
+
+/// `path` (relative to the root) without the VMBus part.
+fn unvmbus(path: &std::path::Path) -> PathBuf {
+    let s = path.to_str().unwrap();
+    match s.find(VMBUS) {
+        Some(at) => {
+            let rest = &s[at + VMBUS.len()..];
+            let after_guid = rest.find('/').map(|i| &rest[i + 1..]).unwrap_or("");
+            PathBuf::from(format!("{}{after_guid}", &s[..at]))
+        }
+        None => path.to_owned(),
+    }
+}
+
+/// `target` resolved lexically against `dir` (both relative to the root).
+fn resolve(dir: &std::path::Path, target: &std::path::Path) -> PathBuf {
+    let mut out: Vec<std::ffi::OsString> = dir.iter().map(|c| c.to_owned()).collect();
+    for c in target.iter() {
+        match c.to_str().unwrap() {
+            ".." => {
+                out.pop();
+            }
+            "." => {}
+            _ => out.push(c.to_owned()),
+        }
+    }
+    out.iter().collect()
+}
+
+/// The azure-ndv4-vm guest with its PCI host bridges taken out from under VMBus: every GPU and
+/// NIC then sits directly on a host bridge of its own under /sys/devices, with no bridge above
+/// it (the flat single-root-bus shape a KVM guest without switches shows), DMI saying QEMU.
+fn flat_vm() -> Node {
+    let n = Node::of("azure-ndv4-vm");
+    let root = n.root.clone();
+    // Every symlink, re-pointed: the target resolved from where the link was, the VMBus part
+    // taken out of both, made relative again from where the link is now.
+    let mut links = Vec::new();
+    let mut stack = vec![root.join("sys")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let t = e.file_type().unwrap();
+            if t.is_symlink() {
+                links.push(e.path().strip_prefix(&root).unwrap().to_owned());
+            } else if t.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    let devices = root.join("sys/devices");
+    let guests = devices.join(VMBUS);
+    for g in std::fs::read_dir(&guests).unwrap() {
+        let g = g.unwrap().path();
+        for bus in std::fs::read_dir(&g).unwrap() {
+            let bus = bus.unwrap().path();
+            std::fs::rename(&bus, devices.join(bus.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::remove_dir_all(devices.join("LNXSYSTM:00")).unwrap();
+    for old in links {
+        let new = unvmbus(&old);
+        let abs = root.join(&new);
+        let target = std::fs::read_link(&abs).unwrap();
+        let to = unvmbus(&resolve(old.parent().unwrap(), &target));
+        let from = new.parent().unwrap();
+        let common = from
+            .iter()
+            .zip(to.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let mut rel = PathBuf::new();
+        for _ in common..from.iter().count() {
+            rel.push("..");
+        }
+        for c in to.iter().skip(common) {
+            rel.push(c);
+        }
+        std::fs::remove_file(&abs).unwrap();
+        std::os::unix::fs::symlink(rel, &abs).unwrap();
+    }
+    for (f, v) in [
+        ("sys_vendor", "QEMU"),
+        ("product_name", "Standard PC (Q35 + ICH9, 2009)"),
+        ("board_vendor", ""),
+        ("board_name", ""),
+    ] {
+        n.write(&format!("sys/devices/virtual/dmi/id/{f}"), format!("{v}\n"));
+    }
+    n
+}
+
+/// The two VM shapes besides Hyper-V: a single flat root bus, and QEMU's PCI expander bridges.
+/// Each is recognised, and the placement finding says that placement seen from inside a VM is
+/// the hypervisor's picture, with the provider's topology file (not a card move) as the fix.
+#[test]
+fn vm_shapes_flat_root_bus_and_qemu_pxb() {
+    let n = flat_vm();
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "gpu-nic-too-far", "fail");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("Placement seen from inside a VM is the hypervisor's picture (every GPU and NIC sits directly on a host bridge"),
+        "{m}"
+    );
+    assert!(!m.contains("Hyper-V"), "{m}");
+    let fix = f["fix"]["summary"].as_str().unwrap();
+    assert!(
+        fix.contains("Get your provider's NCCL topology file") && fix.contains("NCCL_TOPO_FILE"),
+        "{fix}"
+    );
+    assert!(!text(f).contains("PCIe switch"), "{f}");
+
+    // A QEMU PCIe expander bridge (1b36:000b) on the root bus: the pxb shape.
+    let pxb = "sys/devices/pci0000:00/0000:00:05.0";
+    for (file, v) in [
+        ("vendor", "0x1b36"),
+        ("device", "0x000b"),
+        ("class", "0x060000"),
+        ("subsystem_vendor", "0x1af4"),
+        ("subsystem_device", "0x1100"),
+        ("numa_node", "-1"),
+    ] {
+        n.write(&format!("{pxb}/{file}"), format!("{v}\n"));
+    }
+    std::os::unix::fs::symlink(
+        "../../../devices/pci0000:00/0000:00:05.0",
+        n.root.join("sys/bus/pci/devices/0000:00:05.0"),
+    )
+    .unwrap();
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "gpu-nic-too-far", "fail");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains(
+            "Placement seen from inside a VM is the hypervisor's picture (QEMU PCI expander bridges"
+        ),
+        "{m}"
+    );
+    assert!(
+        text(f).contains("1b36:000b (QEMU PCIe expander bridge)"),
+        "{f}"
+    );
+}

@@ -58,6 +58,10 @@ const CODES: &[Code] = &[
         summary: "the pinned NCCL_IB_GID_INDEX is empty, beyond the table or RoCE v1 on a port NCCL uses",
     },
     Code {
+        id: "nccl-gid-index-stacked",
+        summary: "the pinned NCCL_IB_GID_INDEX is the RoCE v2 GID of a netdev stacked on a port's own (a vxlan on a bond), not the port's own",
+    },
+    Code {
         id: "nccl-conf-line-ignored",
         summary: "a line of an NCCL configuration file does not set what it looks like it sets",
     },
@@ -440,6 +444,11 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
     let v6 = params::wants_ipv6(inv.nccl.value("NCCL_IB_ADDR_FAMILY"));
     let mut bad = Vec::new();
     let mut good = Vec::new();
+    // Ports where the pin is a RoCE v2 GID, but of a netdev stacked on the port's own: the
+    // port's own index, when it has one.
+    let mut stacked: Vec<(String, Option<u32>)> = Vec::new();
+    // The index `gdrdoctor nccl` would pin on each port (the port's own netdev first).
+    let mut chosen = std::collections::BTreeSet::new();
     let mut ev: Vec<Evidence> = vec![s.evidence()];
     for d in &inv.rdma {
         for p in d.ports.iter().filter(|p| p.is_ethernet()) {
@@ -450,6 +459,7 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
                 continue;
             }
             let subject = p.subject(&d.name);
+            chosen.insert(p.roce_v2_gid_index());
             let slot = format!("{}/gids/{index}", p.dir);
             if index as u64 >= p.gid_slots as u64 {
                 bad.push(format!(
@@ -495,6 +505,34 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
                         .value()
                         .map(|n| format!(" on {n}"))
                         .unwrap_or_default();
+                    // The pin lands on another netdev's GID (a vxlan or macvlan stacked on the
+                    // port's bond): valid here, but its address is that netdev's, which differs
+                    // from node to node, and the port's own is elsewhere (issue 16).
+                    let own = p.netdev.as_ref().map(|n| n.name.as_str());
+                    if let (Some(own), Some(other)) = (own, g.ndev.value()) {
+                        if other != own {
+                            let own_index = p
+                                .gids
+                                .iter()
+                                .find(|e| {
+                                    e.gid_type.value() == Some(&GidType::RoceV2)
+                                        && e.ndev.value().map(String::as_str) == Some(own)
+                                        && (e.gid.family() == GidFamily::Ipv4) != v6
+                                })
+                                .map(|e| e.index);
+                            stacked.push((
+                                format!(
+                                    "{subject}: GID {index} is RoCE v2 {} on {other}, not on the port's own netdev {own}; {}",
+                                    g.gid.address(),
+                                    match own_index {
+                                        Some(i) => format!("{own}'s own RoCE v2 GID is at index {i}"),
+                                        None => format!("{own} has no RoCE v2 GID of its own"),
+                                    }
+                                ),
+                                own_index,
+                            ));
+                        }
+                    }
                     good.push(format!(
                         "{subject}: RoCE v2 {}{on}{}",
                         g.gid.address(),
@@ -531,6 +569,46 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
                 format!("Remove {} (NCCL then picks the RoCE v2 GID per port; `gdrdoctor nccl` says whether one index fits every port)", s.name),
                 "Changes the GID jobs use on every port; jobs across nodes must agree on RoCE v2.",
                 None,
+            )),
+        ];
+    }
+    if !stacked.is_empty() {
+        // One index that every port NCCL uses would get by the rule: the pin to write instead.
+        let replacement = match (chosen.len(), chosen.iter().next()) {
+            (1, Some(Some(i))) => Some(i.to_string()),
+            _ => None,
+        };
+        let summary = match &replacement {
+            Some(i) => format!(
+                "Pin the port's own GID instead: {}={i} (or remove the pin; `gdrdoctor nccl` says whether one index fits every port)",
+                s.name
+            ),
+            None => format!(
+                "Remove {} (the ports' own GIDs are not at one index, so no pin fits every port; NCCL then picks per port, and `gdrdoctor nccl` says which index each port's own netdev has)",
+                s.name
+            ),
+        };
+        return vec![
+            Finding::warn(
+                "nccl-gid-index-stacked",
+                subject,
+                format!(
+                    "NCCL uses GID {index} on every RoCE port ({}); on {} of them it belongs to a netdev stacked on the port's own, whose address differs from node to node, so jobs across nodes may not agree on it: {}",
+                    s.origin.describe(),
+                    stacked.len(),
+                    stacked
+                        .iter()
+                        .map(|(m, _)| m.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            )
+            .with(ev)
+            .fix(undo(
+                s,
+                summary,
+                "Changes the GID jobs use on every port; jobs across nodes must agree on RoCE v2.",
+                replacement.as_deref(),
             )),
         ];
     }

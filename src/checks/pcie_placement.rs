@@ -278,6 +278,10 @@ fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Pol
         ),
         Basis::Sysfs => String::new(),
     };
+    // The level as NCCL names it: sysfs's NODE is PHB in NCCL's tree, and a fix must set a
+    // value NCCL reads (issue 16). A level from a topology file is NCCL's already.
+    let shown = crate::nccl::params::level_for_nccl(n.level);
+    let nccl = crate::nccl::params::nccl_view(n.level);
     if policy.limit.admits(n.level) {
         let within = match &policy.source {
             PolicySource::Nccl(_) => format!(", within {}", policy.origin()),
@@ -288,7 +292,7 @@ fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Pol
             subject.to_owned(),
             format!(
                 "nearest NIC{plural}: {nics} at {}{where_}{inferred}{numa}{within}",
-                n.level
+                shown
             ),
         )
         .with(evidence(inv, n, basis));
@@ -298,8 +302,7 @@ fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Pol
         GdrLimit::Upto(l) => format!("beyond {l} ({})", policy.origin()),
     };
     let mut message = format!(
-        "nearest NIC{plural} {nics} at {}{where_}, {beyond}: NCCL silently runs this GPU without GPUDirect RDMA, staging through host memory{inferred}{numa}",
-        n.level
+        "nearest NIC{plural} {nics} at {shown}{where_}, {beyond}: NCCL silently runs this GPU without GPUDirect RDMA, staging through host memory{inferred}{numa}"
     );
     let fix = match (&inv.virtual_pci, basis) {
         (Some(vm), Basis::Sysfs) => {
@@ -310,10 +313,10 @@ fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Pol
             vm_fix(inv, vm)
         }
         _ => Fix::new(
-            format!("Put this GPU and a NIC under one PCIe switch (the servers' GPU/NIC pairing), or accept GDR at {} by running NCCL with NCCL_NET_GDR_LEVEL={}", n.level, n.level),
+            format!("Put this GPU and a NIC under one PCIe switch (the servers' GPU/NIC pairing), or accept GDR at {shown} by running NCCL with NCCL_NET_GDR_LEVEL={nccl}"),
             "Moving cards needs the node drained and powered off; a wider GDR level can be slower than staging on some CPUs: measure with the GDR write test before adopting it.",
         )
-        .manual(format!("# per job: export NCCL_NET_GDR_LEVEL={}", n.level))
+        .manual(format!("# per job: export NCCL_NET_GDR_LEVEL={nccl}"))
         .manual("gdrdoctor topo   # the full GPU x NIC matrix"),
     };
     let mut ev = evidence(inv, n, basis);

@@ -132,10 +132,14 @@ pub fn detect(
             .values()
             .find(|f| f.vendor == 0x1b36 && f.device == 0x000b)
         {
-            evidence.push(Evidence {
-                path: f.path.clone(),
-                value: "1b36:000b (QEMU PCIe expander bridge)".into(),
-            });
+            // First: the finding that cites one piece of evidence cites what shows the shape.
+            evidence.insert(
+                0,
+                Evidence {
+                    path: f.path.clone(),
+                    value: "1b36:000b (QEMU PCIe expander bridge)".into(),
+                },
+            );
         }
     }
     let azure = shape == Shape::HyperV

@@ -135,27 +135,33 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     };
     out.push(gid);
 
-    // NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default.
+    // NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default. The value is
+    // NCCL's name for the level: sysfs's NODE is PHB in NCCL's tree, and NCCL ignores
+    // NCCL_NET_GDR_LEVEL=NODE (issue 16).
+    let limit = params::GdrLimit::Upto(gdr_level);
     let worst = nearest
         .iter()
         .filter_map(|(_, n)| n.as_ref().map(|n| n.level))
         .max();
     out.push(match worst {
-        Some(level) if level > gdr_level => Setting {
-            name: "NCCL_NET_GDR_LEVEL",
-            value: Some(level.as_str().to_owned()),
-            why: {
-                let mut w = vec![format!(
-                    "a GPU's nearest NIC is at {level}, beyond NCCL's default PXB: without this NCCL runs that GPU without GPUDirect RDMA. Trade-off: GDR through the CPU ({level}) can be slower than staging on some platforms; measure with `gdrdoctor gdr-test` before relying on it"
-                )];
-                w.extend(nearest.iter().filter_map(|(g, n)| n.as_ref().filter(|n| n.level > gdr_level).map(|n| format!("GPU {g}: nearest NIC at {}", n.level))));
-                w
-            },
-        },
+        Some(level) if !limit.admits(level) => {
+            let shown = params::level_for_nccl(level);
+            Setting {
+                name: "NCCL_NET_GDR_LEVEL",
+                value: Some(params::nccl_view(level).as_str().to_owned()),
+                why: {
+                    let mut w = vec![format!(
+                        "a GPU's nearest NIC is at {shown}, beyond NCCL's default PXB: without this NCCL runs that GPU without GPUDirect RDMA. Trade-off: GDR through the CPU ({shown}) can be slower than staging on some platforms; measure with `gdrdoctor gdr-test` before relying on it"
+                    )];
+                    w.extend(nearest.iter().filter_map(|(g, n)| n.as_ref().filter(|n| !limit.admits(n.level)).map(|n| format!("GPU {g}: nearest NIC at {}", params::level_for_nccl(n.level)))));
+                    w
+                },
+            }
+        }
         Some(level) => Setting {
             name: "NCCL_NET_GDR_LEVEL",
             value: None,
-            why: vec![format!("not needed: every GPU has a NIC within {} (the farthest nearest NIC is at {level})", gdr_level)],
+            why: vec![format!("not needed: every GPU has a NIC within {} (the farthest nearest NIC is at {})", gdr_level, params::level_for_nccl(level))],
         },
         None => Setting {
             name: "NCCL_NET_GDR_LEVEL",

@@ -136,6 +136,19 @@ pub fn nccl_view(level: Level) -> Level {
     }
 }
 
+/// A sysfs level as a finding states the level NCCL will use: NCCL's own name, with the
+/// nvidia-smi name beside it where they differ (`NODE in sysfs (PHB for NCCL)`). NCCL's path
+/// types (src/graph/topo.h: LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS, NET, DIS) have no
+/// NODE, and `NCCL_NET_GDR_LEVEL=NODE` is a value NCCL ignores (`ncclGetLevel`).
+pub fn level_for_nccl(level: Level) -> String {
+    let nccl = nccl_view(level);
+    if nccl == level {
+        level.as_str().to_owned()
+    } else {
+        format!("{} in sysfs ({} for NCCL)", level.as_str(), nccl.as_str())
+    }
+}
+
 /// Why a `NCCL_NET_GDR_LEVEL` value means what it means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LevelValue {
