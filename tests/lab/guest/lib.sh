@@ -174,8 +174,8 @@ rail_readdress() {
 
 # gdr_pair NAME PORT [ARGS...]: one two-node write test, node a listening on PORT, node b
 # connecting to it over the management network; both through rxe0, host memory (rxe registers
-# no GPU memory), 64 KiB messages and few iterations (rxe's latency under TCG is ~22 ms per
-# WRITE). Each step has its own port, so that the two nodes stay in step: each waits for the
+# no GPU memory), 64 KiB messages, few iterations (ITERS, DURATION_MS: at most 50 WRITEs or
+# 0.5 s per direction) since rxe under TCG moves 0.1-0.4 Gb/s. Each step has its own port, so that the two nodes stay in step: each waits for the
 # other's side of the same step. TOKEN names the token file (default: the shared one).
 # Leaves NAME.json (the report), NAME.txt (human), NAME.err, NAME.rc and NAME.seconds in /tmp.
 gdr_pair() {
@@ -186,7 +186,7 @@ gdr_pair() {
     read -r t0 _ < /proc/uptime
     # shellcheck disable=SC2086
     gdrdoctor gdr-test $role --token-file "${TOKEN:-/etc/gdrdoctor/token}" --rails rxe0 \
-        --memory host --size 64K --iters 50 --duration-ms 500 --wait 120 \
+        --memory host --size 64K --iters "${ITERS:-50}" --duration-ms "${DURATION_MS:-500}" --wait 120 \
         --output "human:/tmp/$name.txt" --format json "$@" > "/tmp/$name.json" 2> "/tmp/$name.err"
     echo $? > "/tmp/$name.rc"
     read -r t1 _ < /proc/uptime
