@@ -838,18 +838,26 @@ fn gid_family(g: &[u8; 16]) -> &'static str {
     }
 }
 
-/// A connect that failed at RTR on RoCE: the kernel could not resolve the peer's GID.
+/// A connect that failed at RTR on RoCE: the kernel could not resolve the peer's GID to a MAC
+/// address. It resolves it with the rail's netdev as the output interface, and a route lookup
+/// bound to an interface that finds no route assumes the address is on that link (seen in the
+/// lab, tests/lab/scenarios/two-node-faults.sh): a missing route alone does not fail, the
+/// rails then work if they share a segment. What fails is the neighbour (ARP) request nobody
+/// answers, and the kernel gives up after about a second: ETIMEDOUT. ENETUNREACH (a route
+/// that says unreachable) is the other answer.
 fn explain_connect(f: Failure, theirs: &Endpoint, peer_host: &str) -> Failure {
     if f.message.contains("to RTR") && theirs.gid.is_some() {
         let gid = theirs.gid.map(|g| gid_text(&g)).unwrap_or_default();
-        return failure(
-            f.kind,
-            f.step,
+        let why = if f.message.contains("os error 110") || f.message.contains("timed out") {
             format!(
-                "{}: this node cannot reach {peer_host}'s GID {gid} (no route to its subnet from this port's GID: rails on different subnets, or the peer's address is not on this rail's network)",
-                f.message
-            ),
-        );
+                "this node found no MAC address for {peer_host}'s GID {gid}: nobody on this rail's link answered the kernel's ARP (neighbour) request for it within about a second (the two rails are on different subnets of a routed fabric and this node has no route to the peer's, they are on different VLANs or segments, or {peer_host}'s rail interface does not answer)"
+            )
+        } else {
+            format!(
+                "this node cannot reach {peer_host}'s GID {gid} (no route to its subnet from this port's GID: rails on different subnets, or the peer's address is not on this rail's network)"
+            )
+        };
+        return failure(f.kind, f.step, format!("{}: {why}", f.message));
     }
     f
 }
@@ -1569,6 +1577,28 @@ mod tests {
                 .step
                 .contains("(on node-b)")
         );
+    }
+
+    #[test]
+    fn an_unanswered_neighbour_request_is_explained_at_connect() {
+        // What a real kernel (6.1, rxe) answers at RTR when the peer's rail address is on
+        // another subnet and nobody on the link answers for it: not ENETUNREACH (a lookup bound
+        // to the rail's netdev assumes the address on-link) but the address resolution's
+        // timeout.
+        let bad = Faults {
+            connect: Some("ibv_modify_qp to RTR: Connection timed out (os error 110)"),
+            ..Faults::default()
+        };
+        let (a, b) = two(&["r0"], Faults::default(), &["r0"], bad, TOKEN);
+        let f = b.rails[0].outgoing.failure.as_ref().unwrap();
+        assert!(
+            f.message
+                .contains("no MAC address for node-a's GID ::ffff:10.0.0.100"),
+            "{f:?}"
+        );
+        assert!(f.message.contains("ARP"), "{f:?}");
+        assert!(!f.message.contains("no route to its subnet"), "{f:?}");
+        assert!(a.rails[0].incoming.failure.is_some());
     }
 
     #[test]

@@ -190,10 +190,14 @@ topology() {
 # ------------------------------------------------------------------------------ scenarios --
 run_scenario() {
     local name=$1 out=$WORK/results/$1
-    local TOPO IOMMU EXPECT
+    local TOPO IOMMU EXPECT NODES=1
     unset -f host_prepare
     # shellcheck disable=SC1090
     . "$HERE/scenarios/$name.sh"
+    if [ "$NODES" = 2 ]; then
+        run_pair "$name" "$out"
+        return
+    fi
     rm -rf "$out"; mkdir -p "$out/overlay/usr/local/bin" "$out/overlay/etc/gdrdoctor"
     printf '%s\n' "$EXPECT" > "$out/expect.txt"
     # The guest script: the helpers, the scenario (its guest()), then setup and report.
@@ -228,8 +232,34 @@ run_scenario() {
     echo "${cmd[*]}" > "$out/qemu-cmd.txt"
     local t0=$SECONDS rc=0
     timeout "$TIMEOUT" "${cmd[@]}" > "$out/qemu.log" 2>&1 || rc=$?
-    # Unpack the files the guest sent (=== LAB-FILE name / base64 / === LAB-END name).
-    python3 - "$out/result.log" "$out" <<'PY'
+    unpack "$out/result.log" "$out"
+    if [ ! -f "$out/live.json" ]; then
+        say "FAIL $name: the guest sent no report (qemu exit $rc, $((SECONDS - t0)) s); see $out/result.log and console.log"
+        tail -n 20 "$out/result.log" >&2 || true
+        return 1
+    fi
+    # The capture unpacked on the host must report what the guest saw live.
+    rm -rf "$out/capture"; mkdir -p "$out/capture"
+    tar xzf "$out/cap.tar.gz" -C "$out/capture"
+    "$GDRDOCTOR" --config "$HERE/config.yaml" --root "$out/capture" check --format json > "$out/host-offline.json" || true
+    judge "$name" "$out" "$out/host-offline.json" "$t0"
+}
+
+# ------------------------------------------------------------------- two-node scenarios --
+# NODES=2: two guests, node a and node b, each `-smp 1`, joined by QEMU socket netdevs (a
+# listens on a free port of 127.0.0.1, b connects): eth0 is the rail (rxe0 goes on it), eth1 the
+# management network the control connection and perftest's exchange use, as on a cluster. Each
+# guest runs the scenario's guest() (NODE=a or b in /etc/lab-node) and sends its files back;
+# they are unpacked into results/<scenario>/a and b, and EXPECT names them as a/FILE, b/FILE.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# listening PORT: a socket of this host listens on 127.0.0.1:PORT (/proc/net/tcp, state 0A).
+listening() {
+    grep -qs "$(printf ': 0100007F:%04X 00000000:0000 0A' "$1")" /proc/net/tcp
+}
+unpack() { # RESULT_LOG DIR: the files a guest sent (=== LAB-FILE name / base64 / === LAB-END name)
+    python3 - "$1" "$2" <<'PY'
 import base64, os, sys
 name, chunks = None, []
 for line in open(sys.argv[1], errors="replace"):
@@ -242,16 +272,83 @@ for line in open(sys.argv[1], errors="replace"):
     elif name:
         chunks.append(line)
 PY
-    if [ ! -f "$out/live.json" ]; then
-        say "FAIL $name: the guest sent no report (qemu exit $rc, $((SECONDS - t0)) s); see $out/result.log and console.log"
-        tail -n 20 "$out/result.log" >&2 || true
-        return 1
-    fi
-    # The capture unpacked on the host must report what the guest saw live.
-    rm -rf "$out/capture"; mkdir -p "$out/capture"
-    tar xzf "$out/cap.tar.gz" -C "$out/capture"
-    "$GDRDOCTOR" --config "$HERE/config.yaml" --root "$out/capture" check --format json > "$out/host-offline.json" || true
-    if python3 "$HERE/expect.py" "$out" "$out/expect.txt" "$out/host-offline.json" > "$out/verdict.txt"; then
+}
+run_pair() {
+    local name=$1 out=$2 node
+    rm -rf "$out"; mkdir -p "$out"
+    printf '%s\n' "$EXPECT" > "$out/expect.txt"
+    local rail_port mgmt_port
+    rail_port=$(free_port); mgmt_port=$(free_port)
+    while [ "$mgmt_port" = "$rail_port" ]; do mgmt_port=$(free_port); done
+    for node in a b; do
+        local ov=$out/$node/overlay
+        mkdir -p "$ov/usr/local/bin" "$ov/etc/gdrdoctor"
+        { cat "$HERE/guest/lib.sh" "$HERE/scenarios/$name.sh"; printf '\nguest\n'; } > "$ov/guest.sh"
+        echo "$node" > "$ov/etc/lab-node"
+        cp "$GDRDOCTOR" "$ov/usr/local/bin/gdrdoctor"
+        cp "$HERE/config.yaml" "$ov/etc/gdrdoctor/config.yaml"
+        # The token both nodes share (fresh per run), and another for the wrong-token case.
+        head -c 32 /dev/urandom | base64 > "$ov/etc/gdrdoctor/token"
+        head -c 32 /dev/urandom | base64 > "$ov/etc/gdrdoctor/wrong-token"
+        chmod 600 "$ov"/etc/gdrdoctor/*token
+        if declare -F host_prepare >/dev/null; then host_prepare "$ov"; fi
+    done
+    cp "$out/a/overlay/etc/gdrdoctor/token" "$out/b/overlay/etc/gdrdoctor/token"
+    for node in a b; do
+        (cd "$out/$node/overlay" && find . | cpio -o -H newc --quiet) > "$out/$node/overlay.cpio"
+        cat "$BASE/base.cpio" "$out/$node/overlay.cpio" | gzip -1 > "$out/$node/initrd.gz"
+    done
+    local kapp="console=ttyS0 panic=-1 rdinit=/init quiet loglevel=3 no_timer_check"
+    local t0=$SECONDS pids=() rc_a=0 rc_b=0
+    for node in a b; do
+        local mode=listen mac=0a
+        [ "$node" = b ] && { mode=connect; mac=0b; }
+        local cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 768 -smp 1
+            -machine q35 -nodefaults -no-user-config -display none -vga none -no-reboot
+            -kernel "$VMLINUX" -initrd "$out/$node/initrd.gz" -append "$kapp"
+            -chardev "file,id=c0,path=$out/$node/console.log" -serial chardev:c0
+            -chardev "file,id=c1,path=$out/$node/result.log" -serial chardev:c1
+            -monitor none
+            -netdev "socket,id=n0,$mode=127.0.0.1:$rail_port"
+            -device pcie-root-port,id=rp1,chassis=1,addr=01.0
+            -device "e1000e,netdev=n0,bus=rp1,romfile=,mac=52:54:00:00:$mac:01"
+            -netdev "socket,id=n1,$mode=127.0.0.1:$mgmt_port"
+            -device pcie-root-port,id=rp2,chassis=2,addr=02.0
+            -device "e1000e,netdev=n1,bus=rp2,romfile=,mac=52:54:00:00:$mac:02")
+        echo "${cmd[*]}" > "$out/$node/qemu-cmd.txt"
+        timeout "$TIMEOUT" "${cmd[@]}" > "$out/$node/qemu.log" 2>&1 &
+        pids+=($!)
+        if [ "$node" = a ]; then
+            # b connects once, at start: wait until a's QEMU listens on both ports.
+            local n=600
+            while ! { listening "$rail_port" && listening "$mgmt_port"; }; do
+                n=$((n - 1))
+                if [ $n -le 0 ] || ! kill -0 "${pids[0]}" 2>/dev/null; then
+                    say "FAIL $name: node a's QEMU does not listen on $rail_port/$mgmt_port; see $out/a/qemu.log"
+                    kill "${pids[0]}" 2>/dev/null || true
+                    return 1
+                fi
+                sleep 0.1
+            done
+        fi
+    done
+    wait "${pids[0]}" || rc_a=$?
+    wait "${pids[1]}" || rc_b=$?
+    for node in a b; do
+        unpack "$out/$node/result.log" "$out/$node"
+        if ! grep -q '^LAB_RC=' "$out/$node/result.log"; then
+            say "FAIL $name: node $node did not finish (qemu exit a $rc_a, b $rc_b, $((SECONDS - t0)) s); see $out/$node/result.log and console.log"
+            tail -n 20 "$out/$node/result.log" >&2 || true
+            return 1
+        fi
+    done
+    judge "$name" "$out" - "$t0"
+}
+
+# judge NAME OUT HOST_OFFLINE T0: expect.py's verdict on a scenario, and its line.
+judge() {
+    local name=$1 out=$2 t0=$4
+    if python3 "$HERE/expect.py" "$out" "$out/expect.txt" "$3" > "$out/verdict.txt"; then
         say "PASS $name ($((SECONDS - t0)) s): $(tail -n 1 "$out/verdict.txt" | sed 's/^ *//')"
         # A comparator (ib_write_bw) that was retried, or failed and left its assertion unjudged.
         grep '^  comparator ' "$out/verdict.txt" >&2 || true
@@ -259,7 +356,7 @@ PY
     else
         say "FAIL $name ($((SECONDS - t0)) s):"
         cat "$out/verdict.txt" >&2
-        say "  live report: $out/live.txt"
+        if [ -f "$out/live.txt" ]; then say "  live report: $out/live.txt"; else say "  results: $out"; fi
         return 1
     fi
 }

@@ -60,12 +60,18 @@ netdev_down() {
     log "after $1 down: $(cat /sys/class/infiniband/rxe0/ports/1/state)"
 }
 
-# The index the kernel gave the RoCE v2 GID of $ADDR (::ffff:c000:0201), or "none".
+# The GID of an IPv4 address as sysfs shows it: 192.0.2.1 is
+# 0000:0000:0000:0000:0000:ffff:c000:0201.
+ipv4_gid() {
+    echo "$1" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n", $1, $2, $3, $4 }'
+}
+
+# The index the kernel gave the RoCE v2 GID of $ADDR (192.0.2.1: ::ffff:c000:0201), or "none".
 kernel_gid_index() {
     p=/sys/class/infiniband/rxe0/ports/1
     [ -d $p ] || { echo none; return; }
     # One grep over every slot: a fork per slot costs seconds under TCG.
-    grep -l '^0000:0000:0000:0000:0000:ffff:c000:0201$' $p/gids/* 2>/dev/null | while read -r f; do
+    grep -l "^$(ipv4_gid "$ADDR")\$" $p/gids/* 2>/dev/null | while read -r f; do
         i=${f##*/}
         [ "$(cat $p/gid_attrs/types/"$i")" = "RoCE v2" ] && echo "$i"
     done | sort -n | head -n 1 | grep . || echo none
@@ -131,4 +137,119 @@ report() {
     done
     send cap.tar.gz /tmp/cap.tar.gz
     log "reported"
+}
+
+# ----------------------------------------------------------------- two-node scenarios --
+# NODES=2 (lab.sh run_pair): this guest is node a or node b. eth0 is the rail (rxe0 on it,
+# RAIL_A/RAIL_B), eth1 the management network (MGMT_A/MGMT_B) that carries the control
+# connection and perftest's exchange, as on a cluster. Documentation ranges are not used here:
+# the two guests' networks are their own (QEMU socket netdevs), nothing else is on them.
+NODE=$(cat /etc/lab-node 2>/dev/null || echo a)
+MGMT_A=10.8.0.1 MGMT_B=10.8.0.2
+RAIL_A=10.9.0.1 RAIL_B=10.9.0.2
+if [ "$NODE" = a ]; then MGMT=$MGMT_A PEER_MGMT=$MGMT_B; else MGMT=$MGMT_B PEER_MGMT=$MGMT_A; fi
+
+# pair_up RAIL_ADDR MTU: this node's name (the reports name the nodes by it), the management
+# network on eth1, the rail address on eth0 with MTU, rxe0 on eth0.
+pair_up() {
+    hostname "node-$NODE"
+    modules
+    echo 0 > /proc/sys/net/ipv6/conf/eth1/accept_dad
+    $IP link set dev eth1 up
+    $IP addr add "$MGMT/24" dev eth1
+    ADDR=$1
+    net_up eth0 "$2"
+    rxe_add eth0
+    ulimit -l unlimited
+}
+
+# rail_readdress ADDR: move eth0's rail address (rxe0's RoCE v2 GID follows it).
+rail_readdress() {
+    $IP addr flush dev eth0 scope global
+    ADDR=$1
+    $IP addr add "$ADDR/24" dev eth0
+    wait_for 60 has_roce_v2_gid || log "rxe0: no RoCE v2 GID for $ADDR after 60 s"
+    log "eth0 now $ADDR, RoCE v2 GID index $(kernel_gid_index)"
+}
+
+# gdr_pair NAME PORT [ARGS...]: one two-node write test, node a listening on PORT, node b
+# connecting to it over the management network; both through rxe0, host memory (rxe registers
+# no GPU memory), 64 KiB messages, few iterations (ITERS, DURATION_MS: at most 50 WRITEs or
+# 0.5 s per direction) since rxe under TCG moves 0.1-0.4 Gb/s. Each step has its own port, so that the two nodes stay in step: each waits for the
+# other's side of the same step. TOKEN names the token file (default: the shared one).
+# Leaves NAME.json (the report), NAME.txt (human), NAME.err, NAME.rc and NAME.seconds in /tmp.
+gdr_pair() {
+    name=$1 port=$2
+    shift 2
+    if [ "$NODE" = a ]; then role="--listen 0.0.0.0:$port"; else role="--peer $PEER_MGMT:$port"; fi
+    log "node $NODE: gdrdoctor gdr-test $role $*"
+    read -r t0 _ < /proc/uptime
+    # shellcheck disable=SC2086
+    gdrdoctor gdr-test $role --token-file "${TOKEN:-/etc/gdrdoctor/token}" --rails rxe0 \
+        --memory host --size 64K --iters "${ITERS:-50}" --duration-ms "${DURATION_MS:-500}" --wait 120 \
+        --output "human:/tmp/$name.txt" --format json "$@" > "/tmp/$name.json" 2> "/tmp/$name.err"
+    echo $? > "/tmp/$name.rc"
+    read -r t1 _ < /proc/uptime
+    echo "$t0 $t1" | awk '{ print $2 - $1 }' > "/tmp/$name.seconds"
+    log "node $NODE: $name exit $(cat "/tmp/$name.rc") after $(cat "/tmp/$name.seconds") s"
+}
+
+# send_pair NAME...: the files gdr_pair left, back to the host.
+send_pair() {
+    for n in "$@"; do
+        for f in "$n.json" "$n.txt" "$n.err" "$n.rc" "$n.seconds"; do
+            [ -f "/tmp/$f" ] && send "$f" "/tmp/$f"
+        done
+    done
+}
+
+# comparator_pair GID: ib_write_bw from node b (client) into node a (server) through the rail,
+# its exchange over the management network, 64 KiB messages like gdr_pair's, retried like
+# comparator_write_bw: a run that completes no iteration or fails says nothing about gdrdoctor
+# (-D 4, then 8, then 16 s). The client decides; node a's server runs once per attempt and
+# learns from node b, over TCP port 18600 of the management network, whether another follows.
+# Node b leaves perftest.txt and perftest-attempts.txt in /tmp.
+comparator_pair() {
+    : > /tmp/perftest-attempts.txt
+    for d in 4 8 16; do
+        if [ "$NODE" = a ]; then
+            log "node a: ib_write_bw server (GID $1), -D $d"
+            timeout $((d + 120)) ib_write_bw -d rxe0 -x "$1" -s 65536 -D "$d" -F --report_gbits > "/tmp/perftest-server-$d.txt" 2>&1
+            next=$(timeout 120 nc -l -p 18600 </dev/null)
+            log "node a: node b says $next"
+            [ "$next" = again ] || return 0
+        else
+            # The server listens once node a's previous step is over: connect until it does.
+            n=0
+            while :; do
+                timeout $((d + 60)) ib_write_bw -d rxe0 -x "$1" -s 65536 -D "$d" -F --report_gbits "$PEER_MGMT" > /tmp/perftest.txt 2>&1
+                rc=$?
+                grep -q "Couldn't connect" /tmp/perftest.txt || break
+                n=$((n + 1))
+                [ $n -lt 600 ] || break
+                sleep 0.1
+            done
+            iters=$(awk '$1 ~ /^[0-9]+$/ && NF >= 4 { n = $2 } END { print n + 0 }' /tmp/perftest.txt)
+            echo "attempt -D $d: exit $rc, $iters iterations" >> /tmp/perftest-attempts.txt
+            verdict=again
+            if [ $rc = 0 ] && [ "$iters" -gt 0 ]; then verdict=stop; fi
+            [ $d = 16 ] && verdict=stop
+            # Node a listens for the verdict once its server has ended.
+            n=0
+            until echo "$verdict" | nc "$PEER_MGMT" 18600 2>/dev/null; do
+                n=$((n + 1))
+                [ $n -lt 600 ] || break
+                sleep 0.1
+            done
+            log "node b: ib_write_bw -D $d: exit $rc, $iters iterations"
+            if [ "$verdict" = stop ]; then
+                if [ $rc = 0 ] && [ "$iters" -gt 0 ]; then
+                    echo "comparator ok" >> /tmp/perftest-attempts.txt
+                    return 0
+                fi
+                echo "comparator failed" >> /tmp/perftest-attempts.txt
+                return 1
+            fi
+        fi
+    done
 }
