@@ -7,6 +7,10 @@
 # captured node (a fixture, made a directory by fixtures/build.sh) through
 # GDRDOCTOR_PROLOG_ARGS="--root ..."; switching the fixture means rewriting that file. Each assertion prints one PASS/FAIL line; the exit status is 1 when any
 # failed, 2 when the lab could not be set up.
+# Step 11 runs `gdr-test --slurm` as two tasks of one srun step on this node: the pairing from
+# Slurm's environment and the protocol over loopback TCP are real; the RDMA part is stubbed (the
+# stand-in libibverbs, tests/stubs/ibverbs.c; real rxe between two kernels is the lab's two-node
+# scenario). It needs cc, libibverbs' headers, and ports 18516-18517 free.
 #
 # Usage (root, from the repository root):
 #   tests/integrations/slurm.sh
@@ -313,6 +317,153 @@ if [ -n "$ESCAPED" ] && kill "$ESCAPED" 2>/dev/null; then
   echo "  the escaped descendant ($ESCAPED) outlived the prolog as expected; stopped by the test"
 fi
 resume
+
+# 11. gdr-test --slurm: two tasks of one srun step pair themselves ------------------------------
+# The launcher's pairing under real Slurm: srun gives the two tasks SLURM_PROCID 0 and 1 and a
+# node list of this one node; task 0 listens on 18516, task 1 connects to it over loopback TCP and
+# both authenticate with the token. THE RDMA PART IS STUBBED HERE: GDRDOCTOR_LIBIBVERBS points at
+# the project's stand-in libibverbs (tests/stubs/ibverbs.c, built as tests/twonode.rs builds it),
+# whose WRITEs are memcpy inside one process, so between two tasks the writer's completion is a
+# remote access error, explained. That error shows that both tasks got past the handshake and
+# through the verbs path; RDMA WRITEs between two kernels over real RoCE v2 (rxe) are the lab's
+# two-node scenario (tests/lab/README.md), not this step.
+echo "== gdr-test --slurm: srun -N1 -n2, loopback TCP, RDMA stubbed (stand-in libibverbs)"
+defaults fixture=healthy-8gpu-roce          # the prolog runs for this allocation too
+GDR=$LAB/gdr; mkdir -p "$GDR"
+gdr_port_free=1
+for p in 18516 18517; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then gdr_port_free=; fi
+done
+# gdr_judge DIR SRUN_RC SRUN_ERR handshake|auth: each task's JSON report (srun's %t output
+# files) against the exit codes srun reported per task and its own. One line per claim,
+# "ok|no" "|claim|detail", which gdr_report turns into PASS/FAIL lines.
+gdr_judge() {
+  python3 - "$@" <<'PY'
+import json, re, sys
+d, srun_rc, srun_err, want = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def say(ok, claim, detail=""):
+    print(("ok" if ok else "no") + "|" + claim + "|" + str(detail).replace("\n", " "))
+reps = {}
+for t in (0, 1):
+    try:
+        reps[t] = json.load(open(f"{d}/task{t}.json"))
+    except Exception as e:
+        reps[t] = None
+        say(False, f"task {t} wrote its JSON report", f"{d}/task{t}.json: {e}")
+if None in reps.values():
+    sys.exit(0)
+say(True, "both tasks ran and wrote a JSON report")
+r0, r1 = reps[0], reps[1]
+say((r0["role"], r1["role"]) == ("listener", "connector"),
+    "task 0 listened, task 1 connected (roles)", f'{r0["role"]}, {r1["role"]}')
+say(str(r1.get("peer_addr")).endswith(":18516"),
+    "task 1 connected to task 0's port (18516 + rank 0)", r1.get("peer_addr"))
+def code(r):   # Report::exit_code, from the report
+    if r.get("error") or not r["rails"]:
+        return 2
+    bad = [x for x in r["rails"] for k in ("outgoing", "incoming") if (x.get(k) or {}).get("failure")]
+    return 1 if bad else 0
+# srun names the tasks that exited non-zero, those with one code together:
+# "srun: error: HOST: task 1: Exited with exit code 2", "... tasks 0-1: Exited with exit code 1".
+per = {}
+for ts, c in re.findall(r"tasks? ([0-9,-]+): Exited with exit code (\d+)", open(srun_err).read()):
+    for part in ts.split(","):
+        lo, _, hi = part.partition("-")
+        for t in range(int(lo), int(hi or lo) + 1):
+            per[t] = int(c)
+codes = {t: per.get(t, 0) for t in (0, 1)}
+say(codes == {t: code(reps[t]) for t in (0, 1)},
+    "each task's exit code (srun's stderr) is its report's", f"srun says {codes}")
+say(srun_rc == max(codes.values()), "srun's exit code is the worst task's",
+    f"srun exit {srun_rc}, tasks {codes}")
+if want == "handshake":
+    for t, r in reps.items():
+        say(r.get("error") is None and r.get("error_class") is None,
+            f"task {t}: handshake succeeded (no control-connection error)",
+            f'{r.get("error_class")}: {r.get("error")}')
+    rail = r1["rails"][0] if r1["rails"] else {}
+    msg = ((rail.get("outgoing") or {}).get("failure") or {}).get("message", "")
+    say("IBV_WC_REM_ACCESS_ERR" in msg and "refused the WRITE into its buffer" in msg,
+        "task 1 reached the RDMA stage: the stand-in's remote access error, explained", msg[:160])
+    say((rail.get("setup") or {}).get("path") == "host", "task 1 registered host memory (--memory host)",
+        (rail.get("setup") or {}).get("path"))
+else:
+    for t, r in reps.items():
+        say(r.get("error_class") == "auth" and not r["rails"],
+            f"task {t}: refused with the auth error, no rail tested", f'{r.get("error_class")}: {r.get("error")}')
+    say("different tokens" in (r1.get("error") or ""), "the connector says the tokens differ", r1.get("error"))
+PY
+}
+gdr_report() {   # gdr_report PREFIX DIR SRUN_RC SRUN_ERR handshake|auth
+  local prefix=$1 ok claim detail f; shift
+  while IFS='|' read -r ok claim detail; do
+    if [ "$ok" = ok ]; then pass "$prefix: $claim"; else fail "$prefix: $claim" "$detail"; fi
+  done < <(gdr_judge "$@")
+  for f in "$1"/task0.json "$1"/task1.json; do
+    [ -s "$f" ] && echo "  $(basename "$f"): $(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = ((r["rails"][0].get("outgoing") or {}).get("failure") or {}) if r["rails"] else {}
+print("role=%s peer_addr=%s error_class=%s error=%s outgoing=%s" % (r["role"], r.get("peer_addr"),
+      r.get("error_class"), r.get("error"), f.get("message", "")[:110]))' "$f" 2>&1)"
+  done
+}
+if ! cc -shared -fPIC -Wall -Werror -o "$GDR/libibverbs-stub.so" tests/stubs/ibverbs.c 2>"$GDR/cc.err"; then
+  fail "gdr-slurm: build the stand-in libibverbs" "$(head -n 3 "$GDR/cc.err" | tr '\n' ' ')"
+elif [ -z "$gdr_port_free" ]; then
+  fail "gdr-slurm: port 18516/18517 free (gdr-test --slurm listens on 18516 + rank)" "in use"
+else
+  head -c 32 /dev/urandom | base64 > "$GDR/token"
+  # srun passes this environment to both tasks (--export=ALL, its default).
+  export GDRDOCTOR_LIBIBVERBS=$GDR/libibverbs-stub.so
+  unset NCCL_IB_HCA
+
+  # The command an operator runs, with srun's per-task output files (%t: the task's rank).
+  mkdir -p "$GDR/ok"
+  s=$(now)
+  timeout 120 srun -N1 -n2 --ntasks-per-node=2 --output="$GDR/ok/task%t.json" --error="$GDR/ok/task%t.err" \
+    "$BIN" gdr-test --slurm --token-file "$GDR/token" --rails fake0 --memory host --size 64K \
+    --format json --wait 30 2>"$GDR/ok/srun.err"; rc=$?
+  echo "  srun exit $rc in $(ms "$s") ms; srun said: $(tr '\n' ' ' < "$GDR/ok/srun.err")"
+  gdr_report "gdr-slurm" "$GDR/ok" "$rc" "$GDR/ok/srun.err" handshake
+
+  # A wrong token in one task's file: --multi-prog gives each task its own arguments (%t is the
+  # rank), so task 1 reads a token that task 0 does not have. Both must end with the auth error.
+  mkdir -p "$GDR/auth"
+  cp "$GDR/token" "$GDR/auth/token.0"
+  head -c 32 /dev/urandom | base64 > "$GDR/auth/token.1"
+  printf '0-1 %s gdr-test --slurm --token-file %s --rails fake0 --memory host --format json --wait 30\n' \
+    "$BIN" "$GDR/auth/token.%t" > "$GDR/auth/multi.conf"
+  s=$(now)
+  timeout 120 srun -N1 -n2 --ntasks-per-node=2 --output="$GDR/auth/task%t.json" --error="$GDR/auth/task%t.err" \
+    --multi-prog "$GDR/auth/multi.conf" 2>"$GDR/auth/srun.err"; rc=$?
+  MS=$(ms "$s")
+  echo "  srun (task 1 with another token) exit $rc in $MS ms; srun said: $(tr '\n' ' ' < "$GDR/auth/srun.err")"
+  gdr_report "gdr-slurm wrong token" "$GDR/auth" "$rc" "$GDR/auth/srun.err" auth
+  check "gdr-slurm wrong token: the step ended within 15 s (one peer, then the end; took $MS ms)" test "$MS" -le 15000
+
+  # Different exit codes: task 1 exits 0 at once without connecting (/bin/true), task 0 waits
+  # for its peer until --wait and ends with 2. srun's exit code must be the worse one, 2.
+  mkdir -p "$GDR/alone"
+  {
+    printf '0 %s gdr-test --slurm --token-file %s --rails fake0 --memory host --format json --wait 3\n' "$BIN" "$GDR/token"
+    echo '1 /bin/true'
+  } > "$GDR/alone/multi.conf"
+  s=$(now)
+  timeout 120 srun -N1 -n2 --ntasks-per-node=2 --output="$GDR/alone/task%t.json" --error="$GDR/alone/task%t.err" \
+    --multi-prog "$GDR/alone/multi.conf" 2>"$GDR/alone/srun.err"; rc=$?
+  MS=$(ms "$s")
+  echo "  srun (task 1 never connects) exit $rc in $MS ms; srun said: $(tr '\n' ' ' < "$GDR/alone/srun.err")"
+  expect_eq "gdr-slurm peer never came: srun's exit code is the worse task's (0 and 2)" "$rc" 2
+  check "gdr-slurm peer never came: srun names task 0 alone with exit code 2" \
+    grep -qE 'task 0: Exited with exit code 2' "$GDR/alone/srun.err"
+  check "gdr-slurm peer never came: task 0's report names the error, no rail tested" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("  task0.json: role=%s error_class=%s error=%s" % (r["role"], r.get("error_class"), r.get("error")))
+sys.exit(0 if r["role"] == "listener" and r.get("error") and not r["rails"] else 1)' "$GDR/alone/task0.json"
+  unset GDRDOCTOR_LIBIBVERBS
+fi
 
 echo "TIME total: $(ms "$T0") ms"
 echo "RESULT: $PASS passed, $FAILS failed (PrologFlags=${PROLOG_FLAGS:-<default>})"
