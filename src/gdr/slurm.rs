@@ -140,6 +140,15 @@ pub fn pairing(get: &dyn Fn(&str) -> Option<String>, base_port: u16) -> Result<P
         ));
     }
     let port = |r: usize| base_port.saturating_add(r as u16);
+    // A task on this same node is reached over loopback: its node's name need not resolve here
+    // (a single-node allocation, a node whose own name is not in its hosts file).
+    let host = |r: usize| {
+        if hosts[r] == hosts[rank] {
+            "127.0.0.1".to_owned()
+        } else {
+            hosts[r].clone()
+        }
+    };
     let next = (rank + 1) % tasks;
     Ok(if tasks == 2 {
         // One pair: task 0 listens, task 1 connects; both directions are tested on it.
@@ -147,14 +156,14 @@ pub fn pairing(get: &dyn Fn(&str) -> Option<String>, base_port: u16) -> Result<P
             rank,
             tasks,
             listen: (rank == 0).then(|| port(0)),
-            peer: (rank == 1).then(|| (hosts[0].clone(), port(0))),
+            peer: (rank == 1).then(|| (host(0), port(0))),
         }
     } else {
         Pairing {
             rank,
             tasks,
             listen: Some(port(rank)),
-            peer: Some((hosts[next].clone(), port(next))),
+            peer: Some((host(next), port(next))),
         }
     })
 }
@@ -231,9 +240,11 @@ mod tests {
                 ("SLURM_TASKS_PER_NODE", "2"),
             ])
         };
+        // ... and the peer on the same node is reached over loopback, not by the node's name
+        // (seen in a fresh Debian chroot, whose hosts file does not name the node).
         assert_eq!(
             pairing(&one("1"), 100).unwrap().peer,
-            Some(("lab".into(), 100))
+            Some(("127.0.0.1".into(), 100))
         );
     }
 
