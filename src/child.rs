@@ -85,8 +85,7 @@ pub fn run_env(
             Ok(Some(status)) => break status,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
             Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                abandon(child);
                 return Err(format!(
                     "{what} did not finish within {} s; it was killed",
                     timeout.as_secs_f64()
@@ -150,6 +149,24 @@ fn spawn(mut command: Command, exe: &Path, args: &[&str]) -> Result<Child, Strin
     }
 }
 
+/// Kills `child` and leaves its reaping to a thread of its own. A process killed inside a GPU
+/// driver call is not gone when the signal is sent: on a 4-GPU H100 node a CUDA process killed
+/// mid-start took up to 460 ms to be reaped, while the driver finished the call and tore its
+/// contexts down behind the other GPUs' starts (issue 24). Waiting for that here made a
+/// `--deadline` that cut the probe short overrun and lose the whole report.
+pub fn abandon(mut child: Child) {
+    let _ = child.kill();
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    // A thread that cannot be started leaves a zombie until this process exits; that is all.
+    let _ = std::thread::Builder::new()
+        .name("reaper".into())
+        .spawn(move || {
+            let _ = child.wait();
+        });
+}
+
 /// How a child that ended badly ended: `exited with status 3`, `was killed by signal 11
 /// (SIGSEGV)`.
 fn how_it_ended(status: std::process::ExitStatus) -> String {
@@ -165,7 +182,8 @@ fn how_it_ended(status: std::process::ExitStatus) -> String {
 /// [`ANSWER`]; whatever else a vendor library prints on stdout is passed over. Once it has
 /// missed a deadline or died, every later question gets the same `Err`.
 pub struct Conversation {
-    child: Child,
+    /// `None` once it was killed and handed to [`abandon`].
+    child: Option<Child>,
     stdin: Option<std::process::ChildStdin>,
     answers: Receiver<String>,
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -235,7 +253,7 @@ impl Conversation {
             });
         }
         Ok(Conversation {
-            child,
+            child: Some(child),
             stdin,
             answers,
             stderr,
@@ -269,8 +287,9 @@ impl Conversation {
         match self.answers.recv_timeout(timeout) {
             Ok(line) => Ok(line),
             Err(RecvTimeoutError::Timeout) => {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
+                if let Some(child) = self.child.take() {
+                    abandon(child);
+                }
                 let e = format!(
                     "{} did not finish within {} s; it was killed",
                     self.what,
@@ -283,7 +302,10 @@ impl Conversation {
                 // Its stdout closed: it exited or died. Give the status a moment.
                 let until = Instant::now() + Duration::from_millis(500);
                 let status = loop {
-                    match self.child.try_wait() {
+                    let Some(child) = self.child.as_mut() else {
+                        break None;
+                    };
+                    match child.try_wait() {
                         Ok(Some(s)) => break Some(s),
                         Ok(None) if Instant::now() < until => {
                             std::thread::sleep(Duration::from_millis(2))
@@ -311,16 +333,15 @@ impl Conversation {
     /// waits for that at most `grace` before killing it.
     pub fn finish(mut self, grace: Duration) {
         self.stdin = None;
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
         let until = Instant::now() + grace;
         loop {
-            match self.child.try_wait() {
+            match child.try_wait() {
                 Ok(Some(_)) | Err(_) => return,
                 Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(2)),
-                Ok(None) => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return;
-                }
+                Ok(None) => return abandon(child),
             }
         }
     }
@@ -329,9 +350,8 @@ impl Conversation {
 impl Drop for Conversation {
     fn drop(&mut self) {
         // Never leave a worker behind (finish() has reaped it already when it was called).
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if let Some(child) = self.child.take() {
+            abandon(child);
         }
     }
 }

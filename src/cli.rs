@@ -445,6 +445,7 @@ fn deadline() -> Deadline {
 }
 
 fn stage(what: &'static str) {
+    gdrdoctor::trace::mark(|| what.to_owned());
     *STAGE.lock().unwrap_or_else(|e| e.into_inner()) = what;
 }
 
@@ -463,11 +464,27 @@ fn start_watchdog(d: Deadline) {
             outln!("gdrdoctor: deadline-exceeded");
         }
         errln!(
-            "gdrdoctor: error: the --deadline of {} s passed while {what}; no report (a read that blocks in sysfs points at a device or driver that stopped answering)",
-            d.seconds()
+            "gdrdoctor: error: the --deadline of {} s passed while {what}; no report ({})",
+            d.seconds(),
+            overrun_hint(what)
         );
         std::process::exit(2);
     });
+}
+
+/// What an overrun in each stage points at. Only reading the node can block in sysfs; the
+/// children (GPU probe, write test, NCCL) are killed at their own limits, which the deadline
+/// shortens, so an overrun there is gdrdoctor's own fault and says so.
+fn overrun_hint(stage: &str) -> &'static str {
+    match stage {
+        "reading the node" | "copying the node" => {
+            "a read that blocks in sysfs points at a device or driver that stopped answering"
+        }
+        "analysing the captures" => "the captures took longer than the deadline to read",
+        _ => {
+            "the children it runs are cut short before the deadline, so this is a gdrdoctor bug: please report it"
+        }
+    }
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -1041,6 +1058,7 @@ fn render(
         }
     }
     out!("{}", text(format));
+    gdrdoctor::trace::mark(|| "report written".into());
     // A file that could not be written never hides "not ready" (a prolog must still drain);
     // on a ready node it is exit 2, so that a unit or a cron job notices the missing file.
     let code = match (failed, report.verdict.exit_code) {

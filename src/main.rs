@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    gdrdoctor::trace::start();
     let code = match gdrdoctor_cli::run() {
         Ok(code) => code,
         Err(e) => {

@@ -131,10 +131,7 @@ impl Check for GpuCheck {
                 )
                 .evidence("gdrdoctor probe-gpu", format!("<not run: {}>", reason.describe())),
             ),
-            Runtime::Failed { error } => out.push(
-                Finding::unknown("gpu-probe-failed", "node", error.clone())
-                    .evidence("gdrdoctor probe-gpu", format!("<{error}>")),
-            ),
+            // A probe without any answer is judged on each GPU below: none of them passes.
             _ => {}
         }
         if let Some(p) = probe {
@@ -640,6 +637,18 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
                 format!("the GPU libraries gave no answer for it: {e}"),
             )
             .evidence("gdrdoctor gpu-worker", format!("<{e}>")),
+        );
+    }
+    if let Runtime::Failed { error } = &inv.gpu_runtime {
+        // Nothing answered (hung, crashed, or cut short by --deadline): what sysfs says of the
+        // GPU stands, but the driver's view is unknown, never a pass.
+        problems.push(
+            Finding::unknown(
+                "gpu-probe-failed",
+                subject.clone(),
+                format!("the GPU libraries gave no answer: {error}"),
+            )
+            .evidence("gdrdoctor probe-gpu", format!("<{error}>")),
         );
     }
     if let Some(p) = probe {

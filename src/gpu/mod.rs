@@ -184,6 +184,22 @@ pub fn run(cmd: &ProbeCommand) -> Runtime {
 /// How long a worker has, once told it is done, to free its GPU and exit before it is killed.
 pub const FINISH_GRACE: Duration = Duration::from_secs(2);
 
+/// Why a GPU's worker has no answer when `--deadline` ended its wait: how long the probe had,
+/// which GPU this is, and how many answered in that time. Never a verdict on the GPU: the
+/// driver starts GPUs one after another (a 4-GPU H100 node takes about 1.3 s for all), so a
+/// short deadline reaches the first GPUs only.
+pub fn cut_short(
+    had: Duration,
+    deadline_s: Option<f64>,
+    (gpu, of, answered): (usize, usize, usize),
+) -> String {
+    let deadline = deadline_s.map(|s| format!(" of {s} s")).unwrap_or_default();
+    format!(
+        "cut short by --deadline{deadline} after {} ms ({answered} of {of} GPUs reached in that time; this one, GPU {gpu} of {of}, was not): unknown, not a verdict on the GPU; a longer --deadline lets the probe finish",
+        had.as_millis()
+    )
+}
+
 /// A GPU the session may start a worker for.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -252,7 +268,12 @@ impl GpuSession {
                 },
                 ..cmd.clone()
             };
-            session.nvml = Some(std::thread::spawn(move || run(&nvml)));
+            session.nvml = Some(std::thread::spawn(move || {
+                crate::trace::mark(|| "NVML child started".into());
+                let answer = run(&nvml);
+                crate::trace::mark(|| "NVML child answered".into());
+                answer
+            }));
         }
         let asked: Vec<Bdf> = session
             .targets
@@ -291,13 +312,14 @@ impl GpuSession {
                 t.visible.as_deref(),
             ),
         };
+        crate::trace::mark(|| format!("GPU worker {gpu} started"));
         self.workers.insert(gpu, std::sync::Mutex::new(started));
         true
     }
 
-    /// What is left of the probe's time.
-    fn left(&self) -> Duration {
-        self.timeout.saturating_sub(self.started.elapsed())
+    /// When the probe's time is up.
+    fn end(&self) -> std::time::Instant {
+        self.started + self.timeout
     }
 
     /// A failed answer, in the words an operator needs: a deadline that cut it short is not a
@@ -319,12 +341,56 @@ impl GpuSession {
         }
     }
 
-    /// Waits for NVML and every worker's probe answer, within the probe's time, and puts them
-    /// together as one [`Runtime`].
+    /// Waits for NVML and every worker's probe answer, all at once and all within the probe's
+    /// time, and puts them together as one [`Runtime`]. Nothing here waits past that time: a
+    /// worker that has not answered is killed and left to die on its own (a process inside a
+    /// driver call can take hundreds of milliseconds to go, see `child::abandon`), so that a
+    /// `--deadline` always leaves time for the report.
     pub fn probe(&mut self) -> Runtime {
         if let Some(why) = &self.not_run {
             return Runtime::Failed { error: why.clone() };
         }
+        let end = self.end();
+        let mut answers: Vec<(Bdf, Result<worker::WorkerProbe, String>)> =
+            std::thread::scope(|s| {
+                let waits: Vec<_> = self
+                    .workers
+                    .iter()
+                    .map(|(gpu, w)| {
+                        s.spawn(move || {
+                            let left = end.saturating_duration_since(std::time::Instant::now());
+                            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+                            let answer = match &mut *w {
+                                Ok(worker) => worker.probe(left),
+                                Err(e) => Err(e.clone()),
+                            };
+                            crate::trace::mark(|| {
+                                format!(
+                                    "GPU worker {gpu}: {}",
+                                    if answer.is_ok() {
+                                        "answered"
+                                    } else {
+                                        "no answer"
+                                    }
+                                )
+                            });
+                            (*gpu, answer)
+                        })
+                    })
+                    .collect();
+                waits
+                    .into_iter()
+                    .zip(self.workers.keys())
+                    .map(|(h, gpu)| {
+                        h.join().unwrap_or_else(|_| {
+                            (
+                                *gpu,
+                                Err("the thread waiting for this GPU's worker panicked".into()),
+                            )
+                        })
+                    })
+                    .collect()
+            });
         let nvml = self.nvml.take().map(|h| {
             match h.join().unwrap_or_else(|_| Runtime::Failed {
                 error: "the thread waiting for NVML panicked".into(),
@@ -334,15 +400,17 @@ impl GpuSession {
                 Runtime::Skipped { .. } => Ok(None),
             }
         });
-        let mut answers = Vec::new();
-        for (gpu, w) in &self.workers {
-            let left = self.left();
-            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
-            let answer = match &mut *w {
-                Ok(worker) => worker.probe(left),
-                Err(e) => Err(e.clone()),
-            };
-            answers.push((*gpu, answer.map_err(|e| self.explain(e))));
+        let total = answers.len();
+        let answered = answers.iter().filter(|(_, a)| a.is_ok()).count();
+        for (i, (_, answer)) in answers.iter_mut().enumerate() {
+            if let Err(e) = answer {
+                *e = match self.cut_by_deadline {
+                    Some(_) if e.contains("did not finish") => {
+                        cut_short(self.timeout, self.cut_by_deadline, (i + 1, total, answered))
+                    }
+                    _ => self.explain(std::mem::take(e)),
+                };
+            }
         }
         let cleared = HIDING_ENV
             .iter()
@@ -384,6 +452,7 @@ impl GpuSession {
                 }
             }
         });
+        crate::trace::mark(|| "GPU workers ended".into());
     }
 }
 

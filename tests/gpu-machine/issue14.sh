@@ -5,10 +5,10 @@
 #    one `gpu-worker` per GPU and one NVML child for `check`, none at all with --no-gpu-probe;
 #    CUDA_VISIBLE_DEVICES naming a subset is reported and not inherited; a --deadline that cuts
 #    the probe short is unknown, never a pass;
-#  - timings, interleaved, 10 runs each (Python perf_counter around each process, output
-#    discarded): check, the whole-node probe alone (`probe-gpu`), check --no-gpu-probe, check
-#    --no-gpu-probe --no-gdr-test, nvidia-smi topo -m; and, when given, the same for an older
-#    binary, so that before and after are measured in one run.
+#  - timings (bench/gpu.sh), interleaved, 10 runs each: check, the CUDA floor (a program that
+#    only starts CUDA with a 2 MiB allocation on every GPU), the whole-node probe alone
+#    (`probe-gpu`), check --no-gpu-probe, check --no-gpu-probe --no-gdr-test, nvidia-smi topo -m;
+#    and, when given, an older binary, so that before and after are measured in one run.
 # Prints PASS/FAIL per claim and exits non-zero if one fails. Output under $OUT.
 # Usage: issue14.sh [BINARY [OLD_BINARY]]
 set -uo pipefail
@@ -77,47 +77,10 @@ print(f"--deadline {sys.argv[2]}: exit {sys.argv[3]}, {sys.argv[4]} ms, gpu {gpu
 PY
 done
 
-echo "== timings: 10 interleaved runs each (after one warm-up of each)"
-python3 - "$bin" "$old" > "$out/timings.txt" <<'PY'
-import statistics, subprocess, sys, time
-new, old = sys.argv[1], sys.argv[2]
-cmds = {
-    "check": [new, "check", "--format", "json"],
-    "probe-gpu (whole-node probe alone)": [new, "probe-gpu", "--nvml", "--cuda", "--hip", "--export"],
-    "check --no-gpu-probe": [new, "check", "--no-gpu-probe", "--format", "json"],
-    "check --no-gpu-probe --no-gdr-test": [new, "check", "--no-gpu-probe", "--no-gdr-test", "--format", "json"],
-    "nvidia-smi topo -m": ["nvidia-smi", "topo", "-m"],
-}
-if old:
-    cmds["old: check"] = [old, "check", "--format", "json"]
-    cmds["old: check --no-gpu-probe"] = [old, "check", "--no-gpu-probe", "--format", "json"]
-    cmds["old: probe-gpu"] = [old, "probe-gpu", "--nvml", "--cuda", "--hip", "--export"]
-times = {k: [] for k in cmds}
-def run(argv):
-    t = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return (time.perf_counter() - t) * 1000
-for argv in cmds.values():
-    run(argv)
-for _ in range(10):
-    for k, argv in cmds.items():
-        times[k].append(run(argv))
-med = {k: statistics.median(v) for k, v in times.items()}
-for k, v in times.items():
-    print(f"{k:<40} median {med[k]:7.1f} ms  (min {min(v):7.1f}, max {max(v):7.1f})")
-r1 = med["check"] / med["probe-gpu (whole-node probe alone)"]
-r2 = med["check --no-gpu-probe"] / med["check --no-gpu-probe --no-gdr-test"]
-r3 = med["check"] / med["nvidia-smi topo -m"]
-print(f"ratio check / probe-gpu                                   {r1:.3f} (target <= 1.15)")
-print(f"ratio check --no-gpu-probe / ... --no-gdr-test            {r2:.3f} (target <= 1.2)")
-print(f"ratio check / nvidia-smi topo -m                          {r3:.2f}")
-if old:
-    print(f"old binary: check / probe-gpu {med['old: check'] / med['old: probe-gpu']:.3f}; "
-          f"check --no-gpu-probe / new --no-gdr-test {med['old: check --no-gpu-probe'] / med['check --no-gpu-probe --no-gdr-test']:.2f}")
-print("RATIOS", "ok" if r1 <= 1.15 and r2 <= 1.2 else "MISSED")
-PY
+echo "== timings: 10 interleaved runs each (after one warm-up of each), against the CUDA floor (bench/gpu.sh)"
+bash bench/gpu.sh "$bin" $old > "$out/timings.txt" 2>&1
 cat "$out/timings.txt"
-claim "$(grep -q '^RATIOS ok' "$out/timings.txt" && echo 0 || echo 1)" "check / probe-gpu <= 1.15 and check --no-gpu-probe within 1.2x of --no-gdr-test"
+claim "$(grep -q '^RATIOS ok' "$out/timings.txt" && echo 0 || echo 1)" "check within 1.10x of the CUDA floor and 1.15x of probe-gpu; check --no-gpu-probe within 1.2x of --no-gdr-test"
 
 echo
 echo "$failed claim(s) failed"

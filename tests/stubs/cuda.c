@@ -1,11 +1,23 @@
 #include "common.h"
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <time.h>
 #include <unistd.h>
 /* libcuda.so.1 stand-in. FAKE_CUDA_INIT: cuInit's result; FAKE_CUDA_COUNT: devices (2);
  * FAKE_CUDA_BUSIDS: their bus ids; FAKE_CUDA_GDR, FAKE_CUDA_DMABUF: attributes 116 and 124 (1);
  * FAKE_CUDA_EXPORT: cuMemGetHandleForAddressRange's result (0); FAKE_CUDA_VERSION (12080);
  * FAKE_CUDA_LOG: a file each cuInit and each primary-context retain appends a line to (with the
- * process id and CUDA_VISIBLE_DEVICES), to count how often CUDA is started. */
+ * process id and CUDA_VISIBLE_DEVICES), to count how often CUDA is started.
+ *
+ * A real driver starts GPUs one after another, and a process killed inside it is not gone until
+ * the driver lets go (issue 24: up to 460 ms on a 4-GPU H100 node). FAKE_CUDA_INIT_ORDER names a
+ * file through which the processes that call cuInit count themselves: the first sleeps
+ * FAKE_CUDA_INIT_MS in cuInit, every later one FAKE_CUDA_INIT_LATER_MS. FAKE_CUDA_EXIT_HOLD_MS
+ * makes the process slow to go: a helper traces it (PTRACE_SEIZE), and a traced process that
+ * dies stays unreaped by its parent until the tracer lets go, that many ms after cuInit. */
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
@@ -36,7 +48,51 @@ static void note(const char *what, int dev) {
 }
 CUresult cuGetErrorName(CUresult r, const char **s) { *s = names(r); return *s ? 0 : 1; }
 #ifndef OMIT_cuInit
-CUresult cuInit(unsigned flags) { (void)flags; int r = env_int("FAKE_CUDA_INIT", 0); initialised = r == 0; note("cuInit", -1); return r; }
+static void sleep_ms(int ms) {
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&t, &t) != 0) {}
+}
+/* This process's place among those that called cuInit (0 for the first). */
+static int init_order(void) {
+    const char *path = getenv("FAKE_CUDA_INIT_ORDER");
+    if (!path || !*path) return 0;
+    int fd = open(path, O_RDWR | O_CREAT | O_APPEND, 0600);
+    if (fd < 0) return 0;
+    flock(fd, LOCK_EX);
+    int n = (int)lseek(fd, 0, SEEK_END);
+    if (write(fd, "x", 1) != 1) n = 0;
+    flock(fd, LOCK_UN);
+    close(fd);
+    return n;
+}
+static void hold_exit(int ms) {
+    int sync[2];
+    if (ms <= 0 || pipe(sync) != 0) return;
+    pid_t me = getpid();
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    pid_t helper = fork();
+    if (helper == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0); dup2(null, 1); dup2(null, 2);
+        close(sync[0]);
+        char ok = ptrace(PTRACE_SEIZE, me, 0, 0) == 0 ? 'y' : 'n';
+        if (write(sync[1], &ok, 1) != 1) _exit(1);
+        sleep_ms(ms);
+        _exit(0);
+    }
+    close(sync[1]);
+    char ok = 'n';
+    if (helper > 0 && read(sync[0], &ok, 1) == 1 && ok != 'y')
+        fprintf(stderr, "fake libcuda: FAKE_CUDA_EXIT_HOLD_MS: ptrace refused\n");
+    close(sync[0]);
+}
+CUresult cuInit(unsigned flags) {
+    (void)flags;
+    hold_exit(env_int("FAKE_CUDA_EXIT_HOLD_MS", 0));
+    int ms = init_order() == 0 ? env_int("FAKE_CUDA_INIT_MS", 0) : env_int("FAKE_CUDA_INIT_LATER_MS", env_int("FAKE_CUDA_INIT_MS", 0));
+    if (ms > 0) sleep_ms(ms);
+    int r = env_int("FAKE_CUDA_INIT", 0); initialised = r == 0; note("cuInit", -1); return r;
+}
 #endif
 CUresult cuDriverGetVersion(int *v) { *v = env_int("FAKE_CUDA_VERSION", 12080); return 0; }
 CUresult cuDeviceGetCount(int *n) { if (!initialised) return 3; *n = env_int("FAKE_CUDA_COUNT", 2); return 0; }

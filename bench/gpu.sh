@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Live `gdrdoctor check` against the CUDA floor, on a GPU machine, in one run (issue 24).
+#
+# The floor (bench/cuda-floor.c) is the least a tool that proves every GPU usable pays: start
+# CUDA and make a context with a 2 MiB allocation on every GPU, in one process and as one
+# process per GPU (as gdrdoctor's workers run). Each command runs RUNS times (default 10),
+# interleaved, after one warm-up each; the wall time of the whole process is measured (Python
+# perf_counter), output discarded. Then one `check` with GDRDOCTOR_TRACE=1 shows where its time
+# went. The last line is `RATIOS ok` when check is within 1.10x of the faster floor, within
+# 1.15x of gdrdoctor's own whole-node probe, and --no-gpu-probe within 1.2x of --no-gdr-test.
+# Usage: bench/gpu.sh [BINARY [OLD_BINARY]]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=$(realpath "${1:-target/release/gdrdoctor}")
+old=${2:-}
+floor=$(mktemp -d)/cuda-floor
+cc -O2 -o "$floor" bench/cuda-floor.c -ldl || { echo "bench/gpu.sh: cannot build the CUDA floor" >&2; exit 2; }
+ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+"$floor" && CUDA_FLOOR_GPUS=$ngpu "$floor" --parallel || { echo "bench/gpu.sh: the CUDA floor failed" >&2; exit 2; }
+CUDA_FLOOR_GPUS=$ngpu RUNS=${RUNS:-10} python3 - "$bin" "$old" "$floor" <<'PY'
+import os, statistics, subprocess, sys, time
+new, old, floor = sys.argv[1:4]
+cmds = {
+    "check": [new, "check", "--format", "json"],
+    "CUDA floor, one process": [floor],
+    "CUDA floor, one process per GPU": [floor, "--parallel"],
+    "probe-gpu (whole-node probe alone)": [new, "probe-gpu", "--nvml", "--cuda", "--hip", "--export"],
+    "check --no-gpu-probe": [new, "check", "--no-gpu-probe", "--format", "json"],
+    "check --no-gpu-probe --no-gdr-test": [new, "check", "--no-gpu-probe", "--no-gdr-test", "--format", "json"],
+    "nvidia-smi topo -m": ["nvidia-smi", "topo", "-m"],
+}
+if old:
+    cmds["old: check"] = [old, "check", "--format", "json"]
+    cmds["old: probe-gpu"] = [old, "probe-gpu", "--nvml", "--cuda", "--hip", "--export"]
+times = {k: [] for k in cmds}
+def run(argv):
+    t = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return (time.perf_counter() - t) * 1000
+for argv in cmds.values():
+    run(argv)
+for _ in range(int(os.environ["RUNS"])):
+    for k, argv in cmds.items():
+        times[k].append(run(argv))
+med = {k: statistics.median(v) for k, v in times.items()}
+for k, v in times.items():
+    print(f"{k:<40} median {med[k]:7.1f} ms  (min {min(v):7.1f}, max {max(v):7.1f})")
+floor_ms = min(med["CUDA floor, one process"], med["CUDA floor, one process per GPU"])
+r0 = med["check"] / floor_ms
+r1 = med["check"] / med["probe-gpu (whole-node probe alone)"]
+r2 = med["check --no-gpu-probe"] / med["check --no-gpu-probe --no-gdr-test"]
+r3 = med["check"] / med["nvidia-smi topo -m"]
+print(f"ratio check / CUDA floor (the faster: {floor_ms:.1f} ms)      {r0:.3f} (target <= 1.10)")
+print(f"ratio check / CUDA floor, one process per GPU           {med['check'] / med['CUDA floor, one process per GPU']:.3f}")
+print(f"ratio check / probe-gpu                                   {r1:.3f} (target <= 1.15)")
+print(f"ratio check --no-gpu-probe / ... --no-gdr-test            {r2:.3f} (target <= 1.2)")
+print(f"ratio check / nvidia-smi topo -m                          {r3:.2f}")
+if old:
+    print(f"old binary: check {med['old: check']:.1f} ms, check / CUDA floor {med['old: check'] / floor_ms:.3f}")
+print("== one check, traced (GDRDOCTOR_TRACE=1)")
+p = subprocess.run([new, "check", "--format", "json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                   text=True, env=dict(os.environ, GDRDOCTOR_TRACE="1"))
+print(p.stderr.rstrip())
+print("RATIOS", "ok" if r0 <= 1.10 and r1 <= 1.15 and r2 <= 1.2 else "MISSED")
+PY
