@@ -16,7 +16,17 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* CUDA_FLOOR_TRACE=1: when the allocations were done, in ms since the start, on stderr (the rest
+ * of the wall time is the teardown at exit). */
+static double ms_since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+static struct timespec started;
 
 typedef int (*init_t)(unsigned);
 typedef int (*count_t)(int *);
@@ -70,10 +80,13 @@ static int floor_run(void) {
         release(dev);
         done++;
     }
+    if (getenv("CUDA_FLOOR_TRACE"))
+        fprintf(stderr, "cuda-floor: trace %8.1f ms %d allocation(s) done (pid %d)\n", ms_since(&started), done, (int)getpid());
     return n > 0 && done == n ? done : -1;
 }
 
 int main(int argc, char **argv) {
+    clock_gettime(CLOCK_MONOTONIC, &started);
     if (argc < 2) {
         int done = floor_run();
         if (done < 0) return 1;

@@ -547,7 +547,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
             gdrdoctor::gpu::worker::worker_main(spec, &mut input, &mut out);
-            Ok(ExitCode::SUCCESS)
+            // Its answers are written and flushed (a parent that is gone ends it the same way):
+            // the kernel frees the GPU faster than the libraries' teardown would.
+            use std::io::Write as _;
+            let flushed = out.flush().is_ok();
+            gdrdoctor::ffi::process::exit_without_teardown(if flushed { 0 } else { 2 })
         }
         Command::Fix(args) => fix(&cli, args),
         Command::Fleet {
@@ -658,7 +662,10 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 export: *export,
             };
             outln!("{}", gdrdoctor::gpu::child_main(ask));
-            Ok(ExitCode::SUCCESS)
+            // Standard output is written unbuffered: the answer is out. NVML's shutdown and
+            // CUDA's exit handlers would only delay the parent's report.
+            let code = if crate::stdio::failure().is_some() { 2 } else { 0 };
+            gdrdoctor::ffi::process::exit_without_teardown(code)
         }
         Command::Topo {
             format,

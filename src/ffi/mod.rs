@@ -37,6 +37,7 @@ pub mod ibverbs;
 pub mod malloc;
 pub mod nccl;
 pub mod nvml;
+pub mod process;
 pub mod random;
 pub mod udmabuf;
 pub mod verbs;
