@@ -65,21 +65,22 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
 
     let mut h = 0;
     while h < p.host_bridges.len() {
-        let numa = p.host_bridges[h].numa;
-        let label = numa
-            .map(|n| format!("NUMA node {n}"))
-            .unwrap_or_else(|| "NUMA node unknown".into());
+        let numa = &p.host_bridges[h].numa;
+        let label = p.host_bridges[h].numa_label();
         writeln!(
             o,
             "  subgraph \"cluster_numa_{}\" {{",
-            numa.map(|n| n.to_string())
-                .unwrap_or_else(|| "unknown".into())
+            if numa.is_empty() {
+                "unknown".to_owned()
+            } else {
+                crate::parse::cpulist::format(numa.clone())
+            }
         )?;
         writeln!(
             o,
             "    label=\"{label}\"; style=filled; fillcolor=\"#f1f5f9\"; color=\"#cbd5e1\";"
         )?;
-        while h < p.host_bridges.len() && p.host_bridges[h].numa == numa {
+        while h < p.host_bridges.len() && &p.host_bridges[h].numa == numa {
             let hb = &p.host_bridges[h];
             writeln!(o, "    subgraph \"cluster_host_{h}\" {{")?;
             writeln!(o, "      label=\"\"; style=invis;")?;

@@ -312,16 +312,14 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     // NUMA bands: runs of host bridges on one NUMA node.
     let mut h = 0;
     while h < p.host_bridges.len() {
-        let numa = p.host_bridges[h].numa;
+        let numa = &p.host_bridges[h].numa;
         let mut end = h;
-        while end + 1 < p.host_bridges.len() && p.host_bridges[end + 1].numa == numa {
+        while end + 1 < p.host_bridges.len() && &p.host_bridges[end + 1].numa == numa {
             end += 1;
         }
         let x0 = l.left(l.host[h].0) + 3.0;
         let x1 = l.left(l.host[end].0 + l.host[end].1) - 3.0;
-        let label = numa
-            .map(|n| format!("NUMA node {n}"))
-            .unwrap_or_else(|| "NUMA node unknown".into());
+        let label = p.host_bridges[h].numa_label();
         writeln!(
             o,
             r#"<g><rect class="numa" x="{x0:.1}" y="{HEAD:.1}" width="{:.1}" height="{:.1}" rx="8"/><text class="s b" x="{:.1}" y="{:.1}">{label}</text></g>"#,
@@ -391,10 +389,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     // The boxes.
     for (h, hb) in p.host_bridges.iter().enumerate() {
         let cx = l.left(l.host[h].0) + l.host[h].1 as f64 * SLOT / 2.0;
-        let numa = hb
-            .numa
-            .map(|n| format!("NUMA {n}"))
-            .unwrap_or_else(|| "NUMA ?".into());
+        let numa = hb.numa_short();
         let name = t(&hb.name, BOX_CHARS);
         dev(
             o,
