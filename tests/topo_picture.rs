@@ -666,6 +666,17 @@ fn svg_of(inv: &Inventory, root: &str) -> String {
     String::from_utf8(out).unwrap()
 }
 
+/// The DOT of `inv`, as `topo --format dot` writes it.
+fn dot_of(inv: &Inventory, root: &str) -> String {
+    let policy = gdrdoctor::config::Config::default().thresholds.gdr_level;
+    let p = gdrdoctor::report::picture::picture(inv, policy, root);
+    let mut out = Vec::new();
+    gdrdoctor::report::dot::write(&p, &mut out).unwrap();
+    let dot = String::from_utf8(out).unwrap();
+    dot_is_well_formed(&dot).unwrap_or_else(|e| panic!("{e}\n{dot}"));
+    dot
+}
+
 /// The lines of the legend.
 fn legend_of(doc: &roxmltree::Document) -> Vec<String> {
     doc.descendants()
@@ -799,6 +810,13 @@ fn legend_lists_only_what_is_drawn() {
         !svg.contains("NCCL_NET_GDR_LEVEL"),
         "no NIC, no GDR level to speak of"
     );
+    // The DOT's legend likewise.
+    let dot = topo(root.to_str().unwrap(), "dot");
+    let legend = dot.lines().find(|l| l.contains("legend [")).unwrap();
+    assert!(legend.contains("green: GPU   grey: PCIe bridge   yellow: host bridge\\l"));
+    for absent in ["RDMA NIC", "ACS", " edge:", "NVLink"] {
+        assert!(!legend.contains(absent), "{absent}: {legend}");
+    }
 
     // A NIC, a switch, an ACS redirect and a PIX pair through it: each said, and only PIX.
     let svg = topo(fixture("acs-redirect-on-path"), "svg");
@@ -853,6 +871,10 @@ fn nvlink_groups_all_to_all_and_not() {
     assert!(legend.iter().any(|t| t.starts_with("NVLink group:")));
     assert!(!legend.iter().any(|t| t.starts_with("a pair of an NVLink")));
     render_and_size(&svg, "4gpu-nv18");
+    let dot = dot_of(&inv, "4 GPUs");
+    assert!(dot.contains("\"nvlink0\" [label=\"NVLink group\\nNV18 between every pair\""));
+    assert_eq!(dot.matches("\"nvlink0\" -- ").count(), 4);
+    assert!(!dot.contains("nvlink1"));
 
     // GPU3 with 12 of its links up: its three pairs are NV12, drawn and named.
     let mut fewer = all.clone();
@@ -878,6 +900,13 @@ fn nvlink_groups_all_to_all_and_not() {
             .any(|t| t.starts_with("a pair of an NVLink"))
     );
     render_and_size(&svg, "4gpu-nv18-one-nv12");
+    let dot = dot_of(&inv, "4 GPUs, one with fewer links");
+    for gpu in ["0000:18:00.0", "0000:1a:00.0", "0000:3a:00.0"] {
+        assert!(
+            dot.contains(&format!("\"{gpu}\" -- \"0000:3c:00.0\" [label=\"NV12\"")),
+            "{gpu}: {dot}"
+        );
+    }
 
     // Two pairs joined by NVLink bridges (direct links): two groups of two.
     let bus = |k: usize| FOUR[k];
