@@ -714,8 +714,8 @@ fn groups_of(doc: &roxmltree::Document, class: &str) -> Vec<(String, Vec<String>
         .collect()
 }
 
-/// Renders into the build directory and into /tmp/gdrdoctor-topo-<name>.png for a person to
-/// look at; checks the size as the fixtures' pictures are checked.
+/// Renders into the build directory (`target/tmp/topo-<name>.png`, for a person to look at)
+/// and checks the size as the fixtures' pictures are checked.
 fn render_and_size(svg: &str, name: &str) {
     let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("topo-{name}.png"));
     let (w, h) = render(svg, &png);
@@ -857,7 +857,7 @@ fn nvlink_groups_all_to_all_and_not() {
     inv.gpu_runtime = nvml(&all);
     let topo_m = gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(&inv));
     assert!(topo_m.contains("GPU0\t X \tNV18\tNV18\tNV18\t"), "{topo_m}");
-    let svg = svg_of(&inv, "4 GPUs");
+    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, NV18");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         groups_of(&doc, "nvlink"),
@@ -871,7 +871,7 @@ fn nvlink_groups_all_to_all_and_not() {
     assert!(legend.iter().any(|t| t.starts_with("NVLink group:")));
     assert!(!legend.iter().any(|t| t.starts_with("a pair of an NVLink")));
     render_and_size(&svg, "4gpu-nv18");
-    let dot = dot_of(&inv, "4 GPUs");
+    let dot = dot_of(&inv, "healthy-4gpu-ib-peermem without RDMA, NV18");
     assert!(dot.contains("\"nvlink0\" [label=\"NVLink group\\nNV18 between every pair\""));
     assert_eq!(dot.matches("\"nvlink0\" -- ").count(), 4);
     assert!(!dot.contains("nvlink1"));
@@ -882,7 +882,7 @@ fn nvlink_groups_all_to_all_and_not() {
     inv.gpu_runtime = nvml(&fewer);
     let topo_m = gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(&inv));
     assert!(topo_m.contains("GPU3\tNV12\tNV12\tNV12\t X \t"), "{topo_m}");
-    let svg = svg_of(&inv, "4 GPUs, one with fewer links");
+    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     let groups = groups_of(&doc, "nvlink");
     assert_eq!(groups.len(), 1);
@@ -900,7 +900,7 @@ fn nvlink_groups_all_to_all_and_not() {
             .any(|t| t.starts_with("a pair of an NVLink"))
     );
     render_and_size(&svg, "4gpu-nv18-one-nv12");
-    let dot = dot_of(&inv, "4 GPUs, one with fewer links");
+    let dot = dot_of(&inv, "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12");
     for gpu in ["0000:18:00.0", "0000:1a:00.0", "0000:3a:00.0"] {
         assert!(
             dot.contains(&format!("\"{gpu}\" -- \"0000:3c:00.0\" [label=\"NV12\"")),
@@ -914,7 +914,7 @@ fn nvlink_groups_all_to_all_and_not() {
         .map(|k| (bus(k), vec![("gpu", bus(k ^ 1)); 4]))
         .collect();
     inv.gpu_runtime = nvml(&bridged);
-    let svg = svg_of(&inv, "bridged pairs");
+    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, bridged pairs");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         groups_of(&doc, "nvlink"),
@@ -933,7 +933,7 @@ fn nvlink_groups_all_to_all_and_not() {
 
     // No NVLink: no group, no legend line.
     inv.gpu_runtime = nvml(&FOUR.map(|g| (g, Vec::new())));
-    let svg = svg_of(&inv, "no NVLink");
+    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, no NVLink");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert!(groups_of(&doc, "nvlink").is_empty());
     assert!(!legend_of(&doc).iter().any(|t| t.contains("NVLink")));
