@@ -4,7 +4,7 @@
 //! traffic on a GPU-NIC path, and the GPUs joined by NVLink. It is worked out once here, from
 //! the placement and the ACS judgement the checks use (`placement::nearest`,
 //! `placement::roles`, `acs::redirecting`, `placement::numa_affinity`, `placement::nvlinks`);
-//! `svg.rs` lays it out and draws it, `dot.rs` writes it for Graphviz.
+//! `svg/` lays it out and draws it, `dot.rs` writes it for Graphviz.
 //!
 //! It is linear in the devices: only the functions on a GPU's or NIC's sysfs path are in the
 //! tree, and only each GPU's nearest NICs are looked at, never the N x N matrix (a node with

@@ -10,8 +10,12 @@
 //! (and the NVLink pairs that differ from their group) are arcs below, labelled with their
 //! level (or link count). The legend (only what is drawn) and the notes follow.
 
-use super::picture::{NvGroup, Picture, What, clean, level_colour};
-use crate::placement::{Level, Role};
+mod legend;
+mod nvlink;
+
+use super::picture::{Picture, What, clean, level_colour};
+use crate::placement::Role;
+use nvlink::{NV_DROP, NV_LANE, NV_TOP, bars, nvlink_group};
 use std::io::{self, Write};
 
 /// Horizontal room of one GPU or NIC.
@@ -40,13 +44,6 @@ const MAX_NOTES: usize = 40;
 const MAX_NIC_NAMES: usize = 2;
 /// Pairs named in one ACS note.
 const MAX_PAIRS_NAMED: usize = 3;
-/// The first NVLink bar below the GPUs' boxes (clear of the NUMA bands, which end 10 below),
-/// and the room of each further lane.
-const NV_TOP: f64 = 30.0;
-const NV_LANE: f64 = 22.0;
-/// A GPU's drop to its NVLink bar, left of its centre: the GDR arcs leave from the centre.
-const NV_DROP: f64 = 36.0;
-const NV_COLOUR: &str = "#334155";
 
 const STYLE: &str = "\
 text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px;fill:#111827}
@@ -191,157 +188,6 @@ fn arc_depth(x1: f64, x2: f64) -> f64 {
     30.0 + 22.0 * slots
 }
 
-/// The lines of the legend: (what the swatch is, text).
-enum Swatch {
-    Box(&'static str),
-    Switch,
-    Level(Level),
-    Redirected,
-    NvGroup,
-    NvOther,
-}
-
-/// The legend: a line for each kind of box and line the picture draws, and none for the rest
-/// (issue 24).
-fn legend(p: &Picture) -> Vec<(Swatch, String)> {
-    let d = p.drawn();
-    let policy = p.policy;
-    let mut v = Vec::new();
-    let mut add = |on: bool, swatch: Swatch, text: String| {
-        if on {
-            v.push((swatch, text));
-        }
-    };
-    add(
-        d.gpu,
-        Swatch::Box("dev gpu"),
-        "GPU: its name in `gdrdoctor topo`, PCI address, model".to_owned(),
-    );
-    add(
-        d.gpu_no_gdr,
-        Swatch::Box("dev gpu nogdr"),
-        format!(
-            "GPU whose nearest NIC is beyond NCCL_NET_GDR_LEVEL={policy}: NCCL runs it without GPUDirect RDMA"
-        ),
-    );
-    add(
-        d.nic,
-        Swatch::Box("dev nic"),
-        "RDMA NIC: its name in `gdrdoctor topo`, RDMA device, PCI address".to_owned(),
-    );
-    add(
-        d.bridge,
-        Swatch::Box("dev bridge"),
-        "PCIe bridge: root port, switch port or other bridge, with its PCI address".to_owned(),
-    );
-    add(
-        d.host_bridge,
-        Swatch::Box("dev host"),
-        "PCIe host bridge (the CPU's root complex); shaded bands are NUMA nodes".to_owned(),
-    );
-    add(
-        d.switch,
-        Swatch::Switch,
-        "PCIe switch: an upstream port and its downstream ports count as one bridge".to_owned(),
-    );
-    add(
-        d.redirect,
-        Swatch::Box("dev bridge redirect"),
-        "ACS redirect on a GPU-NIC path: peer-to-peer traffic is sent up to the root complex (acs-redirect-on-path)".to_owned(),
-    );
-    for l in Level::ALL {
-        add(
-            d.levels.contains(&l),
-            Swatch::Level(l),
-            format!("{l}: {}", l.legend()),
-        );
-    }
-    add(
-        d.redirected_pair,
-        Swatch::Redirected,
-        "a GPU-NIC pair whose path crosses an ACS redirect".to_owned(),
-    );
-    add(
-        d.nvlink_group,
-        Swatch::NvGroup,
-        "NVLink group: GPUs joined by NVLink, directly or through NVSwitches (NVML); NV#: # links between each pair, as `nvidia-smi topo -m` counts them".to_owned(),
-    );
-    add(
-        d.nvlink_other,
-        Swatch::NvOther,
-        "a pair of an NVLink group with another link count than the group's: NV# (red: fewer), none (dashed)".to_owned(),
-    );
-    v
-}
-
-/// An NVLink group's bar: where it runs, its lane, and its label.
-struct Bar {
-    /// The drops' x, one per GPU of the group.
-    drops: Vec<f64>,
-    lane: usize,
-    label: String,
-}
-
-impl Bar {
-    fn label_width(&self) -> f64 {
-        self.label.chars().count() as f64 * CHAR + 10.0
-    }
-    fn middle(&self) -> f64 {
-        let (a, b) = self.span();
-        (a + b) / 2.0
-    }
-    fn span(&self) -> (f64, f64) {
-        let a = self.drops.iter().copied().fold(f64::INFINITY, f64::min);
-        let b = self.drops.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (a, b)
-    }
-    /// What it takes horizontally, its label included.
-    fn extent(&self) -> (f64, f64) {
-        let (a, b) = self.span();
-        let w = self.label_width() / 2.0;
-        (a.min(self.middle() - w), b.max(self.middle() + w))
-    }
-}
-
-/// What an NVLink group's bar says: its count, and whether every pair has it.
-fn bar_label(g: &NvGroup) -> String {
-    match (g.gpus.len(), g.links, g.other.is_empty()) {
-        (2, n, _) => format!("NV{n}"),
-        (_, n, true) => format!("NV{n} between every pair"),
-        (_, 0, false) => "NVLink only between the pairs below".to_owned(),
-        (_, n, false) => format!("NV{n} between every pair but those below"),
-    }
-}
-
-/// The bars of the NVLink groups, each in the first lane where it overlaps no other.
-fn bars(p: &Picture, l: &Layout) -> Vec<Bar> {
-    let mut bars: Vec<Bar> = p
-        .nvlink_groups
-        .iter()
-        .map(|g| Bar {
-            drops: g.gpus.iter().map(|&i| l.centre(i) - NV_DROP).collect(),
-            lane: 0,
-            label: bar_label(g),
-        })
-        .collect();
-    // The right end of what each lane holds so far; groups come left to right.
-    let mut lanes: Vec<f64> = Vec::new();
-    for b in &mut bars {
-        let (left, right) = b.extent();
-        match lanes.iter().position(|&end| end + 12.0 < left) {
-            Some(k) => {
-                b.lane = k;
-                lanes[k] = right;
-            }
-            None => {
-                b.lane = lanes.len();
-                lanes.push(right);
-            }
-        }
-    }
-    bars
-}
-
 /// Writes the picture as SVG.
 pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     let l = layout(p);
@@ -395,7 +241,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             )
         }
     );
-    let legend = legend(p);
+    let legend = legend::lines(p);
     let notes = notes(p);
     let legend_top = arcs_bottom + 36.0;
     let notes_top = legend_top + 24.0 + legend.len() as f64 * 20.0 + 16.0;
@@ -658,61 +504,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         nvlink_group(o, p, &l, g, b, bar_y(b.lane))?;
     }
 
-    // The legend.
-    writeln!(
-        o,
-        r#"<g class="legend"><text class="b" x="{MARGIN}" y="{:.1}">Legend</text>"#,
-        legend_top + 4.0
-    )?;
-    for (k, (swatch, text)) in legend.iter().enumerate() {
-        let y = legend_top + 24.0 + k as f64 * 20.0;
-        let sx = MARGIN;
-        match swatch {
-            Swatch::Box(class) => writeln!(
-                o,
-                r#"<g class="{class}"><rect x="{sx}" y="{:.1}" width="36" height="14" rx="3"/></g>"#,
-                y - 11.0
-            )?,
-            Swatch::Switch => writeln!(
-                o,
-                r#"<rect class="switch" x="{sx}" y="{:.1}" width="36" height="14" rx="3"/>"#,
-                y - 11.0
-            )?,
-            Swatch::Level(lv) => writeln!(
-                o,
-                r#"<g class="pair"><path d="M{sx} {:.1}h36" stroke="{}"/></g>"#,
-                y - 4.0,
-                level_colour(*lv)
-            )?,
-            Swatch::Redirected => writeln!(
-                o,
-                r##"<g class="pair acs"><path d="M{sx} {:.1}h36" stroke="#15803d"/></g>"##,
-                y - 4.0
-            )?,
-            Swatch::NvGroup => writeln!(
-                o,
-                r#"<g class="nvlink"><path class="drop" d="M{:.1} {:.1}v9M{:.1} {:.1}v9"/><path class="bar" d="M{:.1} {:.1}h30"/></g>"#,
-                sx + 3.0,
-                y - 13.0,
-                sx + 33.0,
-                y - 13.0,
-                sx + 3.0,
-                y - 3.0
-            )?,
-            Swatch::NvOther => writeln!(
-                o,
-                r#"<g class="nvother"><path d="M{sx} {:.1}q18 12 36 0"/></g>"#,
-                y - 10.0
-            )?,
-        }
-        writeln!(
-            o,
-            r#"<text x="{:.1}" y="{y:.1}">{}</text>"#,
-            sx + 48.0,
-            x(text)
-        )?;
-    }
-    writeln!(o, "</g>")?;
+    legend::write(o, &legend, legend_top)?;
     if !notes.is_empty() {
         writeln!(
             o,
@@ -729,79 +521,6 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         }
     }
     writeln!(o, "</svg>")
-}
-
-/// An NVLink group: its bar at `y` with a drop from each GPU's box, its label on the bar, and
-/// an arc hanging from the bar for each pair whose count differs from the group's.
-fn nvlink_group(
-    o: &mut dyn Write,
-    p: &Picture,
-    l: &Layout,
-    g: &NvGroup,
-    b: &Bar,
-    y: f64,
-) -> io::Result<()> {
-    let name = |i: usize| match &p.nodes[i].what {
-        What::Gpu { name, .. } => name.clone(),
-        _ => p.nodes[i].bdf.to_string(),
-    };
-    let names: Vec<String> = g.gpus.iter().map(|&i| name(i)).collect();
-    let (left, right) = b.span();
-    let mut d = format!("M{left:.1} {y:.1}H{right:.1}");
-    let mut drops = String::new();
-    for (&i, &dx) in g.gpus.iter().zip(&b.drops) {
-        drops += &format!("M{dx:.1} {:.1}V{y:.1}", l.bottom(p, i));
-    }
-    if left == right {
-        d.clear();
-    }
-    let w = b.label_width();
-    writeln!(
-        o,
-        r#"<g class="nvlink"><title>NVLink group {}: {}</title><path class="drop" d="{drops}"/><path class="bar" d="{d}"/><g class="label"><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="16" rx="3"/><text class="c b" x="{:.1}" y="{:.1}">{}</text></g></g>"#,
-        names.join(", "),
-        b.label,
-        b.middle() - w / 2.0,
-        y - 8.0,
-        b.middle(),
-        y + 4.0,
-        b.label
-    )?;
-    for &(a, c, n) in &g.other {
-        let (x1, x2) = (l.centre(a) - NV_DROP, l.centre(c) - NV_DROP);
-        let depth = arc_depth(x1, x2);
-        let (mx, my) = ((x1 + x2) / 2.0, y + 0.75 * depth);
-        let label = if n == 0 {
-            "none".to_owned()
-        } else {
-            format!("NV{n}")
-        };
-        let class = if n == 0 { "nvother nvnone" } else { "nvother" };
-        let fill = if n < g.links { "#dc2626" } else { NV_COLOUR };
-        let lw = label.len() as f64 * CHAR + 8.0;
-        writeln!(
-            o,
-            r#"<g class="{class}"><title>{} - {}: {}{}</title><path d="M{x1:.1} {y:.1}C{x1:.1} {:.1} {x2:.1} {:.1} {x2:.1} {y:.1}"/><g class="label"><rect x="{:.1}" y="{:.1}" width="{lw:.1}" height="15" rx="3"/><text class="c b" x="{mx:.1}" y="{:.1}" style="fill:{fill}">{label}</text></g></g>"#,
-            name(a),
-            name(c),
-            if n == 0 {
-                "no NVLink".to_owned()
-            } else {
-                format!("NV{n}")
-            },
-            if g.links == 0 {
-                String::new()
-            } else {
-                format!(" where the group's other pairs have NV{}", g.links)
-            },
-            y + depth,
-            y + depth,
-            mx - lw / 2.0,
-            my - 8.0,
-            my + 4.0,
-        )?;
-    }
-    Ok(())
 }
 
 /// One box with its lines of text (already escaped), each with its class, and a tooltip.
