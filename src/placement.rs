@@ -251,8 +251,7 @@ pub struct Device {
     pub model: Option<String>,
     pub numa_node: Option<i32>,
     pub cpu_affinity: Option<String>,
-    /// The NUMA nodes nvidia-smi's "NUMA Affinity" column names: `numa_node` where the kernel
-    /// gives one, else the nodes whose CPUs `cpu_affinity` touches.
+    /// The NUMA nodes nvidia-smi's "NUMA Affinity" column names ([`numa_affinity`]).
     pub numa_affinity: Option<String>,
 }
 
@@ -272,7 +271,7 @@ pub struct Matrix {
     pub devices: Vec<Device>,
     /// `places[i]`: where `devices[i]` sits; `None` without a PCI function in the inventory.
     places: Vec<Option<Place>>,
-    /// NVLinks between two GPUs, as NVML reports them (live only).
+    /// NVLinks between two GPUs ([`nvlinks`]).
     nvlinks: BTreeMap<(Bdf, Bdf), u32>,
 }
 
@@ -299,20 +298,45 @@ impl Matrix {
     }
 }
 
-/// The device's own node when the kernel gives one; else the nodes its local CPUs belong to;
-/// `None` when neither is known.
-fn numa_affinity(nodes: &BTreeMap<u32, Vec<(u32, u32)>>, d: &Device) -> Option<String> {
+/// The NUMA nodes a PCI function is local to, by the rule of nvidia-smi's "NUMA Affinity"
+/// column: the kernel's `numa_node` when it gives one (>= 0), else the nodes whose CPUs the
+/// function's `local_cpulist` touches (VMs and some one-socket boards say -1: nvidia-smi on the
+/// 2x H200 VM, tests/gpu-machine/results/h200x2, showed NUMA Affinity 0 for CPU Affinity 0-31).
+/// Sorted; empty when neither is known.
+///
+/// `topo`'s NUMA Affinity column and the pictures' NUMA bands both ask this, so that they
+/// never disagree (issue 24: the picture said "NUMA node unknown" where `topo` said 0).
+pub fn numa_affinity(inv: &Inventory, bdf: Bdf) -> Vec<u32> {
     use crate::parse::cpulist;
-    if let Some(n) = d.numa_node.filter(|n| *n >= 0) {
-        return Some(n.to_string());
+    let detail = inv.function(bdf).and_then(|f| f.detail.as_ref());
+    if let Some(n) = detail
+        .and_then(|d| d.numa_node.value().copied())
+        .and_then(|n| u32::try_from(n).ok())
+    {
+        return vec![n];
     }
-    let cpus = cpulist::parse(d.cpu_affinity.as_deref()?)?;
-    let touched: Vec<u32> = nodes
+    let Some(cpus) = detail
+        .and_then(|d| d.local_cpulist.as_deref())
+        .and_then(cpulist::parse)
+    else {
+        return Vec::new();
+    };
+    inv.kernel
+        .numa_nodes
         .iter()
         .filter(|(_, node)| cpulist::intersect(&cpus, node))
         .map(|(id, _)| *id)
-        .collect();
-    (!touched.is_empty()).then(|| cpulist::format(touched))
+        .collect()
+}
+
+/// NVLinks between two GPUs, by PCI address (both ways), as NVML reported them in the GPU
+/// probe. The matrix and the pictures both read it: live today; offline too once a capture
+/// records NVML, as `gpu_runtime` then carries it.
+pub fn nvlinks(inv: &Inventory) -> BTreeMap<(Bdf, Bdf), u32> {
+    inv.gpu_runtime
+        .probe()
+        .map(crate::gpu::nvlinks)
+        .unwrap_or_default()
 }
 
 pub fn matrix(inv: &Inventory) -> Matrix {
@@ -346,21 +370,20 @@ pub fn matrix(inv: &Inventory) -> Matrix {
         numa_affinity: None,
     }));
     for d in &mut devices {
-        d.numa_affinity = numa_affinity(&inv.kernel.numa_nodes, d);
+        d.numa_affinity = d
+            .bdf
+            .map(|b| numa_affinity(inv, b))
+            .filter(|n| !n.is_empty())
+            .map(crate::parse::cpulist::format);
     }
     let places = devices
         .iter()
         .map(|d| d.bdf.and_then(|b| Place::of(inv, b)))
         .collect();
-    let nvlinks = inv
-        .gpu_runtime
-        .probe()
-        .map(crate::gpu::nvlinks)
-        .unwrap_or_default();
     Matrix {
         devices,
         places,
-        nvlinks,
+        nvlinks: nvlinks(inv),
     }
 }
 

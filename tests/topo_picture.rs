@@ -346,8 +346,9 @@ fn svg_renders_with_rsvg_and_the_docs_pictures_are_current() {
             svg_size(&svg),
             "{fixture}: rendered at the SVG's own size"
         );
+        // Two GPUs on the root bus and a legend of two lines (h200x2-vm) are some 370 high.
         assert!(
-            (500..=4000).contains(&w) && (400..=2000).contains(&h),
+            (500..=4000).contains(&w) && (300..=2000).contains(&h),
             "{fixture}: {w}x{h} is not a sensible size for a node's picture"
         );
         let bytes = std::fs::metadata(&png).unwrap().len();
@@ -572,4 +573,413 @@ fn fleet_draws_the_first_node_of_each_model() {
         "{}",
         stderr(&out)
     );
+}
+
+// -- several GPUs: one NUMA rule, NVLink groups, a legend of what is drawn (issue 24) ---------
+
+use gdrdoctor::gpu::Runtime;
+use gdrdoctor::gpu::model::Probe;
+use gdrdoctor::inventory::Inventory;
+
+/// The GPUs of fixtures/healthy-4gpu-ib-peermem, as NVML names them.
+const FOUR: [&str; 4] = [
+    "00000000:18:00.0",
+    "00000000:1A:00.0",
+    "00000000:3A:00.0",
+    "00000000:3C:00.0",
+];
+
+/// A node like the 4x H100 machine of issue 24: four GPUs, no RDMA NIC, one NUMA node (CPUs
+/// 0-63) and `numa_node` -1 on every GPU. It is fixtures/healthy-4gpu-ib-peermem (one socket,
+/// 4 GPUs, node0 = 0-63) without its RDMA devices and with the kernel giving no node.
+fn four_gpus_no_nic() -> (tempfile::TempDir, PathBuf) {
+    let (dir, root) = copy("healthy-4gpu-ib-peermem");
+    std::fs::remove_dir_all(root.join("sys/class/infiniband")).unwrap();
+    for g in FOUR {
+        let bdf = g[4..].to_lowercase();
+        std::fs::write(
+            root.join(format!("sys/bus/pci/devices/{bdf}/numa_node")),
+            "-1\n",
+        )
+        .unwrap();
+    }
+    (dir, root)
+}
+
+/// The real 2x H200 VM's capture with the node list its kernel had (node0 = CPUs 0-31, as
+/// nvidia-smi's CPU Affinity there says; the capture predates recording it).
+fn h200_pair_with_nodes() -> (tempfile::TempDir, PathBuf) {
+    let (dir, root) = copy("h200x2-vm");
+    let node = root.join("sys/devices/system/node/node0");
+    std::fs::create_dir_all(&node).unwrap();
+    std::fs::write(node.join("cpulist"), "0-31\n").unwrap();
+    (dir, root)
+}
+
+fn inventory(root: &Path) -> Inventory {
+    let root = gdrdoctor::root::Root::open(root).unwrap();
+    Inventory::load(
+        &root,
+        &gdrdoctor::config::Config::default(),
+        Default::default(),
+    )
+}
+
+/// A GPU probe whose NVML lists `gpus` (bus IDs), each with its active NVLinks as
+/// (remote type, remote bus ID).
+fn nvml(gpus: &[(&str, Vec<(&str, &str)>)]) -> Runtime {
+    let devices: Vec<serde_json::Value> = gpus
+        .iter()
+        .enumerate()
+        .map(|(i, (bus, links))| {
+            let links: Vec<_> = links
+                .iter()
+                .enumerate()
+                .map(|(k, (kind, remote))| {
+                    serde_json::json!({"link": k, "remote_type": kind, "remote_bus_id": remote})
+                })
+                .collect();
+            serde_json::json!({"index": i, "bus_id": bus, "name": "NVIDIA H100 80GB HBM3",
+                "bar1_total": null, "bar1_used": null, "nvlinks": links})
+        })
+        .collect();
+    let probe: Probe = serde_json::from_value(serde_json::json!({
+        "nvml": {"status": "ready", "library": "libnvidia-ml.so.1", "driver_version": null,
+                 "cuda_driver_version": null, "devices": devices}
+    }))
+    .unwrap();
+    Runtime::Probed(Box::new(probe))
+}
+
+/// `n` links to NVSwitches (NVML gives no remote bus for those).
+fn to_switch(n: usize) -> Vec<(&'static str, &'static str)> {
+    vec![("switch", "FFFFFFFF:FF:FF.0"); n]
+}
+
+/// The SVG of `inv` as `topo --format svg` draws it (the live path: the pictures read NVML's
+/// NVLinks from the inventory's GPU probe).
+fn svg_of(inv: &Inventory, root: &str) -> String {
+    let policy = gdrdoctor::config::Config::default().thresholds.gdr_level;
+    let p = gdrdoctor::report::picture::picture(inv, policy, root);
+    let mut out = Vec::new();
+    gdrdoctor::report::svg::write(&p, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// The DOT of `inv`, as `topo --format dot` writes it.
+fn dot_of(inv: &Inventory, root: &str) -> String {
+    let policy = gdrdoctor::config::Config::default().thresholds.gdr_level;
+    let p = gdrdoctor::report::picture::picture(inv, policy, root);
+    let mut out = Vec::new();
+    gdrdoctor::report::dot::write(&p, &mut out).unwrap();
+    let dot = String::from_utf8(out).unwrap();
+    dot_is_well_formed(&dot).unwrap_or_else(|e| panic!("{e}\n{dot}"));
+    dot
+}
+
+/// The lines of the legend.
+fn legend_of(doc: &roxmltree::Document) -> Vec<String> {
+    doc.descendants()
+        .find(|n| n.attribute("class") == Some("legend"))
+        .expect("a legend")
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(str::to_owned))
+        .filter(|t| t != "Legend")
+        .collect()
+}
+
+/// The groups drawn with `class` (not the legend's swatches, which have no tooltip): their
+/// tooltip and their texts.
+fn groups_of(doc: &roxmltree::Document, class: &str) -> Vec<(String, Vec<String>)> {
+    doc.descendants()
+        .filter(|n| {
+            n.has_tag_name("g")
+                && n.attribute("class")
+                    .is_some_and(|c| c.split(' ').any(|c| c == class))
+        })
+        .filter_map(|g| {
+            let title = g
+                .children()
+                .find(|n| n.has_tag_name("title"))
+                .and_then(|t| t.text())?
+                .to_owned();
+            let texts = g
+                .descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|t| t.text().map(str::to_owned))
+                .collect();
+            Some((title, texts))
+        })
+        .collect()
+}
+
+/// Renders into the build directory (`target/tmp/topo-<name>.png`, for a person to look at)
+/// and checks the size as the fixtures' pictures are checked.
+fn render_and_size(svg: &str, name: &str) {
+    let png = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("topo-{name}.png"));
+    let (w, h) = render(svg, &png);
+    assert_eq!((w, h), svg_size(svg), "{name}");
+    assert!(
+        (500..=4000).contains(&w) && (300..=2000).contains(&h),
+        "{name}: {w}x{h}"
+    );
+}
+
+/// The NUMA Affinity column of `gdrdoctor topo`, per GPU row.
+fn numa_affinity_column(root: &str) -> Vec<String> {
+    let out = gdrdoctor(&["--root", root, "topo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("GPU"))
+        .map(|l| l.rsplit('\t').next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn numa_is_one_rule_for_topo_and_the_picture() {
+    // numa_node -1 on a one-node machine: topo says NUMA Affinity 0, as nvidia-smi does on the
+    // 4x H100 and the 2x H200 machines, and so does the picture.
+    for (name, (_dir, root), gpus) in [
+        ("4 GPUs", four_gpus_no_nic(), 4),
+        ("2x H200", h200_pair_with_nodes(), 2),
+    ] {
+        let root = root.to_str().unwrap();
+        assert_eq!(numa_affinity_column(root), vec!["0"; gpus], "{name}");
+        let svg = topo(root, "svg");
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let shown = texts(&doc);
+        assert!(
+            shown.iter().any(|t| t == "NUMA node 0"),
+            "{name}: {shown:?}"
+        );
+        assert!(shown.iter().any(|t| t == "NUMA 0"), "{name}: {shown:?}");
+        assert!(
+            !shown.iter().any(|t| t.contains("unknown") || t == "NUMA ?"),
+            "{name}: {shown:?}"
+        );
+        let dot = topo(root, "dot");
+        assert!(dot.contains("label=\"NUMA node 0\""), "{name}");
+    }
+    // Without the kernel's node list neither knows: topo N/A, the picture unknown.
+    let root = fixture("h200x2-vm");
+    assert_eq!(numa_affinity_column(root), vec!["N/A"; 2]);
+    let svg = topo(root, "svg");
+    let shown = texts(&roxmltree::Document::parse(&svg).unwrap());
+    assert!(shown.iter().any(|t| t == "NUMA node unknown"));
+    assert!(shown.iter().any(|t| t == "NUMA ?"));
+}
+
+#[test]
+fn legend_lists_only_what_is_drawn() {
+    let starts = |legend: &[String], prefix: &str| legend.iter().any(|t| t.starts_with(prefix));
+    let levels = |legend: &[String]| -> Vec<String> {
+        legend
+            .iter()
+            .filter_map(|t| t.split_once(':').map(|(l, _)| l.to_owned()))
+            .filter(|l| ["PIX", "PXB", "PHB", "NODE", "SYS"].contains(&l.as_str()))
+            .collect()
+    };
+    // GPUs on the root bus, no NIC, no bridge: GPU and host bridge only.
+    let svg = topo(fixture("h200x2-vm"), "svg");
+    let legend = legend_of(&roxmltree::Document::parse(&svg).unwrap());
+    assert_eq!(legend.len(), 2, "{legend:?}");
+    assert!(starts(&legend, "GPU: ") && starts(&legend, "PCIe host bridge"));
+
+    // Four GPUs behind switches, no NIC: no NIC, ACS, level or NVLink line.
+    let (_dir, root) = four_gpus_no_nic();
+    let svg = topo(root.to_str().unwrap(), "svg");
+    let legend = legend_of(&roxmltree::Document::parse(&svg).unwrap());
+    for prefix in ["GPU: ", "PCIe bridge", "PCIe host bridge", "PCIe switch"] {
+        assert!(starts(&legend, prefix), "{prefix}: {legend:?}");
+    }
+    for absent in [
+        "RDMA NIC",
+        "GPU whose",
+        "ACS redirect",
+        "a GPU-NIC pair",
+        "NVLink",
+        "a pair of an NVLink",
+    ] {
+        assert!(!starts(&legend, absent), "{absent}: {legend:?}");
+    }
+    assert!(levels(&legend).is_empty(), "{legend:?}");
+    assert!(
+        !svg.contains("NCCL_NET_GDR_LEVEL"),
+        "no NIC, no GDR level to speak of"
+    );
+    // The DOT's legend likewise.
+    let dot = topo(root.to_str().unwrap(), "dot");
+    let legend = dot.lines().find(|l| l.contains("legend [")).unwrap();
+    assert!(legend.contains("green: GPU   grey: PCIe bridge   yellow: host bridge\\l"));
+    for absent in ["RDMA NIC", "ACS", " edge:", "NVLink"] {
+        assert!(!legend.contains(absent), "{absent}: {legend}");
+    }
+
+    // A NIC, a switch, an ACS redirect and a PIX pair through it: each said, and only PIX.
+    let svg = topo(fixture("acs-redirect-on-path"), "svg");
+    let legend = legend_of(&roxmltree::Document::parse(&svg).unwrap());
+    for prefix in [
+        "RDMA NIC",
+        "PCIe switch",
+        "ACS redirect",
+        "a GPU-NIC pair whose path",
+    ] {
+        assert!(starts(&legend, prefix), "{prefix}: {legend:?}");
+    }
+    assert_eq!(levels(&legend), ["PIX"]);
+
+    // The 8-GPU node: PIX pairs, no redirect.
+    let svg = topo(fixture("healthy-8gpu-roce"), "svg");
+    let legend = legend_of(&roxmltree::Document::parse(&svg).unwrap());
+    assert_eq!(levels(&legend), ["PIX"]);
+    assert!(!starts(&legend, "ACS redirect") && !starts(&legend, "a GPU-NIC pair whose"));
+
+    // A GPU beyond the GDR level: its mark is explained, and no pair line is.
+    let svg = topo(fixture("placement-sys"), "svg");
+    let legend = legend_of(&roxmltree::Document::parse(&svg).unwrap());
+    assert!(
+        starts(&legend, "GPU whose nearest NIC is beyond"),
+        "{legend:?}"
+    );
+    assert!(levels(&legend).is_empty(), "{legend:?}");
+}
+
+#[test]
+fn nvlink_groups_all_to_all_and_not() {
+    let (_dir, root) = four_gpus_no_nic();
+    let mut inv = inventory(&root);
+
+    // NV18 between every pair (the 4x H100 machine): one group, one bar, one label.
+    let all: Vec<_> = FOUR.iter().map(|g| (*g, to_switch(18))).collect();
+    inv.gpu_runtime = nvml(&all);
+    let topo_m = gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(&inv));
+    assert!(topo_m.contains("GPU0\t X \tNV18\tNV18\tNV18\t"), "{topo_m}");
+    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, NV18");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(
+        groups_of(&doc, "nvlink"),
+        [(
+            "NVLink group GPU0, GPU1, GPU2, GPU3: NV18 between every pair".to_owned(),
+            vec!["NV18 between every pair".to_owned()]
+        )]
+    );
+    assert!(groups_of(&doc, "nvother").is_empty());
+    let legend = legend_of(&doc);
+    assert!(legend.iter().any(|t| t.starts_with("NVLink group:")));
+    assert!(!legend.iter().any(|t| t.starts_with("a pair of an NVLink")));
+    render_and_size(&svg, "4gpu-nv18");
+    let dot = dot_of(&inv, "healthy-4gpu-ib-peermem without RDMA, NV18");
+    assert!(dot.contains("\"nvlink0\" [label=\"NVLink group\\nNV18 between every pair\""));
+    assert_eq!(dot.matches("\"nvlink0\" -- ").count(), 4);
+    assert!(!dot.contains("nvlink1"));
+
+    // GPU3 with 12 of its links up: its three pairs are NV12, drawn and named.
+    let mut fewer = all.clone();
+    fewer[3].1 = to_switch(12);
+    inv.gpu_runtime = nvml(&fewer);
+    let topo_m = gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(&inv));
+    assert!(topo_m.contains("GPU3\tNV12\tNV12\tNV12\t X \t"), "{topo_m}");
+    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let groups = groups_of(&doc, "nvlink");
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].1, ["NV18 between every pair but those below"]);
+    assert_eq!(
+        groups_of(&doc, "nvother"),
+        ["GPU0", "GPU1", "GPU2"].map(|g| (
+            format!("{g} - GPU3: NV12 where the group's other pairs have NV18"),
+            vec!["NV12".to_owned()]
+        ))
+    );
+    assert!(
+        legend_of(&doc)
+            .iter()
+            .any(|t| t.starts_with("a pair of an NVLink"))
+    );
+    render_and_size(&svg, "4gpu-nv18-one-nv12");
+    let dot = dot_of(&inv, "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12");
+    for gpu in ["0000:18:00.0", "0000:1a:00.0", "0000:3a:00.0"] {
+        assert!(
+            dot.contains(&format!("\"{gpu}\" -- \"0000:3c:00.0\" [label=\"NV12\"")),
+            "{gpu}: {dot}"
+        );
+    }
+
+    // Two pairs joined by NVLink bridges (direct links): two groups of two.
+    let bus = |k: usize| FOUR[k];
+    let bridged: Vec<_> = (0..4)
+        .map(|k| (bus(k), vec![("gpu", bus(k ^ 1)); 4]))
+        .collect();
+    inv.gpu_runtime = nvml(&bridged);
+    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, bridged pairs");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(
+        groups_of(&doc, "nvlink"),
+        [
+            (
+                "NVLink group GPU0, GPU1: NV4".to_owned(),
+                vec!["NV4".to_owned()]
+            ),
+            (
+                "NVLink group GPU2, GPU3: NV4".to_owned(),
+                vec!["NV4".to_owned()]
+            )
+        ]
+    );
+    render_and_size(&svg, "4gpu-bridged-pairs");
+
+    // No NVLink: no group, no legend line.
+    inv.gpu_runtime = nvml(&FOUR.map(|g| (g, Vec::new())));
+    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, no NVLink");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert!(groups_of(&doc, "nvlink").is_empty());
+    assert!(!legend_of(&doc).iter().any(|t| t.contains("NVLink")));
+}
+
+#[test]
+fn nvlink_groups_on_the_real_pair_and_the_8_gpu_node() {
+    // The 2x H200 VM with what its NVML said (tests/data/gpu-runtime-h200x2.json).
+    let (_dir, root) = h200_pair_with_nodes();
+    let mut inv = inventory(&root);
+    let text =
+        std::fs::read_to_string(crate_dir().join("tests/data/gpu-runtime-h200x2.json")).unwrap();
+    inv.gpu_runtime = Runtime::Probed(Box::new(serde_json::from_str(&text).unwrap()));
+    let svg = svg_of(&inv, "fixtures/h200x2-vm");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(
+        groups_of(&doc, "nvlink"),
+        [(
+            "NVLink group GPU0, GPU1: NV18".to_owned(),
+            vec!["NV18".to_owned()]
+        )]
+    );
+    render_and_size(&svg, "h200x2-nv18");
+
+    // Eight GPUs on NVSwitches and their NICs: one group over the eight, the GDR pairs kept.
+    let mut inv = inventory(&fixture_path("healthy-8gpu-roce"));
+    let gpus: Vec<String> = inv
+        .gpus
+        .iter()
+        .map(|g| format!("0000{}", g.bdf).to_uppercase())
+        .collect();
+    inv.gpu_runtime = nvml(
+        &gpus
+            .iter()
+            .map(|g| (g.as_str(), to_switch(18)))
+            .collect::<Vec<_>>(),
+    );
+    let svg = svg_of(&inv, "fixtures/healthy-8gpu-roce");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let groups = groups_of(&doc, "nvlink");
+    assert_eq!(groups.len(), 1);
+    assert_eq!(
+        groups[0].0,
+        "NVLink group GPU0, GPU1, GPU2, GPU3, GPU4, GPU5, GPU6, GPU7: NV18 between every pair"
+    );
+    let pairs = groups_of(&doc, "pair").len();
+    assert_eq!(pairs, 16, "every GDR pair still drawn");
+    render_and_size(&svg, "8gpu-nv18-roce");
 }

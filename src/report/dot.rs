@@ -1,7 +1,8 @@
 //! `topo --format dot`: the picture of the PCIe tree (picture.rs says what it shows) as Graphviz
 //! DOT, for those who lay graphs out with Graphviz (`dot -Tsvg`): NUMA nodes and host bridges as
 //! clusters, switches as dashed clusters inside them, the tree's edges, the GDR pairs as
-//! coloured edges labelled with their level, ACS redirects in red.
+//! coloured edges labelled with their level, ACS redirects in red, each NVLink group as a node
+//! joined to its GPUs.
 
 use super::picture::{Picture, What, clean, level_colour};
 use crate::placement::{Level, Role};
@@ -65,21 +66,22 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
 
     let mut h = 0;
     while h < p.host_bridges.len() {
-        let numa = p.host_bridges[h].numa;
-        let label = numa
-            .map(|n| format!("NUMA node {n}"))
-            .unwrap_or_else(|| "NUMA node unknown".into());
+        let numa = &p.host_bridges[h].numa;
+        let label = p.host_bridges[h].numa_label();
         writeln!(
             o,
             "  subgraph \"cluster_numa_{}\" {{",
-            numa.map(|n| n.to_string())
-                .unwrap_or_else(|| "unknown".into())
+            if numa.is_empty() {
+                "unknown".to_owned()
+            } else {
+                crate::parse::cpulist::format(numa.clone())
+            }
         )?;
         writeln!(
             o,
             "    label=\"{label}\"; style=filled; fillcolor=\"#f1f5f9\"; color=\"#cbd5e1\";"
         )?;
-        while h < p.host_bridges.len() && p.host_bridges[h].numa == numa {
+        while h < p.host_bridges.len() && &p.host_bridges[h].numa == numa {
             let hb = &p.host_bridges[h];
             writeln!(o, "    subgraph \"cluster_host_{h}\" {{")?;
             writeln!(o, "      label=\"\"; style=invis;")?;
@@ -157,12 +159,76 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         )?;
     }
 
-    // The legend, and what the tree does not show.
-    let mut legend = String::from(
-        "Legend\\lgreen: GPU   blue: RDMA NIC   grey: PCIe bridge   yellow: host bridge\\ldashed frame: PCIe switch (counts as one bridge)\\lred outline: ACS redirect on a GPU-NIC path (acs-redirect-on-path)\\l",
-    );
-    for l in Level::ALL {
+    // NVLink groups: a node per group, joined to its GPUs, and the pairs that differ.
+    for (k, g) in p.nvlink_groups.iter().enumerate() {
+        let label = match (g.gpus.len(), g.links, g.other.is_empty()) {
+            (2, n, _) => format!("NV{n}"),
+            (_, n, true) => format!("NV{n} between every pair"),
+            (_, 0, false) => "only between the pairs drawn".to_owned(),
+            (_, n, false) => format!("NV{n} between every other pair"),
+        };
+        writeln!(
+            o,
+            "  \"nvlink{k}\" [label=\"NVLink group\\n{label}\", fillcolor=\"#334155\", color=\"#334155\", fontcolor=\"#ffffff\"];"
+        )?;
+        for &i in &g.gpus {
+            writeln!(
+                o,
+                "  \"nvlink{k}\" -- \"{}\" [color=\"#334155\", penwidth=3, constraint=false];",
+                p.nodes[i].bdf
+            )?;
+        }
+        for &(a, b, n) in &g.other {
+            let (label, style) = if n == 0 {
+                ("no NVLink".to_owned(), "dashed")
+            } else {
+                (format!("NV{n}"), "solid")
+            };
+            writeln!(
+                o,
+                "  \"{}\" -- \"{}\" [label=\"{label}\", color=\"#334155\", fontcolor=\"{}\", penwidth=2, style={style}, constraint=false];",
+                p.nodes[a].bdf,
+                p.nodes[b].bdf,
+                if n < g.links { "#dc2626" } else { "#334155" }
+            )?;
+        }
+    }
+
+    // The legend (only what is drawn), and what the tree does not show.
+    let d = p.drawn();
+    let boxes: Vec<&str> = [
+        (d.gpu || d.gpu_no_gdr, "green: GPU"),
+        (d.nic, "blue: RDMA NIC"),
+        (d.bridge, "grey: PCIe bridge"),
+        (d.host_bridge, "yellow: host bridge"),
+    ]
+    .into_iter()
+    .filter_map(|(on, s)| on.then_some(s))
+    .collect();
+    let mut legend = format!("Legend\\l{}\\l", boxes.join("   "));
+    if d.gpu_no_gdr {
+        legend += &format!(
+            "red GPU outline: nearest NIC beyond NCCL_NET_GDR_LEVEL={}, no GPUDirect RDMA\\l",
+            p.policy
+        );
+    }
+    if d.switch {
+        legend += "dashed frame: PCIe switch (counts as one bridge)\\l";
+    }
+    if d.redirect {
+        legend += "red outline: ACS redirect on a GPU-NIC path (acs-redirect-on-path)\\l";
+    }
+    for l in Level::ALL.into_iter().filter(|l| d.levels.contains(l)) {
         legend += &format!("{l} edge: {}\\l", l.legend());
+    }
+    if d.redirected_pair {
+        legend += "dashed level edge: a GPU-NIC pair through an ACS redirect\\l";
+    }
+    if d.nvlink_group {
+        legend += "NVLink group: GPUs joined by NVLink, directly or through NVSwitches (NVML); NV#: # links between each pair\\l";
+    }
+    if d.nvlink_other {
+        legend += "NV# or no NVLink edge: a pair of the group with another count (red: fewer)\\l";
     }
     for (bdf, r) in p.redirects() {
         legend += &format!(

@@ -1,16 +1,19 @@
 //! What the pictures of a node (`topo --format svg` and `--format dot`, `fleet --pictures`) show:
 //! the PCIe tree from the host bridges down to every GPU and RDMA NIC, the GPU-NIC pairs NCCL
 //! uses for GPUDirect RDMA with their level, and the bridges whose ACS redirects peer-to-peer
-//! traffic on a GPU-NIC path. It is worked out once here, from the placement and the ACS
-//! judgement the checks use (`placement::nearest`, `placement::roles`, `acs::redirecting`);
-//! `svg.rs` lays it out and draws it, `dot.rs` writes it for Graphviz.
+//! traffic on a GPU-NIC path, and the GPUs joined by NVLink. It is worked out once here, from
+//! the placement and the ACS judgement the checks use (`placement::nearest`,
+//! `placement::roles`, `acs::redirecting`, `placement::numa_affinity`, `placement::nvlinks`);
+//! `svg/` lays it out and draws it, `dot.rs` writes it for Graphviz.
 //!
 //! It is linear in the devices: only the functions on a GPU's or NIC's sysfs path are in the
 //! tree, and only each GPU's nearest NICs are looked at, never the N x N matrix (a node with
-//! 5,000 GPUs is some 10,000 boxes).
+//! 5,000 GPUs is some 10,000 boxes). The NVLink groups are quadratic in a group's GPUs only,
+//! and a group is what NVML sees of one node (8 GPUs on an HGX board).
 
 use crate::checks::acs;
 use crate::inventory::Inventory;
+use crate::parse::cpulist;
 use crate::parse::pci::{Bdf, path_functions};
 use crate::placement::{self, Level, Role};
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,6 +37,8 @@ pub struct Picture {
     /// What the tree cannot show: GPUs whose nearest NIC is beyond the policy, devices without
     /// a place on the tree.
     pub notes: Vec<String>,
+    /// The GPUs joined by NVLink, each connected set once, sorted by its first GPU.
+    pub nvlink_groups: Vec<NvGroup>,
     pub gpus: usize,
     pub nics: usize,
 }
@@ -53,8 +58,9 @@ pub struct Title {
 #[derive(Debug)]
 pub struct HostBridge {
     pub name: String,
-    /// The smallest NUMA node of the devices below it, when the kernel gives one.
-    pub numa: Option<i32>,
+    /// The NUMA nodes of the devices below it (`placement::numa_affinity`, the rule of
+    /// `topo`'s NUMA Affinity column), sorted; empty when unknown.
+    pub numa: Vec<u32>,
     /// Indices into `Picture::nodes`.
     pub children: Vec<usize>,
 }
@@ -97,6 +103,20 @@ pub struct Redirect {
     pub pairs: Vec<String>,
 }
 
+/// GPUs joined by NVLink, directly or through NVSwitches: one connected set of the picture's
+/// GPUs, drawn as one group rather than a line per pair (4 GPUs make 6 pairs, 8 make 28).
+#[derive(Debug, PartialEq, Eq)]
+pub struct NvGroup {
+    /// Indices into `Picture::nodes`, in address order; two or more.
+    pub gpus: Vec<usize>,
+    /// The link count (`NV18`) most of its pairs have, the larger on a tie; 0 when most pairs
+    /// have no NVLink between them (a chain, a ring).
+    pub links: u32,
+    /// The pairs whose count is not `links` (0: no NVLink between them), as (GPU, GPU, count)
+    /// with the GPUs in address order; empty when every pair has `links`.
+    pub other: Vec<(usize, usize, u32)>,
+}
+
 /// A GPU and a nearest NIC within the policy.
 #[derive(Debug)]
 pub struct Pair {
@@ -108,7 +128,95 @@ pub struct Pair {
     pub redirected: bool,
 }
 
+/// What kinds of thing a picture draws: its legend explains these and no others (issue 24: a
+/// machine without a NIC had NIC, ACS and PIX..SYS entries).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Drawn {
+    pub gpu: bool,
+    pub gpu_no_gdr: bool,
+    pub nic: bool,
+    pub bridge: bool,
+    pub host_bridge: bool,
+    pub switch: bool,
+    pub redirect: bool,
+    /// The levels of the GPU-NIC pairs drawn.
+    pub levels: BTreeSet<Level>,
+    pub redirected_pair: bool,
+    pub nvlink_group: bool,
+    /// A pair of an NVLink group with another count than the group's.
+    pub nvlink_other: bool,
+}
+
+impl HostBridge {
+    /// `NUMA node 0`, `NUMA nodes 0-1`, `NUMA node unknown`.
+    pub fn numa_label(&self) -> String {
+        match self.numa.len() {
+            0 => "NUMA node unknown".into(),
+            1 => format!("NUMA node {}", self.numa[0]),
+            _ => format!("NUMA nodes {}", cpulist::format(self.numa.clone())),
+        }
+    }
+
+    /// `NUMA 0`, `NUMA 0-1`, `NUMA ?`: for a box.
+    pub fn numa_short(&self) -> String {
+        if self.numa.is_empty() {
+            "NUMA ?".into()
+        } else {
+            format!("NUMA {}", cpulist::format(self.numa.clone()))
+        }
+    }
+}
+
 impl Picture {
+    /// The switches drawn as one: each upstream port (an index into `nodes`) with a downstream
+    /// port below it.
+    pub fn switches(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nodes.iter().enumerate().filter_map(|(i, n)| {
+            let upstream = matches!(
+                n.what,
+                What::Bridge {
+                    role: Role::SwitchUpstream,
+                    ..
+                }
+            );
+            let downstream = n.children.iter().any(|&c| {
+                matches!(
+                    self.nodes[c].what,
+                    What::Bridge {
+                        role: Role::SwitchDownstream,
+                        ..
+                    }
+                )
+            });
+            (upstream && downstream).then_some(i)
+        })
+    }
+
+    /// What the picture draws, for its legend.
+    pub fn drawn(&self) -> Drawn {
+        let mut d = Drawn {
+            host_bridge: !self.host_bridges.is_empty(),
+            switch: self.switches().next().is_some(),
+            redirect: self.redirects().next().is_some(),
+            levels: self.pairs.iter().map(|p| p.level).collect(),
+            redirected_pair: self.pairs.iter().any(|p| p.redirected),
+            nvlink_group: !self.nvlink_groups.is_empty(),
+            nvlink_other: self.nvlink_groups.iter().any(|g| !g.other.is_empty()),
+            ..Drawn::default()
+        };
+        for n in &self.nodes {
+            match &n.what {
+                What::Gpu { no_gdr: None, .. } => d.gpu = true,
+                What::Gpu {
+                    no_gdr: Some(_), ..
+                } => d.gpu_no_gdr = true,
+                What::Nic { .. } => d.nic = true,
+                What::Bridge { .. } => d.bridge = true,
+            }
+        }
+        d
+    }
+
     /// The ACS redirects on a GPU-NIC path, with their bridges, in address order.
     pub fn redirects(&self) -> impl Iterator<Item = (Bdf, &Redirect)> {
         self.nodes.iter().filter_map(|n| match &n.what {
@@ -233,8 +341,15 @@ pub fn picture(inv: &Inventory, policy: Level, root: &str) -> Picture {
         h.children.sort_by_key(|&i| nodes[i].bdf);
     }
     host_bridges.sort_by(|a, b| {
-        (a.numa.is_none(), a.numa, &a.name).cmp(&(b.numa.is_none(), b.numa, &b.name))
+        (a.numa.is_empty(), &a.numa, &a.name).cmp(&(b.numa.is_empty(), &b.numa, &b.name))
     });
+    let gpus: BTreeMap<Bdf, usize> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| matches!(n.what, What::Gpu { .. }))
+        .map(|(i, n)| (n.bdf, i))
+        .collect();
+    let nvlink_groups = nvlink_groups(&gpus, &placement::nvlinks(inv));
     Picture {
         title: Title {
             root: root.to_owned(),
@@ -254,6 +369,7 @@ pub fn picture(inv: &Inventory, policy: Level, root: &str) -> Picture {
             })
             .collect(),
         notes: b.notes,
+        nvlink_groups,
         gpus: inv.gpus.len(),
         nics: inv.rdma.len(),
     }
@@ -291,23 +407,17 @@ impl Builder {
             ));
             return;
         }
-        let numa = f
-            .detail
-            .as_ref()
-            .and_then(|d| d.numa_node.value().copied())
-            .filter(|n| *n >= 0);
         let host = self
             .host_bridges
             .entry(hb.to_owned())
             .or_insert_with(|| HostBridge {
                 name: hb.to_owned(),
-                numa: None,
+                numa: Vec::new(),
                 children: Vec::new(),
             });
-        host.numa = match (host.numa, numa) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        host.numa.extend(placement::numa_affinity(inv, bdf));
+        host.numa.sort_unstable();
+        host.numa.dedup();
         let (roles, _) = placement::roles(inv, &path[..path.len() - 1]);
         let mut parent: Option<usize> = None;
         for (k, p) in path.iter().enumerate() {
@@ -349,6 +459,71 @@ impl Builder {
     }
 }
 
+/// The GPUs joined by NVLink: the connected sets of `links` (NVLinks per pair of GPUs, by
+/// address, as `placement::nvlinks` gives them) among the GPUs on the tree (`gpus`: address to
+/// index into the nodes). A pair's count is the first GPU's view of it (the upper triangle of
+/// `topo`'s matrix), or the second's where the first has none.
+fn nvlink_groups(gpus: &BTreeMap<Bdf, usize>, links: &BTreeMap<(Bdf, Bdf), u32>) -> Vec<NvGroup> {
+    let count = |a: Bdf, b: Bdf| {
+        links
+            .get(&(a, b))
+            .or_else(|| links.get(&(b, a)))
+            .copied()
+            .unwrap_or(0)
+    };
+    let mut peers: BTreeMap<Bdf, BTreeSet<Bdf>> = BTreeMap::new();
+    for (&(a, b), &n) in links {
+        if n > 0 && a != b && gpus.contains_key(&a) && gpus.contains_key(&b) {
+            peers.entry(a).or_default().insert(b);
+            peers.entry(b).or_default().insert(a);
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut groups = Vec::new();
+    for &start in peers.keys() {
+        if !seen.insert(start) {
+            continue;
+        }
+        let mut set = vec![start];
+        let mut stack = vec![start];
+        while let Some(g) = stack.pop() {
+            for &p in &peers[&g] {
+                if seen.insert(p) {
+                    set.push(p);
+                    stack.push(p);
+                }
+            }
+        }
+        set.sort();
+        let pairs: Vec<(Bdf, Bdf, u32)> = set
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &a)| set[k + 1..].iter().map(move |&b| (a, b)))
+            .map(|(a, b)| (a, b, count(a, b)))
+            .collect();
+        let mut tally: BTreeMap<u32, usize> = BTreeMap::new();
+        for (_, _, n) in &pairs {
+            *tally.entry(*n).or_default() += 1;
+        }
+        let common = tally
+            .iter()
+            .max_by_key(|(n, k)| (**k, **n))
+            .map(|(n, _)| *n)
+            .unwrap_or(0);
+        groups.push(NvGroup {
+            gpus: set.iter().map(|b| gpus[b]).collect(),
+            links: common,
+            other: pairs
+                .into_iter()
+                .filter(|(_, _, n)| *n != common)
+                .map(|(a, b, n)| (gpus[&a], gpus[&b], n))
+                .collect(),
+        });
+    }
+    groups.sort_by_key(|g| g.gpus[0]);
+    groups
+}
+
 /// Text from the node for a picture: control characters escaped as the human report shows
 /// them (`\u{1b}`), so that a name cannot hide or break a line, and at most `max` characters
 /// (the rest as `…`), so that a long name cannot stretch the layout.
@@ -386,7 +561,65 @@ pub fn level_colour(l: Level) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::clean;
+    use super::{NvGroup, clean, nvlink_groups};
+    use crate::parse::pci::Bdf;
+    use std::collections::BTreeMap;
+
+    /// GPUs `0000:00:0k.0` at node index `10 + k`, and NVLinks by position.
+    fn groups(n: u8, links: &[(u8, u8, u32)]) -> Vec<NvGroup> {
+        let bdf = |k: u8| Bdf::parse(&format!("0000:00:{k:02x}.0")).unwrap();
+        let gpus = (0..n).map(|k| (bdf(k), 10 + usize::from(k))).collect();
+        let links: BTreeMap<(Bdf, Bdf), u32> = links
+            .iter()
+            .flat_map(|&(a, b, c)| [((bdf(a), bdf(b)), c), ((bdf(b), bdf(a)), c)])
+            .collect();
+        nvlink_groups(&gpus, &links)
+    }
+
+    /// Every pair of `set` (positions) with `links` links.
+    fn all_to_all(set: &[u8], links: u32) -> Vec<(u8, u8, u32)> {
+        set.iter()
+            .enumerate()
+            .flat_map(|(k, &a)| set[k + 1..].iter().map(move |&b| (a, b, links)))
+            .collect()
+    }
+
+    #[test]
+    fn nvlink_all_to_all_is_one_uniform_group() {
+        // The 4x H100 machine of issue 24: NV18 between every pair (through NVSwitches).
+        assert_eq!(
+            groups(4, &all_to_all(&[0, 1, 2, 3], 18)),
+            vec![NvGroup {
+                gpus: vec![10, 11, 12, 13],
+                links: 18,
+                other: vec![],
+            }]
+        );
+        assert!(groups(4, &[]).is_empty(), "no NVLink, no group");
+    }
+
+    #[test]
+    fn nvlink_pairs_that_differ_are_named() {
+        // GPU3 with 12 of its 18 links up: its three pairs are NV12 (NVSwitch: the fewer of
+        // the two GPUs' links).
+        let mut links = all_to_all(&[0, 1, 2], 18);
+        links.extend([(0, 3, 12), (1, 3, 12), (2, 3, 12)]);
+        let g = groups(4, &links);
+        assert_eq!(g.len(), 1);
+        assert_eq!((g[0].links, g[0].gpus.len()), (18, 4));
+        assert_eq!(g[0].other, vec![(10, 13, 12), (11, 13, 12), (12, 13, 12)]);
+        // Two bridged pairs (PCIe cards with NVLink bridges): two groups, and a GPU alone.
+        let g = groups(5, &[(0, 1, 4), (2, 3, 4)]);
+        assert_eq!(
+            g.iter()
+                .map(|g| (g.gpus.clone(), g.links))
+                .collect::<Vec<_>>(),
+            vec![(vec![10, 11], 4), (vec![12, 13], 4)]
+        );
+        // A chain 0-1-2: one set, and the pair without a link of its own is named.
+        let g = groups(3, &[(0, 1, 2), (1, 2, 2)]);
+        assert_eq!((g[0].links, g[0].other.clone()), (2, vec![(10, 12, 0)]));
+    }
 
     #[test]
     fn clean_escapes_and_shortens() {

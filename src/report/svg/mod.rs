@@ -5,11 +5,17 @@
 //! The layout is a plain tree, deterministic and linear in the boxes: host bridges in the top
 //! row, each the head of a column group (grouped by NUMA node in shaded bands), every bridge in
 //! the row of its depth above its children, the GPUs and NICs in the bottom row, one slot each,
-//! left to right in address order. The GDR pairs are arcs below the bottom row, labelled with
-//! their level; the legend and the notes follow.
+//! left to right in address order. Below the bottom row, each NVLink group is a bar with a
+//! drop to each of its GPUs, in lanes so that groups side by side do not overlap; the GDR pairs
+//! (and the NVLink pairs that differ from their group) are arcs below, labelled with their
+//! level (or link count). The legend (only what is drawn) and the notes follow.
+
+mod legend;
+mod nvlink;
 
 use super::picture::{Picture, What, clean, level_colour};
-use crate::placement::{Level, Role};
+use crate::placement::Role;
+use nvlink::{NV_DROP, NV_LANE, NV_TOP, bars, nvlink_group};
 use std::io::{self, Write};
 
 /// Horizontal room of one GPU or NIC.
@@ -59,6 +65,12 @@ text{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px;fill
 .pair path{fill:none;stroke-width:2.5}
 .acs path{stroke-dasharray:8 5}
 .label rect{fill:#ffffff;fill-opacity:0.9}
+.nvlink path{fill:none;stroke:#334155;stroke-linecap:round}
+.nvlink .bar{stroke-width:6}
+.nvlink .drop{stroke-width:3}
+.nvlink .label rect{stroke:#334155;stroke-width:1}
+.nvother path{fill:none;stroke:#334155;stroke-width:2}
+.nvnone path{stroke-dasharray:4 4}
 ";
 
 /// Where everything goes: each node's slots, and the host bridges'.
@@ -176,61 +188,17 @@ fn arc_depth(x1: f64, x2: f64) -> f64 {
     30.0 + 22.0 * slots
 }
 
-/// The lines of the legend: (what the swatch is, text).
-enum Swatch {
-    Box(&'static str),
-    Switch,
-    Level(Level),
-    Redirected,
-}
-
-fn legend(policy: Level) -> Vec<(Swatch, String)> {
-    let mut v = vec![
-        (
-            Swatch::Box("dev gpu"),
-            "GPU: its name in `gdrdoctor topo`, PCI address, model".to_owned(),
-        ),
-        (
-            Swatch::Box("dev gpu nogdr"),
-            format!(
-                "GPU whose nearest NIC is beyond NCCL_NET_GDR_LEVEL={policy}: NCCL runs it without GPUDirect RDMA"
-            ),
-        ),
-        (
-            Swatch::Box("dev nic"),
-            "RDMA NIC: its name in `gdrdoctor topo`, RDMA device, PCI address".to_owned(),
-        ),
-        (
-            Swatch::Box("dev bridge"),
-            "PCIe bridge: root port, switch port or other bridge, with its PCI address".to_owned(),
-        ),
-        (
-            Swatch::Box("dev host"),
-            "PCIe host bridge (the CPU's root complex); shaded bands are NUMA nodes".to_owned(),
-        ),
-        (
-            Swatch::Switch,
-            "PCIe switch: an upstream port and its downstream ports count as one bridge".to_owned(),
-        ),
-        (
-            Swatch::Box("dev bridge redirect"),
-            "ACS redirect on a GPU-NIC path: peer-to-peer traffic is sent up to the root complex (acs-redirect-on-path)".to_owned(),
-        ),
-    ];
-    for l in Level::ALL {
-        v.push((Swatch::Level(l), format!("{l}: {}", l.legend())));
-    }
-    v.push((
-        Swatch::Redirected,
-        "a GPU-NIC pair whose path crosses an ACS redirect".to_owned(),
-    ));
-    v
-}
-
 /// Writes the picture as SVG.
 pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     let l = layout(p);
     let tree_bottom = l.top(l.leaf_row) + LEAF_H;
+    let bars = bars(p, &l);
+    let bar_y = |lane: usize| tree_bottom + NV_TOP + lane as f64 * NV_LANE;
+    // The GDR arcs go below the NVLink bars.
+    let nv_room = bars
+        .iter()
+        .map(|b| NV_TOP + b.lane as f64 * NV_LANE + 8.0)
+        .fold(0.0, f64::max);
     // Arcs below the boxes: how deep the deepest goes, with its label.
     let arcs_bottom = p
         .pairs
@@ -238,16 +206,22 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         .map(|pr| {
             let (x1, x2) = (l.centre(pr.gpu), l.centre(pr.nic));
             let y = l.bottom(p, pr.gpu).max(l.bottom(p, pr.nic));
-            y + 0.75 * arc_depth(x1, x2) + 12.0
+            y + 0.75 * (nv_room + arc_depth(x1, x2)) + 12.0
         })
-        .fold(tree_bottom, f64::max);
+        .chain(p.nvlink_groups.iter().zip(&bars).flat_map(|(g, b)| {
+            g.other.iter().map(|&(x, y, _)| {
+                let (x1, x2) = (l.centre(x) - NV_DROP, l.centre(y) - NV_DROP);
+                bar_y(b.lane) + 0.75 * arc_depth(x1, x2) + 12.0
+            })
+        }))
+        .fold(tree_bottom + nv_room, f64::max);
 
     let title = format!(
         "PCIe tree of {}",
         clean(p.title.hostname.as_deref().unwrap_or(&p.title.root), 80)
     );
     let subtitle = format!(
-        "{}root {} · {} GPU{}, {} RDMA device{} · lines: GPU-NIC pairs within NCCL_NET_GDR_LEVEL={}",
+        "{}root {} · {} GPU{}, {} RDMA device{}{}",
         p.title
             .product
             .as_deref()
@@ -258,9 +232,16 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         if p.gpus == 1 { "" } else { "s" },
         p.nics,
         if p.nics == 1 { "" } else { "s" },
-        p.policy
+        if p.nics == 0 {
+            String::new()
+        } else {
+            format!(
+                " · lines: GPU-NIC pairs within NCCL_NET_GDR_LEVEL={}",
+                p.policy
+            )
+        }
     );
-    let legend = legend(p.policy);
+    let legend = legend::lines(p);
     let notes = notes(p);
     let legend_top = arcs_bottom + 36.0;
     let notes_top = legend_top + 24.0 + legend.len() as f64 * 20.0 + 16.0;
@@ -290,7 +271,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     writeln!(o, "<title>{}</title>", x(&title))?;
     writeln!(
         o,
-        "<desc>gdrdoctor {} topo --format svg: host bridges, switches and bridges down to every GPU and RDMA NIC; each GPU's nearest NIC(s) within the GDR level, with their level; bridges whose ACS redirects on a GPU-NIC path outlined red.</desc>",
+        "<desc>gdrdoctor {} topo --format svg: host bridges, switches and bridges down to every GPU and RDMA NIC; each GPU's nearest NIC(s) within the GDR level, with their level; bridges whose ACS redirects on a GPU-NIC path outlined red; GPUs joined by NVLink as groups, with their link count.</desc>",
         env!("CARGO_PKG_VERSION")
     )?;
     writeln!(o, "<style>\n{STYLE}</style>")?;
@@ -312,16 +293,14 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     // NUMA bands: runs of host bridges on one NUMA node.
     let mut h = 0;
     while h < p.host_bridges.len() {
-        let numa = p.host_bridges[h].numa;
+        let numa = &p.host_bridges[h].numa;
         let mut end = h;
-        while end + 1 < p.host_bridges.len() && p.host_bridges[end + 1].numa == numa {
+        while end + 1 < p.host_bridges.len() && &p.host_bridges[end + 1].numa == numa {
             end += 1;
         }
         let x0 = l.left(l.host[h].0) + 3.0;
         let x1 = l.left(l.host[end].0 + l.host[end].1) - 3.0;
-        let label = numa
-            .map(|n| format!("NUMA node {n}"))
-            .unwrap_or_else(|| "NUMA node unknown".into());
+        let label = p.host_bridges[h].numa_label();
         writeln!(
             o,
             r#"<g><rect class="numa" x="{x0:.1}" y="{HEAD:.1}" width="{:.1}" height="{:.1}" rx="8"/><text class="s b" x="{:.1}" y="{:.1}">{label}</text></g>"#,
@@ -334,26 +313,8 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     }
 
     // Switches: a dashed frame around an upstream port and its downstream ports.
-    for (i, n) in p.nodes.iter().enumerate() {
-        let What::Bridge {
-            role: Role::SwitchUpstream,
-            ..
-        } = n.what
-        else {
-            continue;
-        };
-        let downstream = n.children.iter().any(|&c| {
-            matches!(
-                p.nodes[c].what,
-                What::Bridge {
-                    role: Role::SwitchDownstream,
-                    ..
-                }
-            )
-        });
-        if !downstream {
-            continue;
-        }
+    for i in p.switches() {
+        let n = &p.nodes[i];
         let x0 = l.left(l.start[i]) + 4.0;
         let y0 = l.top(n.depth) - 10.0;
         let y1 = l.top(n.depth + 1) + BOX_H + 8.0;
@@ -391,10 +352,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     // The boxes.
     for (h, hb) in p.host_bridges.iter().enumerate() {
         let cx = l.left(l.host[h].0) + l.host[h].1 as f64 * SLOT / 2.0;
-        let numa = hb
-            .numa
-            .map(|n| format!("NUMA {n}"))
-            .unwrap_or_else(|| "NUMA ?".into());
+        let numa = hb.numa_short();
         let name = t(&hb.name, BOX_CHARS);
         dev(
             o,
@@ -502,7 +460,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     for pr in &p.pairs {
         let (x1, x2) = (l.centre(pr.gpu), l.centre(pr.nic));
         let (y1, y2) = (l.bottom(p, pr.gpu), l.bottom(p, pr.nic));
-        let d = arc_depth(x1, x2);
+        let d = nv_room + arc_depth(x1, x2);
         let colour = level_colour(pr.level);
         let (class, label) = if pr.redirected {
             ("pair acs", format!("{} ACS", pr.level))
@@ -522,7 +480,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             o,
-            r#"<g class="{class}"><title>{} - {}: {}{}</title><path d="M{x1:.1} {y1:.1}C{x1:.1} {:.1} {x2:.1} {:.1} {x2:.1} {y2:.1}" stroke="{colour}"/><g class="label"><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="15" rx="3"/><text class="c b" x="{mx:.1}" y="{:.1}" fill="{}">{label}</text></g></g>"#,
+            r#"<g class="{class}"><title>{} - {}: {}{}</title><path d="M{x1:.1} {y1:.1}C{x1:.1} {:.1} {x2:.1} {:.1} {x2:.1} {y2:.1}" stroke="{colour}"/><g class="label"><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="15" rx="3"/><text class="c b" x="{mx:.1}" y="{:.1}" style="fill:{}">{label}</text></g></g>"#,
             names(pr.gpu),
             names(pr.nic),
             pr.level,
@@ -540,45 +498,13 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         )?;
     }
 
-    // The legend.
-    writeln!(
-        o,
-        r#"<text class="b" x="{MARGIN}" y="{:.1}">Legend</text>"#,
-        legend_top + 4.0
-    )?;
-    for (k, (swatch, text)) in legend.iter().enumerate() {
-        let y = legend_top + 24.0 + k as f64 * 20.0;
-        let sx = MARGIN;
-        match swatch {
-            Swatch::Box(class) => writeln!(
-                o,
-                r#"<g class="{class}"><rect x="{sx}" y="{:.1}" width="36" height="14" rx="3"/></g>"#,
-                y - 11.0
-            )?,
-            Swatch::Switch => writeln!(
-                o,
-                r#"<rect class="switch" x="{sx}" y="{:.1}" width="36" height="14" rx="3"/>"#,
-                y - 11.0
-            )?,
-            Swatch::Level(lv) => writeln!(
-                o,
-                r#"<g class="pair"><path d="M{sx} {:.1}h36" stroke="{}"/></g>"#,
-                y - 4.0,
-                level_colour(*lv)
-            )?,
-            Swatch::Redirected => writeln!(
-                o,
-                r##"<g class="pair acs"><path d="M{sx} {:.1}h36" stroke="#15803d"/></g>"##,
-                y - 4.0
-            )?,
-        }
-        writeln!(
-            o,
-            r#"<text x="{:.1}" y="{y:.1}">{}</text>"#,
-            sx + 48.0,
-            x(text)
-        )?;
+    // The NVLink groups: a bar with a drop to each GPU, and the pairs that differ as arcs
+    // hanging from it. Over the GDR arcs, which cross the bar: its label stays whole.
+    for (g, b) in p.nvlink_groups.iter().zip(&bars) {
+        nvlink_group(o, p, &l, g, b, bar_y(b.lane))?;
     }
+
+    legend::write(o, &legend, legend_top)?;
     if !notes.is_empty() {
         writeln!(
             o,
