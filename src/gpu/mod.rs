@@ -647,6 +647,9 @@ mod tests {
                     remote_bus_id: Some((*r).into()),
                 })
                 .collect(),
+            nvlinks_down: vec![],
+            persistence_mode: None,
+            fabric: None,
             errors: vec![],
         }
     }
