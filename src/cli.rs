@@ -909,16 +909,21 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
     let mut nvml = String::new();
     if ask_nvml && nvidia {
         if let Some(cmd) = gpu_probe(&config, gdrdoctor::gpu::Ask::NVML, false) {
+            use gdrdoctor::gpu::model::Lib;
             let answer = gdrdoctor::gpu::run(&cmd);
-            if let Some(text) = gdrdoctor::gpu::Recorded::text(&answer) {
-                nvml = match answer.probe().and_then(|p| p.nvml.as_ref()) {
-                    Some(gdrdoctor::gpu::model::Lib::Ready(n)) => {
-                        format!("; NVML's answer ({} GPUs)", n.devices.len())
-                    }
-                    Some(_) => "; NVML's answer (it could not be used)".into(),
-                    None => "; NVML's lack of an answer".into(),
-                };
-                nvml += &format!(" in {}", gdrdoctor::gpu::RECORDED_NVML);
+            let what = match answer.probe().and_then(|p| p.nvml.as_ref()) {
+                // No libnvidia-ml where capture runs (a container without NVIDIA's libraries)
+                // says nothing of the node: recorded, it would read as a node without them.
+                Some(Lib::NotFound { message, .. }) => {
+                    nvml = format!("; NVML not recorded: it cannot be loaded here ({message})");
+                    None
+                }
+                Some(Lib::Ready(n)) => Some(format!("NVML's answer ({} GPUs)", n.devices.len())),
+                Some(_) => Some("NVML's answer (it could not be used)".into()),
+                None => Some("NVML's lack of an answer".into()),
+            };
+            if let (Some(what), Some(text)) = (what, gdrdoctor::gpu::Recorded::text(&answer)) {
+                nvml = format!("; {what} in {}", gdrdoctor::gpu::RECORDED_NVML);
                 recording
                     .files
                     .insert(gdrdoctor::gpu::RECORDED_NVML.to_owned(), text.into_bytes());

@@ -1145,6 +1145,26 @@ fn capture_asks_nvml_only_where_the_gpus_are() {
         stderr(&o)
     };
     let root = fixture("h200x2-vm");
+    // No libnvidia-ml where capture runs (a container without NVIDIA's libraries): nothing is
+    // recorded, and the capture says why.
+    let none = tmp.path().join("none");
+    let o = Libs::none()
+        .command(&[
+            "--root",
+            root,
+            "capture",
+            "--gpu-probe",
+            none.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("NVML not recorded: it cannot be loaded here"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!none.join("gdrdoctor").exists());
     let msg = run(&[
         "--root",
         root,
