@@ -1259,3 +1259,45 @@ fn a_malformed_recorded_answer_is_a_problem() {
         assert_eq!(statuses(&r), statuses(&plain));
     }
 }
+
+/// The real 4x H100 capture (fixtures/h100x4-vm): offline, `topo` shows the NV# cells that
+/// `nvidia-smi topo -m` showed on the machine, from the recorded NVML answer; and the variant
+/// with two links down on one GPU lowers that GPU's cells only.
+#[test]
+fn real_h100x4_capture_topo_matches_nvidia_smi() {
+    fn nv_cells(text: &str) -> Vec<Vec<String>> {
+        text.lines()
+            .filter(|l| l.starts_with("GPU") && l.contains('\t'))
+            .take_while(|l| !l.starts_with("GPU Legend"))
+            .map(|l| {
+                l.split('\t')
+                    .skip(1)
+                    .take(4)
+                    .map(|c| c.trim().to_owned())
+                    .collect()
+            })
+            .collect()
+    }
+    let smi = std::fs::read_to_string(
+        crate_dir().join("fixtures/h100x4-vm/reference/nvidia-smi-topo-m.txt"),
+    )
+    .unwrap();
+    let ours = stdout(&gdrdoctor(&["--root", fixture("h100x4-vm"), "topo"]));
+    assert_eq!(nv_cells(&ours), nv_cells(&smi), "{ours}\n{smi}");
+    assert_eq!(nv_cells(&smi)[0], ["X", "NV18", "NV18", "NV18"]);
+    let down = stdout(&gdrdoctor(&[
+        "--root",
+        fixture("h100x4-nvlink-down"),
+        "topo",
+    ]));
+    assert_eq!(
+        nv_cells(&down),
+        [
+            ["X", "NV18", "NV16", "NV18"],
+            ["NV18", "X", "NV16", "NV18"],
+            ["NV16", "NV16", "X", "NV16"],
+            ["NV18", "NV18", "NV16", "X"],
+        ],
+        "{down}"
+    );
+}
