@@ -74,6 +74,14 @@ enum Command {
     Capture {
         /// A directory to create, or a file ending in .tar.gz.
         out: PathBuf,
+        /// Do not ask NVML: the capture then holds no NVML answer, and offline the GPUs'
+        /// persistence mode, NVLinks and fabric state are not judged.
+        #[arg(long, conflicts_with = "gpu_probe")]
+        no_gpu_probe: bool,
+        /// Ask this machine's NVML even with --root: for a container that sees the host's root
+        /// at DIR and the host's GPUs through the NVIDIA Container Toolkit.
+        #[arg(long)]
+        gpu_probe: bool,
     },
     /// Write the fixes for the current warnings and failures as one reviewed bash script (or,
     /// with --apply, run its runtime part now).
@@ -531,7 +539,15 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
     match &cli.command {
         Command::Check(args) => check(&cli, args),
-        Command::Capture { out } => capture(&cli, out),
+        Command::Capture {
+            out,
+            no_gpu_probe,
+            gpu_probe,
+        } => capture(
+            &cli,
+            out,
+            !*no_gpu_probe && (cli.root.is_none() || *gpu_probe),
+        ),
         Command::GdrPair { spec } => {
             outln!("{}", gdrdoctor::gdr::child_main(spec));
             Ok(ExitCode::SUCCESS)
@@ -898,21 +914,54 @@ fn open_root(cli: &Cli) -> anyhow::Result<(Root, String)> {
     })
 }
 
-fn capture(cli: &Cli, out: &std::path::Path) -> anyhow::Result<ExitCode> {
+/// `ask_nvml`: the node's GPUs are here (a live root, or `--gpu-probe`), and NVML may be asked.
+fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<ExitCode> {
     let (config, _path) = load_config(cli)?;
     let (root, display) = open_root(cli)?;
     let root = root.recording();
     // Everything the checks read is read here: checks never touch files. The live-only access
     // probes (device nodes, this process's limits) have no place in a copy.
-    let _inventory = Inventory::load(&root, &config, inventory::Options::default());
-    let summary = gdrdoctor::capture::write(&root.recorded(), &root, out)?;
+    let inv = Inventory::load(&root, &config, inventory::Options::default());
+    let mut recording = root.recorded();
+    // What only NVML knows (persistence mode, NVLinks, the fabric state) is recorded too, from
+    // the NVML-only probe child that `check` runs, so that a check of the copy judges it as the
+    // live check did. CUDA is not: its probe allocates on the GPUs, and offline it is not asked.
+    let nvidia = inv
+        .gpus
+        .iter()
+        .any(|g| g.vendor == inventory::GpuVendor::Nvidia);
+    let mut nvml = String::new();
+    if ask_nvml && nvidia {
+        if let Some(cmd) = gpu_probe(&config, gdrdoctor::gpu::Ask::NVML, false) {
+            use gdrdoctor::gpu::model::Lib;
+            let answer = gdrdoctor::gpu::run(&cmd);
+            let what = match answer.probe().and_then(|p| p.nvml.as_ref()) {
+                // No libnvidia-ml where capture runs (a container without NVIDIA's libraries)
+                // says nothing of the node: recorded, it would read as a node without them.
+                Some(Lib::NotFound { message, .. }) => {
+                    nvml = format!("; NVML not recorded: it cannot be loaded here ({message})");
+                    None
+                }
+                Some(Lib::Ready(n)) => Some(format!("NVML's answer ({} GPUs)", n.devices.len())),
+                Some(_) => Some("NVML's answer (it could not be used)".into()),
+                None => Some("NVML's lack of an answer".into()),
+            };
+            if let (Some(what), Some(text)) = (what, gdrdoctor::gpu::Recorded::text(&answer)) {
+                nvml = format!("; {what} in {}", gdrdoctor::gpu::RECORDED_NVML);
+                recording
+                    .files
+                    .insert(gdrdoctor::gpu::RECORDED_NVML.to_owned(), text.into_bytes());
+            }
+        }
+    }
+    let summary = gdrdoctor::capture::write(&recording, &root, out)?;
     // Say so when links were rewritten: the copy then differs from the node's text.
     let rewritten = match summary.rewritten {
         0 => String::new(),
         n => format!(" ({n} leading outside the root rewritten to stay inside it)"),
     };
     errln!(
-        "captured {} files ({} bytes), {} links{rewritten} and {} directories from {display} into {}",
+        "captured {} files ({} bytes), {} links{rewritten} and {} directories from {display} into {}{nvml}",
         summary.files,
         summary.bytes,
         summary.links,

@@ -50,6 +50,53 @@ const CASES: &[Case] = &[
             ("rdma-gid-no-device", "skip"),
         ],
     },
+    // The real 4x H100 VM capture with NVML's answer recorded: every GPU ready (persistence
+    // on, 18 NVLinks up, fabric Completed), no RDMA device.
+    Case {
+        name: "h100x4-vm",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "skip", "skip", "pass", "pass", "fail", "skip", "skip",
+        ],
+        codes: &[
+            ("gpu-driver-bound", "pass"),
+            ("gpu-ready", "pass"),
+            ("gpu-probe-skipped", "skip"),
+            ("gdr-path-dmabuf", "pass"),
+            ("rdma-no-device", "fail"),
+        ],
+    },
+    // Its recorded NVML answer edited: persistence mode off on every GPU.
+    Case {
+        name: "h100x4-persistence-off",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "warn", "pass", "skip", "skip", "pass", "pass", "fail", "skip", "skip",
+        ],
+        codes: &[("gpu-persistence-off", "warn"), ("rdma-no-device", "fail")],
+    },
+    // NVLinks 6 and 7 of GPU 0000:00:08.0 down; the other GPUs ready.
+    Case {
+        name: "h100x4-nvlink-down",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "warn", "pass", "skip", "skip", "pass", "pass", "fail", "skip", "skip",
+        ],
+        codes: &[("gpu-nvlink-down", "warn"), ("gpu-ready", "pass")],
+    },
+    // The fabric state In Progress on every GPU: Fabric Manager not done.
+    Case {
+        name: "h100x4-fabric-in-progress",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "fail", "pass", "skip", "skip", "pass", "pass", "fail", "skip", "skip",
+        ],
+        codes: &[("gpu-fabric-not-ready", "fail")],
+    },
     Case {
         name: "healthy-8gpu-roce",
         config: None,

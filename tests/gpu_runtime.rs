@@ -698,7 +698,7 @@ fn real_h200_pair_answers() {
     assert!(
         gpu.findings[0]
             .message
-            .contains("NVML device 0; GPUDirect RDMA supported (CUDA)"),
+            .contains("NVML device 0; 18 NVLinks up; GPUDirect RDMA supported (CUDA)"),
         "{}",
         gpu.findings[0].message
     );
@@ -765,7 +765,11 @@ fn gpu_runtime_fields_are_documented() {
     }
     let mut fields = std::collections::BTreeSet::new();
     let variants = [
-        Libs::nvidia().set("FAKE_NVML_LINKS", "2").probe(),
+        Libs::nvidia()
+            .set("FAKE_NVML_LINKS", "2")
+            .set("FAKE_NVML_LINKS_DOWN", "0:1")
+            .set("FAKE_NVML_FABRIC", "3")
+            .probe(),
         Libs::amd().probe(),
         Libs::none().probe(),
         Libs {
@@ -892,4 +896,504 @@ fn a_deadline_mid_probe_still_gives_a_report() {
         );
         assert_eq!(r["verdict"]["ready"], false);
     }
+}
+
+// -- the multi-GPU facts NVML gives (issue 24): persistence, NVLinks, the fabric -------------
+
+#[test]
+fn nvml_reads_persistence_link_states_and_the_fabric() {
+    let p = Libs::nvidia()
+        .set("FAKE_NVML_LINKS", "18")
+        .set("FAKE_NVML_LINKS_DOWN", "1:6,1:7")
+        .set("FAKE_NVML_PERSISTENCE", "1,0")
+        .set("FAKE_NVML_FABRIC", "3,2")
+        .probe();
+    let nvml = p.nvml.as_ref().and_then(|l| l.ready()).unwrap();
+    let (a, b) = (&nvml.devices[0], &nvml.devices[1]);
+    assert_eq!((a.nvlinks.len(), a.nvlinks_down.as_slice()), (18, &[][..]));
+    assert_eq!(
+        (b.nvlinks.len(), b.nvlinks_down.as_slice()),
+        (16, &[6, 7][..])
+    );
+    assert_eq!(
+        (a.persistence_mode, b.persistence_mode),
+        (Some(true), Some(false))
+    );
+    let fabric = |d: &gdrdoctor::gpu::model::NvmlDevice| {
+        let f = d.fabric.as_ref().unwrap();
+        (f.state, f.status.clone(), f.call.clone())
+    };
+    use gdrdoctor::gpu::model::FabricState;
+    assert_eq!(
+        fabric(a),
+        (
+            FabricState::Completed,
+            "NVML_SUCCESS".into(),
+            "nvmlDeviceGetGpuFabricInfoV".into()
+        )
+    );
+    assert_eq!(fabric(b).0, FabricState::InProgress);
+    assert!(a.errors.is_empty() && b.errors.is_empty(), "{a:?} {b:?}");
+
+    // A GPU outside any fabric answers NOT_SUPPORTED: recorded as such, not as an error.
+    let p = Libs::nvidia().probe();
+    let d = &p.nvml.as_ref().and_then(|l| l.ready()).unwrap().devices[0];
+    assert_eq!(d.fabric.as_ref().unwrap().state, FabricState::NotSupported);
+    assert!(d.nvlinks.is_empty() && d.nvlinks_down.is_empty());
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+
+    // A driver that takes the V call's struct at version 2 only, or has no V call at all.
+    for (version, call) in [
+        ("2", "nvmlDeviceGetGpuFabricInfoV"),
+        ("1", "nvmlDeviceGetGpuFabricInfo"),
+    ] {
+        let p = Libs::nvidia()
+            .set("FAKE_NVML_FABRIC", "3")
+            .set("FAKE_NVML_FABRIC_STATUS", "999")
+            .set("FAKE_NVML_FABRIC_VERSION", version)
+            .probe();
+        let d = &p.nvml.as_ref().and_then(|l| l.ready()).unwrap().devices[0];
+        assert_eq!(
+            fabric(d),
+            (
+                FabricState::Completed,
+                "NVML_ERROR_UNKNOWN".into(),
+                call.into()
+            ),
+            "version {version}"
+        );
+    }
+}
+
+/// An older libnvidia-ml without the fabric calls or persistence mode: unknown, never a crash,
+/// and nothing judged from what was not said.
+#[test]
+fn older_nvml_without_the_new_calls() {
+    let lib = stub("nvml", &["nvmlDeviceGetGpuFabricInfoV"]);
+    let p = Libs {
+        nvml: lib.clone(),
+        ..Libs::nvidia()
+    }
+    .set("FAKE_NVML_FABRIC", "2")
+    .probe();
+    let d = &p.nvml.as_ref().and_then(|l| l.ready()).unwrap().devices[0];
+    assert_eq!(
+        d.fabric.as_ref().unwrap().call,
+        "nvmlDeviceGetGpuFabricInfo"
+    );
+    let old = Libs {
+        nvml: stub(
+            "nvml",
+            &[
+                "nvmlDeviceGetGpuFabricInfoV",
+                "nvmlDeviceGetGpuFabricInfo",
+                "nvmlDeviceGetPersistenceMode",
+            ],
+        ),
+        ..Libs::nvidia()
+    }
+    .set("FAKE_NVML_FABRIC", "2")
+    .set("FAKE_NVML_LINKS", "18");
+    let p = old.probe();
+    let d = &p.nvml.as_ref().and_then(|l| l.ready()).unwrap().devices[0];
+    assert_eq!((d.fabric.as_ref(), d.persistence_mode), (None, None));
+    assert_eq!(d.nvlinks.len(), 18);
+    // The fabric calls' absence is an older driver, not an error; persistence mode's is noted.
+    assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+    assert!(
+        d.errors[0].starts_with("nvmlDeviceGetPersistenceMode: not exported"),
+        "{:?}",
+        d.errors
+    );
+    let r = old.check("h200x2-vm");
+    let f = findings(&r, "gpu");
+    assert_eq!(
+        f.iter()
+            .filter(|x| x.0 == "gpu-ready" && x.1 == "pass")
+            .count(),
+        2,
+        "{f:?}"
+    );
+    let m = message(&r, "gpu", "gpu-ready");
+    assert!(m.contains("NVML device 0; 18 NVLinks up; GPUDirect"), "{m}");
+    assert!(!m.contains("persistence") && !m.contains("fabric"), "{m}");
+}
+
+/// `(code, status, subject)` of a finding.
+type Want = (&'static str, &'static str, &'static str);
+
+/// One multi-GPU fault: the NVML stand-in's settings, and the findings they must give.
+struct Fault {
+    name: &'static str,
+    env: &'static [(&'static str, &'static str)],
+    want: &'static [Want],
+}
+
+const FAULTS: &[Fault] = &[
+    Fault {
+        name: "healthy",
+        env: &[("FAKE_NVML_LINKS", "18"), ("FAKE_NVML_FABRIC", "3")],
+        want: &[
+            ("gpu-ready", "pass", "GPU 0000:00:06.0 (NVIDIA H200)"),
+            ("gpu-ready", "pass", "GPU 0000:00:07.0 (NVIDIA H200)"),
+        ],
+    },
+    Fault {
+        name: "persistence off",
+        env: &[("FAKE_NVML_PERSISTENCE", "0")],
+        want: &[
+            (
+                "gpu-persistence-off",
+                "warn",
+                "GPU 0000:00:06.0 (NVIDIA H200)",
+            ),
+            (
+                "gpu-persistence-off",
+                "warn",
+                "GPU 0000:00:07.0 (NVIDIA H200)",
+            ),
+        ],
+    },
+    Fault {
+        name: "two links down",
+        env: &[
+            ("FAKE_NVML_LINKS", "18"),
+            ("FAKE_NVML_LINKS_DOWN", "1:6,1:7"),
+        ],
+        want: &[
+            ("gpu-ready", "pass", "GPU 0000:00:06.0 (NVIDIA H200)"),
+            ("gpu-nvlink-down", "warn", "GPU 0000:00:07.0 (NVIDIA H200)"),
+        ],
+    },
+    Fault {
+        name: "fabric in progress",
+        env: &[("FAKE_NVML_LINKS", "18"), ("FAKE_NVML_FABRIC", "2")],
+        want: &[
+            (
+                "gpu-fabric-not-ready",
+                "fail",
+                "GPU 0000:00:06.0 (NVIDIA H200)",
+            ),
+            (
+                "gpu-fabric-not-ready",
+                "fail",
+                "GPU 0000:00:07.0 (NVIDIA H200)",
+            ),
+        ],
+    },
+    Fault {
+        name: "fabric completed with an error",
+        env: &[
+            ("FAKE_NVML_LINKS", "18"),
+            ("FAKE_NVML_FABRIC", "3"),
+            ("FAKE_NVML_FABRIC_STATUS", "999"),
+        ],
+        want: &[
+            (
+                "gpu-fabric-not-ready",
+                "fail",
+                "GPU 0000:00:06.0 (NVIDIA H200)",
+            ),
+            (
+                "gpu-fabric-not-ready",
+                "fail",
+                "GPU 0000:00:07.0 (NVIDIA H200)",
+            ),
+        ],
+    },
+];
+
+fn with(env: &[(&'static str, &str)]) -> Libs {
+    env.iter().fold(Libs::nvidia(), |l, (k, v)| l.set(k, v))
+}
+
+/// The per-GPU findings of `gpu` (not the node's), without the pass messages' CUDA part.
+fn per_gpu(report: &Value) -> Vec<(String, String, String, String)> {
+    check(report, "gpu")["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["subject"] != "node")
+        .map(|f| {
+            let m = f["message"].as_str().unwrap();
+            // A pass message ends with what CUDA verified (live) or that it was not asked.
+            let m = match m.find("; GPUDirect RDMA supported (CUDA)") {
+                Some(i) => &m[..i],
+                None => m.split(" (NVML as the capture recorded it").next().unwrap(),
+            };
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["status"].as_str().unwrap().to_owned(),
+                f["subject"].as_str().unwrap().to_owned(),
+                m.to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Each fault, live through the stand-in NVML (`check --gpu-probe` on the H200 capture), and
+/// offline on a capture of that same run (`capture --gpu-probe`, then `check --root` on it): the
+/// same findings, because the capture holds NVML's answer (gdrdoctor/nvml.json) and CUDA adds
+/// no problem here.
+#[test]
+fn multi_gpu_findings_are_the_same_live_and_offline() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, Fault { name, env, want }) in FAULTS.iter().enumerate() {
+        let libs = with(env);
+        let live = libs.check("h200x2-vm");
+        let got = per_gpu(&live);
+        let codes: Vec<(&str, &str, &str)> = got
+            .iter()
+            .map(|(c, s, subj, _)| (c.as_str(), s.as_str(), subj.as_str()))
+            .collect();
+        assert_eq!(codes, *want, "{name}: {got:#?}");
+        for (code, status, _) in *want {
+            if *status != "pass" {
+                let f = check(&live, "gpu")["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["code"] == *code)
+                    .unwrap();
+                assert!(f["fix"].is_object(), "{name}: {code} without a fix");
+                assert!(
+                    f["evidence"].to_string().contains("nvmlDeviceGet"),
+                    "{name}: {code}: {}",
+                    f["evidence"]
+                );
+            }
+        }
+
+        let out = tmp.path().join(format!("capture{i}.tar.gz"));
+        let o = libs
+            .command(&[
+                "--root",
+                fixture("h200x2-vm"),
+                "capture",
+                "--gpu-probe",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("NVML's answer (2 GPUs) in /gdrdoctor/nvml.json"),
+            "{}",
+            stderr(&o)
+        );
+        // Offline, with no NVML at all on this machine: the capture's answer is used.
+        let off = Libs::none()
+            .command(&["--root", out.to_str().unwrap(), "check", "--format", "json"])
+            .output()
+            .unwrap();
+        code(&off);
+        let off = json(&off);
+        assert_eq!(per_gpu(&off), got, "{name}: offline differs from live");
+        assert_eq!(off["inventory"]["gpu_runtime"]["status"], "recorded");
+        assert_eq!(
+            off["inventory"]["gpu_runtime"]["nvml"], live["inventory"]["gpu_runtime"]["nvml"],
+            "{name}"
+        );
+        assert!(off["inventory"]["gpu_runtime"].get("cuda").is_none());
+        // CUDA stays not asked offline, and says so; the DMA-BUF path is unverified as before.
+        assert!(
+            message(&off, "gpu", "gpu-probe-skipped").contains("CUDA not asked"),
+            "{name}"
+        );
+        assert!(message(&off, "peer-memory", "gdr-path-dmabuf").contains("not verified"));
+    }
+}
+
+/// `topo` on a capture reads its NVLinks from the recorded NVML answer, as `topo` live does.
+#[test]
+fn topo_offline_reads_the_recorded_nvlinks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    let o = with(&[("FAKE_NVML_LINKS", "18"), ("FAKE_NVML_SWITCH", "1")])
+        .command(&[
+            "--root",
+            fixture("h200x2-vm"),
+            "capture",
+            "--gpu-probe",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let topo = stdout(&gdrdoctor(&["--root", out.to_str().unwrap(), "topo"]));
+    assert!(topo.contains("GPU0\t X \tNV18\t"), "{topo}");
+    assert!(topo.contains("GPU1\tNV18\t X \t"), "{topo}");
+    // Without the file (the committed capture), no NVLink is known offline.
+    let topo = stdout(&gdrdoctor(&["--root", fixture("h200x2-vm"), "topo"]));
+    assert!(!topo.contains("NV18"), "{topo}");
+}
+
+/// `capture --no-gpu-probe` records no NVML; a capture of a captured root without
+/// `--gpu-probe` asks nothing here and copies the recorded answer it read.
+#[test]
+fn capture_asks_nvml_only_where_the_gpus_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = tmp.path().join("first");
+    let libs = with(&[("FAKE_NVML_PERSISTENCE", "0")]);
+    let run = |args: &[&str]| {
+        let o = libs.command(args).output().unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stderr(&o)
+    };
+    let root = fixture("h200x2-vm");
+    // No libnvidia-ml where capture runs (a container without NVIDIA's libraries): nothing is
+    // recorded, and the capture says why.
+    let none = tmp.path().join("none");
+    let o = Libs::none()
+        .command(&[
+            "--root",
+            root,
+            "capture",
+            "--gpu-probe",
+            none.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("NVML not recorded: it cannot be loaded here"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!none.join("gdrdoctor").exists());
+    let msg = run(&[
+        "--root",
+        root,
+        "capture",
+        "--no-gpu-probe",
+        first.to_str().unwrap(),
+    ]);
+    assert!(!msg.contains("NVML"), "{msg}");
+    assert!(!first.join("gdrdoctor").exists());
+    let msg = run(&[
+        "--root",
+        root,
+        "capture",
+        first.with_extension("plain").to_str().unwrap(),
+    ]);
+    assert!(!msg.contains("NVML"), "{msg}");
+    let second = tmp.path().join("second");
+    run(&[
+        "--root",
+        root,
+        "capture",
+        "--gpu-probe",
+        second.to_str().unwrap(),
+    ]);
+    let third = tmp.path().join("third");
+    let msg = Libs::none()
+        .command(&[
+            "--root",
+            second.to_str().unwrap(),
+            "capture",
+            third.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!stderr(&msg).contains("NVML"), "{}", stderr(&msg));
+    assert_eq!(
+        std::fs::read(second.join("gdrdoctor/nvml.json")).unwrap(),
+        std::fs::read(third.join("gdrdoctor/nvml.json")).unwrap()
+    );
+    let r = json(&gdrdoctor(&[
+        "--root",
+        third.to_str().unwrap(),
+        "check",
+        "--format",
+        "json",
+    ]));
+    assert!(
+        has(&r, "gpu", "gpu-persistence-off", "warn"),
+        "{:?}",
+        findings(&r, "gpu")
+    );
+}
+
+/// A recorded answer that is not one (damaged, hand-edited, of another program) is a problem
+/// naming the file, and the capture reads as one without it; never a panic.
+#[test]
+fn a_malformed_recorded_answer_is_a_problem() {
+    let plain = json(&gdrdoctor(&[
+        "--root",
+        fixture("h200x2-vm"),
+        "check",
+        "--format",
+        "json",
+    ]));
+    for bad in [
+        &b"not json"[..],
+        b"{\"nvml\": {\"status\": \"ready\"}}",
+        b"[1, 2, 3]",
+        b"\xff\xfe",
+        b"",
+    ] {
+        let (_tmp, node) = fixture_copy("h200x2-vm");
+        std::fs::create_dir(node.join("gdrdoctor")).unwrap();
+        std::fs::write(node.join("gdrdoctor/nvml.json"), bad).unwrap();
+        let out = gdrdoctor(&[
+            "--root",
+            node.to_str().unwrap(),
+            "check",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code(&out), 1, "{}", stderr(&out));
+        let r = json(&out);
+        let problems = r["inventory"]["problems"].to_string();
+        assert!(problems.contains("/gdrdoctor/nvml.json"), "{problems}");
+        assert_eq!(r["inventory"]["gpu_runtime"]["status"], "skipped");
+        assert!(
+            message(&r, "gpu", "gpu-probe-skipped").contains("recorded NVML answer"),
+            "{}",
+            message(&r, "gpu", "gpu-probe-skipped")
+        );
+        assert_eq!(statuses(&r), statuses(&plain));
+    }
+}
+
+/// The real 4x H100 capture (fixtures/h100x4-vm): offline, `topo` shows the NV# cells that
+/// `nvidia-smi topo -m` showed on the machine, from the recorded NVML answer; and the variant
+/// with two links down on one GPU lowers that GPU's cells only.
+#[test]
+fn real_h100x4_capture_topo_matches_nvidia_smi() {
+    fn nv_cells(text: &str) -> Vec<Vec<String>> {
+        text.lines()
+            .filter(|l| l.starts_with("GPU") && l.contains('\t'))
+            .take_while(|l| !l.starts_with("GPU Legend"))
+            .map(|l| {
+                l.split('\t')
+                    .skip(1)
+                    .take(4)
+                    .map(|c| c.trim().to_owned())
+                    .collect()
+            })
+            .collect()
+    }
+    let smi = std::fs::read_to_string(
+        crate_dir().join("fixtures/h100x4-vm/reference/nvidia-smi-topo-m.txt"),
+    )
+    .unwrap();
+    let ours = stdout(&gdrdoctor(&["--root", fixture("h100x4-vm"), "topo"]));
+    assert_eq!(nv_cells(&ours), nv_cells(&smi), "{ours}\n{smi}");
+    assert_eq!(nv_cells(&smi)[0], ["X", "NV18", "NV18", "NV18"]);
+    let down = stdout(&gdrdoctor(&[
+        "--root",
+        fixture("h100x4-nvlink-down"),
+        "topo",
+    ]));
+    assert_eq!(
+        nv_cells(&down),
+        [
+            ["X", "NV18", "NV16", "NV18"],
+            ["NV18", "X", "NV16", "NV18"],
+            ["NV16", "NV16", "X", "NV16"],
+            ["NV18", "NV18", "NV16", "X"],
+        ],
+        "{down}"
+    );
 }

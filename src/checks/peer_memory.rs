@@ -9,8 +9,8 @@
 //! host memory.
 
 use super::{Check, Context};
-use crate::gpu::Runtime;
 use crate::gpu::model::{Export, Lib};
+use crate::gpu::{Runtime, SkipReason};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
@@ -377,6 +377,13 @@ fn nvidia_verified(inv: &Inventory) -> Verified {
         Runtime::Skipped { reason } => {
             return Verified::Unverified(format!("GPU probe not run: {}", reason.describe()));
         }
+        // A capture's recorded NVML answer says nothing of the dma-buf export.
+        Runtime::Recorded(_) => {
+            return Verified::Unverified(format!(
+                "GPU probe not run: {}",
+                SkipReason::Offline.describe()
+            ));
+        }
         Runtime::Failed { error } => {
             return Verified::Unverified(format!("the GPU probe failed: {error}"));
         }
@@ -466,6 +473,13 @@ fn amd_verified(inv: &Inventory) -> Verified {
     let probe = match &inv.gpu_runtime {
         Runtime::Skipped { reason } => {
             return Verified::Unverified(format!("GPU probe not run: {}", reason.describe()));
+        }
+        // A capture's recorded NVML answer says nothing of the dma-buf export.
+        Runtime::Recorded(_) => {
+            return Verified::Unverified(format!(
+                "GPU probe not run: {}",
+                SkipReason::Offline.describe()
+            ));
         }
         Runtime::Failed { error } => {
             return Verified::Unverified(format!("the GPU probe failed: {error}"));

@@ -2,7 +2,7 @@
 //! missing symbol into an error rather than a crash.
 
 use super::{Loaded, candidates, open};
-use crate::gpu::model::{Lib, NvLink, Nvml, NvmlDevice};
+use crate::gpu::model::{Fabric, FabricState, Lib, NvLink, Nvml, NvmlDevice};
 use nvml_wrapper::Device;
 use nvml_wrapper::error::NvmlError;
 
@@ -36,6 +36,8 @@ pub fn error_name(e: &NvmlError) -> String {
         NvmlError::InsufficientMemory => "NVML_ERROR_MEMORY",
         NvmlError::NoData => "NVML_ERROR_NO_DATA",
         NvmlError::Unknown => "NVML_ERROR_UNKNOWN",
+        // Not an NVML code: the library lacks the function (a driver older than the call).
+        NvmlError::FailedToLoadSymbol(_) => "not exported by this library (an older driver)",
         other => return other.to_string(),
     };
     name.to_owned()
@@ -98,6 +100,9 @@ pub fn probe() -> Lib<Nvml> {
                         bar1_total: None,
                         bar1_used: None,
                         nvlinks: Vec::new(),
+                        nvlinks_down: Vec::new(),
+                        persistence_mode: None,
+                        fabric: None,
                         errors: vec![format!("nvmlDeviceGetHandleByIndex_v2: {}", error_name(&e))],
                     },
                 });
@@ -136,13 +141,23 @@ fn device(nvml: &nvml_wrapper::Nvml, index: u32, d: &Device) -> NvmlDevice {
         .bar1_memory_info()
         .map_err(|e| note("nvmlDeviceGetBAR1MemoryInfo", e))
         .ok();
+    let persistence_mode = d
+        .is_in_persistent_mode()
+        .map_err(|e| note("nvmlDeviceGetPersistenceMode", e))
+        .ok();
     let mut nvlinks = Vec::new();
+    let mut nvlinks_down = Vec::new();
     for link in 0..MAX_LINKS {
         let l = d.link_wrapper_for(link);
         match l.is_active() {
             Ok(true) => {}
-            // Inactive, or a link number past this GPU's last, or no NVLink at all.
-            Ok(false) | Err(NvmlError::NotSupported | NvmlError::InvalidArg) => continue,
+            // A link the GPU has, not active.
+            Ok(false) => {
+                nvlinks_down.push(link);
+                continue;
+            }
+            // A link number past this GPU's last, or no NVLink at all.
+            Err(NvmlError::NotSupported | NvmlError::InvalidArg) => continue,
             Err(e) => {
                 note(&format!("nvmlDeviceGetNvLinkState({link})"), e);
                 continue;
@@ -155,6 +170,13 @@ fn device(nvml: &nvml_wrapper::Nvml, index: u32, d: &Device) -> NvmlDevice {
             remote_bus_id,
         });
     }
+    let fabric = match fabric(nvml, d) {
+        Ok(f) => f,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
     NvmlDevice {
         index,
         bus_id,
@@ -162,8 +184,125 @@ fn device(nvml: &nvml_wrapper::Nvml, index: u32, d: &Device) -> NvmlDevice {
         bar1_total: bar1.as_ref().map(|b| b.total),
         bar1_used: bar1.as_ref().map(|b| b.used),
         nvlinks,
+        nvlinks_down,
+        persistence_mode,
+        fabric,
         errors,
     }
+}
+
+/// NVML's name for an `nvmlReturn_t` (`NVML_SUCCESS`, `NVML_ERROR_NOT_SUPPORTED`...).
+fn return_name(code: u32) -> String {
+    match code {
+        0 => "NVML_SUCCESS".into(),
+        // Not in nvml-wrapper 0.13's error type; nvml.h's names.
+        25 => "NVML_ERROR_ARGUMENT_VERSION_MISMATCH".into(),
+        27 => "NVML_ERROR_NOT_READY".into(),
+        code => match NvmlError::from(code) {
+            NvmlError::UnexpectedVariant(c) => format!("nvmlReturn_t {c}"),
+            e => error_name(&e),
+        },
+    }
+}
+
+/// `nvmlGpuFabricInfo_v3_t` in nvml.h (driver R570 and later); `_v2_t` is its first six fields,
+/// so one buffer serves both versions.
+#[repr(C)]
+#[allow(dead_code)] // the driver writes every field; gdrdoctor reads the state and status
+struct FabricInfoV {
+    version: u32,
+    cluster_uuid: [u8; 16],
+    status: u32,
+    clique_id: u32,
+    state: u8,
+    health_mask: u32,
+    health_summary: u8,
+}
+
+/// `nvmlGpuFabricInfo_t` in nvml.h: what `nvmlDeviceGetGpuFabricInfo` (R525 and later) fills.
+#[repr(C)]
+#[allow(dead_code)] // as above
+struct FabricInfo {
+    cluster_uuid: [u8; 16],
+    status: u32,
+    clique_id: u32,
+    state: u8,
+}
+
+// nvml.h's sizes, which the version words below encode: a wrong layout here would be a wrong
+// version sent to the driver, so the build checks them.
+const _: () = assert!(std::mem::size_of::<FabricInfoV>() == 40);
+const _: () = assert!(std::mem::size_of::<FabricInfo>() == 28);
+
+/// `NVML_STRUCT_VERSION(GpuFabricInfo, 3)`: `sizeof(nvmlGpuFabricInfo_v3_t) | 3 << 24`.
+const FABRIC_INFO_V3: u32 = 40 | (3 << 24);
+/// `NVML_STRUCT_VERSION(GpuFabricInfo, 2)`: `sizeof(nvmlGpuFabricInfo_v2_t)` is 36.
+const FABRIC_INFO_V2: u32 = 36 | (2 << 24);
+
+fn fabric_state(state: u8) -> FabricState {
+    // NVML_GPU_FABRIC_STATE_* in nvml.h.
+    match state {
+        0 => FabricState::NotSupported,
+        1 => FabricState::NotStarted,
+        2 => FabricState::InProgress,
+        3 => FabricState::Completed,
+        _ => FabricState::Unknown,
+    }
+}
+
+/// The GPU's fabric state: `nvmlDeviceGetGpuFabricInfoV` at the newest struct version the
+/// driver takes, else `nvmlDeviceGetGpuFabricInfo`. `Ok(None)`: the library has neither call
+/// (an older driver: unknown, not a fault). A GPU outside any fabric answers
+/// `NVML_ERROR_NOT_SUPPORTED`, recorded as the state `not-supported`.
+fn fabric(nvml: &nvml_wrapper::Nvml, d: &Device) -> Result<Option<Fabric>, String> {
+    const NOT_SUPPORTED: u32 = 3;
+    const VERSION_MISMATCH: u32 = 25;
+    let answer = |call: &str, code: u32, state: u8, status: u32| match code {
+        0 => Ok(Some(Fabric {
+            state: fabric_state(state),
+            status: return_name(status),
+            call: call.to_owned(),
+        })),
+        NOT_SUPPORTED => Ok(Some(Fabric {
+            state: FabricState::NotSupported,
+            status: return_name(code),
+            call: call.to_owned(),
+        })),
+        code => Err(format!("{call}: {}", return_name(code))),
+    };
+    if let Ok(f) = nvml.lib().nvmlDeviceGetGpuFabricInfoV.as_ref() {
+        for version in [FABRIC_INFO_V3, FABRIC_INFO_V2] {
+            let mut info = FabricInfoV {
+                version,
+                cluster_uuid: [0; 16],
+                status: 0,
+                clique_id: 0,
+                state: 0,
+                health_mask: 0,
+                health_summary: 0,
+            };
+            // SAFETY: the handle is a live device of this NVML instance; `info` is a buffer of
+            // nvml.h's nvmlGpuFabricInfo_v3_t layout (asserted above), large enough for the
+            // version it names, which is how the driver knows how much to write.
+            let code = unsafe { f(d.handle(), (&raw mut info).cast()) };
+            if code == VERSION_MISMATCH {
+                continue;
+            }
+            return answer("nvmlDeviceGetGpuFabricInfoV", code, info.state, info.status);
+        }
+    }
+    let Ok(f) = nvml.lib().nvmlDeviceGetGpuFabricInfo.as_ref() else {
+        return Ok(None);
+    };
+    let mut info = FabricInfo {
+        cluster_uuid: [0; 16],
+        status: 0,
+        clique_id: 0,
+        state: 0,
+    };
+    // SAFETY: as above, with nvml.h's nvmlGpuFabricInfo_t layout, which has no version word.
+    let code = unsafe { f(d.handle(), (&raw mut info).cast()) };
+    answer("nvmlDeviceGetGpuFabricInfo", code, info.state, info.status)
 }
 
 /// `nvmlDeviceGetNvLinkRemoteDeviceType`, called directly: nvml-wrapper 0.13's wrapper writes

@@ -24,6 +24,9 @@ pub enum Runtime {
     Skipped { reason: SkipReason },
     /// The probe ran; what the libraries said.
     Probed(Box<Probe>),
+    /// A captured root whose capture recorded NVML's answer on the node ([`RECORDED_NVML`]):
+    /// NVML's part of the probe as it was then. CUDA and HIP are not asked offline.
+    Recorded(Box<Recorded>),
     /// The probe ran and gave no answer: it hung, crashed, or wrote something unreadable.
     Failed { error: String },
 }
@@ -50,11 +53,70 @@ impl SkipReason {
 }
 
 impl Runtime {
+    /// What the libraries answered: live, or NVML's answer as a capture recorded it.
     pub fn probe(&self) -> Option<&Probe> {
         match self {
             Runtime::Probed(p) => Some(p),
+            Runtime::Recorded(r) => Some(&r.probe),
             _ => None,
         }
+    }
+}
+
+/// Where `gdrdoctor capture` puts NVML's answer inside the captured tree: a top-level name of
+/// gdrdoctor's own, which no node has, read only from captured roots (never from `/`).
+pub const RECORDED_NVML: &str = "/gdrdoctor/nvml.json";
+
+/// NVML's answer as `capture` recorded it: the NVML-only probe child's JSON ([`Probe`], with
+/// `nvml` and any `failed` part of NVML), written at [`RECORDED_NVML`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recorded {
+    /// The file in the capture.
+    pub path: String,
+    #[serde(flatten)]
+    pub probe: Probe,
+}
+
+impl Recorded {
+    /// The recorded JSON, as the capture wrote it; only NVML's part is kept (a capture never
+    /// records CUDA or HIP: they are not asked offline).
+    pub fn parse(path: &str, text: &[u8]) -> Result<Recorded, String> {
+        let mut probe: Probe = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+        probe.cuda = None;
+        probe.hip = None;
+        probe.failed.retain(|f| f.part == "nvml");
+        Ok(Recorded {
+            path: path.to_owned(),
+            probe,
+        })
+    }
+
+    /// What `capture` writes: NVML's part of a probe, one JSON document and a newline.
+    pub fn text(nvml: &Runtime) -> Option<String> {
+        let probe = match nvml {
+            Runtime::Probed(p) => Probe {
+                nvml: p.nvml.clone(),
+                cuda: None,
+                hip: None,
+                cleared_env: p.cleared_env.clone(),
+                failed: p
+                    .failed
+                    .iter()
+                    .filter(|f| f.part == "nvml")
+                    .cloned()
+                    .collect(),
+            },
+            // No answer at all: recorded as NVML's failure, as the live check reports it.
+            Runtime::Failed { error } => Probe {
+                failed: vec![ProbeFailure {
+                    part: "nvml".into(),
+                    error: error.clone(),
+                }],
+                ..Probe::default()
+            },
+            Runtime::Skipped { .. } | Runtime::Recorded(_) => return None,
+        };
+        serde_json::to_string_pretty(&probe).ok().map(|t| t + "\n")
     }
 }
 
@@ -397,7 +459,7 @@ impl GpuSession {
             }) {
                 Runtime::Probed(p) => Ok(p.nvml),
                 Runtime::Failed { error } => Err(error),
-                Runtime::Skipped { .. } => Ok(None),
+                Runtime::Skipped { .. } | Runtime::Recorded(_) => Ok(None),
             }
         });
         let total = answers.len();
@@ -716,6 +778,9 @@ mod tests {
                     remote_bus_id: Some((*r).into()),
                 })
                 .collect(),
+            nvlinks_down: vec![],
+            persistence_mode: None,
+            fabric: None,
             errors: vec![],
         }
     }

@@ -123,9 +123,63 @@ pub struct NvmlDevice {
     /// Active NVLinks: one entry per link.
     #[serde(default)]
     pub nvlinks: Vec<NvLink>,
+    /// The numbers of the NVLinks this GPU has that are not active (`nvmlDeviceGetNvLinkState`
+    /// says disabled): down, untrained, or never cabled (a PCIe card without its bridge). Links
+    /// the GPU does not have are in neither list.
+    #[serde(default)]
+    pub nvlinks_down: Vec<u32>,
+    /// `nvmlDeviceGetPersistenceMode`: whether the driver keeps the GPU initialised with no
+    /// client. Null when the call failed (`errors` says why) or was not asked.
+    #[serde(default)]
+    pub persistence_mode: Option<bool>,
+    /// NVML's fabric state (NVSwitch systems: has Fabric Manager set this GPU up?). Null when
+    /// the library lacks the call (drivers before R525), or it failed (`errors` says why).
+    #[serde(default)]
+    pub fabric: Option<Fabric>,
     /// What failed for this device (`nvmlDeviceGetHandleByIndex_v2: NVML_ERROR_GPU_IS_LOST`).
     #[serde(default)]
     pub errors: Vec<String>,
+}
+
+/// `nvmlDeviceGetGpuFabricInfoV` (else `nvmlDeviceGetGpuFabricInfo`): where the GPU's NVLink
+/// fabric stands. On an NVSwitch system the Fabric Manager registers every GPU with the
+/// switches; until it has, NCCL's NVLink transport hangs or falls back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fabric {
+    pub state: FabricState,
+    /// The registration's result, as NVML names an `nvmlReturn_t` (`NVML_SUCCESS`); it means
+    /// something only once the state is `completed`.
+    pub status: String,
+    /// The call that answered.
+    pub call: String,
+}
+
+/// `NVML_GPU_FABRIC_STATE_*` in nvml.h.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FabricState {
+    /// The GPU is not part of an NVLink fabric (no NVSwitch), or the call is not supported on
+    /// it: nothing to wait for.
+    NotSupported,
+    NotStarted,
+    InProgress,
+    Completed,
+    /// A value this gdrdoctor does not know (a newer driver).
+    #[serde(other)]
+    Unknown,
+}
+
+impl FabricState {
+    /// As nvidia-smi -q prints it (`Fabric / State`).
+    pub fn as_smi(self) -> &'static str {
+        match self {
+            FabricState::NotSupported => "N/A",
+            FabricState::NotStarted => "Not Started",
+            FabricState::InProgress => "In Progress",
+            FabricState::Completed => "Completed",
+            FabricState::Unknown => "Unknown",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,6 +3,7 @@
 //! interface ROCm uses) exposes.
 
 use super::{Fact, Problem, list};
+use crate::gpu::{RECORDED_NVML, Recorded};
 use crate::parse::pci::Bdf;
 use crate::root::Root;
 use std::collections::BTreeMap;
@@ -159,6 +160,33 @@ pub fn kfd_gpu(properties: &str) -> Option<Bdf> {
         device: ((location >> 3) & 0x1f) as u8,
         function: (location & 7) as u8,
     })
+}
+
+/// NVML's answer as `gdrdoctor capture` recorded it on the node ([`RECORDED_NVML`]), on a
+/// captured root; `None` when the capture has none (older captures, AMD-only nodes). A file
+/// that cannot be read or is not such an answer is a problem naming it, and counts as none.
+pub fn recorded_nvml(root: &Root, problems: &mut Vec<Problem>) -> Option<Recorded> {
+    let bytes = match root.read(RECORDED_NVML) {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return None,
+        Err(e) => {
+            problems.push(Problem::from_error(&e));
+            return None;
+        }
+    };
+    match Recorded::parse(RECORDED_NVML, &bytes) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            problems.push(Problem {
+                path: RECORDED_NVML.to_owned(),
+                message: format!(
+                    "not NVML's answer as `gdrdoctor capture` writes it ({})",
+                    crate::parse::shown(&e)
+                ),
+            });
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 /// The real captures: `fixtures/<name>/capture.tar.gz`, committed.
-pub const CAPTURES: &[&str] = &["h200x2-vm", "lab-switch-pt"];
+pub const CAPTURES: &[&str] = &["h100x4-vm", "h200x2-vm", "lab-switch-pt"];
 
 /// Committed folders that are not roots but that the tests read (pciutils' config dumps).
 const COMMITTED: &[&str] = &["pciutils", "nccl-logs"];

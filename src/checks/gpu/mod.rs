@@ -5,13 +5,15 @@
 
 use super::{Check, Context};
 use crate::gpu::model::{CudaDevice, HipDevice, Lib, NvmlDevice, Probe};
-use crate::gpu::{Runtime, SkipReason, bdf};
+use crate::gpu::{RECORDED_NVML, Runtime, SkipReason, bdf};
 use crate::inventory::gpu::KFD_NODES;
 use crate::inventory::kernel::NVIDIA_VERSION;
 use crate::inventory::{Gpu, GpuVendor, Inventory};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::bytes;
 use crate::parse::pci::Bdf;
+
+mod nvml;
 
 pub struct GpuCheck;
 
@@ -39,6 +41,18 @@ const CODES: &[Code] = &[
     Code {
         id: "gpu-bar-unknown",
         summary: "the GPU's BARs could not be read",
+    },
+    Code {
+        id: "gpu-persistence-off",
+        summary: "NVML says persistence mode is off: the driver tears the GPU down whenever no process holds it, so every CUDA start (each job, each prolog) initialises it again",
+    },
+    Code {
+        id: "gpu-nvlink-down",
+        summary: "a GPU has NVLinks that are not active while others are, or fewer active NVLinks than the other GPUs of its model: NCCL runs at the lower NVLink bandwidth",
+    },
+    Code {
+        id: "gpu-fabric-not-ready",
+        summary: "NVML's NVLink fabric state is not Completed with Success (NVSwitch systems): Fabric Manager has not set the GPU up, so NCCL hangs or falls back",
     },
     Code {
         id: "gpu-not-in-sysfs",
@@ -97,7 +111,7 @@ impl Check for GpuCheck {
         CODES
     }
     fn readme(&self) -> &'static str {
-        include_str!("../../checks/gpu/README.md")
+        include_str!("../../../checks/gpu/README.md")
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
@@ -120,8 +134,8 @@ impl Check for GpuCheck {
         }
         let probe = inv.gpu_runtime.probe();
         match &inv.gpu_runtime {
-            Runtime::Skipped { reason } if *reason != SkipReason::NoGpu => out.push(
-                Finding::skip(
+            Runtime::Skipped { reason } if *reason != SkipReason::NoGpu => {
+                let mut f = Finding::skip(
                     "gpu-probe-skipped",
                     "node",
                     format!(
@@ -129,7 +143,43 @@ impl Check for GpuCheck {
                         reason.describe()
                     ),
                 )
-                .evidence("gdrdoctor probe-gpu", format!("<not run: {}>", reason.describe())),
+                .evidence("gdrdoctor probe-gpu", format!("<not run: {}>", reason.describe()));
+                // A capture whose recorded NVML answer cannot be read: as if it had none, and
+                // said here.
+                if let Some(p) = inv.problems.iter().find(|p| p.path == RECORDED_NVML) {
+                    f.message.push_str(&format!(
+                        "; the capture's recorded NVML answer ({}) is unusable: {}",
+                        p.path, p.message
+                    ));
+                    f = f.evidence(p.path.clone(), format!("<{}>", p.message));
+                }
+                out.push(f)
+            }
+            Runtime::Recorded(r) => out.push(
+                Finding::skip(
+                    "gpu-probe-skipped",
+                    "node",
+                    format!(
+                        "CUDA not asked ({}): each GPU's GPUDirect RDMA support and dma-buf export are unverified; NVML's answer is the one `gdrdoctor capture` recorded on the node",
+                        SkipReason::Offline.describe()
+                    ),
+                )
+                .evidence(
+                    "gdrdoctor probe-gpu",
+                    format!("<CUDA not run: {}>", SkipReason::Offline.describe()),
+                )
+                .evidence(
+                    r.path.clone(),
+                    match r.probe.nvml.as_ref() {
+                        Some(Lib::Ready(n)) => format!(
+                            "NVML {} on the node: {} devices",
+                            n.driver_version.as_deref().unwrap_or("(version unknown)"),
+                            n.devices.len()
+                        ),
+                        Some(_) => "NVML unusable on the node (see below)".into(),
+                        None => "NVML gave no answer on the node (see below)".into(),
+                    },
+                ),
             ),
             // A probe without any answer is judged on each GPU below: none of them passes.
             _ => {}
@@ -705,6 +755,12 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
                 (Runtime::Probed(p), _) => {
                     asked(p.hip.as_ref().is_some_and(|l| l.ready().is_some()))
                 }
+                (Runtime::Recorded(_), GpuVendor::Nvidia) => {
+                    " (NVML as the capture recorded it; CUDA not asked: see gpu-probe-skipped)"
+                }
+                (Runtime::Recorded(_), _) => {
+                    " (the driver libraries were not asked: see gpu-probe-skipped)"
+                }
                 (Runtime::Failed { .. }, _) => " (the GPU probe failed: see above)",
                 (Runtime::Skipped { .. }, _) => {
                     " (the driver libraries were not asked: see gpu-probe-skipped)"
@@ -768,6 +824,7 @@ fn nvidia_runtime(
                     ),
                 });
                 facts.push(format!("NVML device {}", d.index));
+                nvml::judge(inv, g, nvml, d, facts, evidence, problems);
                 // The sysfs BAR was judged above; NVML's is the fallback when sysfs had none.
                 if g.aperture.as_ref().and_then(|a| a.value()).is_none() {
                     if let Some(t) = d.bar1_total.filter(|t| *t < min_bar) {
