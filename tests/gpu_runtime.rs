@@ -1065,6 +1065,22 @@ const FAULTS: &[Fault] = &[
             ("gpu-nvlink-down", "warn", "GPU 0000:00:07.0 (NVIDIA H200)"),
         ],
     },
+    // Links not active alike on every GPU of a model are how the system is built (an H100 NVL
+    // pair's bridges use 12 of 18 links): no warning, the links named in the pass.
+    Fault {
+        name: "the same links down on every GPU",
+        env: &[
+            ("FAKE_NVML_LINKS", "18"),
+            (
+                "FAKE_NVML_LINKS_DOWN",
+                "0:12,0:13,0:14,0:15,0:16,0:17,1:12,1:13,1:14,1:15,1:16,1:17",
+            ),
+        ],
+        want: &[
+            ("gpu-ready", "pass", "GPU 0000:00:06.0 (NVIDIA H200)"),
+            ("gpu-ready", "pass", "GPU 0000:00:07.0 (NVIDIA H200)"),
+        ],
+    },
     Fault {
         name: "fabric in progress",
         env: &[("FAKE_NVML_LINKS", "18"), ("FAKE_NVML_FABRIC", "2")],

@@ -79,9 +79,25 @@ fn nvlinks(
             )
         }
     );
+    // Only fewer active links than another GPU of its model is a fault. Links that are not
+    // active on every GPU of a model alike are how the system is built (an H100 NVL pair's
+    // bridges use 12 of its 18 links), and a lone GPU has nothing to be compared with.
     let fewer = active.len() < most;
-    if d.nvlinks_down.is_empty() && !fewer {
-        facts.push(format!("{} NVLinks up", active.len()));
+    if !fewer {
+        facts.push(if d.nvlinks_down.is_empty() {
+            format!("{} NVLinks up", active.len())
+        } else {
+            format!(
+                "{} NVLinks up ({} not active, {})",
+                active.len(),
+                d.nvlinks_down.len(),
+                if peers.is_empty() {
+                    "no other GPU of its model to compare with"
+                } else {
+                    "no more than on the other GPUs of its model"
+                }
+            )
+        });
         evidence.push(Evidence {
             path: nvml.library.clone(),
             value: shown,
@@ -101,12 +117,10 @@ fn nvlinks(
             },
         ));
     }
-    if fewer {
-        what.push(format!(
-            "{} active where the other {model}s have up to {most}",
-            active.len()
-        ));
-    }
+    what.push(format!(
+        "{} active where the other {model}s have up to {most}",
+        active.len()
+    ));
     let message = if active.is_empty() {
         format!(
             "{}: none of its NVLinks is up, so NCCL reaches the other GPUs over PCIe (or, on an NVSwitch system, hangs waiting for the fabric); a PCIe card whose NVLink bridge is missing while the others have theirs shows the same",
