@@ -48,7 +48,7 @@ const CODES: &[Code] = &[
     },
     Code {
         id: "gpu-nvlink-down",
-        summary: "a GPU has NVLinks that are not active while others are, or fewer active NVLinks than the other GPUs of its model: NCCL runs at the lower NVLink bandwidth",
+        summary: "a GPU has fewer active NVLinks than another GPU of its model: NCCL runs at the lower NVLink bandwidth",
     },
     Code {
         id: "gpu-fabric-not-ready",
