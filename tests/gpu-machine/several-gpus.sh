@@ -4,7 +4,8 @@
 #    pair), the same CPU and NUMA affinity per GPU;
 #  - `check -v` with the GPU probe: every GPU seen by NVML and CUDA, a dma-buf exported from each,
 #    the verdict; `capture` and the offline report on the capture, equal but for the live-only
-#    parts;
+#    parts (the capture holds NVML's answer: NV# cells and NVML's GPU findings included);
+#  - NVML's facts (persistence, NVLinks, fabric) against nvidia-smi: nvml-facts.sh;
 #  - `nccl verify` over all GPUs (NET forced, NCCL_NVLS_ENABLE=0), when the binary has it;
 #  - the timings and the faults that scale with the GPUs (one worker per GPU, CUDA_VISIBLE_DEVICES
 #    naming a subset): issue14.sh, run from here, whose timings (bench/gpu.sh) measure `check`
@@ -91,23 +92,37 @@ claim "$(grep -q '^PROBE all' "$out/probe.txt" && echo 0 || echo 1)" \
 echo "== capture, and the offline report on it"
 rm -rf "$out/capture.tar.gz"
 "$bin" capture "$out/capture.tar.gz"; echo "capture exit $?"
-"$bin" check --format json --no-gpu-probe > "$out/live.json"
+"$bin" check --format json > "$out/live.json"
 "$bin" --root "$out/capture.tar.gz" check --format json > "$out/offline.json"
 "$bin" --root "$out/capture.tar.gz" topo > "$out/offline-topo.txt"
-# The full JSON comparison is live-vs-offline.sh's; here the claim is on the check statuses.
+# The full JSON comparison is live-vs-offline.sh's; here the claim is on the check statuses and
+# on the GPU findings that NVML decides (the capture records NVML's answer since issue 24; CUDA's
+# export is live only, so the gpu check's CUDA facts are not compared).
 python3 - "$out/live.json" "$out/offline.json" > "$out/offline-compare.txt" <<'PY'
 import json, sys
 live, off = (json.load(open(p)) for p in sys.argv[1:3])
-print("OFFLINE", "same" if [(c["id"], c["status"]) for c in live["checks"] if c["id"] not in ("rdma-access", "gdr-test")]
-      == [(c["id"], c["status"]) for c in off["checks"] if c["id"] not in ("rdma-access", "gdr-test")] else "DIFFERS")
+skip = ("rdma-access", "gdr-test")
+a = [(c["id"], c["status"]) for c in live["checks"] if c["id"] not in skip]
+b = [(c["id"], c["status"]) for c in off["checks"] if c["id"] not in skip]
+nvml_codes = ("gpu-persistence-off", "gpu-nvlink-down", "gpu-fabric-not-ready")
+def gpu(r):
+    g = next(c for c in r["checks"] if c["id"] == "gpu")
+    return sorted((f["code"], f["status"], f["subject"]) for f in g["findings"] if f["code"] in nvml_codes or f["code"] == "gpu-ready")
+print("live:   ", a); print("offline:", b)
+print("gpu live:   ", gpu(live)); print("gpu offline:", gpu(off))
+print("OFFLINE", "same" if a == b and gpu(live) == gpu(off) else "DIFFERS")
 PY
 cat "$out/offline-compare.txt"
-# The matrix offline has PCIe levels only between GPUs (NVLinks are NVML's, live only); the
-# affinity columns come from sysfs and must be the same.
-cut -f "$((ngpu + 2))-" "$out/topo.txt" | head -n "$((ngpu + 1))" > "$out/affinity-live.txt"
-cut -f "$((ngpu + 2))-" "$out/offline-topo.txt" | head -n "$((ngpu + 1))" > "$out/affinity-offline.txt"
-claim "$(grep -q '^OFFLINE same' "$out/offline-compare.txt" && cmp -s "$out/affinity-live.txt" "$out/affinity-offline.txt" && echo 0 || echo 1)" \
-  "offline on the capture: the same check statuses and affinity columns as live"
+# The whole matrix, NV# cells included (from the recorded NVML answer), and the affinity columns.
+head -n "$((ngpu + 1))" "$out/topo.txt" > "$out/matrix-live.txt"
+head -n "$((ngpu + 1))" "$out/offline-topo.txt" > "$out/matrix-offline.txt"
+claim "$(grep -q '^OFFLINE same' "$out/offline-compare.txt" && cmp -s "$out/matrix-live.txt" "$out/matrix-offline.txt" && echo 0 || echo 1)" \
+  "offline on the capture: the same check statuses, NVML's GPU findings and topo matrix (NV# cells too) as live"
+
+echo "== NVML's facts against nvidia-smi, live and from a capture (nvml-facts.sh)"
+OUT="$out/nvml" bash tests/gpu-machine/nvml-facts.sh "$bin" > "$out/nvml-facts.log" 2>&1; rc=$?
+grep -E '^(PASS|FAIL)' "$out/nvml-facts.log"
+claim "$rc" "nvml-facts.sh on $ngpu GPUs (its claims above)"
 
 echo "== nccl verify over all GPUs"
 if "$bin" nccl verify --help > /dev/null 2>&1; then
