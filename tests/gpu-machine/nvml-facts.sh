@@ -99,14 +99,21 @@ for x in a:
 for x in b:
     print("offline", x)
 print("GPU-FINDINGS", "same" if a == b else "DIFFER")
-print("NVML-ANSWER", "same" if live["inventory"]["gpu_runtime"].get("nvml") == off["inventory"]["gpu_runtime"].get("nvml") else "DIFFERS")
+# BAR1 in use is a reading of the moment, not a fact of the node: the live check's own GPU
+# workers hold BAR1 mappings while NVML is asked (seen: 1835008 live, 1703936 at capture time).
+def steady(r):
+    nvml = json.loads(json.dumps(r["inventory"]["gpu_runtime"].get("nvml")))
+    for d in (nvml or {}).get("devices", []):
+        d.pop("bar1_used", None)
+    return nvml
+print("NVML-ANSWER", "same" if steady(live) == steady(off) else "DIFFERS")
 print("offline gpu_runtime status:", off["inventory"]["gpu_runtime"]["status"])
 PY
 cat "$tmp/compare.txt"
 claim "$(grep -q '^GPU-FINDINGS same' "$tmp/compare.txt" && echo 0 || echo 1)" \
   "the capture gives the gpu findings the live check gave"
 claim "$(grep -q '^NVML-ANSWER same' "$tmp/compare.txt" && echo 0 || echo 1)" \
-  "the capture's NVML answer is the live one"
+  "the capture's NVML answer is the live one (BAR1 in use aside: a reading of the moment)"
 
 echo "== topo offline against nvidia-smi topo -m"
 "$bin" topo --color never > "$out/topo.txt"
