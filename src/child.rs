@@ -88,7 +88,7 @@ pub fn run_env(
                 abandon(child);
                 return Err(format!(
                     "{what} did not finish within {} s; it was killed",
-                    timeout.as_secs_f64()
+                    seconds(timeout)
                 ));
             }
             Err(e) => return Err(format!("cannot wait for {what}: {e}")),
@@ -293,7 +293,7 @@ impl Conversation {
                 let e = format!(
                     "{} did not finish within {} s; it was killed",
                     self.what,
-                    timeout.as_secs_f64()
+                    seconds(timeout)
                 );
                 self.ended = Some(e.clone());
                 Err(e)
@@ -356,6 +356,14 @@ impl Drop for Conversation {
     }
 }
 
+/// A time limit as people write it: `0.126`, `3.01`, `13` (milliseconds at most; a limit the
+/// deadline computed is no rounder than that).
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 fn tail(stderr: &str) -> String {
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
@@ -376,5 +384,17 @@ fn signal_name(sig: i32) -> &'static str {
         libc::SIGKILL => " (SIGKILL)",
         libc::SIGILL => " (SIGILL)",
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn limits_read_as_people_write_them() {
+        use std::time::Duration;
+        assert_eq!(super::seconds(Duration::from_secs(13)), "13");
+        assert_eq!(super::seconds(Duration::from_millis(3010)), "3.01");
+        assert_eq!(super::seconds(Duration::from_nanos(125_927_344)), "0.125");
+        assert_eq!(super::seconds(Duration::ZERO), "0");
     }
 }
