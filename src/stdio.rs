@@ -59,6 +59,15 @@ fn open() -> std::io::Result<std::fs::File> {
     Ok(std::io::stdout().as_fd().try_clone_to_owned()?.into())
 }
 
+/// Whether an error stopped standard output (a reader that went away is none); unlike
+/// [`failure`], it leaves the error for `main` to report.
+pub fn failed() -> bool {
+    matches!(
+        &*STDOUT.lock().unwrap_or_else(|e| e.into_inner()),
+        State::Failed(_)
+    )
+}
+
 /// The error that stopped standard output, if one did (a reader that went away is none).
 pub fn failure() -> Option<std::io::Error> {
     let mut state = STDOUT.lock().unwrap_or_else(|e| e.into_inner());
