@@ -1,0 +1,289 @@
+//! Hostile input on the surfaces added last round (issue 25): paths of thousands of components,
+//! durations that overflow, inputs that are not files, host names of kilobytes. Each case runs
+//! the real binary under `prlimit` (util-linux: address space and CPU time) and a wall-clock
+//! bound, and asserts how long it took and how much memory it held, so that a regression fails
+//! in seconds instead of crashing, hanging or taking the machine. tests/hostile.rs holds the
+//! older surfaces' cases.
+#![allow(clippy::disallowed_methods)] // tests build inputs, they do not read a node
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The address space a run may map (`prlimit --as`): far above what any case needs (the
+/// binary, its libraries and a few threads' stacks map a few hundred MiB), far below what
+/// would hurt the machine. A run that needs more fails its allocation and the test with it.
+const ADDRESS_SPACE: u64 = 2 << 30;
+
+/// What one bounded run gave.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    /// Peak resident memory, MiB (wait4's ru_maxrss).
+    rss_mib: u64,
+    took: Duration,
+}
+
+/// How a case is run: its arguments, environment, standard input, and its bounds.
+struct Case<'a> {
+    args: Vec<&'a str>,
+    env: Vec<(&'a str, String)>,
+    stdin: Option<PathBuf>,
+    /// Killed at this (the test then fails), and asserted under it.
+    wall: Duration,
+    /// Asserted under this peak RSS.
+    rss_mib: u64,
+}
+
+impl<'a> Case<'a> {
+    fn new(args: &[&'a str]) -> Case<'a> {
+        Case {
+            args: args.to_vec(),
+            env: Vec::new(),
+            stdin: None,
+            wall: Duration::from_secs(20),
+            rss_mib: 200,
+        }
+    }
+
+    fn env(mut self, k: &'a str, v: impl Into<String>) -> Case<'a> {
+        self.env.push((k, v.into()));
+        self
+    }
+
+    fn stdin(mut self, p: &Path) -> Case<'a> {
+        self.stdin = Some(p.to_owned());
+        self
+    }
+
+    fn within(mut self, wall: Duration, rss_mib: u64) -> Case<'a> {
+        self.wall = wall;
+        self.rss_mib = rss_mib;
+        self
+    }
+
+    /// Runs it under `prlimit`, in the fixtures' home; fails the test on a signal, a panic, a
+    /// run past the wall bound (killed there) or over the memory bound.
+    #[allow(clippy::zombie_processes)] // reaped by wait4, which std's `Child` does not know of
+    fn run(&self) -> Ran {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+        let mut c = Command::new("prlimit");
+        c.arg(format!("--as={ADDRESS_SPACE}"))
+            .arg(format!("--cpu={}", self.wall.as_secs() + 1))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
+            .args(&self.args)
+            .current_dir(home())
+            .env("NO_COLOR", "1")
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .stdin(match &self.stdin {
+                Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+                None => Stdio::null(),
+            });
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        let started = Instant::now();
+        // prlimit sets the limits and execs gdrdoctor: one process, whose usage wait4 reports.
+        let child = c.spawn().expect("prlimit (util-linux) runs gdrdoctor");
+        let pid = child.id() as libc::pid_t;
+        let mut status = 0;
+        // SAFETY: rusage is plain data, for which all zeroes is a valid value.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let killed = loop {
+            // SAFETY: pointers to live locals of the types wait4 fills; the child is ours and
+            // reaped here only.
+            let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+            assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
+            if r == pid {
+                break false;
+            }
+            if started.elapsed() > self.wall {
+                // SAFETY: kill and a blocking wait4 on our own child, not yet reaped.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::wait4(pid, &mut status, 0, &mut usage);
+                }
+                break true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let took = started.elapsed();
+        let stdout = String::from_utf8_lossy(&std::fs::read(&out).unwrap()).into_owned();
+        let stderr = String::from_utf8_lossy(&std::fs::read(&err).unwrap()).into_owned();
+        let head = |s: &str| s.chars().take(4000).collect::<String>();
+        assert!(
+            !killed,
+            "{:?} did not end within {:?}; stderr:\n{}",
+            self.args,
+            self.wall,
+            head(&stderr)
+        );
+        assert!(
+            libc::WIFEXITED(status),
+            "{:?} was killed by signal {} (a crash, or a bound of prlimit); stderr:\n{}",
+            self.args,
+            libc::WTERMSIG(status),
+            head(&stderr)
+        );
+        let code = libc::WEXITSTATUS(status);
+        assert!(
+            code != 101 && !stderr.contains("panicked at"),
+            "{:?} panicked:\n{}",
+            self.args,
+            head(&stderr)
+        );
+        // ru_maxrss is in KiB on Linux.
+        let rss_mib = usage.ru_maxrss as u64 / 1024;
+        assert!(
+            rss_mib <= self.rss_mib,
+            "{:?} held {rss_mib} MiB, over the {} MiB bound",
+            self.args,
+            self.rss_mib
+        );
+        Ran {
+            code,
+            stdout,
+            stderr,
+            rss_mib,
+            took,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths of thousands of components: resolved in a loop and bounded as the kernel bounds them
+// (PATH_MAX, MAXSYMLINKS), never by recursion. Before, each of these overflowed the stack
+// (SIGABRT, no report).
+
+/// A `.tar.gz` capture of `members`: directories (a name ending in `/`), files (`name`,
+/// contents) and links (`name`, `-> target`).
+fn archive(at: &Path, members: &[(&str, &str)]) {
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(at).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut b = tar::Builder::new(gz);
+    for (name, what) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o755);
+        if let Some(dir) = name.strip_suffix('/') {
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_size(0);
+            b.append_data(&mut h, dir, std::io::empty()).unwrap();
+        } else if let Some(target) = what.strip_prefix("-> ") {
+            // The target as GNU tar writes a long one: a `K` member holding it, then the link.
+            // (tar's own `append_link` would drop the `.` components a test needs.)
+            let mut k = tar::Header::new_gnu();
+            k.set_entry_type(tar::EntryType::GNULongLink);
+            k.set_size(target.len() as u64 + 1);
+            let data = [target.as_bytes(), b"\0"].concat();
+            b.append_data(&mut k, "././@LongLink", &data[..]).unwrap();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            b.append_data(&mut h, name, std::io::empty()).unwrap();
+        } else {
+            h.set_size(what.len() as u64);
+            b.append_data(&mut h, name, what.as_bytes()).unwrap();
+        }
+    }
+    b.into_inner().unwrap().finish().unwrap();
+}
+
+/// `n` components that lead nowhere new: `./././...`.
+fn dots(n: usize) -> String {
+    "./".repeat(n)
+}
+
+/// A capture whose PCI device link has a target of 10,000 components (20 KB: tar's GNU long
+/// link name carries it), by itself and among healthy captures in a fleet: the lookup is refused
+/// as too long, naming the link, and the rest of the report (and of the fleet) stands.
+#[test]
+fn a_capture_link_of_ten_thousand_components_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("bad.tar.gz");
+    let target = format!("{}../../../devices/pci0000:00/0000:00:01.0", dots(10_000));
+    archive(
+        &bad,
+        &[
+            ("sys/devices/pci0000:00/0000:00:01.0/", ""),
+            ("sys/devices/pci0000:00/0000:00:01.0/vendor", "0x10de\n"),
+            ("sys/bus/pci/devices/", ""),
+            ("sys/bus/pci/devices/0000:00:01.0", &format!("-> {target}")),
+            ("proc/cmdline", "BOOT_IMAGE=/vmlinuz\n"),
+        ],
+    );
+    let r = Case::new(&["--root", bad.to_str().unwrap(), "check", "-v"]).run();
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("/sys/bus/pci/devices/0000:00:01.0 (file name too long)"),
+        "{}",
+        r.stdout
+    );
+
+    let r = Case::new(&[
+        "fleet",
+        "--format",
+        "json",
+        bad.to_str().unwrap(),
+        fixture("h200x2-vm"),
+    ])
+    .run();
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr));
+    assert_eq!(doc["summary"]["captures"], 2, "{doc:#}");
+    assert_eq!(doc["summary"]["unreadable"], 0, "{doc:#}");
+    assert_eq!(doc["nodes"][1]["gpus"], 2, "{doc:#}");
+}
+
+/// The home directory of `nccl.user` in the root's /etc/passwd, and the file NCCL_CONF_FILE
+/// names, each 10,000 components long: their nccl.conf is unreadable, too long a name, and
+/// `check` reports the rest of the node.
+#[test]
+fn a_home_or_nccl_conf_file_of_ten_thousand_components_is_unreadable() {
+    let long = format!("/home{}", "/x".repeat(10_000));
+    for (passwd_home, env) in [
+        (long.as_str(), String::new()),
+        (
+            "/home/alice",
+            format!("  env:\n    NCCL_CONF_FILE: \"{long}/nccl.conf\"\n"),
+        ),
+    ] {
+        let (d, root) = fixture_copy("healthy-8gpu-roce");
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::fs::write(
+            root.join("etc/passwd"),
+            format!(
+                "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::{passwd_home}:/bin/bash\n"
+            ),
+        )
+        .unwrap();
+        let config = d.path().join("config.yaml");
+        std::fs::write(&config, format!("nccl:\n  user: alice\n{env}")).unwrap();
+        let r = Case::new(&[
+            "--root",
+            root.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            "check",
+            "--select",
+            "nccl-config",
+            "--format",
+            "json",
+        ])
+        .run();
+        assert!(r.code <= 1, "{}", r.stderr);
+        assert!(
+            r.stdout.contains("file name too long"),
+            "{env}: {}",
+            r.stdout
+        );
+        eprintln!("{} MiB in {:?}", r.rss_mib, r.took);
+    }
+}
