@@ -28,8 +28,8 @@ const MAX_LINKS: u32 = 40;
 /// one lookup takes, and the longest component. Longer is refused as the kernel refuses it
 /// (ENAMETOOLONG). With MAX_LINKS, this bounds what one lookup can cost, whatever a capture's
 /// links or a path from a config or /etc/passwd say.
-const PATH_MAX: usize = 4096;
-const NAME_MAX: usize = 255;
+pub(crate) const PATH_MAX: usize = 4096;
+pub(crate) const NAME_MAX: usize = 255;
 /// Default cap on one file read: the limit a capture archive is held to as well.
 pub const DEFAULT_READ_LIMIT: u64 = crate::archive::FILE_READ_LIMIT;
 

@@ -200,16 +200,16 @@ fn dots(n: usize) -> String {
     "./".repeat(n)
 }
 
-/// A capture whose PCI device link has a target of 10,000 components (20 KB: tar's GNU long
-/// link name carries it), by itself and among healthy captures in a fleet: the lookup is refused
-/// as too long, naming the link, and the rest of the report (and of the fleet) stands.
+/// `check` and `fleet` on a capture archive with a link target of 10,000 components (20 KB:
+/// tar's GNU long link name carries it), or a member path of 30,000: the archive is refused,
+/// naming what is over PATH_MAX, and in a fleet the other captures are reported as ever.
 #[test]
-fn a_capture_link_of_ten_thousand_components_is_refused() {
+fn an_archive_with_a_path_or_link_past_path_max_is_refused() {
     let d = tempfile::tempdir().unwrap();
-    let bad = d.path().join("bad.tar.gz");
+    let link = d.path().join("link.tar.gz");
     let target = format!("{}../../../devices/pci0000:00/0000:00:01.0", dots(10_000));
     archive(
-        &bad,
+        &link,
         &[
             ("sys/devices/pci0000:00/0000:00:01.0/", ""),
             ("sys/devices/pci0000:00/0000:00:01.0/vendor", "0x10de\n"),
@@ -218,28 +218,93 @@ fn a_capture_link_of_ten_thousand_components_is_refused() {
             ("proc/cmdline", "BOOT_IMAGE=/vmlinuz\n"),
         ],
     );
-    let r = Case::new(&["--root", bad.to_str().unwrap(), "check", "-v"]).run();
-    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
-    assert!(
-        r.stdout
-            .contains("/sys/bus/pci/devices/0000:00:01.0 (file name too long)"),
-        "{}",
-        r.stdout
+    let deep = d.path().join("deep.tar.gz");
+    let member = format!("sys/{}vendor", "a/".repeat(30_000));
+    archive(
+        &deep,
+        &[
+            ("proc/cmdline", "BOOT_IMAGE=/vmlinuz\n"),
+            (&member, "0x10de\n"),
+        ],
     );
+    for (bad, why) in [
+        (
+            &link,
+            "link /sys/bus/pci/devices/0000:00:01.0 has a target of 20040 bytes, over PATH_MAX (4096)",
+        ),
+        (&deep, "a member name of 60010 bytes, over PATH_MAX (4096)"),
+    ] {
+        let r = Case::new(&["--root", bad.to_str().unwrap(), "check"]).run();
+        assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains("capture refused"), "{}", r.stderr);
+        assert!(r.stderr.contains(why), "{}", r.stderr);
 
+        let r = Case::new(&[
+            "fleet",
+            "--format",
+            "json",
+            bad.to_str().unwrap(),
+            fixture("h200x2-vm"),
+        ])
+        .run();
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr));
+        assert_eq!(doc["summary"]["captures"], 2, "{doc:#}");
+        assert_eq!(doc["summary"]["unreadable"], 1, "{doc:#}");
+        let nodes = doc["nodes"].as_array().unwrap();
+        let why_not = nodes.iter().find_map(|n| n["unreadable"].as_str());
+        assert!(why_not.is_some_and(|w| w.contains(why)), "{doc:#}");
+        assert!(nodes.iter().any(|n| n["gpus"] == 2), "{doc:#}");
+    }
+}
+
+/// A GPU's /sys/bus/pci/devices link that reaches its device through 39 more links, each a
+/// target of 2,000 components (what a link on disk can hold): 40 links, as many as the kernel
+/// follows in one lookup, 80,000 components in all. The node reads as it did, the GPU with it.
+#[test]
+fn forty_links_of_two_thousand_components_resolve() {
+    let (_d, root) = fixture_copy("healthy-8gpu-roce");
+    let gpu = "devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0";
+    let sys = root.join("sys");
+    let hops = 39;
+    for i in 1..=hops {
+        std::fs::create_dir_all(sys.join(format!("n/d{i}"))).unwrap();
+        let next = if i == hops {
+            format!("../../{gpu}")
+        } else {
+            format!("../d{}/l", i + 1)
+        };
+        std::os::unix::fs::symlink(
+            format!("{}{next}", dots(2_000)),
+            sys.join(format!("n/d{i}/l")),
+        )
+        .unwrap();
+    }
+    let entry = sys.join("bus/pci/devices/0000:18:00.0");
+    std::fs::remove_file(&entry).unwrap();
+    std::os::unix::fs::symlink("../../../n/d1/l", &entry).unwrap();
     let r = Case::new(&[
-        "fleet",
+        "--root",
+        root.to_str().unwrap(),
+        "check",
         "--format",
         "json",
-        bad.to_str().unwrap(),
-        fixture("h200x2-vm"),
     ])
     .run();
     let doc: serde_json::Value = serde_json::from_str(&r.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr));
-    assert_eq!(doc["summary"]["captures"], 2, "{doc:#}");
-    assert_eq!(doc["summary"]["unreadable"], 0, "{doc:#}");
-    assert_eq!(doc["nodes"][1]["gpus"], 2, "{doc:#}");
+    assert_eq!(r.code, 0, "{}", doc["verdict"]);
+    assert_eq!(
+        check(&doc, "gpu")["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == "gpu-ready")
+            .count(),
+        8,
+        "{}",
+        check(&doc, "gpu")
+    );
 }
 
 /// The home directory of `nccl.user` in the root's /etc/passwd, and the file NCCL_CONF_FILE
