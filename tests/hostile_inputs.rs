@@ -117,33 +117,38 @@ impl<'a> Case<'a> {
         let stdout = String::from_utf8_lossy(&std::fs::read(&out).unwrap()).into_owned();
         let stderr = String::from_utf8_lossy(&std::fs::read(&err).unwrap()).into_owned();
         let head = |s: &str| s.chars().take(4000).collect::<String>();
+        // The arguments as a person can read them: some are 100 KB long.
+        let args: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| match a.char_indices().nth(120) {
+                Some((cut, _)) => format!("{}... ({} bytes)", &a[..cut], a.len()),
+                None => (*a).to_owned(),
+            })
+            .collect();
         assert!(
             !killed,
-            "{:?} did not end within {:?}; stderr:\n{}",
-            self.args,
+            "{args:?} did not end within {:?}; stderr:\n{}",
             self.wall,
             head(&stderr)
         );
         assert!(
             libc::WIFEXITED(status),
-            "{:?} was killed by signal {} (a crash, or a bound of prlimit); stderr:\n{}",
-            self.args,
+            "{args:?} was killed by signal {} (a crash, or a bound of prlimit); stderr:\n{}",
             libc::WTERMSIG(status),
             head(&stderr)
         );
         let code = libc::WEXITSTATUS(status);
         assert!(
             code != 101 && !stderr.contains("panicked at"),
-            "{:?} panicked:\n{}",
-            self.args,
+            "{args:?} panicked:\n{}",
             head(&stderr)
         );
         // ru_maxrss is in KiB on Linux.
         let rss_mib = usage.ru_maxrss as u64 / 1024;
         assert!(
             rss_mib <= self.rss_mib,
-            "{:?} held {rss_mib} MiB, over the {} MiB bound",
-            self.args,
+            "{args:?} held {rss_mib} MiB, over the {} MiB bound",
             self.rss_mib
         );
         Ran {
@@ -351,4 +356,44 @@ fn a_home_or_nccl_conf_file_of_ten_thousand_components_is_unreadable() {
         );
         eprintln!("{} MiB in {:?}", r.rss_mib, r.took);
     }
+}
+
+/// `fleet` with a glob of 100,000 `*` (it overflowed the stack) and one of `*a` thirty times
+/// then `*b` against a name of 200 `a` (exponential: it never ended): both answer at once.
+#[test]
+fn fleet_globs_end_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("a".repeat(200)), "").unwrap();
+    let stars = d.path().join("*".repeat(100_000));
+    let r = Case::new(&["fleet", stars.to_str().unwrap()])
+        .within(Duration::from_secs(10), 100)
+        .run();
+    // Matched, and not a capture: one unreadable node.
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.contains(&"a".repeat(200)), "{}", r.stdout);
+    let backtracking = d.path().join(format!("{}*b", "*a".repeat(30)));
+    let r = Case::new(&["fleet", backtracking.to_str().unwrap()])
+        .within(Duration::from_secs(10), 100)
+        .run();
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("no capture matches this pattern"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// `gdr-test --slurm` with a node list of 30,000 bracket groups (`n[1]n[1]...`, 120 KB): it
+/// overflowed the stack holding a copy of the rest of the list per group (600 MiB); now it is
+/// one name, and the pairing says what is wrong with it.
+#[test]
+fn a_slurm_node_list_of_thirty_thousand_groups_is_expanded_in_a_loop() {
+    let r = Case::new(&["gdr-test", "--slurm", "--token", "0123456789abcdef0123"])
+        .env("SLURM_PROCID", "0")
+        .env("SLURM_NTASKS", "2")
+        .env("SLURM_JOB_NODELIST", "n[1]".repeat(30_000))
+        .within(Duration::from_secs(10), 100)
+        .run();
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("--slurm"), "{}", r.stderr);
 }
