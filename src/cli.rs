@@ -347,8 +347,9 @@ struct GdrTestArgs {
     /// Most WRITEs per direction in the bandwidth run.
     #[arg(long, default_value_t = 5000)]
     iters: u32,
-    /// Longest bandwidth run, both directions together, in milliseconds.
-    #[arg(long, default_value_t = 400)]
+    /// Longest bandwidth run, both directions together, in milliseconds (1 to 3600000).
+    // Bounded as the config's timeouts are (an hour): a duration is never taken unchecked.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     duration_ms: u64,
     #[command(flatten)]
     two_node: TwoNodeArgs,
@@ -378,8 +379,9 @@ struct TwoNodeArgs {
     /// rail i is paired with the peer's rail i.
     #[arg(long, value_name = "NIC[:PORT],...", value_delimiter = ',')]
     rails: Vec<gdrdoctor::gdr::plan::NicArg>,
-    /// How long to wait for the peer to connect or to listen, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    /// How long to wait for the peer to connect or to listen, seconds (0 to 86400).
+    // Bounded like --deadline: 2^64-1 used to panic adding it to the clock (issue 25).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     wait: u64,
 }
 
@@ -664,7 +666,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
             outln!("{}", gdrdoctor::gpu::child_main(ask));
             // Standard output is written unbuffered: the answer is out. NVML's shutdown and
             // CUDA's exit handlers would only delay the parent's report.
-            let code = if crate::stdio::failure().is_some() { 2 } else { 0 };
+            let code = if crate::stdio::failure().is_some() {
+                2
+            } else {
+                0
+            };
             gdrdoctor::ffi::process::exit_without_teardown(code)
         }
         Command::Topo {

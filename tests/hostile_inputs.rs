@@ -397,3 +397,37 @@ fn a_slurm_node_list_of_thirty_thousand_groups_is_expanded_in_a_loop() {
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("--slurm"), "{}", r.stderr);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Durations from the user, a peer or the config: refused when nonsense, never added to the
+// clock unchecked. (A peer's rail_timeout_ms: gdr::twonode's unit tests; the saturating
+// addition itself: deadline's.)
+
+/// `gdr-test --wait 18446744073709551615` panicked (`Instant + Duration` overflow); it and
+/// `--duration-ms` past an hour are usage errors now, naming the option and its range.
+#[test]
+fn durations_past_their_range_are_usage_errors() {
+    for (option, value, range) in [
+        ("--wait", "18446744073709551615", "0..=86400"),
+        ("--wait", "86401", "0..=86400"),
+        ("--duration-ms", "18446744073709551615", "1..=3600000"),
+    ] {
+        let r = Case::new(&[
+            "gdr-test",
+            "--peer",
+            "127.0.0.1:9",
+            "--token",
+            "0123456789abcdef0123",
+            option,
+            value,
+        ])
+        .within(Duration::from_secs(10), 100)
+        .run();
+        assert_eq!(r.code, 2, "{option} {value}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(option) && r.stderr.contains(range),
+            "{option} {value}: {}",
+            r.stderr
+        );
+    }
+}
