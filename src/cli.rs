@@ -773,13 +773,20 @@ fn nccl_explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         bail!("nccl explain reads NCCL logs, not a node: leave out --root");
     }
     let mut collector = explain::Collector::new();
+    // A log that is not a regular file (a FIFO, /dev/zero) is refused, as every input is: the
+    // stream of a pipe is what `-` is for.
+    let refused = |name: String, e: gdrdoctor::input::InputError| {
+        anyhow::anyhow!(
+            "cannot read {name}: {e}; nccl explain reads log files, or standard input as `-` (`zcat job.log.gz | gdrdoctor nccl explain -`)"
+        )
+    };
     for path in &args.logs {
         if path.as_os_str() == "-" {
+            gdrdoctor::input::check_stdin().map_err(|e| refused("standard input".into(), e))?;
             collector.read("-", std::io::stdin().lock());
         } else {
-            #[allow(clippy::disallowed_methods)] // the operator's log files, not a node
-            let file = std::fs::File::open(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let file =
+                gdrdoctor::input::open(path).map_err(|e| refused(path.display().to_string(), e))?;
             collector.read(&path.display().to_string(), file);
         }
     }

@@ -431,3 +431,112 @@ fn durations_past_their_range_are_usage_errors() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Inputs that are not regular files: refused (or, for standard input, read as the stream it
+// is), as --config always was (crate::input, one way for every input the operator names).
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(status.success());
+}
+
+/// `nccl explain` on /dev/zero never ended, on a FIFO with no writer it waited for ever, and
+/// `nccl explain - < /dev/zero` read for ever: each is refused at once, naming what it is.
+#[test]
+fn nccl_explain_refuses_inputs_that_never_end() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo.log");
+    mkfifo(&fifo);
+    let link = d.path().join("zero.log");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    for (args, stdin, what, name) in [
+        (
+            vec!["nccl", "explain", "/dev/zero"],
+            None,
+            "a character device",
+            "/dev/zero",
+        ),
+        (
+            vec!["nccl", "explain", link.to_str().unwrap()],
+            None,
+            "a character device",
+            "zero.log",
+        ),
+        (
+            vec!["nccl", "explain", fifo.to_str().unwrap()],
+            None,
+            "a FIFO",
+            "fifo.log",
+        ),
+        (
+            vec!["nccl", "explain", "-"],
+            Some(Path::new("/dev/zero")),
+            "a character device",
+            "standard input",
+        ),
+    ] {
+        let mut case = Case::new(&args).within(Duration::from_secs(5), 50);
+        if let Some(p) = stdin {
+            case = case.stdin(p);
+        }
+        let r = case.run();
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("{what}, not a regular file")) && r.stderr.contains(name),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// `nccl verify --log-dir D` with D/nccl.log a link to /dev/zero (NCCL writes into it, then the
+/// log was read for ever) or a FIFO (NCCL waits to open it and is killed at its limit, then the
+/// read waited for ever): the run ends, its report saying the log was not read and why.
+#[test]
+fn nccl_verify_does_not_read_a_log_that_is_not_a_file() {
+    let d = tempfile::tempdir().unwrap();
+    let config = d.path().join("config.yaml");
+    std::fs::write(&config, "timeouts: {nccl_verify_s: 2}\n").unwrap();
+    for (what, plant) in [("a character device", "zero"), ("a FIFO", "fifo")] {
+        let dir = d.path().join(plant);
+        std::fs::create_dir(&dir).unwrap();
+        let log = dir.join("nccl.log");
+        if plant == "zero" {
+            std::os::unix::fs::symlink("/dev/zero", &log).unwrap();
+        } else {
+            mkfifo(&log);
+        }
+        let r = Case::new(&[
+            "--root",
+            fixture("h200x2-vm"),
+            "--config",
+            config.to_str().unwrap(),
+            "nccl",
+            "verify",
+            "--format",
+            "json",
+            "--log-dir",
+            dir.to_str().unwrap(),
+        ])
+        .env("GDRDOCTOR_LIBNCCL", stub("nccl", &[]).display().to_string())
+        .env("GDRDOCTOR_LIBCUDA", stub("cuda", &[]).display().to_string())
+        .env("GDRDOCTOR_LIBNVML", stub("nvml", &[]).display().to_string())
+        .env("GDRDOCTOR_LIBHIP", "/nonexistent/gdrdoctor-test/lib.so")
+        .env("GDRDOCTOR_LIBHSA", "/nonexistent/gdrdoctor-test/lib.so")
+        .env("FAKE_CUDA_BUSIDS", "0000:00:06.0,0000:00:07.0")
+        .env("FAKE_CUDA_COUNT", "2")
+        .within(Duration::from_secs(15), 100)
+        .run();
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout)
+            .unwrap_or_else(|e| panic!("{plant}: {e}: {}\n{}", r.stdout, r.stderr));
+        let note = doc["run"]["log"]["note"].as_str().unwrap_or_default();
+        assert!(
+            note.contains(&format!(
+                "NCCL's log was not read ({}: {what}, not a regular file)",
+                log.display()
+            )),
+            "{plant}: {doc:#}"
+        );
+    }
+}
