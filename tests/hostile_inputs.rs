@@ -540,3 +540,43 @@ fn nccl_verify_does_not_read_a_log_that_is_not_a_file() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Memory: what a log names is kept bounded, however much of it there is.
+
+/// 2,000 lines, each from a host of 60 KB (120 MB of log): every host was kept whole, twice
+/// (240 MiB held here; 3.6 GB for the 30,000 lines of issue 25). Now as NIC names are: cut to
+/// 300 characters.
+#[test]
+fn nccl_explain_keeps_host_names_bounded() {
+    use std::io::Write as _;
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("hosts.log");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&log).unwrap());
+    let long = "h".repeat(60_000);
+    for i in 0..2_000 {
+        writeln!(
+            w,
+            "{i:04}{long}:1:2 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0"
+        )
+        .unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    let r = Case::new(&["nccl", "explain", "--format", "json", log.to_str().unwrap()])
+        .within(Duration::from_secs(30), 64)
+        .run();
+    assert!(r.code <= 2, "{}", r.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stderr));
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2_000);
+    assert!(
+        nodes
+            .iter()
+            .all(|n| n["name"].as_str().unwrap().chars().count() == 303),
+        "{}",
+        nodes[0]["name"]
+    );
+    eprintln!("{} MiB in {:?}", r.rss_mib, r.took);
+}
