@@ -580,3 +580,97 @@ fn nccl_explain_keeps_host_names_bounded() {
     );
     eprintln!("{} MiB in {:?}", r.rss_mib, r.took);
 }
+
+// ---------------------------------------------------------------------------------------------
+// --deadline: the message names what was waited on, never sysfs for a wait that was not.
+
+/// A token file that is a FIFO with no writer, a peer that never listens, a listener nobody
+/// connects to, a log on standard input that never ends: each run ends at its --deadline of
+/// 1 s, naming the file, the peer or the log. Before, all four blamed "a read that blocks in
+/// sysfs" (the token file, the log) or "a gdrdoctor bug" (the peer).
+#[test]
+fn the_deadline_names_what_was_waited_on() {
+    let d = tempfile::tempdir().unwrap();
+    let token_fifo = d.path().join("token");
+    mkfifo(&token_fifo);
+    let log_fifo = d.path().join("log");
+    mkfifo(&log_fifo);
+    // Held open for writing by the test, so that gdrdoctor's read waits for bytes that never
+    // come (and the test's own open does not wait).
+    let _writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&log_fifo)
+        .unwrap();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let token = "0123456789abcdef0123";
+    let cases: Vec<(Vec<&str>, Option<&Path>, String, &str)> = vec![
+        (
+            vec![
+                "gdr-test",
+                "--peer",
+                &closed,
+                "--token-file",
+                token_fifo.to_str().unwrap(),
+            ],
+            None,
+            format!("reading the token file {}", token_fifo.display()),
+            "a FIFO with no writer",
+        ),
+        (
+            vec![
+                "gdr-test", "--peer", &closed, "--token", token, "--wait", "60",
+            ],
+            None,
+            format!("waiting for the peer at {closed}"),
+            "is the port open",
+        ),
+        (
+            vec![
+                "gdr-test",
+                "--listen",
+                "127.0.0.1:0",
+                "--token",
+                token,
+                "--wait",
+                "60",
+            ],
+            None,
+            "waiting for the peer to connect to 127.0.0.1:0".to_owned(),
+            "is the port open",
+        ),
+        (
+            vec!["nccl", "explain", "-"],
+            Some(log_fifo.as_path()),
+            "reading the NCCL log from standard input".to_owned(),
+            "a log that does not end",
+        ),
+    ];
+    for (args, stdin, waited, hint) in cases {
+        let mut all = vec!["--deadline", "1"];
+        all.extend(&args);
+        let mut case = Case::new(&all).within(Duration::from_secs(6), 100);
+        if let Some(p) = stdin {
+            case = case.stdin(p);
+        }
+        let r = case.run();
+        // The token file: refused at once, naming it, is as good as the deadline naming it.
+        let refused = r
+            .stderr
+            .contains(&format!("--token-file {}", token_fifo.display()));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            refused
+                || (r.stderr.contains(&format!(
+                    "the --deadline of 1 s passed while {waited}; no report"
+                )) && r.stderr.contains(hint)),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("sysfs"), "{args:?}: {}", r.stderr);
+        assert!(r.took < Duration::from_secs(4), "{args:?}: {:?}", r.took);
+    }
+}
