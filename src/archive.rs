@@ -20,7 +20,11 @@ pub const FILE_READ_LIMIT: u64 = 1 << 20;
 /// holds the bytes that were read, the limit and one more, so that the copy is too large too.
 pub const MAX_MEMBER_BYTES: u64 = FILE_READ_LIMIT + 1;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
+/// Members, and the directories their paths imply (a tar file need not list them).
 pub const MAX_ENTRIES: usize = 200_000;
+/// The paths of all of them together. A real capture's are under 100 KiB; without a bound, a
+/// member 4 KiB deep under a new name each time implied 2,000 directories of up to 4 KiB each.
+pub const MAX_PATH_BYTES: usize = 32 << 20;
 
 /// What all the archives read at once by one `fleet` run may inflate to, together. Each
 /// capture is capped at `MAX_TOTAL_BYTES`, but `fleet -j N` reads N at a time: N gzip bombs
@@ -224,6 +228,8 @@ pub enum Node {
 #[derive(Debug, Default)]
 pub struct Tree {
     nodes: HashMap<String, Node>,
+    /// The bytes of the paths in `nodes`, bounded by MAX_PATH_BYTES.
+    path_bytes: usize,
     /// What the tree holds of its run's budget, given back with the tree.
     _grant: Option<Grant>,
 }
@@ -241,23 +247,52 @@ impl Tree {
         self.nodes.is_empty()
     }
 
-    /// A directory at `path` and every directory above it (tar files need not list them).
+    /// A directory at `path` and every directory above it (tar files need not list them): the
+    /// nearest one there, then each below it, in a loop (a recursion per component once
+    /// overflowed the stack on a member path of 30,000 components, issue 25).
     fn ensure_dir(&mut self, path: &str) -> Result<(), String> {
-        if let Some(node) = self.nodes.get(path) {
-            return match node {
-                Node::Dir(_) => Ok(()),
-                _ => Err(format!("{path} is both a directory and something else")),
-            };
-        }
-        if path != "/" {
-            let (parent, name) = split(path);
-            self.ensure_dir(parent)?;
-            if let Some(Node::Dir(entries)) = self.nodes.get_mut(parent) {
-                entries.insert(name.to_owned(), EntryKind::Dir);
+        let mut missing = Vec::new();
+        let mut p = path;
+        loop {
+            match self.nodes.get(p) {
+                Some(Node::Dir(_)) => break,
+                Some(_) => return Err(format!("{p} is both a directory and something else")),
+                None => {
+                    missing.push(p);
+                    if p == "/" {
+                        break;
+                    }
+                    p = split(p).0;
+                }
             }
         }
-        self.nodes
-            .insert(path.to_owned(), Node::Dir(BTreeMap::new()));
+        for p in missing.into_iter().rev() {
+            if p != "/" {
+                let (parent, name) = split(p);
+                if let Some(Node::Dir(entries)) = self.nodes.get_mut(parent) {
+                    entries.insert(name.to_owned(), EntryKind::Dir);
+                }
+            }
+            self.add(p, Node::Dir(BTreeMap::new()))?;
+        }
+        Ok(())
+    }
+
+    /// A new node, counted against MAX_ENTRIES and MAX_PATH_BYTES.
+    fn add(&mut self, path: &str, node: Node) -> Result<(), String> {
+        if self.nodes.len() >= MAX_ENTRIES {
+            return Err(format!(
+                "more than {MAX_ENTRIES} members and directories: not a capture"
+            ));
+        }
+        self.path_bytes += path.len();
+        if self.path_bytes > MAX_PATH_BYTES {
+            return Err(format!(
+                "member paths of more than {} MiB in all: not a capture",
+                MAX_PATH_BYTES >> 20
+            ));
+        }
+        self.nodes.insert(path.to_owned(), node);
         Ok(())
     }
 
@@ -275,7 +310,11 @@ impl Tree {
         if let Some(Node::Dir(entries)) = self.nodes.get_mut(parent) {
             entries.insert(name.to_owned(), kind);
         }
-        self.nodes.insert(path.to_owned(), node);
+        match self.nodes.get_mut(path) {
+            // A path held twice is refused by the caller; replaced, it is not counted again.
+            Some(old) => *old = node,
+            None => self.add(path, node)?,
+        }
         Ok(())
     }
 }
@@ -288,10 +327,24 @@ fn split(path: &str) -> (&str, &str) {
     }
 }
 
-/// A member name as a node path, or why it is refused.
+/// A member name as a node path, or why it is refused: a path or a component longer than the
+/// kernel takes (PATH_MAX, NAME_MAX) is no file a capture copied.
 fn node_path(raw: &[u8]) -> Result<String, String> {
+    use crate::root::{NAME_MAX, PATH_MAX};
+    if raw.len() > PATH_MAX {
+        return Err(format!(
+            "a member name of {} bytes, over PATH_MAX ({PATH_MAX}): not a capture",
+            raw.len()
+        ));
+    }
     let name =
         std::str::from_utf8(raw).map_err(|_| "a member name that is not UTF-8".to_owned())?;
+    if let Some(long) = name.split('/').find(|c| c.len() > NAME_MAX) {
+        return Err(format!(
+            "a member name with a component of {} bytes, over NAME_MAX ({NAME_MAX}): not a capture",
+            long.len()
+        ));
+    }
     if name.starts_with('/') {
         return Err(format!("member {name:?} has an absolute path"));
     }
@@ -478,6 +531,13 @@ fn fill<R: Read>(mut archive: tar::Archive<Capped<'_, R>>) -> Result<Tree, Strin
                 let target = entry
                     .link_name_bytes()
                     .ok_or_else(|| format!("link {path} has no target"))?;
+                if target.len() > crate::root::PATH_MAX {
+                    return Err(format!(
+                        "link {path} has a target of {} bytes, over PATH_MAX ({})",
+                        target.len(),
+                        crate::root::PATH_MAX
+                    ));
+                }
                 let target = std::str::from_utf8(&target)
                     .map_err(|_| format!("link {path} has a target that is not UTF-8"))?
                     .to_owned();
@@ -544,6 +604,26 @@ mod tests {
             let e = read(&tar_gz(&[("sys/a", "1"), (second, "2")])[..]).unwrap_err();
             assert!(e.contains("member /sys/a appears twice"), "{second}: {e}");
         }
+    }
+
+    /// Member paths within PATH_MAX are taken however deep, their directories made in a loop;
+    /// a longer one is refused (issue 25: 30,000 components overflowed the stack), and so is a
+    /// capture whose paths, the directories they imply counted, pass MAX_PATH_BYTES.
+    #[test]
+    fn deep_paths_are_bounded() {
+        let deep = format!("sys/{}f", "a/".repeat(2_000));
+        let t = read(&tar_gz(&[(&deep, "1")])[..]).unwrap();
+        assert!(matches!(t.get(&format!("/{deep}")), Some(Node::File(d)) if d == b"1"));
+        assert_eq!(t.len(), 2_003, "/, /sys, 2,000 directories a, the file");
+        let too_deep = format!("sys/{}f", "a/".repeat(30_000));
+        let e = read(&tar_gz(&[(&too_deep, "1")])[..]).unwrap_err();
+        assert!(e.contains("60005 bytes, over PATH_MAX (4096)"), "{e}");
+        let many: Vec<(String, &str)> = (0..10)
+            .map(|i| (format!("sys/{i}/{}f", "a/".repeat(2_000)), "1"))
+            .collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+        let e = read(&tar_gz(&many)[..]).unwrap_err();
+        assert!(e.contains("member paths of more than 32 MiB"), "{e}");
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub fn run_env(
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::deadline::later(Instant::now(), timeout);
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -336,7 +336,7 @@ impl Conversation {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let until = Instant::now() + grace;
+        let until = crate::deadline::later(Instant::now(), grace);
         loop {
             match child.try_wait() {
                 Ok(Some(_)) | Err(_) => return,

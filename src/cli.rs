@@ -355,8 +355,9 @@ struct GdrTestArgs {
     /// Most WRITEs per direction in the bandwidth run.
     #[arg(long, default_value_t = 5000)]
     iters: u32,
-    /// Longest bandwidth run, both directions together, in milliseconds.
-    #[arg(long, default_value_t = 400)]
+    /// Longest bandwidth run, both directions together, in milliseconds (1 to 3600000).
+    // Bounded as the config's timeouts are (an hour): a duration is never taken unchecked.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     duration_ms: u64,
     #[command(flatten)]
     two_node: TwoNodeArgs,
@@ -386,8 +387,9 @@ struct TwoNodeArgs {
     /// rail i is paired with the peer's rail i.
     #[arg(long, value_name = "NIC[:PORT],...", value_delimiter = ',')]
     rails: Vec<gdrdoctor::gdr::plan::NicArg>,
-    /// How long to wait for the peer to connect or to listen, seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    /// How long to wait for the peer to connect or to listen, seconds (0 to 86400).
+    // Bounded like --deadline: 2^64-1 used to panic adding it to the clock (issue 25).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     wait: u64,
 }
 
@@ -441,8 +443,8 @@ enum Color {
 }
 
 static DEADLINE: OnceLock<Deadline> = OnceLock::new();
-/// What the run is doing, for the watchdog's message.
-static STAGE: Mutex<&str> = Mutex::new("starting");
+/// What the run is doing, and on what (a path, an address), for the watchdog's message.
+static STAGE: Mutex<(Stage, String)> = Mutex::new((Stage::Starting, String::new()));
 /// Held by the thread that writes the report: the watchdog never cuts a report in half.
 static FINISHING: Mutex<()> = Mutex::new(());
 /// The watchdog also prints `gdrdoctor: deadline-exceeded` on stdout (--format reason).
@@ -452,14 +454,100 @@ fn deadline() -> Deadline {
     DEADLINE.get().copied().unwrap_or_default()
 }
 
-fn stage(what: &'static str) {
-    gdrdoctor::trace::mark(|| what.to_owned());
-    *STAGE.lock().unwrap_or_else(|e| e.into_inner()) = what;
+/// What the run waits on, for the message at the deadline: each stage says what it was doing
+/// and what an overrun there points at (issue 25: every overrun used to blame sysfs, a log
+/// read from a pipe or a peer that never came included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Starting,
+    /// The node's files: sysfs and procfs when live, the files under --root otherwise.
+    ReadingNode {
+        live: bool,
+    },
+    CopyingNode {
+        live: bool,
+    },
+    AnalysingCaptures,
+    /// `nccl explain`: one log, a file or standard input.
+    ReadingLogs,
+    ReadingTokenFile,
+    /// The two-node test before its channel is up: listening, or connecting.
+    WaitingForPeer,
+    TwoNodeTest,
+    GdrTest,
+    GpuProbe,
+    RunningNccl,
+    Judging,
+}
+
+impl Stage {
+    /// `the --deadline of N s passed while {doing}`.
+    fn doing(self) -> &'static str {
+        match self {
+            Stage::Starting => "starting",
+            Stage::ReadingNode { .. } => "reading the node",
+            Stage::CopyingNode { .. } => "copying the node",
+            Stage::AnalysingCaptures => "analysing the captures",
+            Stage::ReadingLogs => "reading the NCCL log",
+            Stage::ReadingTokenFile => "reading the token file",
+            Stage::WaitingForPeer => "waiting for the peer",
+            Stage::TwoNodeTest => "running the two-node write test",
+            Stage::GdrTest => "running the GDR write test",
+            Stage::GpuProbe => "waiting for the GPU probe",
+            Stage::RunningNccl => "running NCCL",
+            Stage::Judging => "judging",
+        }
+    }
+
+    /// What an overrun here points at. Only reading a live node can block in sysfs; the
+    /// children (GPU probe, write test, NCCL) are killed at their own limits, which the
+    /// deadline shortens, so an overrun there is gdrdoctor's own fault and says so.
+    fn hint(self) -> &'static str {
+        match self {
+            Stage::ReadingNode { live: true } | Stage::CopyingNode { live: true } => {
+                "a read that blocks in sysfs points at a device or driver that stopped answering"
+            }
+            Stage::ReadingNode { live: false } | Stage::CopyingNode { live: false } => {
+                "reading the files under --root was slow or blocked: their file system stopped answering (or, for a live node's /sys mounted there, a device or driver)"
+            }
+            Stage::AnalysingCaptures => "the captures took longer than the deadline to read",
+            Stage::ReadingLogs => {
+                "a log that does not end, as standard input or a pipe whose writer keeps it open; a file system that stopped answering; or more log than the deadline leaves time to read"
+            }
+            Stage::ReadingTokenFile => {
+                "the token file did not give its bytes: a FIFO with no writer, or a file system that stopped answering"
+            }
+            Stage::WaitingForPeer => {
+                "the other node did not connect or answer: is `gdrdoctor gdr-test` running there, and is the port open between the two? --wait bounds this wait, and the deadline came first"
+            }
+            Stage::TwoNodeTest => {
+                "a rail or the peer stopped answering: each rail may take up to 3 x timeouts.gdr_pair_s, which the deadline does not shorten"
+            }
+            Stage::Starting
+            | Stage::GdrTest
+            | Stage::GpuProbe
+            | Stage::RunningNccl
+            | Stage::Judging => {
+                "the children it runs are cut short before the deadline, so this is a gdrdoctor bug: please report it"
+            }
+        }
+    }
+}
+
+fn stage(s: Stage) {
+    stage_on(s, String::new());
+}
+
+/// `stage`, naming what it waits on: `job.log`, `at node-b:18516`.
+fn stage_on(s: Stage, on: String) {
+    gdrdoctor::trace::mark(|| format!("{} {on}", s.doing()));
+    *STAGE.lock().unwrap_or_else(|e| e.into_inner()) = (s, on);
 }
 
 /// At the deadline, unless the report is being written already: say what overran and exit 2.
 /// The children (GPU probe, GDR pairs) have shorter limits of their own, and die with this
-/// process (PR_SET_PDEATHSIG); what is left to overrun is reading the node itself.
+/// process (PR_SET_PDEATHSIG); what is left to overrun is a read or a wait, which the stage
+/// names.
 fn start_watchdog(d: Deadline) {
     let Some(end) = d.end() else { return };
     std::thread::spawn(move || {
@@ -467,32 +555,19 @@ fn start_watchdog(d: Deadline) {
         let Ok(_writing) = FINISHING.try_lock() else {
             return;
         };
-        let what = *STAGE.lock().unwrap_or_else(|e| e.into_inner());
+        let (what, on) = STAGE.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if REASON_ON_STDOUT.load(Ordering::SeqCst) {
             outln!("gdrdoctor: deadline-exceeded");
         }
+        let on = if on.is_empty() { on } else { format!(" {on}") };
         errln!(
-            "gdrdoctor: error: the --deadline of {} s passed while {what}; no report ({})",
+            "gdrdoctor: error: the --deadline of {} s passed while {}{on}; no report ({})",
             d.seconds(),
-            overrun_hint(what)
+            what.doing(),
+            what.hint()
         );
         std::process::exit(2);
     });
-}
-
-/// What an overrun in each stage points at. Only reading the node can block in sysfs; the
-/// children (GPU probe, write test, NCCL) are killed at their own limits, which the deadline
-/// shortens, so an overrun there is gdrdoctor's own fault and says so.
-fn overrun_hint(stage: &str) -> &'static str {
-    match stage {
-        "reading the node" | "copying the node" => {
-            "a read that blocks in sysfs points at a device or driver that stopped answering"
-        }
-        "analysing the captures" => "the captures took longer than the deadline to read",
-        _ => {
-            "the children it runs are cut short before the deadline, so this is a gdrdoctor bug: please report it"
-        }
-    }
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -527,10 +602,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
     if !matches!(cli.command, Command::Fix(_)) {
         start_watchdog(d);
     }
+    // `--root /` is the live node too.
+    let live = cli.root.as_ref().is_none_or(|r| r.as_os_str() == "/");
     stage(match &cli.command {
-        Command::Fleet { .. } => "analysing the captures",
-        Command::Capture { .. } => "copying the node",
-        _ => "reading the node",
+        Command::Fleet { .. } => Stage::AnalysingCaptures,
+        Command::Capture { .. } => Stage::CopyingNode { live },
+        _ => Stage::ReadingNode { live },
     });
     match cli.color {
         Color::Always => owo_colors::set_override(true),
@@ -660,7 +737,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         }) => {
             let (config, _path) = load_config(&cli)?;
             let (root, display) = open_root(&cli)?;
-            let inv = Inventory::load(&root, &config, inventory::Options::default());
+            let inv = load_inventory(&root, &config, inventory::Options::default());
             let settings = gdrdoctor::nccl::settings(&inv, config.thresholds.gdr_level);
             out!("{}", gdrdoctor::nccl::render(&inv, &settings, &display));
             Ok(ExitCode::SUCCESS)
@@ -697,7 +774,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 gpu_probe: gpu_probe(&config, gdrdoctor::gpu::Ask::NVML, *no_gpu_probe),
                 gpu_probe_on_root: false,
             };
-            let inv = Inventory::load(&root, &config, options);
+            let inv = load_inventory(&root, &config, options);
             // Written row by row as computed: the matrix is N x N (issue 14).
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
             match format {
@@ -786,16 +863,26 @@ fn nccl_explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         bail!("nccl explain reads NCCL logs, not a node: leave out --root");
     }
     let mut collector = explain::Collector::new();
+    // A log that is not a regular file (a FIFO, /dev/zero) is refused, as every input is: the
+    // stream of a pipe is what `-` is for.
+    let refused = |name: String, e: gdrdoctor::input::InputError| {
+        anyhow::anyhow!(
+            "cannot read {name}: {e}; nccl explain reads log files, or standard input as `-` (`zcat job.log.gz | gdrdoctor nccl explain -`)"
+        )
+    };
     for path in &args.logs {
         if path.as_os_str() == "-" {
+            stage_on(Stage::ReadingLogs, "from standard input".into());
+            gdrdoctor::input::check_stdin().map_err(|e| refused("standard input".into(), e))?;
             collector.read("-", std::io::stdin().lock());
         } else {
-            #[allow(clippy::disallowed_methods)] // the operator's log files, not a node
-            let file = std::fs::File::open(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            stage_on(Stage::ReadingLogs, path.display().to_string());
+            let file =
+                gdrdoctor::input::open(path).map_err(|e| refused(path.display().to_string(), e))?;
             collector.read(&path.display().to_string(), file);
         }
     }
+    stage(Stage::Judging);
     match collector.finish() {
         Ok(e) => {
             out!(
@@ -847,7 +934,7 @@ fn run_nccl(
         log_dir,
         elements: verify::ELEMENTS,
     };
-    stage("running NCCL");
+    stage(Stage::RunningNccl);
     verify::run_on(&gpus, &opts)
 }
 
@@ -863,9 +950,9 @@ fn nccl_verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         gpu_probe: gpu_probe(&config, gdrdoctor::gpu::Ask::FULL, args.no_gpu_probe),
         gpu_probe_on_root: true,
     };
-    let mut inv = Inventory::load(&root, &config, options);
+    let mut inv = load_inventory(&root, &config, options);
     inv.nccl_verify = run_nccl(&inv, &config, args.library.clone(), args.log_dir.clone());
-    stage("judging");
+    stage(Stage::Judging);
     let run = match &inv.nccl_verify {
         NcclVerify::Ran(run) => run,
         NcclVerify::NotRun { reason, .. } => {
@@ -888,6 +975,21 @@ fn nccl_verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// How to run the GPU probe: this very binary, with the config's deadline.
+/// `Inventory::load`, its stages told to the watchdog: reading the node, then waiting for the
+/// GPU probe (whose limit follows the deadline), not one for both.
+fn load_inventory(root: &Root, config: &Config, options: inventory::Options) -> Inventory {
+    stage(Stage::ReadingNode {
+        live: root.is_live(),
+    });
+    let (mut inv, session) = Inventory::load_pending(root, config, options);
+    if let Some(mut s) = session {
+        stage(Stage::GpuProbe);
+        inv.gpu_runtime = s.probe();
+        s.finish(gdrdoctor::gpu::FINISH_GRACE);
+    }
+    inv
+}
+
 fn gpu_probe(
     config: &Config,
     ask: gdrdoctor::gpu::Ask,
@@ -1000,7 +1102,9 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         ),
         gpu_probe_on_root: args.gpu_probe,
     };
-    stage("reading the node");
+    stage(Stage::ReadingNode {
+        live: root.is_live(),
+    });
     // A test seam for the watchdog (tests/formats.rs): stand in for a sysfs read that blocks.
     if let Some(ms) = std::env::var("GDRDOCTOR_TEST_STALL_MS")
         .ok()
@@ -1010,7 +1114,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     }
     // The GPU workers start as soon as the GPUs are known, while the rest is read.
     let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
-    stage("running the GDR write test");
+    stage(Stage::GdrTest);
     if inv.live && selection.runs("gdr-test", &config) {
         inv.gdr_test = if args.no_gdr_test {
             inventory::GdrTest::Skipped("--no-gdr-test".into())
@@ -1027,7 +1131,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
             )
         };
     }
-    stage("waiting for the GPU probe");
+    stage(Stage::GpuProbe);
     if let Some(mut s) = session {
         if probe_wanted {
             inv.gpu_runtime = s.probe();
@@ -1069,7 +1173,7 @@ fn render(
     strict: bool,
     display: String,
 ) -> anyhow::Result<ExitCode> {
-    stage("judging");
+    stage(Stage::Judging);
     let results = checks::run(inv, config, selection);
     let report = report::build(
         inv,
@@ -1202,7 +1306,7 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
         duration_ms: args.duration_ms,
         deadline_ms: 0,
     };
-    stage("running the GDR write test");
+    stage(Stage::GdrTest);
     inv.gdr_test = run_gdr(&inv, &config, opts, session.as_mut());
     if let Some(s) = session {
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
@@ -1226,6 +1330,7 @@ fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<
     let t = &args.two_node;
     let token = match (&t.token_file, &t.token) {
         (Some(path), _) => {
+            stage_on(Stage::ReadingTokenFile, path.display().to_string());
             #[allow(clippy::disallowed_methods)] // the operator's token file, not the node's
             let raw = std::fs::read(path)
                 .with_context(|| format!("cannot read --token-file {}", path.display()))?;
@@ -1255,7 +1360,7 @@ fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<
     } else if let Some(p) = &t.peer {
         sessions.push((twonode::Role::Connector, twonode::peer_addr(p)));
     }
-    let inv = Inventory::load(root, config, inventory::Options::default());
+    let inv = load_inventory(root, config, inventory::Options::default());
     let opts = gdrdoctor::gdr::plan::Options {
         memory: args.memory,
         nics: args.nics.clone(),
@@ -1282,18 +1387,32 @@ fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<
         .clone()
         .unwrap_or_else(|| "this node".into());
     let wait = std::time::Duration::from_secs(t.wait);
-    stage("running the two-node write test");
+    // Waiting for the peer, named (`to connect to 0.0.0.0:18516`, `at node-b:18516`), until
+    // every session has its channel (or gave up): then the test itself.
+    let on: Vec<String> = sessions
+        .iter()
+        .map(|(role, addr)| match role {
+            twonode::Role::Listener => format!("to connect to {addr}"),
+            twonode::Role::Connector => format!("at {addr}"),
+        })
+        .collect();
+    stage_on(Stage::WaitingForPeer, on.join(" and "));
+    let waiting = std::sync::atomic::AtomicUsize::new(sessions.len());
     // The sessions of a ring run at the same time: each waits for the other node's.
     let reports: Vec<twonode::Report> = std::thread::scope(|scope| {
         let handles: Vec<_> = sessions
             .iter()
             .map(|(role, addr)| {
                 let (rails, settings, host, token) = (&rails, settings.clone(), &host, &token);
+                let waiting = &waiting;
                 scope.spawn(move || {
                     let ch = match role {
                         twonode::Role::Listener => twonode::listen(addr, token, wait),
                         twonode::Role::Connector => twonode::connect(addr, token, wait),
                     };
+                    if waiting.fetch_sub(1, Ordering::SeqCst) == 1 {
+                        stage(Stage::TwoNodeTest);
+                    }
                     match ch {
                         Ok(mut ch) => {
                             twonode::run(&mut ch, *role, host, rails, settings, &twonode::Verbs)
@@ -1340,7 +1459,7 @@ fn fix_inventory(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckR
         gpu_probe: gpu_probe(config, gdrdoctor::gpu::Ask::FULL, false),
         gpu_probe_on_root: false,
     };
-    let inv = Inventory::load(root, config, options);
+    let inv = load_inventory(root, config, options);
     let results = checks::run(&inv, config, &selection);
     (inv, results)
 }

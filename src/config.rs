@@ -267,13 +267,12 @@ fn read_policy(path: &Path) -> Result<String, ConfigError> {
     read_tool_input(path, "config", "a policy file")
 }
 
-/// Reads one of the operator's own input files (`what`: `config`, `environment file`) as the
-/// config is read: a regular file of at most [`MAX_BYTES`], UTF-8, never blocking on a FIFO.
-/// `/dev/null` reads as empty. `kind` names it in the size refusal (`a policy file never needs
-/// more than 1 MiB`).
+/// Reads one of the operator's own input files (`what`: `config`, `environment file`) as every
+/// input is read (crate::input): a regular file of at most [`MAX_BYTES`], UTF-8, never blocking
+/// on a FIFO. `/dev/null` reads as empty. `kind` names it in the size refusal (`a policy file
+/// never needs more than 1 MiB`).
 pub fn read_tool_input(path: &Path, what: &'static str, kind: &str) -> Result<String, ConfigError> {
-    use std::io::Read as _;
-    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _};
+    use crate::input::InputError;
     let read_error = |source| ConfigError::Read {
         path: path.to_owned(),
         what,
@@ -283,52 +282,15 @@ pub fn read_tool_input(path: &Path, what: &'static str, kind: &str) -> Result<St
         path: path.to_owned(),
         message,
     };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(read_error)?;
-    let meta = file.metadata().map_err(read_error)?;
-    let ft = meta.file_type();
-    // `--config /dev/null`, the usual way to say "no policy" (and so to leave out
-    // /etc/gdrdoctor/config.yaml): empty, as before. devices.txt: char 1:3 is /dev/null.
-    if ft.is_char_device() && meta.rdev() == libc::makedev(1, 3) {
-        return Ok(String::new());
-    }
-    if !ft.is_file() {
-        let found = if ft.is_dir() {
-            "a directory"
-        } else if ft.is_fifo() {
-            "a FIFO"
-        } else if ft.is_char_device() {
-            "a character device"
-        } else if ft.is_block_device() {
-            "a block device"
-        } else if ft.is_socket() {
-            "a socket"
-        } else {
-            "not a regular file"
-        };
-        return Err(refuse(format!(
+    let bytes = crate::input::read(path, MAX_BYTES).map_err(|e| match e {
+        InputError::Open(e) | InputError::Read(e) => read_error(e),
+        InputError::NotRegular(found) => refuse(format!(
             "cannot read {what}: {found}; the {what} must be a regular file"
-        )));
-    }
-    let too_big = |len: u64| {
-        refuse(format!(
+        )),
+        InputError::TooLarge { len, .. } => refuse(format!(
             "cannot read {what}: {len} bytes; {kind} never needs more than 1 MiB"
-        ))
-    };
-    if meta.len() > MAX_BYTES {
-        return Err(too_big(meta.len()));
-    }
-    // Read one byte past the limit: a file that grew since fstat is refused too.
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(too_big(bytes.len() as u64));
-    }
+        )),
+    })?;
     String::from_utf8(bytes).map_err(|_| {
         read_error(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

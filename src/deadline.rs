@@ -29,8 +29,10 @@ impl Deadline {
     }
 
     pub fn after(seconds: f64) -> Deadline {
+        // The CLI takes 0 to 86400 s; whatever comes, no panic (infinity is far off, NaN now).
+        let wait = Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX);
         Deadline {
-            end: Some(Instant::now() + Duration::from_secs_f64(seconds.max(0.0))),
+            end: Some(later(Instant::now(), wait)),
             seconds,
         }
     }
@@ -74,9 +76,44 @@ impl Deadline {
     }
 }
 
+/// `start + wait`, or as far after `start` as an Instant goes: `Instant + Duration` panics on
+/// overflow, and a wait can come from the command line (`gdr-test --wait`), a peer (its
+/// `rail_timeout_ms`) or a child's spec. Every wait added to an Instant goes through here.
+pub fn later(start: Instant, wait: Duration) -> Instant {
+    let mut wait = wait;
+    loop {
+        if let Some(t) = start.checked_add(wait) {
+            return t;
+        }
+        wait /= 2;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 2^64-1 seconds or milliseconds from now: no panic, and far off (issue 25: `gdr-test
+    /// --wait 18446744073709551615` panicked on `Instant + Duration`).
+    #[test]
+    fn waits_past_what_an_instant_holds_are_far_off() {
+        let now = Instant::now();
+        for wait in [
+            Duration::MAX,
+            Duration::from_secs(u64::MAX),
+            Duration::from_millis(u64::MAX),
+        ] {
+            assert!(later(now, wait) > now + Duration::from_secs(100 * 365 * 86_400));
+        }
+        assert_eq!(
+            later(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        for s in [f64::INFINITY, 1e300] {
+            assert!(Deadline::after(s).end().unwrap() > now + Duration::from_secs(86_400));
+        }
+        assert!(Deadline::after(f64::NAN).is_set());
+    }
 
     #[test]
     fn budgets() {

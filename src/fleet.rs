@@ -441,20 +441,38 @@ pub fn expand(args: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
     out
 }
 
-/// `*` and `?` over one path component.
+/// `*` and `?` over one path component. In a loop that backtracks only to the last `*`, as
+/// fnmatch does: O(pattern x name) steps and no recursion. The recursive match it replaces
+/// overflowed the stack on a pattern of 100,000 `*` and took exponential time on `*a*a...*b`
+/// (issue 25).
 fn glob(pattern: &str, name: &str) -> bool {
-    fn go(p: &[char], n: &[char]) -> bool {
-        match (p.first(), n.first()) {
-            (None, None) => true,
-            (Some('*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
-            (Some('?'), Some(_)) => go(&p[1..], &n[1..]),
-            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
-            _ => false,
-        }
-    }
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
+    let (mut i, mut j) = (0, 0);
+    // After the last `*` seen: where the pattern goes on, and the name position it was tried at.
+    let mut star: Option<(usize, usize)> = None;
+    while j < n.len() {
+        match p.get(i) {
+            Some('*') => {
+                star = Some((i + 1, j));
+                i += 1;
+            }
+            Some(&c) if c == '?' || c == n[j] => {
+                i += 1;
+                j += 1;
+            }
+            // No match here: the last `*` takes one more character, if there was one.
+            _ => match star {
+                Some((after, tried)) => {
+                    star = Some((after, tried + 1));
+                    i = after;
+                    j = tried + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
 }
 
 /// Values seen for one aspect of one model, each with a count and a few example nodes.
@@ -926,6 +944,29 @@ mod tests {
         assert!(super::glob("*.tar.gz", "node1.tar.gz"));
         assert!(super::glob("node?.tgz", "node7.tgz"));
         assert!(!super::glob("*.tar.gz", "node1.tgz"));
+        assert!(super::glob("*", ""));
+        assert!(super::glob("a*b*c", "aXbYbZc"));
+        assert!(!super::glob("a*b*c", "aXbYbZ"));
+        assert!(super::glob("*?", "x"));
+        assert!(!super::glob("?", ""));
+        assert!(super::glob("n*.tar.gz", "n.tar.gz.tar.gz"));
+    }
+
+    /// Patterns that made the recursive match overflow the stack or take exponential time
+    /// (issue 25) end at once.
+    #[test]
+    fn globbing_is_linear_in_both() {
+        let stars = "*".repeat(100_000);
+        assert!(super::glob(&stars, "node1.tar.gz"));
+        let t = std::time::Instant::now();
+        let name = "a".repeat(200);
+        assert!(!super::glob(&format!("{}*b", "*a".repeat(30)), &name));
+        assert!(super::glob(&format!("{}*", "*a".repeat(30)), &name));
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod fixscript;
 pub mod fleet;
 pub mod gdr;
 pub mod gpu;
+pub mod input;
 pub mod inventory;
 pub mod model;
 pub mod nccl;

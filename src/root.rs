@@ -21,8 +21,15 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// Linux's limit on symbolic links followed in one lookup (MAXSYMLINKS).
+/// Linux's limit on symbolic links followed in one lookup (MAXSYMLINKS, include/linux/namei.h),
+/// counted over the whole lookup as the kernel counts them.
 const MAX_LINKS: u32 = 40;
+/// Linux's PATH_MAX and NAME_MAX (include/uapi/linux/limits.h): the longest path or link target
+/// one lookup takes, and the longest component. Longer is refused as the kernel refuses it
+/// (ENAMETOOLONG). With MAX_LINKS, this bounds what one lookup can cost, whatever a capture's
+/// links or a path from a config or /etc/passwd say.
+pub(crate) const PATH_MAX: usize = 4096;
+pub(crate) const NAME_MAX: usize = 255;
 /// Default cap on one file read: the limit a capture archive is held to as well.
 pub const DEFAULT_READ_LIMIT: u64 = crate::archive::FILE_READ_LIMIT;
 
@@ -35,6 +42,9 @@ pub enum ReadError {
     PermissionDenied { path: String },
     #[error("{path}: too many levels of symbolic links")]
     Loop { path: String },
+    /// A path, link target or component over Linux's limits; `path` is shortened for display.
+    #[error("{path}: file name too long")]
+    NameTooLong { path: String },
     #[error("{path}: not a regular file ({kind})")]
     NotRegular { path: String, kind: &'static str },
     #[error("{path}: not a directory")]
@@ -57,6 +67,7 @@ impl ReadError {
             ReadError::NotFound { path }
             | ReadError::PermissionDenied { path }
             | ReadError::Loop { path }
+            | ReadError::NameTooLong { path }
             | ReadError::NotRegular { path, .. }
             | ReadError::NotDir { path }
             | ReadError::TooLarge { path, .. }
@@ -98,6 +109,9 @@ impl ReadError {
             ErrorKind::PermissionDenied => ReadError::PermissionDenied { path },
             ErrorKind::NotADirectory => ReadError::NotDir { path },
             _ if e.raw_os_error() == Some(libc::ELOOP) => ReadError::Loop { path },
+            _ if e.raw_os_error() == Some(libc::ENAMETOOLONG) => ReadError::NameTooLong {
+                path: shortened(&path),
+            },
             _ => ReadError::Io {
                 path,
                 errno: e.raw_os_error(),
@@ -586,8 +600,11 @@ impl Root {
 
     /// The target text of the link at `path` (not followed). Links in its parent are resolved.
     pub fn read_link(&self, path: &str) -> Result<String, ReadError> {
+        not_too_long(path)?;
         let (parent, name) = split_last(path);
-        let dir = self.resolve_dir(parent, 0).map_err(|e| e.asked(path))?;
+        let dir = self
+            .resolve_dir(parent, &mut 0)
+            .map_err(|e| e.asked(path))?;
         let not_a_link = || ReadError::Io {
             path: path.to_owned(),
             errno: Some(22),
@@ -660,52 +677,57 @@ impl Root {
     }
 
     fn lookup_sized(&self, path: &str) -> Result<(String, Kind, u64), ReadError> {
-        self.resolve_sized(path, 0).map_err(|e| e.asked(path))
+        let mut links = 0;
+        self.resolve_sized(path, &mut links)
+            .map_err(|e| e.asked(path))
     }
 
     /// Resolves `path` fully: the link-free node path, what it is, and the size a regular file
     /// had when it was looked at.
-    fn resolve_sized(&self, path: &str, links: u32) -> Result<(String, Kind, u64), ReadError> {
+    fn resolve_sized(&self, path: &str, links: &mut u32) -> Result<(String, Kind, u64), ReadError> {
+        not_too_long(path)?;
         let (parent, name) = split_last(path);
         let dir = self.resolve_dir(parent, links)?;
-        self.step(&dir, name, path, links)
+        self.follow(&dir, name, path, false, links)
     }
 
-    /// Resolves a directory path, memoised: sysfs lookups share long prefixes.
-    fn resolve_dir(&self, path: &str, links: u32) -> Result<String, ReadError> {
+    /// Resolves a directory path, memoised: sysfs lookups share long prefixes. A loop over the
+    /// components, never a recursion: a path of thousands of components (from a capture, a
+    /// config, /etc/passwd) once overflowed the stack here (issue 25).
+    fn resolve_dir(&self, path: &str, links: &mut u32) -> Result<String, ReadError> {
+        not_too_long(path)?;
         let key = normalise_slashes(path);
         if key == "/" {
             return Ok(key);
         }
-        if let Some(hit) = self.cached(&key) {
-            return Ok(hit);
-        }
-        let (parent, name) = split_last(&key);
-        let parent = self.resolve_dir(parent, links)?;
-        // Also memoise by the physical path: `/sys/bus/pci/devices/../../../devices/pci0000:15`
-        // and `/sys/devices/pci0000:15` are one directory, looked at once.
-        let physical = join(&parent, name);
-        let resolved = match self.cached(&physical) {
-            Some(hit) => hit,
-            None => {
-                let (resolved, kind, _) = self.step(&parent, name, &key, links)?;
-                if kind != Kind::Dir {
-                    return Err(ReadError::NotDir { path: key });
+        // The longest prefix already resolved, then the rest one component at a time, each
+        // prefix remembered.
+        let (mut dir, mut at) = {
+            let dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+            let mut end = key.len();
+            loop {
+                if let Some(hit) = dirs.get(&key[..end]) {
+                    break (hit.clone(), end);
                 }
-                if name != ".." && name != "." {
-                    self.dirs
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(physical, resolved.clone());
+                match key[..end].rfind('/') {
+                    Some(i) if i > 0 => end = i,
+                    _ => break ("/".to_owned(), 0),
                 }
-                resolved
             }
         };
-        self.dirs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, resolved.clone());
-        Ok(resolved)
+        while at < key.len() {
+            let next = key[at + 1..].find('/').map_or(key.len(), |i| at + 1 + i);
+            let prefix = &key[..next];
+            dir = self
+                .follow(&dir, &key[at + 1..next], prefix, true, links)?
+                .0;
+            self.dirs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(prefix.to_owned(), dir.clone());
+            at = next;
+        }
+        Ok(dir)
     }
 
     fn cached(&self, key: &str) -> Option<String> {
@@ -716,19 +738,116 @@ impl Root {
             .cloned()
     }
 
-    /// One component `name` inside the already resolved directory `dir`.
-    fn step(
+    /// Resolves the component `name` inside the resolved directory `dir`, following links: a
+    /// link's target takes its place among the components still to walk (a loop, not a
+    /// recursion). `links` counts the links of the whole lookup, as the kernel does; `key` is the
+    /// path asked for up to this component, named in errors. With `want_dir`, the result must be
+    /// a directory.
+    fn follow(
         &self,
         dir: &str,
         name: &str,
-        original: &str,
-        links: u32,
+        key: &str,
+        want_dir: bool,
+        links: &mut u32,
     ) -> Result<(String, Kind, u64), ReadError> {
+        /// What is left to do: a component to walk, or, once a link's target has been walked,
+        /// remembering where the link led.
+        enum Todo {
+            Name(String),
+            Led(String),
+        }
+        let mut dir = dir.to_owned();
+        let mut todo = vec![Todo::Name(name.to_owned())];
+        while let Some(next) = todo.pop() {
+            let name = match next {
+                Todo::Name(n) => n,
+                Todo::Led(link) => {
+                    self.dirs
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(link, dir.clone());
+                    continue;
+                }
+            };
+            // Anything still to walk after this component walks inside it.
+            let dir_needed = want_dir || !todo.is_empty();
+            // Also memoised by the physical path: `/sys/bus/pci/devices/../../../devices/pci0000:15`
+            // and `/sys/devices/pci0000:15` are one directory, looked at once.
+            let physical = (dir_needed && !matches!(name.as_str(), "" | "." | ".."))
+                .then(|| join(&dir, &name));
+            if let Some(hit) = physical.as_deref().and_then(|p| self.cached(p)) {
+                dir = hit;
+                continue;
+            }
+            match self.step(&dir, &name, key)? {
+                Step::Found(here, kind, size) => {
+                    if !dir_needed {
+                        return Ok((here, kind, size));
+                    }
+                    if kind != Kind::Dir {
+                        return Err(ReadError::NotDir {
+                            path: key.to_owned(),
+                        });
+                    }
+                    if let Some(p) = physical {
+                        self.dirs
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(p, here.clone());
+                    }
+                    dir = here;
+                }
+                Step::Link(here, target) => {
+                    *links += 1;
+                    if *links > MAX_LINKS {
+                        return Err(ReadError::Loop {
+                            path: key.to_owned(),
+                        });
+                    }
+                    if target.len() > PATH_MAX {
+                        return Err(ReadError::NameTooLong {
+                            path: shortened(&here),
+                        });
+                    }
+                    // An empty target names nothing (the kernel says ENOENT).
+                    if target.is_empty() {
+                        return Err(ReadError::NotFound {
+                            path: key.to_owned(),
+                        });
+                    }
+                    if target.starts_with('/') {
+                        dir = "/".to_owned();
+                    }
+                    if let Some(p) = physical {
+                        todo.push(Todo::Led(p));
+                    }
+                    todo.extend(
+                        target
+                            .split('/')
+                            .filter(|c| !c.is_empty())
+                            .rev()
+                            .map(|c| Todo::Name(c.to_owned())),
+                    );
+                }
+            }
+        }
+        // Only a link to `/` (or `.`) ends here: the directory it led to.
+        Ok((dir, Kind::Dir, 0))
+    }
+
+    /// One component `name` inside the already resolved directory `dir`, links not followed.
+    fn step(&self, dir: &str, name: &str, key: &str) -> Result<Step, ReadError> {
         match name {
-            "" | "." => return Ok((dir.to_owned(), Kind::Dir, 0)),
+            "" | "." => return Ok(Step::Found(dir.to_owned(), Kind::Dir, 0)),
             // Clamped at the root, as RESOLVE_IN_ROOT does.
-            ".." => return Ok((split_last(dir).0.to_owned(), Kind::Dir, 0)),
+            ".." => return Ok(Step::Found(split_last(dir).0.to_owned(), Kind::Dir, 0)),
             _ => {}
+        }
+        if name.len() > NAME_MAX || dir.len() + 1 + name.len() > PATH_MAX {
+            return Err(ReadError::NameTooLong {
+                path: shortened(key),
+            });
         }
         let here = join(dir, name);
         let known = self
@@ -742,7 +861,7 @@ impl Root {
             Some(Some(entry)) => (entry, SIZE_UNKNOWN),
             Some(None) => {
                 return Err(ReadError::NotFound {
-                    path: original.to_owned(),
+                    path: key.to_owned(),
                 });
             }
             None => match &self.tree {
@@ -752,71 +871,80 @@ impl Root {
                     Some(crate::archive::Node::Link(_)) => (Entry::Link, 0),
                     None => {
                         return Err(ReadError::NotFound {
-                            path: original.to_owned(),
+                            path: key.to_owned(),
                         });
                     }
                 },
                 None => {
                     let meta = std::fs::symlink_metadata(self.host_path(&here))
-                        .map_err(|e| ReadError::from_io(original, &e))?;
+                        .map_err(|e| ReadError::from_io(&here, &e).asked(key))?;
                     (entry_of(meta.file_type()), meta.len())
                 }
             },
         };
         if entry == Entry::Link {
-            if links >= MAX_LINKS {
-                return Err(ReadError::Loop {
-                    path: original.to_owned(),
-                });
-            }
-            let owned;
-            let target: &str = match &self.tree {
+            let target = match &self.tree {
                 Some(tree) => match tree.get(&here) {
-                    Some(crate::archive::Node::Link(t)) => t,
+                    Some(crate::archive::Node::Link(t)) => t.clone(),
                     _ => {
                         return Err(ReadError::NotFound {
-                            path: original.to_owned(),
+                            path: key.to_owned(),
                         });
                     }
                 },
-                None => {
-                    owned = std::fs::read_link(self.host_path(&here))
-                        .map_err(|e| ReadError::from_io(original, &e))?;
-                    owned.to_str().ok_or_else(|| ReadError::NotUtf8 {
-                        path: original.to_owned(),
-                    })?
-                }
+                None => std::fs::read_link(self.host_path(&here))
+                    .map_err(|e| ReadError::from_io(&here, &e).asked(key))?
+                    .into_os_string()
+                    .into_string()
+                    .map_err(|_| ReadError::NotUtf8 {
+                        path: key.to_owned(),
+                    })?,
             };
             self.note(|r| {
                 r.dirs.insert(dir.to_owned());
-                r.links.insert(here.clone(), target.to_owned());
+                r.links.insert(here.clone(), target.clone());
             });
-            let next = if target.starts_with('/') {
-                target.to_owned()
-            } else {
-                join(dir, target)
-            };
-            return self.resolve_sized(&next, links + 1).map_err(|e| match e {
-                // Name the path the caller asked for, not an intermediate.
-                ReadError::NotFound { .. } => ReadError::NotFound {
-                    path: original.to_owned(),
-                },
-                ReadError::Loop { .. } => ReadError::Loop {
-                    path: original.to_owned(),
-                },
-                other => other,
-            });
+            return Ok(Step::Link(here, target));
         }
         let Entry::Is(kind) = entry else {
-            unreachable!("links are followed above")
+            unreachable!("links are returned above")
         };
         if kind == Kind::Dir {
             self.note(|r| {
                 r.dirs.insert(here.clone());
             });
         }
-        Ok((here, kind, size))
+        Ok(Step::Found(here, kind, size))
     }
+}
+
+/// One component looked at: what it is, or the link it is and its target.
+enum Step {
+    Found(String, Kind, u64),
+    Link(String, String),
+}
+
+/// Refuses a path longer than the kernel takes (ENAMETOOLONG).
+fn not_too_long(path: &str) -> Result<(), ReadError> {
+    if path.len() > PATH_MAX {
+        return Err(ReadError::NameTooLong {
+            path: shortened(path),
+        });
+    }
+    Ok(())
+}
+
+/// A path short enough to show: a hostile one can be megabytes long.
+fn shortened(path: &str) -> String {
+    const SHOWN: usize = 120;
+    if path.len() <= 2 * SHOWN {
+        return path.to_owned();
+    }
+    let mut cut = SHOWN;
+    while !path.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}... ({} bytes)", &path[..cut], path.len())
 }
 
 /// `a` joined with `b` using `/`; `a` is a node path.
@@ -960,6 +1088,61 @@ mod tests {
         symlink("nowhere", d.path().join("sys/dangling")).unwrap();
         assert!(root.read_text("/sys/dangling").unwrap_err().is_not_found());
         assert_eq!(root.read_link("/sys/dangling").unwrap(), "nowhere");
+    }
+
+    /// Paths and link targets of thousands of components are refused as the kernel refuses
+    /// them, without recursion (issue 25: a stack overflow before); within PATH_MAX they resolve.
+    #[test]
+    fn long_paths_are_refused_and_long_targets_within_the_limit_resolve() {
+        let (d, root) = tree();
+        let long = format!("/sys{}", "/x".repeat(10_000));
+        for e in [
+            root.read_text(&long).unwrap_err(),
+            root.read_link(&long).unwrap_err(),
+            root.read_text(&format!("/sys/{}", "y".repeat(300)))
+                .unwrap_err(),
+        ] {
+            assert!(matches!(e, ReadError::NameTooLong { .. }), "{e:?}");
+            assert!(e.to_string().len() < 300, "{e}");
+        }
+        // 2,000 components, within PATH_MAX (a link on disk can hold no more).
+        let target = format!("{}devices/pci0000:00/0000:00:06.0", "./".repeat(2_000));
+        symlink(&target, d.path().join("sys/deep")).unwrap();
+        assert_eq!(root.read_text("/sys/deep/vendor").unwrap(), "0x10de");
+        assert_eq!(
+            root.canonical("/sys/deep").unwrap(),
+            "/sys/devices/pci0000:00/0000:00:06.0"
+        );
+    }
+
+    /// MAXSYMLINKS counts every link of one lookup, as the kernel counts them: 40 pass, 41 are
+    /// a loop, however they nest.
+    #[test]
+    fn links_are_counted_over_the_whole_lookup() {
+        let (d, root) = tree();
+        symlink(
+            "devices/pci0000:00/0000:00:06.0/vendor",
+            d.path().join("sys/l40"),
+        )
+        .unwrap();
+        for i in 0..40 {
+            symlink(format!("l{}", i + 1), d.path().join(format!("sys/l{i}"))).unwrap();
+        }
+        assert_eq!(root.read_text("/sys/l1").unwrap(), "0x10de");
+        assert!(matches!(
+            root.read_text("/sys/l0"),
+            Err(ReadError::Loop { path }) if path == "/sys/l0"
+        ));
+        // A link to the root itself, twice on the way: 2 + 38 links pass, 2 + 39 do not.
+        symlink("/", d.path().join("sys/top")).unwrap();
+        assert_eq!(root.canonical("/sys/top").unwrap(), "/");
+        assert_eq!(root.read_text("/sys/top/sys/top/sys/l2").unwrap(), "0x10de");
+        // (On a fresh root: a directory resolved once is remembered, its links not walked again.)
+        let fresh = Root::captured(d.path()).unwrap();
+        assert!(matches!(
+            fresh.read_text("/sys/top/sys/top/sys/l1"),
+            Err(ReadError::Loop { .. })
+        ));
     }
 
     #[test]

@@ -248,7 +248,8 @@ pub fn run_pair_on_with(spec: &PairSpec, side: &GpuSide, body: Body) -> PairResu
     let mut run = Run {
         res: PairResult::default(),
         start,
-        deadline: start + Duration::from_millis(spec.deadline_ms),
+        // From the spec: in the two-node test, a peer's `rail_timeout_ms`.
+        deadline: crate::deadline::later(start, Duration::from_millis(spec.deadline_ms)),
     };
     let size = spec.size.max(4096) as usize;
     let target = match (spec.memory, side) {

@@ -52,33 +52,51 @@ pub fn expand(list: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// One hostlist item; brackets may repeat (`rack[1-2]-n[1-2]`).
+/// One hostlist item; brackets may repeat (`rack[1-2]-n[1-2]`): each group of brackets
+/// multiplies the names so far, in a loop. The recursion per group it replaces overflowed the
+/// stack on 30,000 groups (`n[1]n[1]...`), holding a copy of the rest of the item per level
+/// (issue 25).
 fn expand_one(item: &str, out: &mut Vec<String>) -> Result<(), String> {
-    let Some(open) = item.find('[') else {
-        out.push(item.to_owned());
-        return Ok(());
-    };
-    let close = item[open..]
-        .find(']')
-        .map(|c| open + c)
-        .ok_or_else(|| format!("{item:?}: a '[' without ']'"))?;
-    let (prefix, ranges, rest) = (&item[..open], &item[open + 1..close], &item[close + 1..]);
-    for r in ranges.split(',') {
-        let (lo, hi) = r.split_once('-').unwrap_or((r, r));
-        let (a, b): (u64, u64) = match (lo.trim().parse(), hi.trim().parse()) {
-            (Ok(a), Ok(b)) if a <= b && b - a < 100_000 => (a, b),
-            _ => return Err(format!("{item:?}: {r:?} is not a range such as 01-03")),
-        };
-        // Slurm keeps the width of the lower bound's leading zeros.
-        let width = if lo.trim().starts_with('0') {
-            lo.trim().len()
-        } else {
-            0
-        };
-        for n in a..=b {
-            expand_one(&format!("{prefix}{n:0width$}{rest}"), out)?;
+    let mut names = vec![String::new()];
+    let mut rest = item;
+    while let Some(open) = rest.find('[') {
+        let close = rest[open..]
+            .find(']')
+            .map(|c| open + c)
+            .ok_or_else(|| format!("{item:?}: a '[' without ']'"))?;
+        let (prefix, ranges) = (&rest[..open], &rest[open + 1..close]);
+        let mut values = Vec::new();
+        for r in ranges.split(',') {
+            let (lo, hi) = r.split_once('-').unwrap_or((r, r));
+            let (a, b): (u64, u64) = match (lo.trim().parse(), hi.trim().parse()) {
+                (Ok(a), Ok(b)) if a <= b && b - a < 100_000 => (a, b),
+                _ => return Err(format!("{item:?}: {r:?} is not a range such as 01-03")),
+            };
+            // Slurm keeps the width of the lower bound's leading zeros.
+            let width = if lo.trim().starts_with('0') {
+                lo.trim().len()
+            } else {
+                0
+            };
+            values.extend((a..=b).map(|n| format!("{prefix}{n:0width$}")));
         }
+        if let [one] = values.as_slice() {
+            // One value: appended in place, so that many groups of one cost what they hold.
+            for name in &mut names {
+                name.push_str(one);
+            }
+        } else {
+            names = names
+                .iter()
+                .flat_map(|name| values.iter().map(move |v| format!("{name}{v}")))
+                .collect();
+        }
+        rest = &rest[close + 1..];
     }
+    out.extend(names.into_iter().map(|mut name| {
+        name.push_str(rest);
+        name
+    }));
     Ok(())
 }
 
@@ -189,6 +207,9 @@ mod tests {
         assert!(expand("n[3-1]").is_err());
         assert!(expand("n]1[").is_err());
         assert!(expand("").is_err());
+        // 30,000 groups: a loop, not a recursion per group (issue 25: a stack overflow).
+        let many = expand(&"n[1]".repeat(30_000)).unwrap();
+        assert_eq!(many, ["n1".repeat(30_000)]);
         assert_eq!(tasks_per_node("2(x3),1").unwrap(), [2, 2, 2, 1]);
         assert!(tasks_per_node("x").is_err());
     }

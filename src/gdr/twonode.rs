@@ -280,7 +280,7 @@ pub struct Deadlines {
 /// Listens on `addr` for one peer until `wait` passes, proves the token with it, and closes
 /// the listening socket: one peer per run, never more.
 pub fn listen(addr: &str, token: &[u8], wait: Duration) -> Result<Channel, WireError> {
-    let until = Instant::now() + wait;
+    let until = crate::deadline::later(Instant::now(), wait);
     let listener = TcpListener::bind(addr).map_err(|e| WireError::Io {
         what: format!("listen on {addr}"),
         error: e.to_string(),
@@ -347,7 +347,7 @@ pub fn peer_addr(arg: &str) -> String {
 /// Connects to the listener at `addr` (retrying while it is not yet up: the two sides of a
 /// job start in any order) and proves the token.
 pub fn connect(addr: &str, token: &[u8], wait: Duration) -> Result<Channel, WireError> {
-    let until = Instant::now() + wait;
+    let until = crate::deadline::later(Instant::now(), wait);
     let mut last = String::new();
     loop {
         let addrs: Vec<_> = match addr.to_socket_addrs() {
@@ -586,7 +586,11 @@ fn rail(
     them: &str,
     peer_host: &str,
 ) -> Result<RailOutcome, WireError> {
-    let until = Instant::now() + Duration::from_millis(settings.rail_timeout_ms);
+    // The listener's settings are the connector's: a peer's value.
+    let until = crate::deadline::later(
+        Instant::now(),
+        Duration::from_millis(settings.rail_timeout_ms),
+    );
     let mut out = Direction::new(me.into(), them.into());
     let mut inc = Direction::new(them.into(), me.into());
     let mut notes = Vec::new();

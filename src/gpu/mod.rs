@@ -381,7 +381,7 @@ impl GpuSession {
 
     /// When the probe's time is up.
     fn end(&self) -> std::time::Instant {
-        self.started + self.timeout
+        crate::deadline::later(self.started, self.timeout)
     }
 
     /// A failed answer, in the words an operator needs: a deadline that cut it short is not a

@@ -738,13 +738,17 @@ pub fn run(gpus: &[Bdf], opts: &Options) -> Run {
 
 fn read_log(run: &mut Run, path: &Path, keep: bool) {
     run.log.path = keep.then(|| path.display().to_string());
-    // gdrdoctor's own file in its own directory, not a node's: read as a stream like `nccl
-    // explain` reads a job's log.
-    #[allow(clippy::disallowed_methods)]
-    let file = match std::fs::File::open(path) {
+    // Read as `nccl explain` reads a job's log: a regular file, no further than its size when
+    // opened. With --log-dir, what is there may be anything: a link to /dev/zero or a FIFO
+    // there made this read go on, or wait, for ever (issue 25).
+    let file = match crate::input::open(path) {
         Ok(f) => f,
-        Err(e) => {
+        Err(crate::input::InputError::Open(e)) => {
             run.log.note = Some(format!("NCCL wrote no log ({}: {e})", path.display()));
+            return;
+        }
+        Err(e) => {
+            run.log.note = Some(format!("NCCL's log was not read ({}: {e})", path.display()));
             return;
         }
     };
