@@ -664,7 +664,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
             outln!("{}", gdrdoctor::gpu::child_main(ask));
             // Standard output is written unbuffered: the answer is out. NVML's shutdown and
             // CUDA's exit handlers would only delay the parent's report.
-            let code = if crate::stdio::failure().is_some() { 2 } else { 0 };
+            let code = if crate::stdio::failure().is_some() {
+                2
+            } else {
+                0
+            };
             gdrdoctor::ffi::process::exit_without_teardown(code)
         }
         Command::Topo {

@@ -687,7 +687,7 @@ fn csv_field(s: &str) -> String {
 }
 
 fn clean(s: &str) -> String {
-    crate::fixscript::comment(s)
+    crate::sanitize::text(s).into_owned()
 }
 
 /// Writes one node's line as it arrives.

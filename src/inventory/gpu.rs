@@ -47,7 +47,7 @@ pub fn parse_aperture(text: &str) -> Result<Aperture, String> {
             Err(format!(
                 "line {} (region {region}) {}: {why}",
                 region + 1,
-                crate::parse::shown(line.trim())
+                crate::sanitize::quoted(line.trim())
             ))
         };
         let words: Option<Vec<u64>> = line

@@ -247,7 +247,7 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
     let _ = writeln!(
         o,
         "# NCCL settings for {} from gdrdoctor {} ({root})",
-        crate::fixscript::comment(host),
+        crate::sanitize::text(host),
         env!("CARGO_PKG_VERSION")
     );
     let _ = writeln!(
@@ -260,7 +260,7 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
     );
     for s in settings {
         for w in &s.why {
-            let _ = writeln!(o, "# {}: {}", s.name, crate::fixscript::comment(w));
+            let _ = writeln!(o, "# {}: {}", s.name, crate::sanitize::text(w));
         }
         match &s.value {
             Some(v) => {

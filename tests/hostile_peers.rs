@@ -1,0 +1,297 @@
+//! Hostile peers, report files, token files and Slurm environments (issue 25): what the other
+//! node of a two-node test, a report file handed to `fleet` or a scheduler's environment can
+//! make gdrdoctor do. Each case runs the real binary under `prlimit` (an address-space limit)
+//! and asserts its wall time and its peak RSS, so that a regression fails fast and says which
+//! bound it broke instead of taking the machine's memory or hanging the suite.
+//!
+//! Kept apart from tests/hostile.rs (bad captures) so that the two grow without touching each
+//! other.
+#![allow(clippy::disallowed_methods)] // tests build their own files, they do not read a node
+
+mod common;
+use common::*;
+use gdrdoctor::gdr::twonode::{Rail, Settings};
+use gdrdoctor::gdr::{Memory, NicSpec};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "a-shared-token-for-hostile-tests";
+
+/// A host name (or a reason, a NIC name) that forges a verdict line of its own, clears the
+/// screen, colours the forgery green and reverses what follows.
+const FORGED: &str = "evil\n\u{1b}[2J\u{1b}[32mREADY: every rail passes\u{1b}[0m\u{202e}";
+
+/// The address space each run may take: far above what gdrdoctor needs (a debug build with its
+/// threads reserves a few hundred MiB of it), far below what the hostile inputs grew to (4 to
+/// 7 GB).
+const ADDRESS_SPACE: u64 = 2 << 30;
+/// The peak resident memory each run may reach.
+const RSS_MIB: u64 = 256;
+
+/// What one bounded run did.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+    rss_mib: u64,
+}
+
+/// Runs gdrdoctor with `args` and `env` under `prlimit --as`, stdout and stderr into files (a
+/// pipe nobody reads could stall it), and asserts that it ends within `wall`, on its own (not
+/// killed by a signal, no panic), within [`RSS_MIB`]. A run past `wall` is killed and fails the
+/// test naming the bound.
+fn bounded(args: &[&str], env: &[(&str, &str)], wall: Duration) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut cmd = Command::new("prlimit");
+    cmd.arg(format!("--as={ADDRESS_SPACE}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args(args)
+        .current_dir(home())
+        .env("NO_COLOR", "1")
+        // One malloc arena per thread would reserve 64 MiB of address space each.
+        .env("MALLOC_ARENA_MAX", "2")
+        .env("GDRDOCTOR_LIBIBVERBS", stub("ibverbs", &[]))
+        .env_remove("NCCL_IB_HCA")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let t0 = Instant::now();
+    let child = cmd.spawn().expect("prlimit (util-linux) runs gdrdoctor");
+    let pid = child.id() as libc::pid_t;
+    let (mut status, mut killed) = (0, false);
+    // SAFETY: rusage is plain data, for which all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers are to live locals of the types wait4 fills; the child is ours
+        // and is reaped here only (prlimit execs gdrdoctor in the same process).
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if reaped == pid {
+            break;
+        }
+        assert_eq!(reaped, 0, "wait4: {}", std::io::Error::last_os_error());
+        if t0.elapsed() > wall && !killed {
+            // SAFETY: kill(2) on our own child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            killed = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = t0.elapsed();
+    std::mem::forget(child);
+    let run = Run {
+        code: if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            -libc::WTERMSIG(status)
+        },
+        stdout: String::from_utf8_lossy(&std::fs::read(&out).unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&std::fs::read(&err).unwrap()).into_owned(),
+        took,
+        // ru_maxrss is in KiB on Linux.
+        rss_mib: usage.ru_maxrss as u64 / 1024,
+    };
+    assert!(
+        !killed,
+        "gdrdoctor {args:?} ran past {wall:?}; stderr:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.code >= 0,
+        "gdrdoctor {args:?} was killed by signal {} (out of its {} MiB of address space?); stderr:\n{}",
+        -run.code,
+        ADDRESS_SPACE >> 20,
+        tail(&run.stderr)
+    );
+    assert!(
+        run.code != 101 && !run.stderr.contains("panicked at"),
+        "gdrdoctor {args:?} panicked:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.rss_mib <= RSS_MIB,
+        "gdrdoctor {args:?} took {} MiB (bound {RSS_MIB} MiB)",
+        run.rss_mib
+    );
+    run
+}
+
+fn tail(s: &str) -> &str {
+    &s[s.len().saturating_sub(2000)..]
+}
+
+/// Asserts that nothing the other side wrote reaches the terminal raw: no ESC, no bidi
+/// override, no line of its own that starts with the forged verdict; and that it is there,
+/// escaped.
+fn shown_escaped(text: &str) {
+    assert!(
+        !text.contains(['\u{1b}', '\u{202e}']),
+        "raw escape or override in:\n{text}"
+    );
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("READY: every rail")),
+        "a forged line in:\n{text}"
+    );
+    assert!(
+        text.contains("evil\\n\\u{1b}[2J\\u{1b}[32mREADY"),
+        "the escaped name is not shown in:\n{text}"
+    );
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A token file as the docs make it: private to its owner.
+fn token_file(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let f = dir.join("token");
+    std::fs::write(&f, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    f
+}
+
+fn rail(device: &str) -> Rail {
+    Rail {
+        nic: NicSpec {
+            device: device.into(),
+            port: 1,
+            gid_index: None,
+        },
+        gpu: None,
+        memory: Memory::Host,
+        subject: "host memory".into(),
+    }
+}
+
+/// Connects to a listener as a peer that holds the token, and says `hello` (JSON: what a
+/// connector says first) once authenticated.
+fn hostile_connector(port: u16, hello: serde_json::Value) -> gdrdoctor::gdr::wire::Channel {
+    let t0 = Instant::now();
+    let s = loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) if t0.elapsed() < Duration::from_secs(20) => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => panic!("the listener never came up: {e}"),
+        }
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut ch = gdrdoctor::gdr::wire::connect(s, TOKEN.as_bytes(), until).unwrap();
+    ch.send(&hello, until).unwrap();
+    let _: serde_json::Value = ch.recv(until, "the listener's hello").unwrap();
+    ch
+}
+
+/// A listener whose rails wait at most 3 s (`gdr_pair_s: 1`), with one stand-in rail.
+fn listener_args(dir: &Path, port: u16, format: &str) -> Vec<String> {
+    let config = dir.join("config.yaml");
+    std::fs::write(&config, "timeouts:\n  gdr_pair_s: 1\n").unwrap();
+    [
+        "--config",
+        config.to_str().unwrap(),
+        "gdr-test",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--token-file",
+        token_file(dir).to_str().unwrap(),
+        "--rails",
+        "fake0",
+        "--memory",
+        "host",
+        "--size",
+        "64K",
+        "--wait",
+        "20",
+        "--format",
+        format,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Item 4: the connector's host name reaches the listener's report escaped.
+#[test]
+fn the_listener_shows_the_connectors_host_name_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let args = listener_args(dir.path(), port, "human");
+    let peer = std::thread::spawn(move || {
+        let ch = hostile_connector(
+            port,
+            serde_json::json!({"host": FORGED, "rails": [rail("fake0")], "settings": Settings::default()}),
+        );
+        // Leaves at once: the listener reports the lost connection, with the peer's name.
+        drop(ch);
+    });
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = bounded(&args, &[], Duration::from_secs(15));
+    peer.join().unwrap();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    shown_escaped(&run.stdout);
+    assert!(run.took < Duration::from_secs(10), "{:?}", run.took);
+}
+
+/// A frame of the control connection as wire.rs writes it: `GDRD`, version 1, kind, length.
+fn frame(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut f = b"GDRD".to_vec();
+    f.push(1);
+    f.push(kind);
+    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    f.extend_from_slice(body);
+    f
+}
+
+/// Item 4: a listener's `refused` reason reaches the connector's report and its error escaped.
+#[test]
+fn the_connector_shows_a_listeners_refusal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut hello = [0u8; 10 + 32];
+        s.read_exact(&mut hello).unwrap();
+        s.write_all(&frame(2, &[7u8; 32])).unwrap();
+        let mut proof = [0u8; 10 + 32];
+        s.read_exact(&mut proof).unwrap();
+        s.write_all(&frame(5, FORGED.as_bytes())).unwrap();
+    });
+    let token = token_file(dir.path());
+    let run = bounded(
+        &[
+            "gdr-test",
+            "--peer",
+            &format!("127.0.0.1:{port}"),
+            "--token-file",
+            token.to_str().unwrap(),
+            "--rails",
+            "fake0",
+            "--memory",
+            "host",
+            "--wait",
+            "10",
+        ],
+        &[],
+        Duration::from_secs(15),
+    );
+    fake.join().unwrap();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    shown_escaped(&run.stdout);
+}
