@@ -820,21 +820,21 @@ fn compatible(mine: &Endpoint, theirs: &Endpoint, peer_host: &str) -> Option<Fai
 
 /// A GID as an operator reads it: `::ffff:10.0.0.1` for the IPv4 ones RoCE v2 uses.
 fn gid_text(g: &[u8; 16]) -> String {
-    if gid_family(g) == "IPv4" {
-        format!("::ffff:{}.{}.{}.{}", g[12], g[13], g[14], g[15])
-    } else {
-        Gid(*g).to_string()
+    match Gid(*g).ipv4() {
+        Some(v4) => format!("::ffff:{v4}"),
+        None => Gid(*g).to_string(),
     }
 }
 
-/// `IPv4`, `IPv6 link-local` or `IPv6`: what a RoCE GID's address is.
+/// `IPv4`, `IPv6 link-local` or `IPv6`: what a RoCE GID's address is, by the program's one
+/// rule (crate::parse::rdma::Gid::family).
 fn gid_family(g: &[u8; 16]) -> &'static str {
-    if g[..10].iter().all(|&b| b == 0) && g[10] == 0xff && g[11] == 0xff {
-        "IPv4"
-    } else if g[0] == 0xfe && g[1] & 0xc0 == 0x80 {
-        "IPv6 link-local"
-    } else {
-        "IPv6"
+    use crate::parse::rdma::GidFamily;
+    match Gid(*g).family() {
+        GidFamily::Ipv4 => "IPv4",
+        GidFamily::LinkLocal => "IPv6 link-local",
+        GidFamily::Ipv6 => "IPv6",
+        GidFamily::Unused => "unused (all zeros)",
     }
 }
 
@@ -1553,6 +1553,23 @@ mod tests {
         );
         let f = a.rails[0].outgoing.failure.as_ref().unwrap();
         assert!(f.message.contains("no path between them"), "{f:?}");
+    }
+
+    /// The two-node test names GID families by the program's one rule: fe80::/10 is
+    /// link-local, whatever follows the first 10 bits (it once said so while the rdma-gid check
+    /// called fe80:0:0:1:: IPv6).
+    #[test]
+    fn gid_families_follow_the_one_rule() {
+        let mut g = [0u8; 16];
+        g[..2].copy_from_slice(&[0xfe, 0x80]);
+        g[7] = 1;
+        assert_eq!(gid_family(&g), "IPv6 link-local");
+        assert_eq!(
+            crate::parse::rdma::Gid(g).family(),
+            crate::parse::rdma::GidFamily::LinkLocal
+        );
+        assert_eq!(gid_family(&ipv4_gid(7)), "IPv4");
+        assert_eq!(gid_text(&ipv4_gid(7)), "::ffff:10.0.0.7");
     }
 
     #[test]

@@ -97,7 +97,19 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             .and_then(|x| x.ports.iter().find(|p| p.num == *n))
             .filter(|p| p.is_ethernet())
         {
-            indices.push((format!("{d} port {n}"), p.roce_v2_gid_index()));
+            // Named by what it is: an IPv6 table (roce-ipv6-only) has no IPv4 GID to name.
+            let index = p.roce_v2_gid_index();
+            let family = index
+                .and_then(|i| p.gids.iter().find(|g| g.index == i))
+                .map(|g| {
+                    if g.gid.ipv4().is_some() {
+                        "IPv4"
+                    } else {
+                        "IPv6"
+                    }
+                })
+                .unwrap_or("IPv4");
+            indices.push((format!("{d} port {n}: RoCE v2 {family} GID"), index));
         }
     }
     let distinct: std::collections::BTreeSet<Option<u32>> =
@@ -117,14 +129,17 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             value: Some(i.to_string()),
             why: indices
                 .iter()
-                .map(|(p, _)| format!("{p}: RoCE v2 IPv4 GID at index {i}"))
+                .map(|(p, _)| format!("{p} at index {i}"))
                 .collect(),
         },
         _ => {
             let mut w = vec!["WARNING: not set: the RoCE v2 GID is not at the same index on every port used, so one NCCL_IB_GID_INDEX would be wrong for some; NCCL picks the RoCE v2 IPv4 GID per port when it is unset".to_owned()];
-            w.extend(indices.iter().map(|(p, i)| match i {
-                Some(i) => format!("{p}: index {i}"),
-                None => format!("{p}: no RoCE v2 GID (see rdma-gid)"),
+            w.extend(indices.iter().map(|(p, i)| {
+                let port = p.split(": ").next().unwrap_or(p);
+                match i {
+                    Some(i) => format!("{port}: index {i}"),
+                    None => format!("{port}: no RoCE v2 GID (see rdma-gid)"),
+                }
             }));
             Setting {
                 name: "NCCL_IB_GID_INDEX",
