@@ -1177,18 +1177,14 @@ fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<
     use gdrdoctor::gdr::{slurm, twonode, wire};
     let t = &args.two_node;
     let token = match (&t.token_file, &t.token) {
-        (Some(path), _) => {
-            #[allow(clippy::disallowed_methods)] // the operator's token file, not the node's
-            let raw = std::fs::read(path)
-                .with_context(|| format!("cannot read --token-file {}", path.display()))?;
-            wire::token(&raw)
-                .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?
-        }
+        // A small private regular file, read within a bound (wire::token_file).
+        (Some(path), _) => wire::token_file(path)
+            .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?,
         (None, Some(tok)) => {
             wire::token(tok.as_bytes()).map_err(|e| anyhow::anyhow!("--token: {e}"))?
         }
         (None, None) => bail!(
-            "the two-node test needs the token both nodes share: --token-file FILE (e.g. `head -c 32 /dev/urandom | base64 > FILE` on a shared filesystem)"
+            "the two-node test needs the token both nodes share: --token-file FILE, readable by its owner only (e.g. `(umask 077; head -c 32 /dev/urandom | base64 > FILE)` on a shared filesystem)"
         ),
     };
     // Who to talk to: (role, address) per session; a ring has two.

@@ -272,16 +272,37 @@ fn read_policy(path: &Path) -> Result<String, ConfigError> {
 /// `/dev/null` reads as empty. `kind` names it in the size refusal (`a policy file never needs
 /// more than 1 MiB`).
 pub fn read_tool_input(path: &Path, what: &'static str, kind: &str) -> Result<String, ConfigError> {
-    use std::io::Read as _;
-    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _};
     let read_error = |source| ConfigError::Read {
         path: path.to_owned(),
         what,
         source,
     };
-    let refuse = |message: String| ConfigError::Invalid {
+    let Some((file, meta)) = open_tool_input(path, what, true)? else {
+        return Ok(String::new());
+    };
+    let bytes = read_bounded(file, &meta, path, what, kind, MAX_BYTES)?;
+    String::from_utf8(bytes).map_err(|_| {
+        read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })
+}
+
+/// Opens one of the operator's own input files: a regular file, opened with O_NONBLOCK so that
+/// a FIFO cannot hold the run (with no deadline given, for ever) before it is refused. With
+/// `null_is_empty`, `/dev/null` (the usual way to say "none") gives `None`; anything else that
+/// is not a regular file is refused, named (a directory, a FIFO, a character device, ...).
+pub fn open_tool_input(
+    path: &Path,
+    what: &'static str,
+    null_is_empty: bool,
+) -> Result<Option<(std::fs::File, std::fs::Metadata)>, ConfigError> {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _};
+    let read_error = |source| ConfigError::Read {
         path: path.to_owned(),
-        message,
+        what,
+        source,
     };
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -292,8 +313,8 @@ pub fn read_tool_input(path: &Path, what: &'static str, kind: &str) -> Result<St
     let ft = meta.file_type();
     // `--config /dev/null`, the usual way to say "no policy" (and so to leave out
     // /etc/gdrdoctor/config.yaml): empty, as before. devices.txt: char 1:3 is /dev/null.
-    if ft.is_char_device() && meta.rdev() == libc::makedev(1, 3) {
-        return Ok(String::new());
+    if null_is_empty && ft.is_char_device() && meta.rdev() == libc::makedev(1, 3) {
+        return Ok(None);
     }
     if !ft.is_file() {
         let found = if ft.is_dir() {
@@ -309,32 +330,48 @@ pub fn read_tool_input(path: &Path, what: &'static str, kind: &str) -> Result<St
         } else {
             "not a regular file"
         };
-        return Err(refuse(format!(
-            "cannot read {what}: {found}; the {what} must be a regular file"
-        )));
+        return Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            message: format!("cannot read {what}: {found}; the {what} must be a regular file"),
+        });
     }
-    let too_big = |len: u64| {
-        refuse(format!(
-            "cannot read {what}: {len} bytes; {kind} never needs more than 1 MiB"
-        ))
+    Ok(Some((file, meta)))
+}
+
+/// Reads at most `max` bytes of a file [`open_tool_input`] opened; a longer one is refused
+/// before it is read (by its size), or once one byte past `max` came (a file that grew since
+/// fstat). `kind` names it in the refusal: `{kind} never needs more than 1 MiB`.
+pub fn read_bounded(
+    file: std::fs::File,
+    meta: &std::fs::Metadata,
+    path: &Path,
+    what: &'static str,
+    kind: &str,
+    max: u64,
+) -> Result<Vec<u8>, ConfigError> {
+    use std::io::Read as _;
+    let too_big = |len: u64| ConfigError::Invalid {
+        path: path.to_owned(),
+        message: format!(
+            "cannot read {what}: {len} bytes; {kind} never needs more than {}",
+            crate::parse::bytes(max)
+        ),
     };
-    if meta.len() > MAX_BYTES {
+    if meta.len() > max {
         return Err(too_big(meta.len()));
     }
-    // Read one byte past the limit: a file that grew since fstat is refused too.
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_BYTES + 1)
+    file.take(max + 1)
         .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_BYTES {
+        .map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            what,
+            source,
+        })?;
+    if bytes.len() as u64 > max {
         return Err(too_big(bytes.len() as u64));
     }
-    String::from_utf8(bytes).map_err(|_| {
-        read_error(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        ))
-    })
+    Ok(bytes)
 }
 
 /// Reads `--nccl-env FILE`: the job environment the site sets (what a Slurm TaskProlog prints,

@@ -295,3 +295,82 @@ fn the_connector_shows_a_listeners_refusal_escaped() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     shown_escaped(&run.stdout);
 }
+
+/// Runs `gdr-test --peer` (nobody listens: a token accepted ends in a connect error) with
+/// `--token-file path`.
+fn with_token_file(path: &Path) -> Run {
+    bounded(
+        &[
+            "gdr-test",
+            "--peer",
+            &format!("127.0.0.1:{}", free_port()),
+            "--token-file",
+            path.to_str().unwrap(),
+            "--rails",
+            "fake0",
+            "--memory",
+            "host",
+            "--wait",
+            "1",
+            "--format",
+            "json",
+        ],
+        &[],
+        Duration::from_secs(10),
+    )
+}
+
+/// Item 2: a token file is a small regular file that only its owner can read. Before: read
+/// whole (a 1 GiB file took 2.1 GB, /dev/zero all memory), a FIFO without a writer blocked for
+/// ever, and a world-readable one was used without a word.
+#[test]
+fn token_files_that_are_not_small_private_regular_files_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let big = dir.path().join("big");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(1 << 30).unwrap();
+    std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for (path, want) in [
+        (fifo.clone(), "a FIFO"),
+        (PathBuf::from("/dev/zero"), "a character device"),
+        (big.clone(), "1073741824 bytes"),
+        (dir.path().to_owned(), "a directory"),
+    ] {
+        let run = with_token_file(&path);
+        assert_eq!(run.code, 2, "{path:?}: {}", run.stderr);
+        assert!(run.stderr.contains(want), "{path:?}: {}", run.stderr);
+        assert!(
+            run.took < Duration::from_secs(5),
+            "{path:?}: {:?}",
+            run.took
+        );
+    }
+    // Readable by group or others: refused as ssh refuses such a private key.
+    let token = token_file(dir.path());
+    for mode in [0o644, 0o640, 0o604] {
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).unwrap();
+        let run = with_token_file(&token);
+        assert_eq!(run.code, 2, "{mode:o}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!("mode {mode:04o}")) && run.stderr.contains("chmod 600"),
+            "{mode:o}: {}",
+            run.stderr
+        );
+    }
+    // Private: accepted, and the run goes on to find nobody listening.
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let run = with_token_file(&token);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let j: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(j["error"].as_str().unwrap().contains("connect to"), "{j}");
+}
