@@ -225,6 +225,45 @@ fn listener_args(dir: &Path, port: u16, format: &str) -> Vec<String> {
     .to_vec()
 }
 
+/// Item 1: a peer that authenticates and asks for a rail timeout of eleven days, then says
+/// nothing. The listener keeps its own (3 s here): the session's settings are the smaller of
+/// the two sides', field by field. Before: the listener adopted the connector's settings and
+/// waited for the peer's rail for as long as the peer asked.
+#[test]
+fn the_listener_keeps_its_own_limits_against_a_peers_huge_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let args = listener_args(dir.path(), port, "json");
+    let peer = std::thread::spawn(move || {
+        let huge = Settings {
+            rail_timeout_ms: 1_000_000_000,
+            iters: u32::MAX,
+            duration_ms: u64::MAX / 4,
+            latency_iters: u32::MAX,
+            size: 1 << 40,
+        };
+        let ch = hostile_connector(
+            port,
+            serde_json::json!({"host": "greedy", "rails": [rail("fake0")], "settings": huge}),
+        );
+        // Says nothing more, and keeps the connection open while the listener waits.
+        std::thread::sleep(Duration::from_secs(25));
+        drop(ch);
+    });
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = bounded(&args, &[], Duration::from_secs(15));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let r: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(r["settings"]["rail_timeout_ms"], 3000, "{r}");
+    assert_eq!(r["settings"]["size"], 65536, "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("the peer's rail"),
+        "{r}"
+    );
+    assert!(run.took < Duration::from_secs(10), "{:?}", run.took);
+    drop(peer);
+}
+
 /// Item 4: the connector's host name reaches the listener's report escaped.
 #[test]
 fn the_listener_shows_the_connectors_host_name_escaped() {
