@@ -413,3 +413,93 @@ fn token_files_that_are_not_small_private_regular_files_are_refused() {
     let j: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert!(j["error"].as_str().unwrap().contains("connect to"), "{j}");
 }
+
+/// `gdr-test --slurm` with Slurm's variables set to `env` (and a token, so that only the
+/// pairing can refuse).
+fn slurm(env: &[(&str, &str)]) -> Run {
+    bounded(
+        &[
+            "gdr-test", "--slurm", "--token", TOKEN, "--rails", "fake0", "--memory", "host",
+            "--wait", "1", "--format", "json",
+        ],
+        env,
+        Duration::from_secs(10),
+    )
+}
+
+/// Item 3: node lists and task counts are bounded in total, not per range; error lines quote a
+/// short prefix of what they refuse; a rank whose port would leave the TCP range is refused.
+/// Before: `a[0-99999]b[0-99999]` or a thousand `n[0-99999]` grew to gigabytes, a task count
+/// of 99999999999 made a host entry per task, and rank 70000 listened on port 22980, rank
+/// 4464's.
+#[test]
+fn slurm_node_lists_counts_and_ports_are_bounded() {
+    let thousand = vec!["n[0-99999]"; 1000].join(",");
+    let long = format!("n[{}", "1".repeat(100_000));
+    for (env, want) in [
+        (
+            vec![
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_NODELIST", "a[0-99999]b[0-99999]"),
+            ],
+            "host names",
+        ),
+        (
+            vec![
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_NODELIST", thousand.as_str()),
+            ],
+            "host names",
+        ),
+        (
+            vec![
+                ("SLURM_PROCID", "0"),
+                ("SLURM_JOB_NODELIST", "a"),
+                ("SLURM_TASKS_PER_NODE", "99999999999"),
+            ],
+            "65535",
+        ),
+        (
+            vec![
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_NODELIST", long.as_str()),
+            ],
+            "'[' without ']'",
+        ),
+    ] {
+        let run = slurm(&env);
+        assert_eq!(run.code, 2, "{env:?}: {}", tail(&run.stderr));
+        assert!(run.stderr.contains(want), "{}", tail(&run.stderr));
+        assert!(
+            run.stderr.lines().all(|l| l.len() < 400),
+            "an error line quotes too much: {} bytes",
+            run.stderr.len()
+        );
+        assert!(run.took < Duration::from_secs(5), "{:?}", run.took);
+    }
+    // The ports: 18516 + rank must stay within 65535 for every task of the ring.
+    let run = slurm(&[
+        ("SLURM_PROCID", "70000"),
+        ("SLURM_NTASKS", "70001"),
+        ("SLURM_JOB_NODELIST", "n[0-70000]"),
+        ("SLURM_TASKS_PER_NODE", "1(x70001)"),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("65535") && run.stderr.contains("47020 tasks"),
+        "{}",
+        run.stderr
+    );
+    // A node list within the bounds still pairs: a ring of three, task 1 listening for task 0
+    // and connecting to task 2, whose name does not resolve (nothing here is reached).
+    let run = slurm(&[
+        ("SLURM_PROCID", "1"),
+        ("SLURM_NTASKS", "3"),
+        ("SLURM_JOB_NODELIST", "nowhere[0-2].invalid"),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stdout.contains("\"role\""), "{}", run.stdout);
+}
