@@ -565,28 +565,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
             if cli.root.is_some() {
                 bail!("fleet takes the captures as arguments, not --root");
             }
-            // The two-node test's JSON reports: which node or rail fails (docs/two-node.md).
-            let (two, captures) = fleet::two_node::split(captures);
-            if !two.is_empty() {
-                let (reports, errors): (Vec<_>, Vec<_>) = two.into_iter().partition(Result::is_ok);
-                let reports: Vec<_> = reports
-                    .into_iter()
-                    .flat_map(Result::unwrap_or_default)
-                    .collect();
-                let errors: Vec<String> = errors.into_iter().filter_map(Result::err).collect();
-                let v = fleet::two_node::judge(&reports);
-                match format {
-                    fleet::Format::Json => {
-                        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
-                    }
-                    _ => out!("{}", fleet::two_node::human(&v, &errors)),
-                }
-                if captures.is_empty() {
-                    let bad = v.failed > 0 || !errors.is_empty();
-                    return Ok(ExitCode::from(u8::from(bad)));
-                }
-            }
-            let captures = &captures;
+            // Captures and the two-node test's reports (recognised by content, wherever they
+            // come from) make one fleet report: one document per format, the worst verdict
+            // decides the exit code (docs/fleet.md).
+            let (captures, reports) = fleet::split(fleet::expand(captures));
+            let two = fleet::two_node::TwoNode::read(&reports);
+            let with_captures = !captures.is_empty() || two.is_empty();
             let workers = jobs
                 .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
                 .unwrap_or(2)
@@ -599,28 +583,24 @@ pub fn run() -> anyhow::Result<ExitCode> {
             };
             let mut picture_error = None;
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
-            fleet::write_header(&mut out, *format)?;
+            fleet::write_header(&mut out, *format, with_captures)?;
             let mut first = true;
-            let tally = fleet::run(
-                fleet::expand(captures),
-                &config,
-                workers,
-                drawer.is_some(),
-                |r| {
-                    let _ = fleet::write_node(&mut out, *format, first, r);
-                    first = false;
-                    if let (Some(d), Ok(n)) = (drawer.as_mut(), r) {
-                        if let Err(e) = d.write(n) {
-                            picture_error.get_or_insert(e);
-                        }
+            let tally = fleet::run(captures, &config, workers, drawer.is_some(), |r| {
+                let _ = fleet::write_node(&mut out, *format, first, r);
+                first = false;
+                if let (Some(d), Ok(n)) = (drawer.as_mut(), r) {
+                    if let Err(e) = d.write(n) {
+                        picture_error.get_or_insert(e);
                     }
-                },
-            );
-            fleet::write_summary(&mut out, *format, &tally)?;
+                }
+            });
+            fleet::write_summary(&mut out, *format, &tally, with_captures, &two)?;
             use std::io::Write as _;
             out.flush()?;
-            let clean =
-                tally.ready == tally.nodes && tally.unreadable == 0 && tally.cross().is_empty();
+            let clean = tally.ready == tally.nodes
+                && tally.unreadable == 0
+                && tally.cross().is_empty()
+                && two.clean();
             // A picture not written is "could not run", as a report file is, but it never
             // hides a fleet that is not clean.
             if let Some(e) = picture_error {

@@ -10,8 +10,8 @@
 
 mod common;
 use common::*;
-use gdrdoctor::gdr::twonode::{Rail, Settings};
-use gdrdoctor::gdr::{Memory, NicSpec};
+use gdrdoctor::gdr::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
+use gdrdoctor::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -502,4 +502,195 @@ fn slurm_node_lists_counts_and_ports_are_bounded() {
     ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stdout.contains("\"role\""), "{}", run.stdout);
+}
+
+/// A two-node report of `host` with `peer`, `rails` rails, each passing or failing both ways.
+fn two_node_report(host: &str, peer: &str, rails: usize, ok: bool) -> Report {
+    let d = |ok: bool| Direction {
+        from: String::new(),
+        to: String::new(),
+        verified_bytes: ok.then_some(4096),
+        gbps: None,
+        latency_us: None,
+        failure: (!ok).then(|| Failure {
+            kind: FailureKind::CompletionError,
+            step: "RDMA WRITE".into(),
+            message: "IBV_WC_RETRY_EXC_ERR".into(),
+        }),
+    };
+    let mut r = Report::new(host, Role::Connector, Settings::default());
+    r.peer = Some(peer.into());
+    for i in 0..rails {
+        let nic = format!("mlx5_{i}");
+        r.rails.push(RailResult {
+            index: i,
+            local: rail(&nic),
+            peer: Some(rail(&nic)),
+            setup: PairResult::default(),
+            peer_path: None,
+            path_mtu: None,
+            notes: vec![],
+            outgoing: d(ok),
+            incoming: d(ok),
+        });
+    }
+    r
+}
+
+fn write_json(path: &Path, r: &Report) {
+    std::fs::write(path, serde_json::to_vec(r).unwrap()).unwrap();
+}
+
+fn fleet(args: &[&str]) -> Run {
+    let mut a = vec!["fleet"];
+    a.extend_from_slice(args);
+    bounded(&a, &[], Duration::from_secs(20))
+}
+
+/// Item 5: a report file is read within a bound (before: a 4 GiB sparse `.json` took 4 GiB).
+#[test]
+fn fleet_refuses_a_huge_report_file_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    let mut f = std::fs::File::create(&big).unwrap();
+    f.write_all(br#"{"schema": "gdrdoctor.two-node", "host": ""#)
+        .unwrap();
+    f.set_len(4 << 30).unwrap();
+    let run = fleet(&[big.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stdout.contains("4294967296 bytes"), "{}", run.stdout);
+    assert!(run.took < Duration::from_secs(5), "{:?}", run.took);
+}
+
+/// Item 5: which rail fails is judged in near-linear time (before: quadratic in rails, 30,000
+/// rails took over 20 s).
+#[test]
+fn fleet_judges_thirty_thousand_rails_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        dir.path().join("a.json"),
+        dir.path().join("b.json"),
+        dir.path().join("c.json"),
+    );
+    // A ring of three whose every rail of b fails: b is named.
+    write_json(&a, &two_node_report("a", "b", 10_000, false));
+    write_json(&b, &two_node_report("b", "c", 10_000, false));
+    write_json(&c, &two_node_report("c", "a", 10_000, true));
+    let run = fleet(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        c.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("node b: every rail fails"),
+        "{}",
+        tail(&run.stdout)
+    );
+    assert!(run.took < Duration::from_secs(10), "{:?}", run.took);
+}
+
+/// A capture that is ready on its own, and a pair of two-node reports whose directions fail.
+fn ready_capture_and_failing_reports(dir: &Path) -> (String, PathBuf, PathBuf) {
+    let capture = fixture("healthy-8gpu-roce").to_owned();
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    write_json(&a, &two_node_report("node-a", "node-b", 2, false));
+    let mut r = two_node_report("node-b", "node-a", 2, false);
+    r.role = Role::Listener;
+    write_json(&b, &r);
+    (capture, a, b)
+}
+
+/// Item 5: captures and two-node reports together are one fleet report: one document per
+/// format, the worst verdict decides the exit code. Before: exit 0 though a direction failed,
+/// two JSON documents, CSV that started with human text.
+#[test]
+fn fleet_with_captures_and_two_node_reports_is_one_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (capture, a, b) = ready_capture_and_failing_reports(dir.path());
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    assert_eq!(fleet(&[&capture]).code, 0, "the capture alone is ready");
+    let run = fleet(&[&capture, a, b]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("direction(s) tested"), "{}", run.stdout);
+    let run = fleet(&[&capture, a, b, "--format", "json"]);
+    assert_eq!(run.code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}", run.stdout));
+    assert_eq!(doc["schema"], "gdrdoctor.fleet");
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), 1, "{doc}");
+    // Two rails, both ways, each seen by both nodes: four directions, all failed.
+    assert_eq!(doc["two_node"]["failed"], 4, "{doc}");
+    let run = fleet(&[&capture, a, b, "--format", "csv"]);
+    assert_eq!(run.code, 1);
+    let mut lines = run.stdout.lines();
+    assert!(
+        lines.next().unwrap().starts_with("capture,hostname,"),
+        "{}",
+        run.stdout
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 3, "{}", run.stdout);
+    assert!(
+        rows.iter().all(|r| r.split(',').count() >= 17),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Item 5: two-node reports are recognised by what they hold, wherever they come from: in a
+/// directory, through fleet's own glob, under any name. Before: passed over in a directory,
+/// misread as captures through the glob.
+#[test]
+fn fleet_recognises_two_node_reports_by_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let (capture, a, b) = ready_capture_and_failing_reports(dir.path());
+    let glob = format!("{}/*.json", dir.path().display());
+    let renamed = dir.path().join("b-report.out");
+    std::fs::copy(&b, &renamed).unwrap();
+    for args in [
+        vec![dir.path().to_str().unwrap().to_owned()],
+        vec![glob],
+        vec![
+            a.to_str().unwrap().to_owned(),
+            renamed.to_str().unwrap().to_owned(),
+        ],
+    ] {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.push(&capture);
+        let run = fleet(&all);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stdout);
+        assert!(
+            run.stdout.contains("4 direction(s) tested, 4 failed"),
+            "{args:?}: {}",
+            run.stdout
+        );
+        assert!(
+            !run.stdout.contains("UNREADABLE"),
+            "{args:?}: {}",
+            run.stdout
+        );
+    }
+}
+
+/// Item 4: host names from report files are shown escaped, in the human report and the CSV.
+#[test]
+fn fleet_shows_report_host_names_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    write_json(&a, &two_node_report(FORGED, "node-b", 1, false));
+    write_json(&b, &two_node_report("node-b", "node-c", 1, true));
+    let c = dir.path().join("c.json");
+    write_json(&c, &two_node_report("node-c", FORGED, 1, false));
+    let (a, b, c) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        c.to_str().unwrap(),
+    );
+    let run = fleet(&[a, b, c]);
+    assert_eq!(run.code, 1);
+    shown_escaped(&run.stdout);
+    let run = fleet(&[a, b, c, "--format", "csv"]);
+    assert_eq!(run.code, 1);
+    shown_escaped(&run.stdout);
 }
