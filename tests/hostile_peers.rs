@@ -694,3 +694,58 @@ fn fleet_shows_report_host_names_escaped() {
     assert_eq!(run.code, 1);
     shown_escaped(&run.stdout);
 }
+
+/// Item 4, every path: a capture whose host name and GPU model are the forged line never
+/// reaches the terminal raw from any command that reads it (the report, -v, the matrix, the
+/// fleet view in human and CSV, the NCCL settings, the fix script); the host name is refused
+/// as a name (`(hostname unknown)`), the model is shown escaped. Before, `topo` printed the
+/// model raw.
+#[test]
+fn a_forged_name_in_a_capture_is_shown_escaped_on_every_path() {
+    let (_dir, root) = fixture_copy("healthy-8gpu-roce");
+    std::fs::write(root.join("proc/sys/kernel/hostname"), format!("{FORGED}\n")).unwrap();
+    let info = root.join("proc/driver/nvidia/gpus/0000:18:00.0/information");
+    let text = std::fs::read_to_string(&info).unwrap();
+    let model = text.lines().find(|l| l.starts_with("Model:")).unwrap();
+    // One line (the driver's file is read line by line): it retitles the window, clears the
+    // screen and reverses what follows.
+    const MODEL: &str = "H100\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}";
+    std::fs::write(&info, text.replace(model, &format!("Model: \t\t {MODEL}"))).unwrap();
+    let r = root.to_str().unwrap();
+    for (args, shows_it) in [
+        (vec!["--root", r, "check"], false),
+        (vec!["--root", r, "check", "-v"], false),
+        (vec!["--root", r, "topo", "--no-gpu-probe"], true),
+        (vec!["--root", r, "nccl"], false),
+        (vec!["--root", r, "fix"], false),
+        (vec!["fleet", r], false),
+        (vec!["fleet", r, "--format", "csv"], false),
+    ] {
+        let run = bounded(&args, &[], Duration::from_secs(20));
+        assert!(run.code <= 1, "{args:?}: {}", run.stderr);
+        never_raw(&run.stdout);
+        never_raw(&run.stderr);
+        if shows_it {
+            assert!(
+                run.stdout
+                    .contains("H100\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{202e}"),
+                "{args:?}: {}",
+                run.stdout
+            );
+        }
+    }
+}
+
+/// Nothing of the forged string raw: no ESC, no override, no forged line.
+fn never_raw(text: &str) {
+    assert!(
+        !text.contains(['\u{1b}', '\u{202e}']),
+        "raw escape or override in:\n{text}"
+    );
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("READY: every rail")),
+        "a forged line in:\n{text}"
+    );
+}

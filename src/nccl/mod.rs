@@ -278,8 +278,10 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
             let _ = writeln!(o, "# {}: {}", s.name, crate::sanitize::text(w));
         }
         match &s.value {
+            // A value is made of names read off the node (NIC names): through the one
+            // sanitizer too, as the comments are (a capture's names are untrusted).
             Some(v) => {
-                let _ = writeln!(o, "export {}={}", s.name, quote(v));
+                let _ = writeln!(o, "export {}={}", s.name, quote(&crate::sanitize::text(v)));
             }
             None => {
                 let _ = writeln!(o, "# {} not set", s.name);
@@ -292,7 +294,7 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
     );
     for s in settings {
         if let Some(v) = &s.value {
-            let _ = writeln!(o, "{}={v}", s.name);
+            let _ = writeln!(o, "{}={}", s.name, crate::sanitize::text(v));
         }
     }
     o
