@@ -901,24 +901,21 @@ pub fn write_summary(
 /// judgement says about its host (else the directions that failed, or why the test could not
 /// run); a file not read has its reason under `unreadable`.
 fn write_two_node_rows(out: &mut dyn Write, two: &two_node::TwoNode) -> std::io::Result<()> {
-    let mut files: Vec<&str> = Vec::new();
-    for s in &two.sessions {
-        if !files.contains(&s.file.as_str()) {
-            files.push(&s.file);
-        }
-    }
-    for file in files {
-        let sessions: Vec<&two_node::Session> =
-            two.sessions.iter().filter(|s| s.file == file).collect();
+    let about = two
+        .verdict
+        .as_ref()
+        .map(two_node::about)
+        .unwrap_or_default();
+    // A file's sessions are next to each other (TwoNode::read keeps the order): one pass.
+    for sessions in two.sessions.chunk_by(|a, b| a.file == b.file) {
+        let file = sessions[0].file.as_str();
         let mut hosts: Vec<&str> = sessions.iter().map(|s| s.host.as_str()).collect();
         hosts.dedup();
         let mut blocking: Vec<String> = Vec::new();
-        if let Some(v) = &two.verdict {
-            for h in &hosts {
-                blocking.extend(two_node::about(v, h));
-            }
+        for h in &hosts {
+            blocking.extend(about.get(h).into_iter().flatten().cloned());
         }
-        for s in &sessions {
+        for s in sessions {
             if let Some(e) = &s.error {
                 blocking.push(format!("two-node: could not run: {e}"));
             } else if blocking.is_empty() && !s.failing.is_empty() {

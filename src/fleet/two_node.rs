@@ -345,31 +345,36 @@ fn end(e: &End) -> String {
     format!("{} rail {} ({})", t(&e.host), e.rail, t(&e.nic))
 }
 
-/// What the judgement says about `host`, for its rows in the CSV.
-pub fn about(v: &Verdict, host: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if v.failing_nodes.iter().any(|h| h == host) {
-        out.push(
+/// What the judgement says about each host, for the rows of the CSV: built once, so that a
+/// fleet of many report files is not a scan of every rail per file.
+pub fn about(v: &Verdict) -> HashMap<&str, Vec<String>> {
+    let mut out: HashMap<&str, Vec<String>> = HashMap::new();
+    let failing: BTreeSet<&str> = v.failing_nodes.iter().map(String::as_str).collect();
+    for h in &failing {
+        out.entry(h).or_default().push(
             "two-node: every rail fails with every peer, and its peers pass with others".into(),
         );
-    } else {
-        for e in v.failing_rails.iter().filter(|e| e.host == host) {
-            out.push(format!(
-                "two-node: rail {} ({}) fails with every peer, and those peers pass with others",
-                e.rail, e.nic
-            ));
-        }
     }
-    for (a, b) in v
-        .ambiguous
+    for e in v
+        .failing_rails
         .iter()
-        .filter(|(a, b)| a.host == host || b.host == host)
+        .filter(|e| !failing.contains(e.host.as_str()))
     {
-        out.push(format!(
+        out.entry(&e.host).or_default().push(format!(
+            "two-node: rail {} ({}) fails with every peer, and those peers pass with others",
+            e.rail, e.nic
+        ));
+    }
+    for (a, b) in &v.ambiguous {
+        let line = format!(
             "two-node: {} <-> {} fails, tested only with each other",
             end(a),
             end(b)
-        ));
+        );
+        out.entry(&a.host).or_default().push(line.clone());
+        if b.host != a.host {
+            out.entry(&b.host).or_default().push(line);
+        }
     }
     out
 }
@@ -387,6 +392,7 @@ pub fn human(t: &TwoNode) -> String {
         v.directions,
         v.failed
     );
+    let failing: BTreeSet<&str> = v.failing_nodes.iter().map(String::as_str).collect();
     for n in &v.failing_nodes {
         o += &format!(
             "  node {}: every rail fails with every peer, and its peers pass with others\n",
@@ -394,7 +400,7 @@ pub fn human(t: &TwoNode) -> String {
         );
     }
     for e in &v.failing_rails {
-        if !v.failing_nodes.contains(&e.host) {
+        if !failing.contains(e.host.as_str()) {
             o += &format!(
                 "  {}: fails with every peer, and those peers pass with others\n",
                 end(e)
