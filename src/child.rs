@@ -372,7 +372,7 @@ fn tail(stderr: &str) -> String {
     let start = lines.len().saturating_sub(3);
     format!(
         "; it said: {}",
-        crate::parse::shown(&lines[start..].join(" | "))
+        crate::sanitize::quoted(&lines[start..].join(" | "))
     )
 }
 

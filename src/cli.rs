@@ -658,28 +658,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
             if cli.root.is_some() {
                 bail!("fleet takes the captures as arguments, not --root");
             }
-            // The two-node test's JSON reports: which node or rail fails (docs/two-node.md).
-            let (two, captures) = fleet::two_node::split(captures);
-            if !two.is_empty() {
-                let (reports, errors): (Vec<_>, Vec<_>) = two.into_iter().partition(Result::is_ok);
-                let reports: Vec<_> = reports
-                    .into_iter()
-                    .flat_map(Result::unwrap_or_default)
-                    .collect();
-                let errors: Vec<String> = errors.into_iter().filter_map(Result::err).collect();
-                let v = fleet::two_node::judge(&reports);
-                match format {
-                    fleet::Format::Json => {
-                        outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
-                    }
-                    _ => out!("{}", fleet::two_node::human(&v, &errors)),
-                }
-                if captures.is_empty() {
-                    let bad = v.failed > 0 || !errors.is_empty();
-                    return Ok(ExitCode::from(u8::from(bad)));
-                }
-            }
-            let captures = &captures;
+            // Captures and the two-node test's reports (recognised by content, wherever they
+            // come from) make one fleet report: one document per format, the worst verdict
+            // decides the exit code (docs/fleet.md).
+            let (captures, reports) = fleet::split(fleet::expand(captures));
+            let two = fleet::two_node::TwoNode::read(&reports);
+            let with_captures = !captures.is_empty() || two.is_empty();
             let workers = jobs
                 .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
                 .unwrap_or(2)
@@ -692,28 +676,24 @@ pub fn run() -> anyhow::Result<ExitCode> {
             };
             let mut picture_error = None;
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
-            fleet::write_header(&mut out, *format)?;
+            fleet::write_header(&mut out, *format, with_captures)?;
             let mut first = true;
-            let tally = fleet::run(
-                fleet::expand(captures),
-                &config,
-                workers,
-                drawer.is_some(),
-                |r| {
-                    let _ = fleet::write_node(&mut out, *format, first, r);
-                    first = false;
-                    if let (Some(d), Ok(n)) = (drawer.as_mut(), r) {
-                        if let Err(e) = d.write(n) {
-                            picture_error.get_or_insert(e);
-                        }
+            let tally = fleet::run(captures, &config, workers, drawer.is_some(), |r| {
+                let _ = fleet::write_node(&mut out, *format, first, r);
+                first = false;
+                if let (Some(d), Ok(n)) = (drawer.as_mut(), r) {
+                    if let Err(e) = d.write(n) {
+                        picture_error.get_or_insert(e);
                     }
-                },
-            );
-            fleet::write_summary(&mut out, *format, &tally)?;
+                }
+            });
+            fleet::write_summary(&mut out, *format, &tally, with_captures, &two)?;
             use std::io::Write as _;
             out.flush()?;
-            let clean =
-                tally.ready == tally.nodes && tally.unreadable == 0 && tally.cross().is_empty();
+            let clean = tally.ready == tally.nodes
+                && tally.unreadable == 0
+                && tally.cross().is_empty()
+                && two.clean();
             // A picture not written is "could not run", as a report file is, but it never
             // hides a fleet that is not clean.
             if let Some(e) = picture_error {
@@ -1329,19 +1309,17 @@ fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<
     use gdrdoctor::gdr::{slurm, twonode, wire};
     let t = &args.two_node;
     let token = match (&t.token_file, &t.token) {
+        // A small private regular file, read within a bound (wire::token_file).
         (Some(path), _) => {
             stage_on(Stage::ReadingTokenFile, path.display().to_string());
-            #[allow(clippy::disallowed_methods)] // the operator's token file, not the node's
-            let raw = std::fs::read(path)
-                .with_context(|| format!("cannot read --token-file {}", path.display()))?;
-            wire::token(&raw)
+            wire::token_file(path)
                 .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?
         }
         (None, Some(tok)) => {
             wire::token(tok.as_bytes()).map_err(|e| anyhow::anyhow!("--token: {e}"))?
         }
         (None, None) => bail!(
-            "the two-node test needs the token both nodes share: --token-file FILE (e.g. `head -c 32 /dev/urandom | base64 > FILE` on a shared filesystem)"
+            "the two-node test needs the token both nodes share: --token-file FILE, readable by its owner only (e.g. `(umask 077; head -c 32 /dev/urandom | base64 > FILE)` on a shared filesystem)"
         ),
     };
     // Who to talk to: (role, address) per session; a ring has two.

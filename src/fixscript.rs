@@ -101,18 +101,8 @@ pub fn vet(inv: &Inventory, blocks: &[Block]) -> Result<(), Refusal> {
     }
 }
 
-/// Text for a `#` comment: one line, control characters escaped.
-pub fn comment(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
+/// Text for a `#` comment: one line, every hostile character escaped by the one sanitizer.
+use crate::sanitize::text as comment;
 
 pub struct Header<'a> {
     pub host: Option<&'a str>,

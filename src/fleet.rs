@@ -17,6 +17,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub mod two_node;
+
 /// One node, as the fleet view shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeResult {
@@ -377,16 +379,36 @@ fn nccl_settings(n: &crate::inventory::nccl::Nccl) -> BTreeMap<String, String> {
     out
 }
 
-/// The captures named by the arguments: `.tar.gz` files, capture directories, directories of
-/// captures (one level), and globs in the last component (`caps/*.tar.gz`) for shells that did
-/// not expand them.
-#[allow(clippy::disallowed_methods)] // these are the operator's capture files, not a node
-pub fn expand(args: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
+/// One input of a fleet run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A capture: a `.tar.gz` archive or a captured root directory (or anything else named,
+    /// which `check --root` then judges).
+    Capture(PathBuf),
+    /// A two-node test's report (`gdr-test --format json`), recognised by what it holds.
+    TwoNode(PathBuf),
+}
+
+/// The inputs named by the arguments: `.tar.gz` captures, capture directories, directories of
+/// either (one level), globs in the last component (`caps/*.tar.gz`) for shells that did not
+/// expand them, and two-node reports, recognised by their content wherever they are: a file
+/// named or matched that starts as JSON is read as one (and refused with the reason when it is
+/// not one); in a directory, a file whose start names the two-node schema is taken.
+#[allow(clippy::disallowed_methods)] // these are the operator's files, not a node
+pub fn expand(args: &[PathBuf]) -> Vec<Result<Input, Unreadable>> {
     let is_capture_file = |p: &Path| {
         let n = p.to_string_lossy();
         n.ends_with(".tar.gz") || n.ends_with(".tgz")
     };
     let is_root_dir = |p: &Path| p.join("sys").is_dir() || p.join("proc").is_dir();
+    // A file named on the command line or matched by a glob.
+    let named = |p: PathBuf| -> Input {
+        if !is_capture_file(&p) && p.is_file() && two_node::sniff(&p) != two_node::Looks::Other {
+            Input::TwoNode(p)
+        } else {
+            Input::Capture(p)
+        }
+    };
     let mut out = Vec::new();
     for a in args {
         let text = a.to_string_lossy();
@@ -414,19 +436,28 @@ pub fn expand(args: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
                     reason: "no capture matches this pattern".into(),
                 }));
             }
-            out.extend(hits.into_iter().map(Ok));
+            out.extend(hits.into_iter().map(|p| Ok(named(p))));
         } else if a.is_dir() && !is_root_dir(a) {
-            let mut hits: Vec<PathBuf> = std::fs::read_dir(a)
+            let mut hits: Vec<Input> = std::fs::read_dir(a)
                 .map(|rd| {
                     rd.filter_map(|e| e.ok())
                         .map(|e| e.path())
-                        .filter(|p| {
-                            (p.is_file() && is_capture_file(p)) || (p.is_dir() && is_root_dir(p))
+                        .filter_map(|p| {
+                            if (p.is_file() && is_capture_file(&p))
+                                || (p.is_dir() && is_root_dir(&p))
+                            {
+                                Some(Input::Capture(p))
+                            } else if p.is_file() && two_node::sniff(&p) == two_node::Looks::Report
+                            {
+                                Some(Input::TwoNode(p))
+                            } else {
+                                None
+                            }
                         })
                         .collect()
                 })
                 .unwrap_or_default();
-            hits.sort();
+            hits.sort_by(|x, y| path_of(x).cmp(path_of(y)));
             if hits.is_empty() {
                 out.push(Err(Unreadable {
                     capture: text.into_owned(),
@@ -435,10 +466,32 @@ pub fn expand(args: &[PathBuf]) -> Vec<Result<PathBuf, Unreadable>> {
             }
             out.extend(hits.into_iter().map(Ok));
         } else {
-            out.push(Ok(a.clone()));
+            out.push(Ok(named(a.clone())));
         }
     }
     out
+}
+
+fn path_of(i: &Input) -> &Path {
+    match i {
+        Input::Capture(p) | Input::TwoNode(p) => p,
+    }
+}
+
+/// Splits the inputs into the captures (with the arguments that could not be read) and the
+/// two-node reports.
+pub fn split(
+    inputs: Vec<Result<Input, Unreadable>>,
+) -> (Vec<Result<PathBuf, Unreadable>>, Vec<PathBuf>) {
+    let (mut captures, mut reports) = (Vec::new(), Vec::new());
+    for i in inputs {
+        match i {
+            Ok(Input::Capture(p)) => captures.push(Ok(p)),
+            Ok(Input::TwoNode(p)) => reports.push(p),
+            Err(u) => captures.push(Err(u)),
+        }
+    }
+    (captures, reports)
 }
 
 /// `*` and `?` over one path component. In a loop that backtracks only to the last `*`, as
@@ -705,7 +758,7 @@ fn csv_field(s: &str) -> String {
 }
 
 fn clean(s: &str) -> String {
-    crate::fixscript::comment(s)
+    crate::sanitize::text(s).into_owned()
 }
 
 /// Writes one node's line as it arrives.
@@ -780,36 +833,54 @@ pub fn write_node(
 
 pub const CSV_HEADER: &str = "capture,hostname,product,board,kernel,gpu_driver,nic_firmware,gpus,rdma_devices,ready,exit_code,blocking,gid_indices,roce,peermem,gdr_path,unreadable";
 
-/// The summary after every node line.
-pub fn write_summary(out: &mut dyn Write, format: Format, t: &Tally) -> std::io::Result<()> {
+/// The summary after every node line, and the two-node reports' part: one fleet report, one
+/// document per format. The human report shows the captures' part only when there were
+/// captures; JSON always has every member, `two_node` when there were reports; CSV gives each
+/// report file a row of its own after the captures'.
+pub fn write_summary(
+    out: &mut dyn Write,
+    format: Format,
+    t: &Tally,
+    captures: bool,
+    two: &two_node::TwoNode,
+) -> std::io::Result<()> {
     let cross = t.cross();
     match format {
         Format::Human => {
-            writeln!(
-                out,
-                "\n{} captures: {} ready, {} not ready, {} unreadable",
-                t.nodes + t.unreadable,
-                t.ready,
-                t.nodes - t.ready,
-                t.unreadable
-            )?;
-            if !t.codes.is_empty() {
+            if captures {
                 writeln!(
                     out,
-                    "\nfindings (nodes with each warning, failure or unknown):"
+                    "\n{} captures: {} ready, {} not ready, {} unreadable",
+                    t.nodes + t.unreadable,
+                    t.ready,
+                    t.nodes - t.ready,
+                    t.unreadable
                 )?;
-                for (code, by) in &t.codes {
-                    let parts: Vec<String> = by.iter().map(|(s, n)| format!("{n} {s}")).collect();
-                    writeln!(out, "  {code:<30} {}", parts.join(", "))?;
+                if !t.codes.is_empty() {
+                    writeln!(
+                        out,
+                        "\nfindings (nodes with each warning, failure or unknown):"
+                    )?;
+                    for (code, by) in &t.codes {
+                        let parts: Vec<String> =
+                            by.iter().map(|(s, n)| format!("{n} {s}")).collect();
+                        writeln!(out, "  {code:<30} {}", parts.join(", "))?;
+                    }
+                }
+                if cross.is_empty() {
+                    writeln!(out, "\nno differences between nodes of the same model")?;
+                } else {
+                    writeln!(out, "\ndifferences between nodes of the same model:")?;
+                    for c in &cross {
+                        writeln!(out, "  WARN {}: {}", c.code, clean(&c.message))?;
+                    }
                 }
             }
-            if cross.is_empty() {
-                writeln!(out, "\nno differences between nodes of the same model")?;
-            } else {
-                writeln!(out, "\ndifferences between nodes of the same model:")?;
-                for c in &cross {
-                    writeln!(out, "  WARN {}: {}", c.code, clean(&c.message))?;
+            if !two.is_empty() {
+                if captures {
+                    writeln!(out)?;
                 }
+                write!(out, "{}", two_node::human(two))?;
             }
             Ok(())
         }
@@ -819,9 +890,19 @@ pub fn write_summary(out: &mut dyn Write, format: Format, t: &Tally) -> std::io:
                 .iter()
                 .map(|(c, by)| (c, by.iter().map(|(s, n)| (s.to_string(), *n)).collect()))
                 .collect();
+            let two = if two.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ",\n  \"two_node\": {}",
+                    serde_json::to_string_pretty(&two_node::json(two))
+                        .unwrap_or_default()
+                        .replace('\n', "\n  ")
+                )
+            };
             write!(
                 out,
-                "\n  ],\n  \"summary\": {},\n  \"codes\": {},\n  \"cross\": {}\n}}\n",
+                "\n  ],\n  \"summary\": {},\n  \"codes\": {},\n  \"cross\": {}{two}\n}}\n",
                 serde_json::json!({"captures": t.nodes + t.unreadable, "ready": t.ready, "not_ready": t.nodes - t.ready, "unreadable": t.unreadable}),
                 serde_json::to_string(&codes).unwrap_or_default(),
                 serde_json::to_string_pretty(&cross)
@@ -829,12 +910,67 @@ pub fn write_summary(out: &mut dyn Write, format: Format, t: &Tally) -> std::io:
                     .replace('\n', "\n  ")
             )
         }
-        Format::Csv => Ok(()),
+        Format::Csv => write_two_node_rows(out, two),
     }
 }
 
-pub fn write_header(out: &mut dyn Write, format: Format) -> std::io::Result<()> {
+/// One CSV row per two-node report file, in the captures' columns: the file, its host(s),
+/// whether every session passed, the worst session's exit code, and in `blocking` what the
+/// judgement says about its host (else the directions that failed, or why the test could not
+/// run); a file not read has its reason under `unreadable`.
+fn write_two_node_rows(out: &mut dyn Write, two: &two_node::TwoNode) -> std::io::Result<()> {
+    let about = two
+        .verdict
+        .as_ref()
+        .map(two_node::about)
+        .unwrap_or_default();
+    // A file's sessions are next to each other (TwoNode::read keeps the order): one pass.
+    for sessions in two.sessions.chunk_by(|a, b| a.file == b.file) {
+        let file = sessions[0].file.as_str();
+        let mut hosts: Vec<&str> = sessions.iter().map(|s| s.host.as_str()).collect();
+        hosts.dedup();
+        let mut blocking: Vec<String> = Vec::new();
+        for h in &hosts {
+            blocking.extend(about.get(h).into_iter().flatten().cloned());
+        }
+        for s in sessions {
+            if let Some(e) = &s.error {
+                blocking.push(format!("two-node: could not run: {e}"));
+            } else if blocking.is_empty() && !s.failing.is_empty() {
+                blocking.push(format!("two-node: {}", s.failing.join(", ")));
+            }
+        }
+        let worst = sessions.iter().map(|s| s.exit_code).max().unwrap_or(2);
+        let mut row = vec![String::new(); 17];
+        row[0] = file.to_owned();
+        row[1] = hosts.join("; ");
+        row[9] = (worst == 0).to_string();
+        row[10] = worst.to_string();
+        row[11] = blocking.join("; ");
+        writeln!(
+            out,
+            "{}",
+            row.iter()
+                .map(|f| csv_field(f))
+                .collect::<Vec<_>>()
+                .join(",")
+        )?;
+    }
+    for u in &two.unreadable {
+        writeln!(
+            out,
+            "{},,,,,,,,,,,,,,,,{}",
+            csv_field(&u.file),
+            csv_field(&u.reason)
+        )?;
+    }
+    Ok(())
+}
+
+/// The header; the human one only over captures (a run of two-node reports alone has none).
+pub fn write_header(out: &mut dyn Write, format: Format, captures: bool) -> std::io::Result<()> {
     match format {
+        Format::Human if !captures => Ok(()),
         Format::Human => writeln!(
             out,
             "{:<10} {:<40} {:<20} {:<28} BLOCKING",
@@ -1008,275 +1144,5 @@ mod tests {
             super::csv_field("20.39\u{1b}[2J\r\n"),
             "20.39\\u{1b}[2J\\r\\n"
         );
-    }
-}
-
-/// The two-node test's reports among fleet's arguments (`gdr-test --peer ... --format json`
-/// files): which node or rail fails.
-pub mod two_node {
-    use crate::gdr::twonode::Report;
-    use serde::Serialize;
-    use std::collections::BTreeMap;
-    use std::path::{Path, PathBuf};
-
-    /// A `.json` file whose schema is `gdrdoctor.two-node`: its report(s); anything else: None.
-    #[allow(clippy::disallowed_methods)] // the operator's result files, not a node
-    pub fn read(path: &Path) -> Option<Result<Vec<Report>, String>> {
-        if path.extension().is_none_or(|e| e != "json") || !path.is_file() {
-            return None;
-        }
-        let text = match std::fs::read(path) {
-            Ok(t) => t,
-            Err(e) => return Some(Err(format!("{}: {e}", path.display()))),
-        };
-        let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
-        let is_ours = |v: &serde_json::Value| v["schema"] == "gdrdoctor.two-node";
-        let parsed = match &value {
-            serde_json::Value::Array(a) if a.iter().all(is_ours) && !a.is_empty() => {
-                serde_json::from_value::<Vec<Report>>(value)
-            }
-            v if is_ours(v) => serde_json::from_value::<Report>(value).map(|r| vec![r]),
-            _ => return None,
-        };
-        Some(parsed.map_err(|e| format!("{}: not a two-node report: {e}", path.display())))
-    }
-
-    /// Splits fleet's arguments into two-node reports and the rest (captures).
-    pub fn split(args: &[PathBuf]) -> (Vec<Result<Vec<Report>, String>>, Vec<PathBuf>) {
-        let (mut reports, mut rest) = (Vec::new(), Vec::new());
-        for a in args {
-            match read(a) {
-                Some(r) => reports.push(r),
-                None => rest.push(a.clone()),
-            }
-        }
-        (reports, rest)
-    }
-
-    /// One end of a rail: a node's NIC.
-    #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-    pub struct End {
-        pub host: String,
-        pub rail: usize,
-        pub nic: String,
-    }
-
-    /// What the reports together say.
-    #[derive(Debug, Clone, PartialEq, Serialize)]
-    pub struct Verdict {
-        /// Ends that fail with every peer they were tested with while those peers pass with
-        /// others: the rail to look at.
-        pub failing_rails: Vec<End>,
-        /// Nodes every one of whose rails is a failing rail.
-        pub failing_nodes: Vec<String>,
-        /// Failing pairs that cannot be blamed on one side (only tested with each other).
-        pub ambiguous: Vec<(End, End)>,
-        pub directions: usize,
-        pub failed: usize,
-    }
-
-    /// Names the node or rail that fails. A direction is seen by both of its nodes; each end
-    /// counts once per direction whichever node reported it.
-    pub fn judge(reports: &[Report]) -> Verdict {
-        // (source end, target end) -> passed.
-        let mut dirs: BTreeMap<(End, End), bool> = BTreeMap::new();
-        for r in reports {
-            let peer = r.peer.clone().unwrap_or_default();
-            for rail in &r.rails {
-                let me = End {
-                    host: r.host.clone(),
-                    rail: rail.index,
-                    nic: rail.local.nic.device.clone(),
-                };
-                let them = End {
-                    host: peer.clone(),
-                    rail: rail.index,
-                    nic: rail
-                        .peer
-                        .as_ref()
-                        .map(|p| p.nic.device.clone())
-                        .unwrap_or_default(),
-                };
-                for (k, d) in [
-                    ((me.clone(), them.clone()), &rail.outgoing),
-                    ((them.clone(), me.clone()), &rail.incoming),
-                ] {
-                    let ok = d.passed();
-                    dirs.entry(k).and_modify(|p| *p &= ok).or_insert(ok);
-                }
-            }
-        }
-        // Per end: the peers it passed and failed with.
-        let mut ends: BTreeMap<End, (usize, usize)> = BTreeMap::new();
-        for ((a, b), ok) in &dirs {
-            for e in [a, b] {
-                let c = ends.entry(e.clone()).or_default();
-                if *ok {
-                    c.0 += 1;
-                } else {
-                    c.1 += 1;
-                }
-            }
-        }
-        let healthy_elsewhere = |e: &End| ends.get(e).is_some_and(|c| c.0 > 0);
-        let mut failing_rails = Vec::new();
-        let mut ambiguous = Vec::new();
-        for (e, (pass, fail)) in &ends {
-            if *fail == 0 || *pass > 0 {
-                continue;
-            }
-            // Every direction through this end failed. Blame it when some partner of it
-            // passes with another node.
-            let partners: Vec<&End> = dirs
-                .keys()
-                .filter_map(|(a, b)| {
-                    if a == e {
-                        Some(b)
-                    } else if b == e {
-                        Some(a)
-                    } else {
-                        None
-                    }
-                })
-                .collect();
-            if partners.iter().any(|p| healthy_elsewhere(p)) {
-                failing_rails.push(e.clone());
-            } else {
-                for p in partners {
-                    let pair = if e < p {
-                        (e.clone(), p.clone())
-                    } else {
-                        (p.clone(), e.clone())
-                    };
-                    if !ambiguous.contains(&pair) {
-                        ambiguous.push(pair);
-                    }
-                }
-            }
-        }
-        let mut rails_of: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-        for e in ends.keys() {
-            rails_of.entry(&e.host).or_default().0 += 1;
-        }
-        for e in &failing_rails {
-            rails_of.entry(&e.host).or_default().1 += 1;
-        }
-        let failing_nodes = rails_of
-            .into_iter()
-            .filter(|(_, (all, bad))| *bad > 0 && bad == all)
-            .map(|(h, _)| h.to_owned())
-            .collect();
-        Verdict {
-            failing_rails,
-            failing_nodes,
-            ambiguous,
-            directions: dirs.len(),
-            failed: dirs.values().filter(|ok| !**ok).count(),
-        }
-    }
-
-    pub fn human(v: &Verdict, errors: &[String]) -> String {
-        let mut o = format!(
-            "two-node: {} direction(s) tested, {} failed\n",
-            v.directions, v.failed
-        );
-        let end = |e: &End| format!("{} rail {} ({})", e.host, e.rail, e.nic);
-        for n in &v.failing_nodes {
-            o += &format!(
-                "  node {n}: every rail fails with every peer, and its peers pass with others\n"
-            );
-        }
-        for e in &v.failing_rails {
-            if !v.failing_nodes.contains(&e.host) {
-                o += &format!(
-                    "  {}: fails with every peer, and those peers pass with others\n",
-                    end(e)
-                );
-            }
-        }
-        for (a, b) in &v.ambiguous {
-            o += &format!(
-                "  {} <-> {}: fails, and neither was tested with a third node (a ring of three or more names the side)\n",
-                end(a),
-                end(b)
-            );
-        }
-        for e in errors {
-            o += &format!("  unreadable: {e}\n");
-        }
-        o
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-        use crate::gdr::twonode::{Direction, Rail, RailResult, Role, Settings};
-        use crate::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
-
-        fn rail(nic: &str) -> Rail {
-            Rail {
-                nic: NicSpec {
-                    device: nic.into(),
-                    port: 1,
-                    gid_index: None,
-                },
-                gpu: None,
-                memory: Memory::Host,
-                subject: "host memory".into(),
-            }
-        }
-
-        /// `host` as connector with `peer`: rail 0 passes or fails both ways.
-        fn session(host: &str, peer: &str, ok: bool) -> Report {
-            let d = |ok: bool| Direction {
-                from: String::new(),
-                to: String::new(),
-                verified_bytes: ok.then_some(4096),
-                gbps: None,
-                latency_us: None,
-                failure: (!ok).then(|| Failure {
-                    kind: FailureKind::CompletionError,
-                    step: "w".into(),
-                    message: "IBV_WC_RETRY_EXC_ERR".into(),
-                }),
-            };
-            let mut r = Report::new(host, Role::Connector, Settings::default());
-            r.peer = Some(peer.into());
-            r.rails.push(RailResult {
-                index: 0,
-                local: rail("mlx5_0"),
-                peer: Some(rail("mlx5_0")),
-                setup: PairResult::default(),
-                peer_path: None,
-                path_mtu: None,
-                notes: vec![],
-                outgoing: d(ok),
-                incoming: d(ok),
-            });
-            r
-        }
-
-        #[test]
-        fn a_ring_names_the_node_that_fails_with_both_neighbours() {
-            // a -> b fails, b -> c fails, c -> a passes: b is the one.
-            let v = judge(&[
-                session("a", "b", false),
-                session("b", "c", false),
-                session("c", "a", true),
-            ]);
-            assert_eq!(v.failed, 4);
-            assert_eq!(v.failing_nodes, ["b"]);
-            assert_eq!(v.failing_rails.len(), 1);
-            assert!(v.ambiguous.is_empty());
-            assert!(human(&v, &[]).contains("node b: every rail fails"));
-        }
-
-        #[test]
-        fn two_nodes_alone_cannot_say_which_side() {
-            let v = judge(&[session("a", "b", false)]);
-            assert!(v.failing_nodes.is_empty() && v.failing_rails.is_empty());
-            assert_eq!(v.ambiguous.len(), 1);
-            assert!(human(&v, &[]).contains("a third node"));
-        }
     }
 }

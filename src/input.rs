@@ -33,6 +33,7 @@ pub enum InputError {
 pub struct Input {
     file: std::io::Take<std::fs::File>,
     len: u64,
+    mode: u32,
 }
 
 impl Input {
@@ -43,6 +44,35 @@ impl Input {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Its permission bits (`0o600`), for inputs that must be private (a token).
+    pub fn mode(&self) -> u32 {
+        self.mode & 0o7777
+    }
+
+    /// Reads it whole, refused when over `limit` bytes (a file that grew past it since it was
+    /// opened too).
+    pub fn read_all(self, limit: u64) -> Result<Vec<u8>, InputError> {
+        if self.len > limit {
+            return Err(InputError::TooLarge {
+                len: self.len,
+                limit,
+            });
+        }
+        let mut bytes = Vec::with_capacity(self.len as usize);
+        self.file
+            .into_inner()
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(InputError::Read)?;
+        if bytes.len() as u64 > limit {
+            return Err(InputError::TooLarge {
+                len: bytes.len() as u64,
+                limit,
+            });
+        }
+        Ok(bytes)
     }
 }
 
@@ -75,33 +105,14 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
     Ok(Input {
         file: file.take(len),
         len,
+        mode: meta.mode(),
     })
 }
 
 /// Reads the input at `path` whole, refused when over `limit` bytes (a file that grew past
 /// it since it was opened too).
 pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
-    let input = open(path)?;
-    if input.len() > limit {
-        return Err(InputError::TooLarge {
-            len: input.len(),
-            limit,
-        });
-    }
-    let mut bytes = Vec::with_capacity(input.len() as usize);
-    input
-        .file
-        .into_inner()
-        .take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(InputError::Read)?;
-    if bytes.len() as u64 > limit {
-        return Err(InputError::TooLarge {
-            len: bytes.len() as u64,
-            limit,
-        });
-    }
-    Ok(bytes)
+    open(path)?.read_all(limit)
 }
 
 /// Standard input as an input stream (`nccl explain -`): a pipe, a socket, a terminal or a

@@ -24,6 +24,7 @@ pub mod parse;
 pub mod placement;
 pub mod report;
 pub mod root;
+pub mod sanitize;
 pub mod trace;
 
 /// The fixtures for the unit tests: the same helper the integration tests use (the synthetic

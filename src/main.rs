@@ -5,8 +5,12 @@ fn main() -> ExitCode {
     let code = match gdrdoctor_cli::run() {
         Ok(code) => code,
         Err(e) => {
-            // The whole chain: "cannot open root: fixtures/x: No such file or directory".
-            stdio::eprintln(&format!("gdrdoctor: error: {e:#}"));
+            // The whole chain: "cannot open root: fixtures/x: No such file or directory". One
+            // line: what it quotes (a path, a node list, a peer's reason) cannot start another.
+            stdio::eprintln(&format!(
+                "gdrdoctor: error: {}",
+                gdrdoctor::sanitize::text(&format!("{e:#}"))
+            ));
             ExitCode::from(2)
         }
     };

@@ -95,9 +95,16 @@ impl std::io::Write for Stdout {
     }
 }
 
-/// Writes one line to standard error, or nothing when it cannot (`2>/dev/full`).
-pub fn eprintln(line: &str) {
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+/// Writes one line (or the lines of a message made of several) to standard error, or nothing
+/// when it cannot (`2>/dev/full`). A person reads it: each line goes through the one sanitizer
+/// (gdrdoctor::sanitize), so that a name inside a message cannot drive the terminal.
+pub fn eprintln(text: &str) {
+    let mut out = String::with_capacity(text.len() + 1);
+    for line in text.split('\n') {
+        out.push_str(&gdrdoctor::sanitize::text(line));
+        out.push('\n');
+    }
+    let _ = std::io::stderr().write_all(out.as_bytes());
 }
 
 /// `print!` through [`print`]: never panics.

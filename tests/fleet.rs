@@ -439,13 +439,31 @@ fn fleet_json_is_documented() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.tar.gz"), b"not gzip").unwrap();
     let bad = dir.path().join("bad.tar.gz");
+    // A two-node report whose one rail fails both ways, and a JSON file that is not one: the
+    // `two_node` member with every field.
+    let report = dir.path().join("a.json");
+    std::fs::write(
+        &report,
+        serde_json::to_vec(&failing_two_node_report()).unwrap(),
+    )
+    .unwrap();
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, br#"{"schema": "gdrdoctor.report"}"#).unwrap();
     let r = json(&gdrdoctor(&[
         "fleet",
         fixture("fleet"),
         bad.to_str().unwrap(),
+        report.to_str().unwrap(),
+        other.to_str().unwrap(),
         "--format",
         "json",
     ]));
+    assert_eq!(r["two_node"]["failed"], 2, "{r}");
+    assert_eq!(
+        r["two_node"]["unreadable"].as_array().unwrap().len(),
+        1,
+        "{r}"
+    );
     walk(&r, "", &mut keys);
     let doc = std::fs::read_to_string(crate_dir().join("docs/fleet.md")).unwrap();
     let missing: Vec<_> = keys
@@ -550,4 +568,46 @@ fn fleet_compares_nccl_settings() {
             && gid.contains("3 on 1 node(s) (e.g. gpu-node02)"),
         "{gid}"
     );
+}
+
+/// `node-a`'s report of a test with `node-b` whose one rail failed both ways.
+fn failing_two_node_report() -> gdrdoctor::gdr::twonode::Report {
+    use gdrdoctor::gdr::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
+    use gdrdoctor::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
+    let rail = Rail {
+        nic: NicSpec {
+            device: "mlx5_0".into(),
+            port: 1,
+            gid_index: Some(3),
+        },
+        gpu: None,
+        memory: Memory::Host,
+        subject: "host memory".into(),
+    };
+    let failed = Direction {
+        from: "node-a mlx5_0 port 1".into(),
+        to: "node-b mlx5_0 port 1".into(),
+        verified_bytes: None,
+        gbps: None,
+        latency_us: None,
+        failure: Some(Failure {
+            kind: FailureKind::CompletionError,
+            step: "RDMA WRITE".into(),
+            message: "completion with IBV_WC_RETRY_EXC_ERR".into(),
+        }),
+    };
+    let mut r = Report::new("node-a", Role::Connector, Settings::default());
+    r.peer = Some("node-b".into());
+    r.rails.push(RailResult {
+        index: 0,
+        local: rail.clone(),
+        peer: Some(rail),
+        setup: PairResult::default(),
+        peer_path: None,
+        path_mtu: None,
+        notes: vec![],
+        outgoing: failed.clone(),
+        incoming: failed,
+    });
+    r
 }

@@ -102,6 +102,9 @@ fn the_token_is_required_and_must_be_long_enough() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("token");
     std::fs::write(&f, format!("{TOKEN}\n")).unwrap();
+    // Its owner's alone, as docs/two-node.md makes it (one others can read is refused).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
     // A token file read, then nobody listening: named, within the wait.
     let port = free_port().to_string();
     let out = gdrdoctor(&[

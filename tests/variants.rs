@@ -361,3 +361,42 @@ fn rxe_reaches_its_pci_function_through_the_netdev() {
     // The GPUs rely on DMA-BUF, which rxe cannot register.
     assert!(has(&r, "nic-no-dmabuf", "warn"), "{r:#}");
 }
+
+/// A RoCE v2 GID in fe80::/10 but outside fe80::/64 (a link-local address on the netdev that
+/// is not the kernel's own fe80::/64 one) ahead of the global one: link-local by RFC 4291, so
+/// never the GID gdrdoctor proposes, though NCCL's validGid() (its test is fe80::/64) would take
+/// it under NCCL_IB_ADDR_FAMILY=AF_INET6, which the finding says. Before (issue 25): the two GID
+/// types disagreed, the rdma-gid check took fe80:0:0:1:: for a global IPv6 GID and proposed it.
+#[test]
+fn a_link_local_gid_outside_fe80_64_is_never_proposed() {
+    let v = Variant::of("roce-ipv6-only");
+    let port = "sys/class/infiniband/mlx5_0/ports/1";
+    v.write(
+        &format!("{port}/gids/1"),
+        "fe80:0000:0000:0001:ba3f:d2ff:fea1:b2c4\n",
+    );
+    let (_, r) = v.check(&[]);
+    let gid = check(&r, "rdma-gid")["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["subject"].as_str().unwrap().contains("mlx5_0"))
+        .unwrap();
+    let message = gid["message"].as_str().unwrap();
+    assert_eq!(gid["code"], "roce-no-ipv4-gid", "{gid:#}");
+    assert!(
+        message.contains("the RoCE v2 GIDs are IPv6: index 3 (RoCE v2, 2001:db8:1::1")
+            && message.contains("NCCL needs NCCL_IB_GID_INDEX=3 here")
+            && message
+                .contains("would make NCCL take index 1 (RoCE v2, fe80::1:ba3f:d2ff:fea1:b2c4"),
+        "{message}"
+    );
+    // Every port's routable RoCE v2 GID is at index 3: `gdrdoctor nccl` pins it, and names it
+    // for what it is.
+    let out = stdout(&gdrdoctor(&["--root", v.root.to_str().unwrap(), "nccl"]));
+    assert!(out.contains("export NCCL_IB_GID_INDEX='3'"), "{out}");
+    assert!(
+        out.contains("mlx5_0 port 1: RoCE v2 IPv6 GID at index 3"),
+        "{out}"
+    );
+}

@@ -707,7 +707,7 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
                 format!("{path} line {}", o.line),
                 format!(
                     "{}: {}{meant}",
-                    crate::parse::shown(&o.text),
+                    crate::sanitize::quoted(&o.text),
                     o.why.explain()
                 ),
             )

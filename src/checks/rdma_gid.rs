@@ -306,11 +306,29 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         .filter(|g| g.gid.family() == GidFamily::Ipv6)
         .collect();
     if let Some(best) = v2_global6.first() {
+        // What NCCL takes on its own with NCCL_IB_ADDR_FAMILY=AF_INET6: the first RoCE v2 IPv6
+        // GID its validGid() passes, and that lets through link-local GIDs outside fe80::/64
+        // (parse::rdma::Gid::nccl_valid). Where that is not the routable one, only the pin says
+        // which GID to use.
+        let nccl_pick = v2
+            .iter()
+            .find(|g| g.gid.ipv4().is_none() && g.gid.nccl_valid());
+        let how = match nccl_pick {
+            Some(p) if p.index != best.index => format!(
+                "NCCL_IB_GID_INDEX={} here (NCCL_IB_ADDR_FAMILY=AF_INET6 alone would make NCCL take {}: link-local (fe80::/10, RFC 4291), though NCCL's own test, fe80::/64, lets it through)",
+                best.index,
+                describe(p)
+            ),
+            _ => format!(
+                "NCCL_IB_ADDR_FAMILY=AF_INET6 (or NCCL_IB_GID_INDEX={}) here",
+                best.index
+            ),
+        };
         return (
             Finding::warn(
                 "roce-no-ipv4-gid",
                 subject.to_owned(),
-                format!("no RoCE v2 IPv4 GID; the RoCE v2 GIDs are IPv6: {}. NCCL needs NCCL_IB_ADDR_FAMILY=AF_INET6 (or NCCL_IB_GID_INDEX={}) here", describe(best), best.index),
+                format!("no RoCE v2 IPv4 GID; the RoCE v2 GIDs are IPv6: {}. NCCL needs {how}", describe(best)),
             )
             .with(table_evidence)
             .fix(Fix::new("Give the netdev an IPv4 address, or run NCCL with NCCL_IB_ADDR_FAMILY=AF_INET6 on this fabric", "Changes addressing or job environment only.").manual("ip -br addr")),

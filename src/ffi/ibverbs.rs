@@ -15,10 +15,8 @@ pub const SONAME: &str = "libibverbs.so.1";
 
 // -- the structures --------------------------------------------------------------------------
 
-/// `union ibv_gid`: 16 bytes, 8-aligned (its `global` member is two `__be64`).
-#[repr(C, align(8))]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Gid(pub [u8; 16]);
+/// `union ibv_gid`: the program's one GID type, laid out as the union is (16 bytes, 8-aligned).
+pub use crate::parse::rdma::Gid;
 
 /// `struct ibv_port_attr` (the fields before `flags` are the `_compat_` ones the exported
 /// `ibv_query_port` fills).
@@ -241,6 +239,8 @@ pub fn layout() -> Vec<(&'static str, usize)> {
             "ibv_qp_init_attr.sq_sig_all",
             offset_of!(QpInitAttr, sq_sig_all),
         ),
+        ("sizeof(union ibv_gid)", std::mem::size_of::<Gid>()),
+        ("_Alignof(union ibv_gid)", std::mem::align_of::<Gid>()),
         ("sizeof(struct ibv_ah_attr)", std::mem::size_of::<AhAttr>()),
         ("ibv_ah_attr.dlid", offset_of!(AhAttr, dlid)),
         ("ibv_ah_attr.is_global", offset_of!(AhAttr, is_global)),
@@ -901,18 +901,6 @@ impl Qp<'_> {
         let rc = unsafe { f(self.qp.cast(), &mut wr, &mut bad) };
         if rc != 0 {
             return Err(format!("ibv_post_send: {}", errno_or(rc)));
-        }
-        Ok(())
-    }
-}
-
-impl std::fmt::Display for Gid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, pair) in self.0.chunks(2).enumerate() {
-            if i > 0 {
-                f.write_str(":")?;
-            }
-            write!(f, "{:02x}{:02x}", pair[0], pair[1])?;
         }
         Ok(())
     }

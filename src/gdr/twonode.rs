@@ -3,7 +3,8 @@
 //! rail, every byte verified, then bandwidth and latency each way.
 //!
 //! The two sides meet over the control connection of [`super::wire`] (authenticated by a shared
-//! token). The connector proposes the sizes; both list their rails (NIC ports in NCCL_IB_HCA
+//! token). Each side brings its own limits and the session runs at the smaller of the two,
+//! field by field (a peer can only lower this side's); both list their rails (NIC ports in NCCL_IB_HCA
 //! order, or `--rails`) and rail i is paired with rail i. Per rail, in lockstep: each side opens
 //! its NIC and registers its buffer, they exchange what a queue pair needs (QPN, PSN, GID, LID,
 //! rkey, address, size, active MTU), connect at the smaller of the two MTUs, then the connector
@@ -44,7 +45,8 @@ impl Rail {
     }
 }
 
-/// What the run moves. The connector's settings are the session's: the listener adopts them.
+/// What the run moves, and how long a rail may take. Each side has its own (its command line
+/// and config); the session's are [`Settings::bounded_by`] the peer's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {
     /// Buffer and message size, bytes.
@@ -57,6 +59,24 @@ pub struct Settings {
     pub latency_iters: u32,
     /// Everything on one rail, from opening the NIC to the last message, within this.
     pub rail_timeout_ms: u64,
+}
+
+impl Settings {
+    /// The session's settings: the smaller of this side's and the peer's, field by field, so
+    /// that a peer's values only ever lower this side's limits. A peer that authenticated may
+    /// still be wrong or hostile: one that asked for a rail timeout of days held the listener
+    /// until --deadline when the listener adopted the connector's settings (issue 25). Both
+    /// sides compute the same, so they stay in step. The size stays a multiple of 4 KiB of at
+    /// least 4 KiB, as `--size` is.
+    pub fn bounded_by(&self, peer: &Settings) -> Settings {
+        Settings {
+            size: (self.size.min(peer.size) / 4096 * 4096).max(4096),
+            iters: self.iters.min(peer.iters),
+            duration_ms: self.duration_ms.min(peer.duration_ms),
+            latency_iters: self.latency_iters.min(peer.latency_iters),
+            rail_timeout_ms: self.rail_timeout_ms.min(peer.rail_timeout_ms),
+        }
+    }
 }
 
 impl Default for Settings {
@@ -312,12 +332,13 @@ pub fn listen(addr: &str, token: &[u8], wait: Duration) -> Result<Channel, WireE
     // The one peer: nobody else can connect from here on.
     drop(listener);
     let _ = stream.set_nonblocking(false);
-    wire::accept(
-        stream,
-        token,
-        until.max(Instant::now() + Duration::from_secs(5)),
-    )
+    // The handshake has its own deadline, not what is left of --wait: a peer that connects and
+    // says nothing must not hold the listener for minutes.
+    wire::accept(stream, token, Instant::now() + HANDSHAKE)
 }
+
+/// How long the handshake may take once connected: four small frames, one round trip each.
+pub const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// The local address a listener binds: `ADDR:PORT`, `ADDR` or `:PORT`; default all addresses.
 pub fn listen_addr(arg: Option<&str>) -> String {
@@ -365,13 +386,7 @@ pub fn connect(addr: &str, token: &[u8], wait: Duration) -> Result<Channel, Wire
                 a,
                 left.clamp(Duration::from_millis(10), Duration::from_secs(3)),
             ) {
-                Ok(s) => {
-                    return wire::connect(
-                        s,
-                        token,
-                        until.max(Instant::now() + Duration::from_secs(5)),
-                    );
-                }
+                Ok(s) => return wire::connect(s, token, Instant::now() + HANDSHAKE),
                 Err(e) => last = format!("{a}: {e}"),
             }
         }
@@ -450,13 +465,13 @@ pub fn run(
             return report;
         }
     };
-    // The connector's settings are the session's.
-    if role == Role::Listener {
-        report.settings = theirs.settings.clone();
-    }
-    report.peer = Some(theirs.host.clone());
+    // This side's limits, lowered where the peer's are lower: never raised by the peer.
+    report.settings = report.settings.bounded_by(&theirs.settings);
+    // The peer's name is repeated in every direction and failure of every rail: at most a host
+    // name's length of it (a 200 KiB name in a hello once became hundreds of MB of report).
+    let peer_host = bounded_name(&theirs.host);
+    report.peer = Some(peer_host.clone());
     let settings = report.settings.clone();
-    let peer_host = theirs.host.clone();
     for (i, local) in rails.iter().enumerate() {
         let (me, them) = (format!("{host} {}", local.label()), peer_host.clone());
         let Some(peer) = theirs.rails.get(i) else {
@@ -565,6 +580,18 @@ pub fn run(
         }
     }
     report
+}
+
+/// A name from the peer, at most 255 characters (a fully qualified host name is at most 253),
+/// the rest as `…`. Shown through the one sanitizer later, like any string from the peer.
+fn bounded_name(name: &str) -> String {
+    const MAX: usize = 255;
+    if name.chars().count() <= MAX {
+        return name.to_owned();
+    }
+    let mut cut: String = name.chars().take(MAX - 1).collect();
+    cut.push('…');
+    cut
 }
 
 type RailOutcome = (
@@ -824,21 +851,21 @@ fn compatible(mine: &Endpoint, theirs: &Endpoint, peer_host: &str) -> Option<Fai
 
 /// A GID as an operator reads it: `::ffff:10.0.0.1` for the IPv4 ones RoCE v2 uses.
 fn gid_text(g: &[u8; 16]) -> String {
-    if gid_family(g) == "IPv4" {
-        format!("::ffff:{}.{}.{}.{}", g[12], g[13], g[14], g[15])
-    } else {
-        Gid(*g).to_string()
+    match Gid(*g).ipv4() {
+        Some(v4) => format!("::ffff:{v4}"),
+        None => Gid(*g).to_string(),
     }
 }
 
-/// `IPv4`, `IPv6 link-local` or `IPv6`: what a RoCE GID's address is.
+/// `IPv4`, `IPv6 link-local` or `IPv6`: what a RoCE GID's address is, by the program's one
+/// rule (crate::parse::rdma::Gid::family).
 fn gid_family(g: &[u8; 16]) -> &'static str {
-    if g[..10].iter().all(|&b| b == 0) && g[10] == 0xff && g[11] == 0xff {
-        "IPv4"
-    } else if g[0] == 0xfe && g[1] & 0xc0 == 0x80 {
-        "IPv6 link-local"
-    } else {
-        "IPv6"
+    use crate::parse::rdma::GidFamily;
+    match Gid(*g).family() {
+        GidFamily::Ipv4 => "IPv4",
+        GidFamily::LinkLocal => "IPv6 link-local",
+        GidFamily::Ipv6 => "IPv6",
+        GidFamily::Unused => "unused (all zeros)",
     }
 }
 
@@ -1559,6 +1586,23 @@ mod tests {
         assert!(f.message.contains("no path between them"), "{f:?}");
     }
 
+    /// The two-node test names GID families by the program's one rule: fe80::/10 is
+    /// link-local, whatever follows the first 10 bits (it once said so while the rdma-gid check
+    /// called fe80:0:0:1:: IPv6).
+    #[test]
+    fn gid_families_follow_the_one_rule() {
+        let mut g = [0u8; 16];
+        g[..2].copy_from_slice(&[0xfe, 0x80]);
+        g[7] = 1;
+        assert_eq!(gid_family(&g), "IPv6 link-local");
+        assert_eq!(
+            crate::parse::rdma::Gid(g).family(),
+            crate::parse::rdma::GidFamily::LinkLocal
+        );
+        assert_eq!(gid_family(&ipv4_gid(7)), "IPv4");
+        assert_eq!(gid_text(&ipv4_gid(7)), "::ffff:10.0.0.7");
+    }
+
     #[test]
     fn an_unreachable_gid_is_explained_at_connect() {
         let bad = Faults {
@@ -1684,6 +1728,89 @@ mod tests {
             "{a:?}"
         );
         assert!(t0.elapsed() < Duration::from_secs(8));
+    }
+
+    /// A peer's settings only ever lower this side's: a connector that asks for a rail
+    /// timeout of ten minutes and then stalls costs the listener its own rail timeout (1 s
+    /// here), not the peer's; both sides run at the smaller values, so they stay in step.
+    #[test]
+    fn a_peers_settings_only_lower_this_sides() {
+        let mine = Settings {
+            size: 8192,
+            rail_timeout_ms: 1000,
+            iters: 10,
+            ..Settings::default()
+        };
+        let greedy = Settings {
+            size: 1 << 40,
+            rail_timeout_ms: 600_000,
+            iters: u32::MAX,
+            duration_ms: u64::MAX,
+            latency_iters: u32::MAX,
+        };
+        let session = mine.bounded_by(&greedy);
+        assert_eq!(session, mine.clone());
+        assert_eq!(greedy.bounded_by(&mine), session, "both sides agree");
+        // A peer's smaller values are taken; a size is kept a multiple of 4 KiB, at least 4 KiB.
+        let small = Settings {
+            size: 100,
+            rail_timeout_ms: 10,
+            ..mine.clone()
+        };
+        assert_eq!(mine.bounded_by(&small).size, 4096);
+        assert_eq!(mine.bounded_by(&small).rail_timeout_ms, 10);
+        assert_eq!(bounded_name("node-b"), "node-b");
+        assert_eq!(bounded_name(&"x".repeat(100_000)).chars().count(), 255);
+
+        // The listener (node-a) with its own 1 s; the connector asks for 600 s and its
+        // bandwidth run takes 4 s: the listener stops waiting after its own second.
+        let mem: Memory_ = Arc::default();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let mem2 = mem.clone();
+        let listener = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let stub = Stub {
+                mem: mem2,
+                rkey_base: 100,
+                faults: Faults::default(),
+                opened: 0.into(),
+            };
+            let mut ch = wire::accept(s, TOKEN, Instant::now() + HANDSHAKE).unwrap();
+            let t0 = Instant::now();
+            let r = run(
+                &mut ch,
+                Role::Listener,
+                "node-a",
+                &rails(&["r0"]),
+                mine,
+                &stub,
+            );
+            (r, t0.elapsed())
+        });
+        let stub = Stub {
+            mem,
+            rkey_base: 200,
+            faults: Faults {
+                slow: Some(Duration::from_millis(4000)),
+                ..Faults::default()
+            },
+            opened: 0.into(),
+        };
+        let mut ch = connect(&addr.to_string(), TOKEN, Duration::from_secs(5)).unwrap();
+        let b = run(
+            &mut ch,
+            Role::Connector,
+            "node-b",
+            &rails(&["r0"]),
+            greedy,
+            &stub,
+        );
+        let (a, took) = listener.join().unwrap();
+        assert_eq!(a.settings.rail_timeout_ms, 1000, "{a:?}");
+        assert_eq!(b.settings.rail_timeout_ms, 1000, "{b:?}");
+        assert_eq!(a.error_class.as_deref(), Some("lost"), "{a:?}");
+        assert!(took < Duration::from_millis(3000), "{took:?}");
     }
 
     #[test]

@@ -522,6 +522,38 @@ pub fn accept(mut s: TcpStream, token: &[u8], until: Instant) -> Result<Channel,
     })
 }
 
+/// The longest token file read: a token is a few dozen bytes (`head -c 32 /dev/urandom | base64`
+/// writes 45), and a file that is not one must not cost memory (a 1 GiB file once took 2.1 GB).
+pub const MAX_TOKEN_FILE: u64 = 4096;
+
+/// Reads `--token-file`: a regular file (a FIFO, a device or a directory is refused unread and
+/// never waited on) of at most [`MAX_TOKEN_FILE`] bytes that neither group nor others may read
+/// or write. A secret others can read is none, and a token decides who may write into this
+/// node's memory over RDMA: refused as ssh refuses such a private key ("UNPROTECTED PRIVATE
+/// KEY FILE"), with the chmod that fixes it. The error names what it refused; the caller adds
+/// the path.
+pub fn token_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    use crate::input::InputError;
+    let input = crate::input::open(path).map_err(|e| match e {
+        InputError::Open(e) | InputError::Read(e) => format!("cannot read token file: {e}"),
+        other => format!("cannot read token file: {other}"),
+    })?;
+    let mode = input.mode();
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "mode {mode:04o} lets group or others at it: a token others can read is no secret (refused, as ssh refuses such a private key); make it the owner's alone: chmod 600 FILE"
+        ));
+    }
+    let raw = input.read_all(MAX_TOKEN_FILE).map_err(|e| match e {
+        InputError::TooLarge { len, .. } => format!(
+            "cannot read token file: {len} bytes; a token never needs more than {}",
+            crate::parse::bytes(MAX_TOKEN_FILE)
+        ),
+        other => format!("cannot read token file: {other}"),
+    })?;
+    token(&raw)
+}
+
 /// A token from a file's bytes (a trailing newline dropped) or the command line; refused when
 /// shorter than [`MIN_TOKEN`].
 pub fn token(raw: &[u8]) -> Result<Vec<u8>, String> {
@@ -529,7 +561,7 @@ pub fn token(raw: &[u8]) -> Result<Vec<u8>, String> {
     let t = t.strip_suffix(b"\r").unwrap_or(t);
     if t.len() < MIN_TOKEN {
         return Err(format!(
-            "the token has {} bytes; at least {MIN_TOKEN} are needed (e.g. `head -c 32 /dev/urandom | base64 > FILE`)",
+            "the token has {} bytes; at least {MIN_TOKEN} are needed (e.g. `(umask 077; head -c 32 /dev/urandom | base64 > FILE)`)",
             t.len()
         ));
     }

@@ -48,7 +48,7 @@ pub fn parse_aperture(text: &str) -> Result<Aperture, String> {
             Err(format!(
                 "line {} (region {region}) {}: {why}",
                 region + 1,
-                crate::parse::shown(line.trim())
+                crate::sanitize::quoted(line.trim())
             ))
         };
         let words: Option<Vec<u64>> = line
@@ -181,7 +181,7 @@ pub fn recorded_nvml(root: &Root, problems: &mut Vec<Problem>) -> Option<Recorde
                 path: RECORDED_NVML.to_owned(),
                 message: format!(
                     "not NVML's answer as `gdrdoctor capture` writes it ({})",
-                    crate::parse::shown(&e)
+                    crate::sanitize::quoted(&e)
                 ),
             });
             None

@@ -83,7 +83,7 @@ impl<T> Fact<T> {
             (Ok(raw), None) => Some(format!(
                 "{}: cannot parse {}",
                 self.path,
-                crate::parse::shown(raw)
+                crate::sanitize::quoted(raw)
             )),
         }
     }
@@ -96,7 +96,7 @@ impl<T> Fact<T> {
         }
         let message = match &self.raw {
             Err(e) => e.reason(),
-            Ok(raw) => format!("cannot parse {}", crate::parse::shown(raw)),
+            Ok(raw) => format!("cannot parse {}", crate::sanitize::quoted(raw)),
         };
         Some(Problem {
             path: self.path.clone(),
@@ -132,7 +132,7 @@ impl Problem {
             path: path.into(),
             message: format!(
                 "{UNSAFE_NAME}: {} is not a valid {what}; ignored",
-                crate::parse::shown(value.trim())
+                crate::sanitize::quoted(value.trim())
             ),
         }
     }

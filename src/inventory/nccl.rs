@@ -243,7 +243,7 @@ fn home_of(root: &Root, user: &str, problems: &mut Vec<Problem>) -> Option<User>
                     message: format!(
                         "line {}: the home directory of {user} is {}, not an absolute path",
                         i + 1,
-                        crate::parse::shown(home)
+                        crate::sanitize::quoted(home)
                     ),
                 });
                 return None;

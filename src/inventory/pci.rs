@@ -127,7 +127,7 @@ impl PciDetail {
                 if raw != "Unknown" {
                     problems.push(Problem {
                         path: speed.path.clone(),
-                        message: format!("cannot parse {}", crate::parse::shown(raw)),
+                        message: format!("cannot parse {}", crate::sanitize::quoted(raw)),
                     });
                 }
             }
@@ -265,7 +265,7 @@ fn link_under(root: &Root, path: &str, parent: &str) -> Result<Option<String>, P
             path: path.to_owned(),
             message: format!(
                 "link target {} does not name one of {parent}/",
-                crate::parse::shown(&target)
+                crate::sanitize::quoted(&target)
             ),
         })
     }

@@ -1,10 +1,11 @@
 //! RDMA devices from `/sys/class/infiniband`: their PCI function, ports, GID tables, netdevs.
 
 use super::{Fact, Problem};
+use crate::parse::int;
 use crate::parse::pci::{Bdf, path_functions};
 use crate::parse::rdma::{self as pr, Gid, GidType, LinkLayer};
-use crate::parse::{int, shown};
 use crate::root::Root;
+use crate::sanitize::quoted;
 
 pub const CLASS_INFINIBAND: &str = "/sys/class/infiniband";
 
@@ -380,7 +381,7 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
                 None => {
                     problems.push(Problem {
                         path,
-                        message: format!("not a GID: {}", shown(&text)),
+                        message: format!("not a GID: {}", quoted(&text)),
                     });
                     continue;
                 }

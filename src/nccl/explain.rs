@@ -206,21 +206,10 @@ pub struct Collector {
     dropped: u64,
 }
 
-/// Text from the log, made safe to print: control characters escaped, long text cut.
+/// Text from the log, made safe to print: hostile characters escaped by the one sanitizer,
+/// long text cut.
 fn clean(s: &str) -> String {
-    if s.len() <= MAX_TEXT && !s.bytes().any(|b| b < 0x20 || b == 0x7f) {
-        return s.to_owned();
-    }
-    let cut: String = s.chars().take(MAX_TEXT).collect();
-    let mut out = if cut.chars().any(char::is_control) {
-        cut.escape_debug().to_string()
-    } else {
-        cut
-    };
-    if s.chars().count() > MAX_TEXT {
-        out.push_str("...");
-    }
-    out
+    crate::sanitize::cut(s, MAX_TEXT)
 }
 
 /// A host name as nodes are told apart: whole up to MAX_TEXT characters, cut there as every

@@ -97,7 +97,19 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             .and_then(|x| x.ports.iter().find(|p| p.num == *n))
             .filter(|p| p.is_ethernet())
         {
-            indices.push((format!("{d} port {n}"), p.roce_v2_gid_index()));
+            // Named by what it is: an IPv6 table (roce-ipv6-only) has no IPv4 GID to name.
+            let index = p.roce_v2_gid_index();
+            let family = index
+                .and_then(|i| p.gids.iter().find(|g| g.index == i))
+                .map(|g| {
+                    if g.gid.ipv4().is_some() {
+                        "IPv4"
+                    } else {
+                        "IPv6"
+                    }
+                })
+                .unwrap_or("IPv4");
+            indices.push((format!("{d} port {n}: RoCE v2 {family} GID"), index));
         }
     }
     let distinct: std::collections::BTreeSet<Option<u32>> =
@@ -117,14 +129,17 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             value: Some(i.to_string()),
             why: indices
                 .iter()
-                .map(|(p, _)| format!("{p}: RoCE v2 IPv4 GID at index {i}"))
+                .map(|(p, _)| format!("{p} at index {i}"))
                 .collect(),
         },
         _ => {
             let mut w = vec!["WARNING: not set: the RoCE v2 GID is not at the same index on every port used, so one NCCL_IB_GID_INDEX would be wrong for some; NCCL picks the RoCE v2 IPv4 GID per port when it is unset".to_owned()];
-            w.extend(indices.iter().map(|(p, i)| match i {
-                Some(i) => format!("{p}: index {i}"),
-                None => format!("{p}: no RoCE v2 GID (see rdma-gid)"),
+            w.extend(indices.iter().map(|(p, i)| {
+                let port = p.split(": ").next().unwrap_or(p);
+                match i {
+                    Some(i) => format!("{port}: index {i}"),
+                    None => format!("{port}: no RoCE v2 GID (see rdma-gid)"),
+                }
             }));
             Setting {
                 name: "NCCL_IB_GID_INDEX",
@@ -247,7 +262,7 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
     let _ = writeln!(
         o,
         "# NCCL settings for {} from gdrdoctor {} ({root})",
-        crate::fixscript::comment(host),
+        crate::sanitize::text(host),
         env!("CARGO_PKG_VERSION")
     );
     let _ = writeln!(
@@ -260,11 +275,13 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
     );
     for s in settings {
         for w in &s.why {
-            let _ = writeln!(o, "# {}: {}", s.name, crate::fixscript::comment(w));
+            let _ = writeln!(o, "# {}: {}", s.name, crate::sanitize::text(w));
         }
         match &s.value {
+            // A value is made of names read off the node (NIC names): through the one
+            // sanitizer too, as the comments are (a capture's names are untrusted).
             Some(v) => {
-                let _ = writeln!(o, "export {}={}", s.name, quote(v));
+                let _ = writeln!(o, "export {}={}", s.name, quote(&crate::sanitize::text(v)));
             }
             None => {
                 let _ = writeln!(o, "# {} not set", s.name);
@@ -277,7 +294,7 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
     );
     for s in settings {
         if let Some(v) = &s.value {
-            let _ = writeln!(o, "{}={v}", s.name);
+            let _ = writeln!(o, "{}={}", s.name, crate::sanitize::text(v));
         }
     }
     o

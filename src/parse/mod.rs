@@ -29,21 +29,6 @@ pub fn int<T: std::str::FromStr>(s: &str) -> Option<T> {
     s.trim().parse().ok()
 }
 
-/// Shows a raw value in a message: quoted, control characters escaped, long values cut.
-pub fn shown(raw: &str) -> String {
-    const MAX: usize = 120;
-    let mut out: String = raw
-        .chars()
-        .take(MAX)
-        .collect::<String>()
-        .escape_debug()
-        .to_string();
-    if raw.chars().count() > MAX {
-        out.push_str("...");
-    }
-    format!("\"{out}\"")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,12 +42,6 @@ mod tests {
         assert_eq!(hex_u16("0x"), None);
         assert_eq!(hex_u16("banana"), None);
         assert_eq!(hex_u32("0x1234567890"), None);
-    }
-
-    #[test]
-    fn shown_escapes() {
-        assert_eq!(shown("a\nb"), "\"a\\nb\"");
-        assert!(shown(&"x".repeat(500)).ends_with("...\""));
     }
 }
 

@@ -53,8 +53,11 @@ pub fn lid(s: &str) -> Option<u16> {
     super::hex_u16(s)
 }
 
-/// A GID: 16 bytes, printed by the kernel as 8 groups of 4 hex digits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A GID: 16 bytes, printed by the kernel as 8 groups of 4 hex digits. The one GID type of the
+/// program: what sysfs lists and what libibverbs answers (`union ibv_gid`: 16 bytes, 8-aligned,
+/// its `global` member being two `__be64`; tests/verbs_layout.rs checks the layout).
+#[repr(C, align(8))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Gid(pub [u8; 16]);
 
 impl Gid {
@@ -84,9 +87,21 @@ impl Gid {
         Ipv6Addr::from(self.0).to_ipv4_mapped()
     }
 
-    /// fe80::/64, as the kernel's rdma_link_local_addr() tests it.
+    /// fe80::/10: the IPv6 link-local prefix (RFC 4291 section 2.4), which routers do not
+    /// forward. The one rule for "link-local" in gdrdoctor (the rdma-gid check, the two-node
+    /// test's GID families, the fleet).
     pub fn is_link_local(&self) -> bool {
-        self.0[..8] == [0xfe, 0x80, 0, 0, 0, 0, 0, 0]
+        self.0[0] == 0xfe && self.0[1] & 0xc0 == 0x80
+    }
+
+    /// Whether NCCL takes this GID when it picks one itself (no NCCL_IB_GID_INDEX): NCCL's
+    /// validGid() (src/transport/net_ib.cc) wants it configured (not all zeros, not bare fe80::)
+    /// and not link-local by its own test, which is fe80::/64 only, as the kernel's
+    /// rdma_link_local_addr() (include/rdma/ib_addr.h) tests it. A GID elsewhere in fe80::/10 is
+    /// link-local by [`Gid::is_link_local`] and still one NCCL would take: gdrdoctor never
+    /// proposes it, and says so where NCCL would pick it on its own.
+    pub fn nccl_valid(&self) -> bool {
+        !self.is_zero() && self.0[..8] != [0xfe, 0x80, 0, 0, 0, 0, 0, 0]
     }
 
     /// How an operator would name the address in it.
@@ -213,6 +228,25 @@ mod tests {
             GidFamily::Ipv6
         );
         assert_eq!(Gid::parse("fe80::1"), None);
+        // fe80::/10 is link-local (RFC 4291), not only fe80::/64; NCCL's own test is the /64.
+        for text in [
+            "fe80:0000:0000:0001:0000:0000:0000:0001",
+            "febf:ffff:0000:0000:0000:0000:0000:0001",
+            "fea0:0000:0000:0000:0000:0000:0000:0001",
+        ] {
+            let g = Gid::parse(text).unwrap();
+            assert_eq!(g.family(), GidFamily::LinkLocal, "{text}");
+            assert!(g.nccl_valid(), "{text}: NCCL's validGid() takes it");
+        }
+        assert!(!ll.nccl_valid(), "fe80::/64 is what NCCL skips");
+        assert!(!Gid::default().nccl_valid());
+        assert_eq!(
+            Gid::parse("fec0:0000:0000:0000:0000:0000:0000:0001")
+                .unwrap()
+                .family(),
+            GidFamily::Ipv6,
+            "fec0:: is past fe80::/10"
+        );
         assert_eq!(Gid::parse("zzzz:0000:0000:0000:0000:0000:0000:0000"), None);
         assert_eq!(gid_type("RoCE v2"), Some(GidType::RoceV2));
         assert_eq!(gid_type("IB/RoCE v1"), Some(GidType::IbRoceV1));

@@ -4,8 +4,9 @@
 //! coloured edges labelled with their level, ACS redirects in red, each NVLink group as a node
 //! joined to its GPUs.
 
-use super::picture::{Picture, What, clean, level_colour};
+use super::picture::{Picture, What, level_colour};
 use crate::placement::{Level, Role};
+use crate::sanitize::cut as clean;
 use std::io::{self, Write};
 
 /// A DOT string: text from the node cleaned of control characters (the `\n` in our labels is

@@ -22,25 +22,10 @@ fn label(s: Status) -> String {
     }
 }
 
-/// Text read off a node (a captured one is untrusted) never reaches the terminal raw: control
-/// characters are shown escaped, so a capture cannot clear the screen, retitle the window or
-/// hide a line with a carriage return.
-fn clean(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.chars().any(char::is_control) {
-        s.chars()
-            .map(|c| {
-                if c.is_control() {
-                    c.escape_default().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect::<String>()
-            .into()
-    } else {
-        s.into()
-    }
-}
+/// Text read off a node (a captured one is untrusted) never reaches the terminal raw: the one
+/// sanitizer (crate::sanitize) escapes it, so a capture cannot clear the screen, retitle the
+/// window or hide a line with a carriage return.
+use crate::sanitize::text as clean;
 
 fn bold(s: &str) -> String {
     s.if_supports_color(Stream::Stdout, |t| t.bold())

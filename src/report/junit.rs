@@ -159,41 +159,37 @@ fn element(tag: &str, code: &str, message: &str, detail: &str) -> String {
     )
 }
 
-/// Characters XML 1.0 cannot carry at all (most C0 controls) become U+FFFD: a value read off a
-/// hostile capture must not make the file unparseable.
-fn legal(ch: char) -> char {
-    match ch {
-        '\t' | '\n' | '\r' => ch,
-        c if (c as u32) < 0x20 => '\u{FFFD}',
-        '\u{FFFE}' | '\u{FFFF}' => '\u{FFFD}',
-        c => c,
-    }
-}
-
+/// Element text: each line through the one sanitizer (crate::sanitize: a value read off a
+/// hostile capture can neither make the file unparseable, since XML 1.0 cannot carry most C0
+/// controls even as references, nor reach a CI page raw), its line breaks kept, then XML's
+/// own escapes.
 fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for ch in s.chars().map(legal) {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
+    for (i, line) in s.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for ch in crate::sanitize::text(line).chars() {
+            match ch {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                c => out.push(c),
+            }
         }
     }
     out
 }
 
+/// An attribute value: one line, through the one sanitizer, then XML's escapes.
 pub(crate) fn attr(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for ch in s.chars().map(legal) {
+    for ch in crate::sanitize::text(s).chars() {
         match ch {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' => out.push_str("&#9;"),
             c => out.push(c),
         }
     }
@@ -206,8 +202,8 @@ mod tests {
     fn hostile_text_stays_well_formed() {
         assert_eq!(
             super::attr("a\"<b>&\u{1}\n"),
-            "a&quot;&lt;b&gt;&amp;\u{FFFD}&#10;"
+            "a&quot;&lt;b&gt;&amp;\\u{1}\\n"
         );
-        assert_eq!(super::text("x]]>\u{7}"), "x]]&gt;\u{FFFD}");
+        assert_eq!(super::text("x]]>\u{7}\ny"), "x]]&gt;\\u{7}\ny");
     }
 }

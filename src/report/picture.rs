@@ -524,30 +524,6 @@ fn nvlink_groups(gpus: &BTreeMap<Bdf, usize>, links: &BTreeMap<(Bdf, Bdf), u32>)
     groups
 }
 
-/// Text from the node for a picture: control characters escaped as the human report shows
-/// them (`\u{1b}`), so that a name cannot hide or break a line, and at most `max` characters
-/// (the rest as `…`), so that a long name cannot stretch the layout.
-pub fn clean(s: &str, max: usize) -> String {
-    let s: String = s
-        .chars()
-        .map(|c| {
-            // XML 1.0 allows neither control characters nor U+FFFE/U+FFFF, even as references.
-            if c.is_control() || c == '\u{fffe}' || c == '\u{ffff}' {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
-    if s.chars().count() <= max {
-        s
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
 /// The colour of a level's line, in both pictures: green (one bridge) to red (across sockets).
 pub fn level_colour(l: Level) -> &'static str {
     match l {
@@ -561,7 +537,7 @@ pub fn level_colour(l: Level) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::{NvGroup, clean, nvlink_groups};
+    use super::{NvGroup, nvlink_groups};
     use crate::parse::pci::Bdf;
     use std::collections::BTreeMap;
 
@@ -619,13 +595,5 @@ mod tests {
         // A chain 0-1-2: one set, and the pair without a link of its own is named.
         let g = groups(3, &[(0, 1, 2), (1, 2, 2)]);
         assert_eq!((g[0].links, g[0].other.clone()), (2, vec![(10, 12, 0)]));
-    }
-
-    #[test]
-    fn clean_escapes_and_shortens() {
-        assert_eq!(clean("mlx5_0", 10), "mlx5_0");
-        assert_eq!(clean("a\u{1b}[2Jb", 20), "a\\u{1b}[2Jb");
-        assert_eq!(clean("x\u{ffff}", 20), "x\\u{ffff}");
-        assert_eq!(clean("abcdefghij", 5), "abcd…");
     }
 }

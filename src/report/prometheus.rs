@@ -232,10 +232,11 @@ fn number(v: f64) -> String {
     }
 }
 
-/// Label values: backslash, double quote and line feed escaped (the exposition format's rule).
+/// Label values: through the one sanitizer first (crate::sanitize: a dashboard shows them to a
+/// person), then backslash, double quote and line feed escaped (the exposition format's rule).
 pub fn escape_label(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
+    for ch in crate::sanitize::text(s).chars() {
         match ch {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
@@ -254,7 +255,9 @@ fn escape_help(s: &str) -> String {
 mod tests {
     #[test]
     fn label_values_are_escaped() {
-        assert_eq!(super::escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(super::escape_label("a\"b\\cd"), "a\\\"b\\\\cd");
+        // A line feed or an ESC read off a node is shown escaped, then that escape escaped.
+        assert_eq!(super::escape_label("c\nd\u{1b}[2J"), "c\\\\nd\\\\u{1b}[2J");
         assert_eq!(super::number(1.0), "1");
         assert_eq!(super::number(0.25), "0.25");
     }

@@ -170,18 +170,22 @@ pub fn human(m: &Matrix) -> String {
 
 /// Tab-separated like nvidia-smi's, so that scripts reading that read this; written row by
 /// row.
+///
+/// Names and values read off the node (an RDMA device's name, a GPU's model, the affinities)
+/// go through the one sanitizer (crate::sanitize): a capture cannot drive the terminal.
 pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
+    use crate::sanitize::text as t;
     let n = m.devices.len();
     if n == 0 {
         return o.write_all(b"no GPU and no RDMA device found\n");
     }
     o.write_all(b"\t")?;
     for d in &m.devices {
-        write!(o, "{}\t", d.name)?;
+        write!(o, "{}\t", t(&d.name))?;
     }
     o.write_all(b"CPU Affinity\tNUMA Affinity\n")?;
     for (i, d) in m.devices.iter().enumerate() {
-        write!(o, "{}\t", d.name)?;
+        write!(o, "{}\t", t(&d.name))?;
         for j in 0..n {
             match cell(m, i, j) {
                 Some(Cell::Me) => o.write_all(b" X \t")?,
@@ -192,8 +196,8 @@ pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
         writeln!(
             o,
             "{}\t{}",
-            d.cpu_affinity.as_deref().unwrap_or("N/A"),
-            d.numa_affinity.as_deref().unwrap_or("N/A")
+            t(d.cpu_affinity.as_deref().unwrap_or("N/A")),
+            t(d.numa_affinity.as_deref().unwrap_or("N/A"))
         )?;
     }
     o.write_all(b"\nLegend:\n\n  X    = Self\n")?;
@@ -209,8 +213,8 @@ pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 o,
                 "  {}: {}{pci}",
-                d.name,
-                d.rdma_device.as_deref().unwrap_or("?")
+                t(&d.name),
+                t(d.rdma_device.as_deref().unwrap_or("?"))
             )?;
         }
     }
@@ -221,12 +225,12 @@ pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
             let model = d
                 .model
                 .as_deref()
-                .map(|m| format!(" {m}"))
+                .map(|m| format!(" {}", t(m)))
                 .unwrap_or_default();
             writeln!(
                 o,
                 "  {}: {}{model}",
-                d.name,
+                t(&d.name),
                 d.bdf.map(|b| b.to_string()).unwrap_or_default()
             )?;
         }
@@ -236,7 +240,12 @@ pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
         o.write_all(b"\nNUMA unknown across host bridges, NODE assumed: ")?;
         for (k, (i, j)) in assumed.enumerate() {
             let sep = if k == 0 { "" } else { ", " };
-            write!(o, "{sep}{}-{}", m.devices[i].name, m.devices[j].name)?;
+            write!(
+                o,
+                "{sep}{}-{}",
+                t(&m.devices[i].name),
+                t(&m.devices[j].name)
+            )?;
         }
         o.write_all(b"\n")?;
     }

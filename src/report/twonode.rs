@@ -44,20 +44,25 @@ pub fn human(reports: &[Report]) -> String {
     reports.iter().map(human_one).collect::<Vec<_>>().join("\n")
 }
 
+/// Most of what a two-node report holds came from the other node (its host name, its rails'
+/// names, its failure messages, a `refused` reason): every string goes through the one
+/// sanitizer, so that a peer cannot forge a line (`\nready: ...`) or drive the terminal.
 fn human_one(r: &Report) -> String {
+    use crate::sanitize::text as t;
     let mut o = String::new();
     let peer = r.peer.as_deref().unwrap_or("the peer");
     let _ = writeln!(
         o,
-        "gdrdoctor two-node write test: {} ({}) with {peer}{}",
-        r.host,
+        "gdrdoctor two-node write test: {} ({}) with {}{}",
+        t(&r.host),
         match r.role {
             crate::gdr::twonode::Role::Listener => "listener",
             crate::gdr::twonode::Role::Connector => "connector",
         },
+        t(peer),
         r.peer_addr
             .as_deref()
-            .map(|a| format!(" at {a}"))
+            .map(|a| format!(" at {}", t(a)))
             .unwrap_or_default()
     );
     for rail in &r.rails {
@@ -65,35 +70,44 @@ fn human_one(r: &Report) -> String {
             o,
             "rail {}: {} <-> {}{}",
             rail.index,
-            rail.outgoing.from,
-            rail.outgoing.to,
+            t(&rail.outgoing.from),
+            t(&rail.outgoing.to),
             rail.path_mtu
                 .map(|m| format!(", path MTU {m}"))
                 .unwrap_or_default()
         );
         if rail.setup.path.is_some() || rail.peer_path.is_some() {
-            let _ = writeln!(o, "  memory: {}", memory(rail));
+            let _ = writeln!(o, "  memory: {}", t(&memory(rail)));
         }
         for (word, d) in [("out", &rail.outgoing), ("in ", &rail.incoming)] {
             match &d.failure {
                 None => {
-                    let _ = writeln!(o, "  {word} PASS {} -> {}: {}", d.from, d.to, figures(d));
+                    let _ = writeln!(
+                        o,
+                        "  {word} PASS {} -> {}: {}",
+                        t(&d.from),
+                        t(&d.to),
+                        figures(d)
+                    );
                 }
                 Some(f) => {
                     let _ = writeln!(
                         o,
                         "  {word} FAIL {} -> {}: {}: {}",
-                        d.from, d.to, f.step, f.message
+                        t(&d.from),
+                        t(&d.to),
+                        t(&f.step),
+                        t(&f.message)
                     );
                 }
             }
         }
         for n in &rail.notes {
-            let _ = writeln!(o, "  note: {n}");
+            let _ = writeln!(o, "  note: {}", t(n));
         }
     }
     if let Some(e) = &r.error {
-        let _ = writeln!(o, "error: {e}");
+        let _ = writeln!(o, "error: {}", t(e));
     }
     let _ = writeln!(
         o,
@@ -304,6 +318,30 @@ mod tests {
             rail(1, "mlx5_1", Some("IBV_WC_RETRY_EXC_ERR <&>")),
         ];
         r
+    }
+
+    /// The peer's host name, its failure messages and a refused reason are the other node's
+    /// words: shown escaped, so that none forges a line or drives the terminal.
+    #[test]
+    fn the_peers_words_are_shown_escaped() {
+        const FORGED: &str = "evil\n\u{1b}[2J\u{1b}[32mready: 8 rail(s) pass both ways\u{202e}";
+        let mut r = report();
+        r.peer = Some(FORGED.into());
+        r.rails[1].incoming.failure.as_mut().unwrap().message = FORGED.into();
+        r.rails[1].notes.push(FORGED.into());
+        r.error = Some(format!("the peer refused this side: {FORGED}"));
+        let (h, j, p) = (human(&[r.clone()]), junit(&[r.clone()]), prometheus(&[r]));
+        for text in [&h, &j, &p] {
+            assert!(!text.contains(['\u{1b}', '\u{202e}']), "{text}");
+            assert!(
+                !text
+                    .lines()
+                    .any(|l| l.starts_with("ready") || l.starts_with("\u{1b}")),
+                "{text}"
+            );
+        }
+        assert!(h.contains("with evil\\n\\u{1b}[2J"), "{h}");
+        assert!(j.contains("evil\\n\\u{1b}[2J"), "{j}");
     }
 
     #[test]

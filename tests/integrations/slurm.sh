@@ -413,7 +413,8 @@ if ! cc -shared -fPIC -Wall -Werror -o "$GDR/libibverbs-stub.so" tests/stubs/ibv
 elif [ -z "$gdr_port_free" ]; then
   fail "gdr-slurm: port 18516/18517 free (gdr-test --slurm listens on 18516 + rank)" "in use"
 else
-  head -c 32 /dev/urandom | base64 > "$GDR/token"
+  # A token file others cannot read (gdrdoctor refuses one they can, as ssh does a key).
+  (umask 077 && head -c 32 /dev/urandom | base64 > "$GDR/token")
   # srun passes this environment to both tasks (--export=ALL, its default).
   export GDRDOCTOR_LIBIBVERBS=$GDR/libibverbs-stub.so
   unset NCCL_IB_HCA
@@ -431,7 +432,7 @@ else
   # rank), so task 1 reads a token that task 0 does not have. Both must end with the auth error.
   mkdir -p "$GDR/auth"
   cp "$GDR/token" "$GDR/auth/token.0"
-  head -c 32 /dev/urandom | base64 > "$GDR/auth/token.1"
+  (umask 077 && head -c 32 /dev/urandom | base64 > "$GDR/auth/token.1")
   printf '0-1 %s gdr-test --slurm --token-file %s --rails fake0 --memory host --format json --wait 30\n' \
     "$BIN" "$GDR/auth/token.%t" > "$GDR/auth/multi.conf"
   s=$(now)

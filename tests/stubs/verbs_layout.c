@@ -22,6 +22,9 @@ int main(void) {
     OFF(ibv_qp_init_attr, cap);
     OFF(ibv_qp_init_attr, qp_type);
     OFF(ibv_qp_init_attr, sq_sig_all);
+    /* The one GID type (src/parse/rdma.rs) is what libibverbs reads and writes. */
+    SZ(union ibv_gid);
+    printf("_Alignof(union ibv_gid) %zu\n", _Alignof(union ibv_gid));
     SZ(struct ibv_ah_attr);
     OFF(ibv_ah_attr, dlid);
     OFF(ibv_ah_attr, is_global);

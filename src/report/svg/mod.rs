@@ -13,8 +13,9 @@
 mod legend;
 mod nvlink;
 
-use super::picture::{Picture, What, clean, level_colour};
+use super::picture::{Picture, What, level_colour};
 use crate::placement::Role;
+use crate::sanitize::cut as clean;
 use nvlink::{NV_DROP, NV_LANE, NV_TOP, bars, nvlink_group};
 use std::io::{self, Write};
 
