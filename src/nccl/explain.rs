@@ -220,10 +220,8 @@ fn host_key(host: &str) -> std::borrow::Cow<'_, str> {
     if host.len() <= MAX_TEXT {
         return host.into();
     }
-    match host.char_indices().nth(MAX_TEXT) {
-        Some((cut, _)) => format!("{}...", &host[..cut]).into(),
-        None => host.into(),
-    }
+    // The one sanitizer's cut, so that the key is already the name shown.
+    crate::sanitize::cut(host, MAX_TEXT).into()
 }
 
 impl Collector {
@@ -2004,10 +2002,11 @@ mod tests {
         let e = c.finish().unwrap();
         let names: Vec<&str> = e.nodes.iter().map(|n| n.name.as_str()).collect();
         assert!(names.contains(&"short"), "{names:?}");
+        let cut = crate::sanitize::cut(&format!("000{}", "h".repeat(60_000)), MAX_TEXT);
         assert!(
-            names.contains(&format!("000{}...", "h".repeat(MAX_TEXT - 3)).as_str()),
-            "{:?}",
-            &names[..2]
+            cut.ends_with('…') && cut.chars().count() == MAX_TEXT,
+            "{cut}"
         );
+        assert!(names.contains(&cut.as_str()), "{:?}", &names[..2]);
     }
 }
