@@ -193,7 +193,8 @@ struct VerifyArgs {
     /// wheel's copy of the python3 on PATH).
     #[arg(long, value_name = "PATH")]
     library: Option<PathBuf>,
-    /// Keep NCCL's log (DIR/nccl.log) and topology dump (DIR/topo.xml) in DIR.
+    /// Keep NCCL's log (DIR/nccl.log) and topology dump (DIR/topo.xml) in DIR: created new,
+    /// never through a link; DIR must not be writable by others unless sticky and yours.
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
     /// Do not run the GPU probe before NCCL (peer-memory's DMA-BUF verdict is then inferred,

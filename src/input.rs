@@ -136,6 +136,11 @@ pub fn check_stdin() -> Result<(), InputError> {
     Err(InputError::NotRegular(kind(&ft)))
 }
 
+/// What a file that is not a regular one is, in words (`a FIFO`, `a directory`).
+pub fn kind_of(ft: &std::fs::FileType) -> &'static str {
+    kind(ft)
+}
+
 fn kind(ft: &std::fs::FileType) -> &'static str {
     if ft.is_dir() {
         "a directory"

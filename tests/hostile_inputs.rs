@@ -498,7 +498,9 @@ fn nccl_verify_does_not_read_a_log_that_is_not_a_file() {
     let d = tempfile::tempdir().unwrap();
     let config = d.path().join("config.yaml");
     std::fs::write(&config, "timeouts: {nccl_verify_s: 2}\n").unwrap();
-    for (what, plant) in [("a character device", "zero"), ("a FIFO", "fifo")] {
+    // Since the --log-dir files are made safe before NCCL runs, a link or a FIFO already at
+    // nccl.log is refused before anything is run or read (it never reaches the read).
+    for (what, plant) in [("a symbolic link to /dev/zero", "zero"), ("a FIFO", "fifo")] {
         let dir = d.path().join(plant);
         std::fs::create_dir(&dir).unwrap();
         let log = dir.join("nccl.log");
@@ -507,38 +509,91 @@ fn nccl_verify_does_not_read_a_log_that_is_not_a_file() {
         } else {
             mkfifo(&log);
         }
-        let r = Case::new(&[
-            "--root",
-            fixture("h200x2-vm"),
-            "--config",
-            config.to_str().unwrap(),
-            "nccl",
-            "verify",
-            "--format",
-            "json",
-            "--log-dir",
-            dir.to_str().unwrap(),
-        ])
-        .env("GDRDOCTOR_LIBNCCL", stub("nccl", &[]).display().to_string())
-        .env("GDRDOCTOR_LIBCUDA", stub("cuda", &[]).display().to_string())
-        .env("GDRDOCTOR_LIBNVML", stub("nvml", &[]).display().to_string())
-        .env("GDRDOCTOR_LIBHIP", "/nonexistent/gdrdoctor-test/lib.so")
-        .env("GDRDOCTOR_LIBHSA", "/nonexistent/gdrdoctor-test/lib.so")
-        .env("FAKE_CUDA_BUSIDS", "0000:00:06.0,0000:00:07.0")
-        .env("FAKE_CUDA_COUNT", "2")
-        .within(Duration::from_secs(15), 100)
-        .run();
-        let doc: serde_json::Value = serde_json::from_str(&r.stdout)
-            .unwrap_or_else(|e| panic!("{plant}: {e}: {}\n{}", r.stdout, r.stderr));
-        let note = doc["run"]["log"]["note"].as_str().unwrap_or_default();
+        let doc = nccl_verify_in(&config, &dir, Duration::from_secs(15));
+        let error = doc["run"]["error"].as_str().unwrap_or_default();
         assert!(
-            note.contains(&format!(
-                "NCCL's log was not read ({}: {what}, not a regular file)",
-                log.display()
-            )),
+            error.contains(&format!("nccl.log there is {what}")),
             "{plant}: {doc:#}"
         );
     }
+}
+
+/// `nccl verify --log-dir D` as root with the stand-in NCCL, within `bound`: the JSON report.
+fn nccl_verify_in(config: &Path, dir: &Path, bound: Duration) -> serde_json::Value {
+    let r = Case::new(&[
+        "--root",
+        fixture("h200x2-vm"),
+        "--config",
+        config.to_str().unwrap(),
+        "nccl",
+        "verify",
+        "--format",
+        "json",
+        "--log-dir",
+        dir.to_str().unwrap(),
+    ])
+    .env("GDRDOCTOR_LIBNCCL", stub("nccl", &[]).display().to_string())
+    .env("GDRDOCTOR_LIBCUDA", stub("cuda", &[]).display().to_string())
+    .env("GDRDOCTOR_LIBNVML", stub("nvml", &[]).display().to_string())
+    .env("GDRDOCTOR_LIBHIP", "/nonexistent/gdrdoctor-test/lib.so")
+    .env("GDRDOCTOR_LIBHSA", "/nonexistent/gdrdoctor-test/lib.so")
+    .env("FAKE_CUDA_BUSIDS", "0000:00:06.0,0000:00:07.0")
+    .env("FAKE_CUDA_COUNT", "2")
+    .within(bound, 100)
+    .run();
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr))
+}
+
+/// NCCL opens `D/nccl.log` and `D/topo.xml` with fopen("w"): a link planted there made it
+/// overwrite the link's target as the caller (root). Now the link is refused and its target
+/// untouched; a directory others can write to is refused unless it is sticky and ours; an
+/// earlier run's log (a regular file) is replaced by NCCL's new one.
+#[test]
+fn nccl_verify_never_writes_through_a_planted_link() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = tempfile::tempdir().unwrap();
+    let config = d.path().join("config.yaml");
+    std::fs::write(&config, "timeouts: {nccl_verify_s: 5}\n").unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    for name in ["nccl.log", "topo.xml"] {
+        let dir = d.path().join(format!("planted-{name}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+        let doc = nccl_verify_in(&config, &dir, Duration::from_secs(15));
+        let error = doc["run"]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(&format!("{name} there is a symbolic link")),
+            "{name}: {doc:#}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "precious\n",
+            "{name}"
+        );
+    }
+    // Others may write to the directory: refused whatever is in it.
+    let open = d.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let doc = nccl_verify_in(&config, &open, Duration::from_secs(15));
+    assert!(
+        doc["run"]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("lets others write there"),
+        "{doc:#}"
+    );
+    // Sticky and ours (as /tmp is root's): NCCL runs, and an earlier log is replaced.
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::write(open.join("nccl.log"), "an earlier run\n").unwrap();
+    let doc = nccl_verify_in(&config, &open, Duration::from_secs(15));
+    assert!(doc["run"]["error"].is_null(), "{doc:#}");
+    let log = std::fs::read_to_string(open.join("nccl.log")).unwrap();
+    assert!(
+        log.contains("NCCL INFO") && !log.contains("an earlier run"),
+        "{log}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -47,6 +47,12 @@ pub fn set_blocking(file: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The effective user id of this process (who owns what it creates).
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no argument, cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -581,6 +581,7 @@ fn work_dir(opts: &Options) -> Result<(PathBuf, bool), String> {
             .mode(0o755)
             .create(d)
             .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        prepare_log_dir(d)?;
         return Ok((d.clone(), true));
     }
     let base = std::env::temp_dir();
@@ -594,6 +595,68 @@ fn work_dir(opts: &Options) -> Result<(PathBuf, bool), String> {
         .create(&dir)
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Ok((dir, false))
+}
+
+/// The files NCCL writes in `--log-dir` (fopen "w": it follows a link and truncates what is
+/// there, as the user who runs gdrdoctor, often root).
+const NCCL_FILES: [&str; 2] = ["nccl.log", "topo.xml"];
+
+/// Makes `--log-dir D` safe for NCCL to write in: D must not be a place where others can plant
+/// a link (writable by group or others, unless sticky and ours: then no one else can replace
+/// what we create), and `D/nccl.log` and `D/topo.xml` are created here, new (O_EXCL) and never
+/// through a link (O_NOFOLLOW), before NCCL opens them. A link or a special file already at
+/// either name is refused, named; a regular file (an earlier run's log) is replaced. Without
+/// this, a link planted as `D/nccl.log` made NCCL overwrite its target (issue 25).
+fn prepare_log_dir(d: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    let meta = std::fs::metadata(d).map_err(|e| format!("cannot use {}: {e}", d.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("cannot use {}: not a directory", d.display()));
+    }
+    let mode = meta.permissions().mode();
+    let ours = meta.uid() == crate::ffi::fd::effective_uid();
+    if mode & 0o022 != 0 && !(mode & 0o1000 != 0 && ours) {
+        return Err(format!(
+            "refusing --log-dir {}: mode {:04o} lets others write there, and a link they plant as nccl.log or topo.xml would make NCCL overwrite its target as this user; use a directory only you can write to",
+            d.display(),
+            mode & 0o7777
+        ));
+    }
+    for name in NCCL_FILES {
+        let path = d.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                // The operator's own directory, not the node's: no Root here.
+                #[allow(clippy::disallowed_methods)]
+                let target = std::fs::read_link(&path)
+                    .map(|t| format!(" to {}", crate::sanitize::text(&t.to_string_lossy())))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "refusing --log-dir {}: {name} there is a symbolic link{target}, which NCCL would write through; remove it or use another directory",
+                    d.display()
+                ));
+            }
+            Ok(m) if m.is_file() => std::fs::remove_file(&path)
+                .map_err(|e| format!("cannot replace {}: {e}", path.display()))?,
+            Ok(m) => {
+                return Err(format!(
+                    "refusing --log-dir {}: {name} there is {}, not a file NCCL can write; remove it or use another directory",
+                    d.display(),
+                    crate::input::kind_of(&m.file_type())
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot use {}: {e}", path.display())),
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o644)
+            .open(&path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Runs NCCL on `gpus` (PCI addresses, in rank order) in a child with a deadline.
