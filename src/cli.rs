@@ -701,10 +701,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let inv = Inventory::load(&root, &config, options);
             // Written row by row as computed: the matrix is N x N (issue 14).
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
+            // NCCL's GDR decision beside the matrix: the judgement `check` makes (issue 25).
+            let gdr = || report::topo::gdr(&inv, &gdrdoctor::nccl::effective::judge(&inv, &config));
             match format {
                 Format::Human => {
                     let m = gdrdoctor::placement::matrix(&inv);
-                    report::topo::write_human(&m, &mut out)?
+                    report::topo::write_human(&m, &gdr(), &mut out)?
                 }
                 Format::Json => {
                     let m = gdrdoctor::placement::matrix(&inv);
@@ -712,11 +714,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
                         path: display,
                         live: root.is_live(),
                     };
-                    report::topo::write_json(&m, info, &mut out)?
+                    report::topo::write_json(&m, gdr(), info, &mut out)?
                 }
                 // The pictures need the tree and each GPU's nearest NICs, not the matrix.
                 Format::Svg | Format::Dot => {
-                    let p = report::picture::picture(&inv, config.thresholds.gdr_level, &display);
+                    let p = report::picture::picture(&inv, &config, &display);
                     if *format == Format::Svg {
                         report::svg::write(&p, &mut out)?
                     } else {

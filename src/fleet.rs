@@ -184,11 +184,7 @@ pub fn analyse(
     let picture = draw
         .filter(|(p, index)| p.claim(&model_of(inv.kernel.product.as_deref()), *index))
         .map(|_| {
-            let p = crate::report::picture::picture(
-                &inv,
-                config.thresholds.gdr_level,
-                &path.display().to_string(),
-            );
+            let p = crate::report::picture::picture(&inv, config, &path.display().to_string());
             let mut svg = Vec::new();
             // Writing into memory cannot fail.
             let _ = crate::report::svg::write(&p, &mut svg);

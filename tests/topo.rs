@@ -188,6 +188,16 @@ fn json_fields_are_documented() {
             missing.push(format!("devices[].{key}"));
         }
     }
+    let mut fields: Vec<(String, &serde_json::Value)> = vec![("gdr".into(), &t["gdr"])];
+    fields.push(("gdr.gpus[]".into(), &t["gdr"]["gpus"][0]));
+    fields.push(("gdr.gpus[].nics[]".into(), &t["gdr"]["gpus"][0]["nics"][0]));
+    for (prefix, obj) in fields {
+        for key in obj.as_object().expect(&prefix).keys() {
+            if !doc.contains(&format!("| `{prefix}.{key}` |")) {
+                missing.push(format!("{prefix}.{key}"));
+            }
+        }
+    }
     assert!(
         missing.is_empty(),
         "undocumented in docs/topo-json.md: {missing:?}"

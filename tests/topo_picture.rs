@@ -656,11 +656,18 @@ fn to_switch(n: usize) -> Vec<(&'static str, &'static str)> {
     vec![("switch", "FFFFFFFF:FF:FF.0"); n]
 }
 
+/// `topo`'s human output for `inv`, as `topo` writes it.
+fn topo_human(inv: &Inventory) -> String {
+    let config = gdrdoctor::config::Config::default();
+    let gdr = gdrdoctor::report::topo::gdr(inv, &gdrdoctor::nccl::effective::judge(inv, &config));
+    gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(inv), &gdr)
+}
+
 /// The SVG of `inv` as `topo --format svg` draws it (the live path: the pictures read NVML's
 /// NVLinks from the inventory's GPU probe).
 fn svg_of(inv: &Inventory, root: &str) -> String {
-    let policy = gdrdoctor::config::Config::default().thresholds.gdr_level;
-    let p = gdrdoctor::report::picture::picture(inv, policy, root);
+    let config = gdrdoctor::config::Config::default();
+    let p = gdrdoctor::report::picture::picture(inv, &config, root);
     let mut out = Vec::new();
     gdrdoctor::report::svg::write(&p, &mut out).unwrap();
     String::from_utf8(out).unwrap()
@@ -668,8 +675,8 @@ fn svg_of(inv: &Inventory, root: &str) -> String {
 
 /// The DOT of `inv`, as `topo --format dot` writes it.
 fn dot_of(inv: &Inventory, root: &str) -> String {
-    let policy = gdrdoctor::config::Config::default().thresholds.gdr_level;
-    let p = gdrdoctor::report::picture::picture(inv, policy, root);
+    let config = gdrdoctor::config::Config::default();
+    let p = gdrdoctor::report::picture::picture(inv, &config, root);
     let mut out = Vec::new();
     gdrdoctor::report::dot::write(&p, &mut out).unwrap();
     let dot = String::from_utf8(out).unwrap();
@@ -855,7 +862,7 @@ fn nvlink_groups_all_to_all_and_not() {
     // NV18 between every pair (the 4x H100 machine): one group, one bar, one label.
     let all: Vec<_> = FOUR.iter().map(|g| (*g, to_switch(18))).collect();
     inv.gpu_runtime = nvml(&all);
-    let topo_m = gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(&inv));
+    let topo_m = topo_human(&inv);
     assert!(topo_m.contains("GPU0\t X \tNV18\tNV18\tNV18\t"), "{topo_m}");
     let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, NV18");
     let doc = roxmltree::Document::parse(&svg).unwrap();
@@ -880,7 +887,7 @@ fn nvlink_groups_all_to_all_and_not() {
     let mut fewer = all.clone();
     fewer[3].1 = to_switch(12);
     inv.gpu_runtime = nvml(&fewer);
-    let topo_m = gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(&inv));
+    let topo_m = topo_human(&inv);
     assert!(topo_m.contains("GPU3\tNV12\tNV12\tNV12\t X \t"), "{topo_m}");
     let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12");
     let doc = roxmltree::Document::parse(&svg).unwrap();
@@ -982,4 +989,293 @@ fn nvlink_groups_on_the_real_pair_and_the_8_gpu_node() {
     let pairs = groups_of(&doc, "pair").len();
     assert_eq!(pairs, 16, "every GDR pair still drawn");
     render_and_size(&svg, "8gpu-nv18-roce");
+}
+
+/// One GPU's GDR decision as a view shows it: verdict, NCCL's level, the nearest NICs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Decision {
+    verdict: String,
+    level: Option<String>,
+    nics: BTreeSet<String>,
+}
+
+/// `pcie-placement`'s decision per GPU (by PCI address), from `check --format json`: the code
+/// of the GPU's finding, the level and the NICs its message names ("nearest NICs: mlx5_0,
+/// mlx5_1 at PIX ...", "nearest NIC mlx5_0 at SYS, beyond ...").
+fn check_decisions(report: &serde_json::Value) -> std::collections::BTreeMap<String, Decision> {
+    let mut out = std::collections::BTreeMap::new();
+    let placement = check(report, "pcie-placement");
+    for f in placement["findings"].as_array().unwrap() {
+        let subject = f["subject"].as_str().unwrap();
+        let Some(bdf) = subject
+            .strip_prefix("GPU ")
+            .and_then(|s| s.split(' ').next())
+        else {
+            continue;
+        };
+        let message = f["message"].as_str().unwrap();
+        let verdict = match f["code"].as_str().unwrap() {
+            "gpu-nic-near" => "gdr",
+            "gpu-nic-too-far" => "no-gdr",
+            "placement-unknown" => "unknown",
+            other => panic!("{subject}: code {other}"),
+        };
+        let (level, nics) = match verdict {
+            "unknown" => (None, BTreeSet::new()),
+            _ => {
+                let rest = [
+                    "nearest NICs: ",
+                    "nearest NIC: ",
+                    "nearest NICs ",
+                    "nearest NIC ",
+                ]
+                .iter()
+                .find_map(|p| message.strip_prefix(p))
+                .unwrap_or_else(|| panic!("{subject}: {message}"));
+                let (names, after) = rest.split_once(" at ").unwrap();
+                let level = after.split([' ', ',']).next().unwrap().to_owned();
+                (Some(level), names.split(", ").map(str::to_owned).collect())
+            }
+        };
+        out.insert(
+            bdf.to_owned(),
+            Decision {
+                verdict: verdict.to_owned(),
+                level,
+                nics,
+            },
+        );
+    }
+    out
+}
+
+/// The label a picture gives a GDR pair: NCCL's level, the sysfs level beside where it differs.
+fn pair_label(nic: &serde_json::Value) -> String {
+    let level = nic["level"].as_str().unwrap();
+    match nic["sysfs_level"].as_str() {
+        Some(s) if s != level => format!("{level} (sysfs {s})"),
+        _ => level.to_owned(),
+    }
+}
+
+/// Issue 25: `check` passed every GPU of an Azure VM from NCCL's topology file while the
+/// pictures said "no GDR: NIC at NODE" for all 8. One function decides; on every fixture, the
+/// check's findings, `topo`'s JSON and human output, the SVG and the DOT say the same about
+/// every GPU (and every GDR pair drawn).
+#[test]
+fn every_view_judges_gdr_as_check_does() {
+    let mut wrong: Vec<String> = Vec::new();
+    let mut judged = 0;
+    for name in fixture_names() {
+        let root = fixture(&name);
+        let cfg = fixture_config(&name);
+        let run = |args: &[&str]| {
+            let mut a = vec!["--root", root];
+            if let Some(c) = &cfg {
+                a.extend(["--config", c.as_str()]);
+            }
+            a.extend(args);
+            gdrdoctor(&a)
+        };
+        let report = json(&run(&[
+            "check",
+            "--select",
+            "pcie-placement",
+            "--format",
+            "json",
+        ]));
+        let topo_out = run(&["topo", "--format", "json"]);
+        let Ok(topo) = serde_json::from_slice::<serde_json::Value>(&topo_out.stdout) else {
+            // A root topo cannot read says so and prints no matrix (tested apart).
+            continue;
+        };
+        let from_check = check_decisions(&report);
+        let devices = topo["devices"].as_array().unwrap();
+        let bdf_of = |n: &str| {
+            devices
+                .iter()
+                .find(|d| d["name"] == n)
+                .and_then(|d| d["bdf"].as_str())
+                .map(str::to_owned)
+        };
+        let rdma_devices = devices.iter().filter(|d| d["kind"] == "nic").count();
+        let gpus = topo["gdr"]["gpus"].as_array().unwrap();
+        let mut no_gdr = BTreeSet::new();
+        let mut pairs = BTreeSet::new();
+        let mut human_expected = Vec::new();
+        for g in gpus {
+            judged += 1;
+            let bdf = g["bdf"].as_str().unwrap();
+            let verdict = g["verdict"].as_str().unwrap();
+            let nics: BTreeSet<String> = g["nics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["rdma_device"].as_str().unwrap().to_owned())
+                .collect();
+            let from_topo = Decision {
+                verdict: verdict.to_owned(),
+                level: g["level"].as_str().map(str::to_owned),
+                nics,
+            };
+            match from_check.get(bdf) {
+                Some(c) if *c != from_topo => {
+                    wrong.push(format!("{name} GPU {bdf}: check {c:?}, topo {from_topo:?}"))
+                }
+                None if verdict != "no-nic" => wrong.push(format!(
+                    "{name} GPU {bdf}: no pcie-placement finding, topo {from_topo:?}"
+                )),
+                _ => {}
+            }
+            if verdict == "no-gdr"
+                || verdict == "unknown"
+                || (verdict == "no-nic" && rdma_devices > 0)
+            {
+                no_gdr.insert(bdf.to_owned());
+            }
+            if verdict == "gdr" {
+                for n in g["nics"].as_array().unwrap() {
+                    if let Some(nic) = bdf_of(n["name"].as_str().unwrap()) {
+                        pairs.insert((bdf.to_owned(), nic, pair_label(n)));
+                    }
+                }
+            }
+            human_expected.push((g["name"].as_str().unwrap().to_owned(), verdict.to_owned()));
+        }
+        for bdf in from_check.keys() {
+            if !gpus.iter().any(|g| g["bdf"] == bdf.as_str()) {
+                wrong.push(format!("{name} GPU {bdf}: in check, not in topo's gdr"));
+            }
+        }
+
+        // The human output's lines, `GPU0: GDR: NIC0 at PIX`.
+        let human = stdout(&run(&["topo"]));
+        let section = human
+            .split_once("\nGPUDirect RDMA as NCCL decides it")
+            .map(|(_, s)| s);
+        let shown: Vec<(String, String)> = section
+            .into_iter()
+            .flat_map(|s| s.lines())
+            .filter_map(|l| l.strip_prefix("  "))
+            .filter_map(|l| {
+                let mut parts = l.splitn(3, ": ");
+                let (gpu, what, rest) = (parts.next()?, parts.next()?, parts.next()?);
+                let verdict = match (what, rest) {
+                    ("GDR", _) => "gdr",
+                    ("no GDR", "NCCL uses no RDMA NIC") => "no-nic",
+                    ("no GDR", _) => "no-gdr",
+                    ("unknown", _) => "unknown",
+                    _ => return None,
+                };
+                Some((gpu.to_owned(), verdict.to_owned()))
+            })
+            .collect();
+        let all_no_nic = human_expected.iter().all(|(_, v)| v == "no-nic");
+        if shown != human_expected && !(all_no_nic && shown.is_empty()) {
+            wrong.push(format!(
+                "{name}: topo's human lines {shown:?}, JSON {human_expected:?}"
+            ));
+        }
+
+        // The SVG: GPUs outlined as without GDR, and the pairs drawn with their labels.
+        let svg = stdout(&run(&["topo", "--format", "svg"]));
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let drawn_gpus = boxes_with(&doc, "gpu");
+        let drawn_nics = boxes_with(&doc, "nic");
+        let want_no_gdr: BTreeSet<String> = no_gdr.intersection(&drawn_gpus).cloned().collect();
+        let svg_no_gdr = boxes_with(&doc, "nogdr");
+        if svg_no_gdr != want_no_gdr {
+            wrong.push(format!(
+                "{name}: SVG marks {svg_no_gdr:?} without GDR, the decision {want_no_gdr:?}"
+            ));
+        }
+        let want_pairs: BTreeSet<(String, String, String)> = pairs
+            .iter()
+            .filter(|(g, n, _)| drawn_gpus.contains(g) && drawn_nics.contains(n))
+            .cloned()
+            .collect();
+        let svg_pairs: BTreeSet<(String, String, String)> = groups_of(&doc, "pair")
+            .into_iter()
+            .map(|(title, _)| {
+                // `GPU0 - NIC0 mlx5_0: PIX (sysfs NODE)[, through an ACS redirect]`
+                let (who, label) = title.split_once(": ").unwrap();
+                let (gpu, nic) = who.split_once(" - ").unwrap();
+                let nic = nic.split(' ').next().unwrap();
+                let label = label.trim_end_matches(", through an ACS redirect");
+                (bdf_of(gpu).unwrap(), bdf_of(nic).unwrap(), label.to_owned())
+            })
+            .collect();
+        if svg_pairs != want_pairs {
+            wrong.push(format!(
+                "{name}: SVG pairs {svg_pairs:?}, the decision {want_pairs:?}"
+            ));
+        }
+
+        // The DOT: the same GPUs marked, the same pairs as coloured edges.
+        let dot = stdout(&run(&["topo", "--format", "dot"]));
+        let dot_no_gdr: BTreeSet<String> = dot
+            .lines()
+            .filter(|l| l.contains("\\nno GDR: "))
+            .filter_map(|l| l.trim().strip_prefix('"')?.split('"').next())
+            .map(str::to_owned)
+            .collect();
+        if dot_no_gdr != want_no_gdr {
+            wrong.push(format!(
+                "{name}: DOT marks {dot_no_gdr:?} without GDR, the decision {want_no_gdr:?}"
+            ));
+        }
+        let dot_pairs: BTreeSet<(String, String, String)> = dot
+            .lines()
+            .filter(|l| l.contains("penwidth=2.5"))
+            .filter_map(|l| {
+                let mut q = l.split('"');
+                let gpu = q.nth(1)?.to_owned();
+                let nic = q.nth(1)?.to_owned();
+                let label = l.split_once("label=\"")?.1.split('"').next()?;
+                let label = label.trim_end_matches(" ACS redirect").to_owned();
+                Some((gpu, nic, label))
+            })
+            .collect();
+        if dot_pairs != want_pairs {
+            wrong.push(format!(
+                "{name}: DOT pairs {dot_pairs:?}, the decision {want_pairs:?}"
+            ));
+        }
+    }
+    assert!(
+        judged > 50,
+        "only {judged} GPUs judged: the fixtures are not all there"
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} differences:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// `fleet --pictures` draws with the same judgement: the Azure VM whose nccl.conf names the
+/// image's topology file has every GPU paired at PIX, none marked "no GDR" (issue 25).
+#[test]
+fn fleet_pictures_judge_as_check_does() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let o = gdrdoctor(&[
+        "fleet",
+        fixture("azure-ndv4-vm-topo"),
+        "--pictures",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    code(&o);
+    let svgs = files(out_dir.path());
+    assert_eq!(svgs.len(), 1, "{svgs:?}\n{}", stderr(&o));
+    let svg = std::fs::read_to_string(out_dir.path().join(&svgs[0])).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert!(boxes_with(&doc, "nogdr").is_empty(), "{svg}");
+    let pairs = groups_of(&doc, "pair");
+    assert_eq!(pairs.len(), 16, "{pairs:?}");
+    assert!(
+        pairs.iter().all(|(t, _)| t.ends_with(": PIX (sysfs NODE)")),
+        "{pairs:?}"
+    );
+    assert!(!svg.contains("no GDR"), "{svg}");
 }

@@ -36,8 +36,22 @@ pub struct Setting {
 
 pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     let mut out = Vec::new();
-    // The levels NCCL will use: on its tree when a topology file is in effect (issue 16).
-    let (_, nearest) = effective::nearest(inv);
+    // The levels NCCL will use: on its tree when a topology file is in effect (issue 16),
+    // judged against the level NCCL runs with by default (the site's `thresholds.gdr_level`):
+    // NCCL_NET_GDR_LEVEL is proposed only where that is not enough.
+    let judged = effective::judge_under(
+        inv,
+        effective::Policy {
+            limit: params::GdrLimit::Upto(gdr_level),
+            source: effective::PolicySource::Config,
+        },
+    );
+    let nearest: Vec<(crate::parse::pci::Bdf, Option<&effective::Nearest>)> = judged
+        .gpus
+        .iter()
+        .map(|g| (g.gpu, g.nearest.as_ref()))
+        .collect();
+    let beyond = |level| judged.verdict(level) == effective::Verdict::NoGdr;
 
     // NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port.
     let mut hca: Vec<(String, u32, String)> = Vec::new();
@@ -138,13 +152,12 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     // NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default. The value is
     // NCCL's name for the level: sysfs's NODE is PHB in NCCL's tree, and NCCL ignores
     // NCCL_NET_GDR_LEVEL=NODE (issue 16).
-    let limit = params::GdrLimit::Upto(gdr_level);
     let worst = nearest
         .iter()
         .filter_map(|(_, n)| n.as_ref().map(|n| n.level))
         .max();
     out.push(match worst {
-        Some(level) if !limit.admits(level) => {
+        Some(level) if beyond(level) => {
             let shown = params::level_for_nccl(level);
             Setting {
                 name: "NCCL_NET_GDR_LEVEL",
@@ -153,7 +166,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
                     let mut w = vec![format!(
                         "a GPU's nearest NIC is at {shown}, beyond NCCL's default PXB: without this NCCL runs that GPU without GPUDirect RDMA. Trade-off: GDR through the CPU ({shown}) can be slower than staging on some platforms; measure with `gdrdoctor gdr-test` before relying on it"
                     )];
-                    w.extend(nearest.iter().filter_map(|(g, n)| n.as_ref().filter(|n| !limit.admits(n.level)).map(|n| format!("GPU {g}: nearest NIC at {}", params::level_for_nccl(n.level)))));
+                    w.extend(nearest.iter().filter_map(|(g, n)| n.filter(|n| beyond(n.level)).map(|n| format!("GPU {g}: nearest NIC at {}", params::level_for_nccl(n.level)))));
                     w
                 },
             }

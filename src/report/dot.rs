@@ -26,7 +26,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(o, "graph \"gdrdoctor-topo\" {{")?;
     let title = format!(
-        "PCIe tree of {}\\n{}root {} · {} GPUs, {} RDMA devices · coloured edges: GPU-NIC pairs within NCCL_NET_GDR_LEVEL={}",
+        "PCIe tree of {}\\n{}root {} · {} GPUs, {} RDMA devices · coloured edges: GPU-NIC pairs within {}",
         q(p.title.hostname.as_deref().unwrap_or(&p.title.root)),
         p.title
             .product
@@ -36,7 +36,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         q(&p.title.root),
         p.gpus,
         p.nics,
-        p.policy
+        q(&p.judged_on())
     );
     writeln!(
         o,
@@ -139,16 +139,16 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     if !p.pairs.is_empty() {
         writeln!(
             o,
-            "  // Each GPU and its nearest NIC(s) within NCCL_NET_GDR_LEVEL={}: the pairs NCCL uses for GPUDirect RDMA.",
-            p.policy
+            "  // Each GPU and its nearest NIC(s) within {}: the pairs NCCL uses for GPUDirect RDMA.",
+            clean(&p.judged_on(), 400)
         )?;
     }
     for pr in &p.pairs {
         let colour = level_colour(pr.level);
         let (label, style) = if pr.redirected {
-            (format!("{} ACS redirect", pr.level), "dashed")
+            (format!("{} ACS redirect", pr.label()), "dashed")
         } else {
-            (pr.level.to_string(), "solid")
+            (pr.label(), "solid")
         };
         writeln!(
             o,
@@ -208,8 +208,8 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     let mut legend = format!("Legend\\l{}\\l", boxes.join("   "));
     if d.gpu_no_gdr {
         legend += &format!(
-            "red GPU outline: nearest NIC beyond NCCL_NET_GDR_LEVEL={}, no GPUDirect RDMA\\l",
-            p.policy
+            "red GPU outline: NCCL runs it without GPUDirect RDMA (its nearest NIC beyond {}, or none)\\l",
+            q(&p.judged_on())
         );
     }
     if d.switch {
@@ -220,6 +220,9 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     }
     for l in Level::ALL.into_iter().filter(|l| d.levels.contains(l)) {
         legend += &format!("{l} edge: {}\\l", l.legend());
+    }
+    if d.sysfs_differs {
+        legend += "PIX (sysfs NODE): the level on NCCL's tree from its topology file, and the one sysfs gives beside it\\l";
     }
     if d.redirected_pair {
         legend += "dashed level edge: a GPU-NIC pair through an ACS redirect\\l";
