@@ -1279,3 +1279,61 @@ fn fleet_pictures_judge_as_check_does() {
     );
     assert!(!svg.contains("no GDR"), "{svg}");
 }
+
+/// Sets ACS Control of the function whose config space is `config` (extended capability 0x000d,
+/// Control at +6), as a bridge that redirects peer-to-peer traffic has it.
+fn set_acs_control(config: &Path, control: u16) {
+    let mut bytes = std::fs::read(config).unwrap();
+    let mut at = 0x100;
+    loop {
+        let header = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        if header & 0xffff == 0x000d {
+            bytes[at + 6..at + 8].copy_from_slice(&control.to_le_bytes());
+            break;
+        }
+        at = (header >> 20) as usize;
+        assert!(at >= 0x100, "no ACS capability in {}", config.display());
+    }
+    std::fs::write(config, bytes).unwrap();
+}
+
+/// Issue 25, the same cause in `acs`: it judged the bridges between each GPU and its nearest
+/// NIC over every NIC, while NCCL uses only those NCCL_IB_HCA selects. On the 8-GPU node with
+/// NCCL told to use mlx5_2 alone, GPU0's traffic crosses the root port above mlx5_2's switch;
+/// a redirect there is on a path NCCL uses, and the check and the picture say so.
+#[test]
+fn acs_judges_the_paths_nccl_uses() {
+    let (_dir, root) = fixture_copy("healthy-8gpu-roce");
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(root.join("etc/nccl.conf"), "NCCL_IB_HCA==mlx5_2\n").unwrap();
+    set_acs_control(
+        &root.join("sys/bus/pci/devices/0000:37:01.0/config"),
+        0x001d,
+    );
+    let root = root.to_str().unwrap();
+    let report = json(&gdrdoctor(&[
+        "--root", root, "check", "--select", "acs", "--format", "json",
+    ]));
+    let acs = check(&report, "acs");
+    let redirect: Vec<&serde_json::Value> = acs["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "acs-redirect-on-path")
+        .collect();
+    assert_eq!(redirect.len(), 1, "{acs:#}");
+    assert_eq!(redirect[0]["subject"], "bridge 0000:37:01.0", "{acs:#}");
+    assert!(
+        redirect[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("GPU 0000:18:00.0 - mlx5_2"),
+        "{acs:#}"
+    );
+    let svg = topo(root, "svg");
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    assert_eq!(
+        boxes_with(&doc, "redirect"),
+        BTreeSet::from(["0000:37:01.0".to_owned()])
+    );
+}

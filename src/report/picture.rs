@@ -2,7 +2,7 @@
 //! the PCIe tree from the host bridges down to every GPU and RDMA NIC, the GPU-NIC pairs NCCL
 //! uses for GPUDirect RDMA with their level, and the bridges whose ACS redirects peer-to-peer
 //! traffic on a GPU-NIC path, and the GPUs joined by NVLink. It is worked out once here, from
-//! the placement and the ACS judgement the checks use (`placement::nearest`,
+//! the placement and the ACS judgement the checks use (`nccl::effective::judge`,
 //! `placement::roles`, `acs::redirecting`, `placement::numa_affinity`, `placement::nvlinks`);
 //! `svg/` lays it out and draws it, `dot.rs` writes it for Graphviz.
 //!
@@ -288,33 +288,26 @@ pub fn picture(inv: &Inventory, config: &Config, root: &str) -> Picture {
         b.place(inv, bdf, what, &format!("{name} {} {bdf}", d.name));
     }
 
-    // The bridges on the GPU-NIC paths are those the acs check judges: every nearest pair's,
-    // within the policy or not.
-    let nearest = placement::nearest(inv);
-    let on_path: BTreeSet<Bdf> = nearest
-        .iter()
-        .filter_map(|(_, n)| n.as_ref())
-        .flat_map(|n| n.nics.iter().flat_map(|(_, r)| r.bridges.iter().copied()))
-        .collect();
-    let redirecting: BTreeMap<Bdf, u16> = on_path
+    // The bridges on the GPU-NIC paths are those the acs check judges: every path of a pair
+    // NCCL uses (`Judgement::paths`), within the level or not.
+    let redirecting: BTreeMap<Bdf, u16> = judged
+        .paths()
+        .flat_map(|(_, _, r)| r.bridges.iter().copied())
+        .collect::<BTreeSet<Bdf>>()
         .into_iter()
         .filter_map(|bdf| Some((bdf, acs::redirecting(inv, bdf)?.control)))
         .collect();
     let mut pairs = BTreeSet::new();
     let mut crossing: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
-    // The bridges whose ACS redirects are those the acs check judges (above); the pairs drawn
-    // and the GPUs marked are NCCL's, as `check` judges them (`effective::judge`): on NCCL's
-    // tree when a topology file is in effect, under the GDR level in force, among the NICs
-    // NCCL_IB_HCA selects (issue 25).
-    for (_, n) in &nearest {
-        let Some(n) = n else { continue };
-        for (i, r) in &n.nics {
-            for bdf in r.bridges.iter().filter(|b| redirecting.contains_key(b)) {
-                crossing
-                    .entry(*bdf)
-                    .or_default()
-                    .push(format!("GPU {} - {}", n.gpu, inv.rdma[*i].name));
-            }
+    // The pairs drawn and the GPUs marked are NCCL's, as `check` judges them
+    // (`effective::judge`): on NCCL's tree when a topology file is in effect, under the GDR
+    // level in force, among the NICs NCCL_IB_HCA selects (issue 25).
+    for (gpu, nic, r) in judged.paths() {
+        for bdf in r.bridges.iter().filter(|b| redirecting.contains_key(b)) {
+            crossing
+                .entry(*bdf)
+                .or_default()
+                .push(format!("GPU {gpu} - {}", inv.rdma[nic].name));
         }
     }
     let gdr_level = judged.policy.value();
