@@ -699,6 +699,17 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 gpu_probe_on_root: false,
             };
             let inv = Inventory::load(&root, &config, options);
+            // What the matrix and the pictures stand on and could not be read: said, as
+            // `check` says it, and never exit 0 on a picture that may leave things out
+            // (issue 25: a user who cannot read sys/ got "no GPU and no RDMA device found").
+            let problems = inv.placement_problems();
+            if !problems.is_empty() && inv.gpus.is_empty() && inv.rdma.is_empty() {
+                write_problems(&problems);
+                errln!(
+                    "gdrdoctor: error: no GPU or RDMA device could be read, so there is nothing to show"
+                );
+                return Ok(ExitCode::from(2));
+            }
             // Written row by row as computed: the matrix is N x N (issue 14).
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
             // NCCL's GDR decision beside the matrix: the judgement `check` makes (issue 25).
@@ -714,7 +725,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
                         path: display,
                         live: root.is_live(),
                     };
-                    report::topo::write_json(&m, gdr(), info, &mut out)?
+                    report::topo::write_json(&m, gdr(), &problems, info, &mut out)?
                 }
                 // The pictures need the tree and each GPU's nearest NICs, not the matrix.
                 Format::Svg | Format::Dot => {
@@ -728,7 +739,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
             }
             use std::io::Write as _;
             out.flush()?;
-            Ok(ExitCode::SUCCESS)
+            if problems.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            write_problems(&problems);
+            Ok(ExitCode::from(1))
         }
         Command::List { codes } => {
             let mut text = String::new();
@@ -778,6 +793,26 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 }
             }
         }
+    }
+}
+
+/// What a command could not read, on standard error: each path with why, as `check -v` lists
+/// them under "unreadable or nonsensical".
+fn write_problems(problems: &[gdrdoctor::inventory::Problem]) {
+    let n = problems.len();
+    errln!(
+        "gdrdoctor: {n} file{} could not be read or made no sense; what is shown may leave out what they hold:",
+        if n == 1 { "" } else { "s" }
+    );
+    for p in problems.iter().take(50) {
+        errln!(
+            "  {} ({})",
+            report::human::clean(&p.path),
+            report::human::clean(&p.message)
+        );
+    }
+    if n > 50 {
+        errln!("  ... and {} more (gdrdoctor check -v lists them)", n - 50);
     }
 }
 

@@ -25,7 +25,7 @@ fn label(s: Status) -> String {
 /// Text read off a node (a captured one is untrusted) never reaches the terminal raw: control
 /// characters are shown escaped, so a capture cannot clear the screen, retitle the window or
 /// hide a line with a carriage return.
-fn clean(s: &str) -> std::borrow::Cow<'_, str> {
+pub fn clean(s: &str) -> std::borrow::Cow<'_, str> {
     if s.chars().any(char::is_control) {
         s.chars()
             .map(|c| {

@@ -28,6 +28,8 @@ struct TopoReport<'a> {
     matrix: Rows<'a>,
     /// Pairs whose NUMA nodes are unknown across host bridges, where NODE was assumed.
     numa_assumed: NumaAssumed<'a>,
+    /// What the matrix and the decision stand on and could not be read.
+    problems: &'a [crate::inventory::Problem],
     legend: Vec<LegendEntry>,
 }
 
@@ -218,6 +220,7 @@ const NVLINK_LEGEND: &str = "Connection traversing a bonded set of # NVLinks";
 pub fn write_json(
     m: &Matrix,
     gdr: Gdr,
+    problems: &[crate::inventory::Problem],
     root: super::RootInfo,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -230,6 +233,7 @@ pub fn write_json(
         gdr,
         matrix: Rows(m),
         numa_assumed: NumaAssumed(m),
+        problems,
         legend: std::iter::once(LegendEntry {
             level: "X",
             meaning: "Self",
@@ -252,7 +256,7 @@ pub fn write_json(
 /// The JSON report as a string (tests, small nodes).
 pub fn json(m: &Matrix, gdr: Gdr, root: super::RootInfo) -> String {
     let mut out = Vec::new();
-    let _ = write_json(m, gdr, root, &mut out);
+    let _ = write_json(m, gdr, &[], root, &mut out);
     String::from_utf8(out).unwrap_or_default()
 }
 
