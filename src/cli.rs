@@ -663,7 +663,21 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let inv = Inventory::load(&root, &config, inventory::Options::default());
             let settings = gdrdoctor::nccl::settings(&inv, config.thresholds.gdr_level);
             out!("{}", gdrdoctor::nccl::render(&inv, &settings, &display));
-            Ok(ExitCode::SUCCESS)
+            // What the settings stand on and could not be read (the PCI tree, the RDMA
+            // devices and their ports' GIDs, NCCL's own files) is said, and is not exit 0: the
+            // settings may miss or contradict it (issue 25).
+            let mut problems = inv.placement_problems();
+            problems.extend(
+                inv.rdma
+                    .iter()
+                    .flat_map(|d| &d.ports)
+                    .flat_map(|p| p.problems.iter().cloned()),
+            );
+            if problems.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            write_problems(&problems);
+            Ok(ExitCode::from(1))
         }
         Command::ProbeGpu {
             nvml,

@@ -249,7 +249,37 @@ fn agree_with_conf(inv: &Inventory, out: &mut [Setting]) {
     }
 }
 
-/// Environment exports, then an /etc/nccl.conf body.
+/// The files NCCL reads on this node that gdrdoctor could not (`nccl-config` reports each as
+/// `nccl-conf-unreadable`): (path, why). What they set is unknown to the settings.
+pub fn unread(inv: &Inventory) -> Vec<(String, String)> {
+    use crate::inventory::nccl::{SourceState, TopoState};
+    let mut out: Vec<(String, String)> = inv
+        .nccl
+        .sources
+        .iter()
+        .filter_map(|s| match &s.state {
+            SourceState::Unreadable(e) => Some((s.path.clone(), e.reason())),
+            SourceState::NotRead(why) => Some((s.path.clone(), why.clone())),
+            SourceState::Absent | SourceState::Read(_) => None,
+        })
+        .collect();
+    out.extend(
+        inv.nccl
+            .problems
+            .iter()
+            .map(|p| (p.path.clone(), p.message.clone())),
+    );
+    if let Some(t) = &inv.nccl.topology {
+        if let TopoState::Unreadable(e) = &t.state {
+            out.push((t.path.clone(), e.reason()));
+        }
+    }
+    out
+}
+
+/// Environment exports, then an /etc/nccl.conf body. Where a file NCCL reads could not be read
+/// (issue 25: an /etc/nccl.conf that is a directory, a FIFO or too big), it says so first, and
+/// an unreadable /etc/nccl.conf gets no body to replace it, only the lines to add by hand.
 pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
     let mut o = String::new();
     let host = inv
@@ -267,6 +297,18 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
         o,
         "# Each line says what it came from; settings the node does not need are left out, with why."
     );
+    let unread = unread(inv);
+    for (path, why) in &unread {
+        let _ = writeln!(
+            o,
+            "# WARNING: NCCL reads {}, and gdrdoctor cannot: {}. What it sets is unknown: the settings below may repeat or contradict it (gdrdoctor check --select nccl-config)",
+            crate::fixscript::comment(path),
+            crate::fixscript::comment(why)
+        );
+    }
+    let etc_unread = unread
+        .iter()
+        .any(|(p, _)| p == crate::inventory::nccl::ETC_CONF);
     let _ = writeln!(
         o,
         "\n# --- environment (a job script, or the Slurm TaskProlog)"
@@ -288,9 +330,16 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
         o,
         "\n# --- /etc/nccl.conf (read by every NCCL job on the node; the environment overrides it)"
     );
+    if etc_unread {
+        let _ = writeln!(
+            o,
+            "# Not a file to write: /etc/nccl.conf is there and gdrdoctor cannot read it. Add these lines to it by hand, where they do not contradict what it sets:"
+        );
+    }
+    let prefix = if etc_unread { "# " } else { "" };
     for s in settings {
         if let Some(v) = &s.value {
-            let _ = writeln!(o, "{}={v}", s.name);
+            let _ = writeln!(o, "{prefix}{}={v}", s.name);
         }
     }
     o
