@@ -46,7 +46,10 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         o,
         "  node [shape=box, style=\"rounded,filled\", fontname=\"{FONT}\", fontsize=10, fillcolor=\"#f3f4f6\", color=\"#6b7280\"];"
     )?;
-    writeln!(o, "  edge [color=\"#94a3b8\"];")?;
+    writeln!(
+        o,
+        "  edge [color=\"#94a3b8\", fontname=\"{FONT}\", fontsize=9];"
+    )?;
 
     // Which nodes a switch cluster holds: an upstream port and its downstream ports.
     let mut in_switch = vec![false; p.nodes.len()];
@@ -136,6 +139,11 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             writeln!(o, "  \"{}\" -- \"{}\";", n.bdf, p.nodes[c].bdf)?;
         }
     }
+    // The pairs and the NVLink pairs that differ join boxes of one row, across clusters, without
+    // moving them (constraint=false). Their words are `xlabel`s, placed after the layout: dot
+    // lays out an edge `label` as a node of its own, on a rank of its own for an edge within a
+    // rank, and with such edges between clusters Debian 12's Graphviz 2.43 gives up ("trouble
+    // in init_rank", issue 25).
     if !p.pairs.is_empty() {
         writeln!(
             o,
@@ -152,7 +160,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             o,
-            "  \"{}\" -- \"{}\" [label=\"{label}\", color=\"{colour}\", fontcolor=\"{}\", penwidth=2.5, style={style}, constraint=false];",
+            "  \"{}\" -- \"{}\" [xlabel=\"{label}\", color=\"{colour}\", fontcolor=\"{}\", penwidth=2.5, style={style}, constraint=false];",
             p.nodes[pr.gpu].bdf,
             p.nodes[pr.nic].bdf,
             if pr.redirected { "#dc2626" } else { colour }
@@ -186,7 +194,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             };
             writeln!(
                 o,
-                "  \"{}\" -- \"{}\" [label=\"{label}\", color=\"#334155\", fontcolor=\"{}\", penwidth=2, style={style}, constraint=false];",
+                "  \"{}\" -- \"{}\" [xlabel=\"{label}\", color=\"#334155\", fontcolor=\"{}\", penwidth=2, style={style}, constraint=false];",
                 p.nodes[a].bdf,
                 p.nodes[b].bdf,
                 if n < g.links { "#dc2626" } else { "#334155" }
