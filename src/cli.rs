@@ -1009,6 +1009,18 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
             }
         }
     }
+    // What could not be read is recorded in the copy too, so that a check of it says
+    // "permission denied" where the node did, not "not found" (issue 25).
+    let unread: Vec<(String, String)> = recording
+        .unread
+        .iter()
+        .map(|(path, (_, e))| (path.clone(), e.reason()))
+        .collect();
+    if let Some(text) = recording.unread_json() {
+        recording
+            .files
+            .insert(gdrdoctor::root::UNREAD.to_owned(), text.into_bytes());
+    }
     let summary = gdrdoctor::capture::write(&recording, &root, out)?;
     // Say so when links were rewritten: the copy then differs from the node's text.
     let rewritten = match summary.rewritten {
@@ -1023,6 +1035,24 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
         summary.dirs,
         out.display()
     );
+    if !unread.is_empty() {
+        let n = unread.len();
+        errln!(
+            "could not read {n} path{} (recorded in {}, so that a check of the capture says so):",
+            if n == 1 { "" } else { "s" },
+            gdrdoctor::root::UNREAD.trim_start_matches('/')
+        );
+        for (path, why) in unread.iter().take(50) {
+            errln!(
+                "  {} ({})",
+                report::human::clean(path),
+                report::human::clean(why)
+            );
+        }
+        if n > 50 {
+            errln!("  ... and {} more", n - 50);
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

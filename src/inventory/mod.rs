@@ -232,6 +232,12 @@ impl Inventory {
                 problems.extend(pci_problems);
                 (problems, kernel, rdma, scanned)
             });
+        if let Some(why) = root.unread_problem() {
+            problems.push(Problem {
+                path: crate::root::UNREAD.into(),
+                message: format!("what the capture could not read is unknown: {why}"),
+            });
+        }
         problems.sort_by(|a, b| a.path.cmp(&b.path));
         let gpus = pci::classify_gpus(root, &pci, config, &kernel);
         let has = |v: GpuVendor| gpus.iter().any(|g| g.vendor == v);
