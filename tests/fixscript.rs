@@ -309,3 +309,23 @@ fn nccl_settings_say_when_nccl_conf_cannot_be_read() {
         );
     }
 }
+
+/// The same cause as issue 25's `topo`: a script with nothing in it read as "nothing to fix"
+/// where checks could not tell (ACS without root: config space is 64 bytes). It names them.
+#[test]
+fn a_script_says_which_checks_could_not_tell() {
+    let out = fix("config-unprivileged", None, &[]);
+    assert_eq!(code(&out), 0);
+    let s = stdout(&out);
+    assert!(
+        s.contains("# could not tell: acs (unknown: what they would fix is not here"),
+        "{s}"
+    );
+    assert!(
+        s.contains(
+            "echo 'gdrdoctor found nothing to fix, but could not tell for: acs (see gdrdoctor check)'"
+        ),
+        "{s}"
+    );
+    shellcheck(&s, "config-unprivileged");
+}
