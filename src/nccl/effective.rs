@@ -150,17 +150,6 @@ pub enum Verdict {
     NoNic,
 }
 
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Gdr => "gdr",
-            Verdict::NoGdr => "no-gdr",
-            Verdict::Unknown => "unknown",
-            Verdict::NoNic => "no-nic",
-        }
-    }
-}
-
 /// One GPU as NCCL runs it.
 #[derive(Debug, Clone)]
 pub struct GpuGdr {
@@ -238,11 +227,6 @@ impl Judgement<'_> {
                 .flat_map(|n| &n.nics)
                 .filter_map(move |c| Some((g.gpu, c.nic, c.sysfs.as_ref()?)))
         })
-    }
-
-    /// The GPU at `bdf`.
-    pub fn gpu(&self, bdf: Bdf) -> Option<&GpuGdr> {
-        self.gpus.iter().find(|g| g.gpu == bdf)
     }
 }
 
