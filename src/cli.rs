@@ -721,7 +721,21 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let inv = load_inventory(&root, &config, inventory::Options::default());
             let settings = gdrdoctor::nccl::settings(&inv, config.thresholds.gdr_level);
             out!("{}", gdrdoctor::nccl::render(&inv, &settings, &display));
-            Ok(ExitCode::SUCCESS)
+            // What the settings stand on and could not be read (the PCI tree, the RDMA
+            // devices and their ports' GIDs, NCCL's own files) is said, and is not exit 0: the
+            // settings may miss or contradict it (issue 25).
+            let mut problems = inv.placement_problems();
+            problems.extend(
+                inv.rdma
+                    .iter()
+                    .flat_map(|d| &d.ports)
+                    .flat_map(|p| p.problems.iter().cloned()),
+            );
+            if problems.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            write_problems(&problems);
+            Ok(ExitCode::from(1))
         }
         Command::ProbeGpu {
             nvml,
@@ -756,12 +770,25 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 gpu_probe_on_root: false,
             };
             let inv = load_inventory(&root, &config, options);
+            // What the matrix and the pictures stand on and could not be read: said, as
+            // `check` says it, and never exit 0 on a picture that may leave things out
+            // (issue 25: a user who cannot read sys/ got "no GPU and no RDMA device found").
+            let problems = inv.placement_problems();
+            if !problems.is_empty() && inv.gpus.is_empty() && inv.rdma.is_empty() {
+                write_problems(&problems);
+                errln!(
+                    "gdrdoctor: error: no GPU or RDMA device could be read, so there is nothing to show"
+                );
+                return Ok(ExitCode::from(2));
+            }
             // Written row by row as computed: the matrix is N x N (issue 14).
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
+            // NCCL's GDR decision beside the matrix: the judgement `check` makes (issue 25).
+            let gdr = || report::topo::gdr(&inv, &gdrdoctor::nccl::effective::judge(&inv, &config));
             match format {
                 Format::Human => {
                     let m = gdrdoctor::placement::matrix(&inv);
-                    report::topo::write_human(&m, &mut out)?
+                    report::topo::write_human(&m, &gdr(), &mut out)?
                 }
                 Format::Json => {
                     let m = gdrdoctor::placement::matrix(&inv);
@@ -769,11 +796,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
                         path: display,
                         live: root.is_live(),
                     };
-                    report::topo::write_json(&m, info, &mut out)?
+                    report::topo::write_json(&m, gdr(), &problems, info, &mut out)?
                 }
                 // The pictures need the tree and each GPU's nearest NICs, not the matrix.
                 Format::Svg | Format::Dot => {
-                    let p = report::picture::picture(&inv, config.thresholds.gdr_level, &display);
+                    let p = report::picture::picture(&inv, &config, &display);
                     if *format == Format::Svg {
                         report::svg::write(&p, &mut out)?
                     } else {
@@ -783,7 +810,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
             }
             use std::io::Write as _;
             out.flush()?;
-            Ok(ExitCode::SUCCESS)
+            if problems.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            write_problems(&problems);
+            Ok(ExitCode::from(1))
         }
         Command::List { codes } => {
             let mut text = String::new();
@@ -833,6 +864,26 @@ pub fn run() -> anyhow::Result<ExitCode> {
                 }
             }
         }
+    }
+}
+
+/// What a command could not read, on standard error: each path with why, as `check -v` lists
+/// them under "unreadable or nonsensical".
+fn write_problems(problems: &[gdrdoctor::inventory::Problem]) {
+    let n = problems.len();
+    errln!(
+        "gdrdoctor: {n} file{} could not be read or made no sense; what is shown may leave out what they hold:",
+        if n == 1 { "" } else { "s" }
+    );
+    for p in problems.iter().take(50) {
+        errln!(
+            "  {} ({})",
+            report::human::clean(&p.path),
+            report::human::clean(&p.message)
+        );
+    }
+    if n > 50 {
+        errln!("  ... and {} more (gdrdoctor check -v lists them)", n - 50);
     }
 }
 
@@ -1040,6 +1091,18 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
             }
         }
     }
+    // What could not be read is recorded in the copy too, so that a check of it says
+    // "permission denied" where the node did, not "not found" (issue 25).
+    let unread: Vec<(String, String)> = recording
+        .unread
+        .iter()
+        .map(|(path, (_, e))| (path.clone(), e.reason()))
+        .collect();
+    if let Some(text) = recording.unread_json() {
+        recording
+            .files
+            .insert(gdrdoctor::root::UNREAD.to_owned(), text.into_bytes());
+    }
     let summary = gdrdoctor::capture::write(&recording, &root, out)?;
     // Say so when links were rewritten: the copy then differs from the node's text.
     let rewritten = match summary.rewritten {
@@ -1054,6 +1117,24 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
         summary.dirs,
         out.display()
     );
+    if !unread.is_empty() {
+        let n = unread.len();
+        errln!(
+            "could not read {n} path{} (recorded in {}, so that a check of the capture says so):",
+            if n == 1 { "" } else { "s" },
+            gdrdoctor::root::UNREAD.trim_start_matches('/')
+        );
+        for (path, why) in unread.iter().take(50) {
+            errln!(
+                "  {} ({})",
+                report::human::clean(path),
+                report::human::clean(why)
+            );
+        }
+        if n > 50 {
+            errln!("  ... and {} more", n - 50);
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -102,7 +102,7 @@ pub fn vet(inv: &Inventory, blocks: &[Block]) -> Result<(), Refusal> {
 }
 
 /// Text for a `#` comment: one line, every hostile character escaped by the one sanitizer.
-use crate::sanitize::text as comment;
+pub use crate::sanitize::text as comment;
 
 pub struct Header<'a> {
     pub host: Option<&'a str>,
@@ -162,6 +162,21 @@ pub fn render(h: &Header, results: &[CheckResult], classes: Classes) -> String {
                 .join(", ")
         }
     );
+    // Checks that could not tell have no fix here, and a script without them must not read as
+    // a node with nothing to fix (issue 25: the same cause as `topo`'s "no GPU found" on a root
+    // it could not read).
+    let unknown: Vec<&str> = results
+        .iter()
+        .filter(|r| r.status == Status::Unknown)
+        .map(|r| r.id)
+        .collect();
+    if !unknown.is_empty() {
+        let _ = writeln!(
+            o,
+            "# could not tell: {} (unknown: what they would fix is not here; gdrdoctor check says why)",
+            unknown.join(", ")
+        );
+    }
     let classes_text = match classes {
         Classes::Runtime => "runtime commands run; persistent ones are shown as comments",
         Classes::Persistent => "persistent commands run; runtime ones are shown as comments",
@@ -181,7 +196,15 @@ pub fn render(h: &Header, results: &[CheckResult], classes: Classes) -> String {
         "if [ \"$(id -u)\" -ne 0 ]; then echo 'run this as root' >&2; exit 1; fi"
     );
     if blocks.is_empty() {
-        let _ = writeln!(o, "echo 'gdrdoctor found nothing to fix'");
+        if unknown.is_empty() {
+            let _ = writeln!(o, "echo 'gdrdoctor found nothing to fix'");
+        } else {
+            let _ = writeln!(
+                o,
+                "echo 'gdrdoctor found nothing to fix, but could not tell for: {} (see gdrdoctor check)'",
+                unknown.join(", ")
+            );
+        }
         return o;
     }
     // The same command in several findings (one ACS unit for every bridge) runs once.

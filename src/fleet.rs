@@ -186,11 +186,7 @@ pub fn analyse(
     let picture = draw
         .filter(|(p, index)| p.claim(&model_of(inv.kernel.product.as_deref()), *index))
         .map(|_| {
-            let p = crate::report::picture::picture(
-                &inv,
-                config.thresholds.gdr_level,
-                &path.display().to_string(),
-            );
+            let p = crate::report::picture::picture(&inv, config, &path.display().to_string());
             let mut svg = Vec::new();
             // Writing into memory cannot fail.
             let _ = crate::report::svg::write(&p, &mut svg);
@@ -358,11 +354,25 @@ pub fn analyse(
 /// The effective values of the settings that change GPUDirect RDMA (the GID index aside: see
 /// `NodeResult::nccl`), and the topology file NCCL loads, with its state or content digest.
 fn nccl_settings(n: &crate::inventory::nccl::Nccl) -> BTreeMap<String, String> {
-    use crate::inventory::nccl::TopoState;
+    use crate::inventory::nccl::{SourceState, TopoState};
+    // A file NCCL reads that could not be read may set any of them: what is not set elsewhere
+    // is unknown on that node, not unset (issue 25: the same cause as `gdrdoctor nccl`
+    // proposing settings as if an unreadable /etc/nccl.conf were not there).
+    let unread = n.sources.iter().find_map(|s| match s.state {
+        SourceState::Unreadable(_) | SourceState::NotRead(_) => Some(s.path.as_str()),
+        SourceState::Absent | SourceState::Read(_) => None,
+    });
     let mut out: BTreeMap<String, String> = crate::nccl::params::GDR_PARAMS
         .iter()
         .filter(|(name, _)| !matches!(*name, "NCCL_IB_GID_INDEX" | "NCCL_TOPO_FILE"))
-        .filter_map(|(name, _)| Some(((*name).to_owned(), n.value(name)?.to_owned())))
+        .filter_map(|(name, _)| {
+            let value = match (n.value(name), unread) {
+                (Some(v), _) => v.to_owned(),
+                (None, Some(path)) => format!("(unknown: {path} could not be read)"),
+                (None, None) => return None,
+            };
+            Some(((*name).to_owned(), value))
+        })
         .collect();
     if let Some(t) = &n.topology {
         let state = match &t.state {

@@ -150,6 +150,123 @@ pub struct Root {
     listed: Mutex<HashMap<String, HashMap<String, Entry>>>,
     /// What was looked at, when recording for `gdrdoctor capture`.
     recording: Option<Mutex<Recording>>,
+    /// What the capture this root is could not read on the node ([`UNREAD`]): resolved node
+    /// path -> how it was read and why it failed. A read of one fails the same way here.
+    unread: HashMap<String, (Op, ReadError)>,
+    /// Why [`UNREAD`] itself could not be used, if it could not.
+    unread_problem: Option<String>,
+}
+
+/// Where a capture records what it could not read on the node (beside NVML's answer,
+/// `/gdrdoctor/nvml.json`): a name of gdrdoctor's own, read only from captured roots. Without
+/// it a path the capture could not read is simply absent from the copy, and offline reads
+/// "not found" where the node said "permission denied" (issue 25).
+pub const UNREAD: &str = "/gdrdoctor/unread.json";
+
+/// How a path was being read when it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    /// Looking it up (a stat, a link read): the directory above it could not be searched.
+    Lookup,
+    /// Listing it as a directory.
+    List,
+    /// Reading it as a file.
+    Read,
+}
+
+/// One entry of [`UNREAD`].
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct UnreadEntry {
+    /// The node path, links resolved.
+    path: String,
+    op: Op,
+    /// `permission-denied`, `not-regular` (with `kind`), `io` (with `errno`).
+    error: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    errno: Option<i32>,
+    /// The error as the node gave it.
+    message: String,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct UnreadFile {
+    schema: String,
+    unread: Vec<UnreadEntry>,
+}
+
+const UNREAD_SCHEMA: &str = "gdrdoctor.unread";
+
+/// Whether a failed read is one a copy would not reproduce by itself: what the node refused
+/// (permissions, I/O errors) and what a copy never holds (FIFOs, devices). Absence, links
+/// and sizes are in the copy as they were.
+fn worth_recording(e: &ReadError) -> bool {
+    matches!(
+        e,
+        ReadError::PermissionDenied { .. } | ReadError::NotRegular { .. } | ReadError::Io { .. }
+    )
+}
+
+impl ReadError {
+    /// The same error for another path.
+    fn at(&self, path: &str) -> ReadError {
+        let path = path.to_owned();
+        match self {
+            ReadError::NotFound { .. } => ReadError::NotFound { path },
+            ReadError::PermissionDenied { .. } => ReadError::PermissionDenied { path },
+            ReadError::Loop { .. } => ReadError::Loop { path },
+            ReadError::NameTooLong { .. } => ReadError::NameTooLong { path },
+            ReadError::NotRegular { kind, .. } => ReadError::NotRegular { path, kind },
+            ReadError::NotDir { .. } => ReadError::NotDir { path },
+            ReadError::TooLarge { limit, .. } => ReadError::TooLarge {
+                path,
+                limit: *limit,
+            },
+            ReadError::NotUtf8 { .. } => ReadError::NotUtf8 { path },
+            ReadError::Io { errno, message, .. } => ReadError::Io {
+                path,
+                errno: *errno,
+                message: message.clone(),
+            },
+        }
+    }
+}
+
+impl Recording {
+    /// [`UNREAD`]'s content for what this recording could not read; `None` when it read all.
+    pub fn unread_json(&self) -> Option<String> {
+        if self.unread.is_empty() {
+            return None;
+        }
+        let unread = self
+            .unread
+            .iter()
+            .map(|(path, (op, e))| {
+                let (error, kind, errno) = match e {
+                    ReadError::NotRegular { kind, .. } => {
+                        ("not-regular", Some(kind.to_string()), None)
+                    }
+                    ReadError::Io { errno, .. } => ("io", None, *errno),
+                    _ => ("permission-denied", None, None),
+                };
+                UnreadEntry {
+                    path: path.clone(),
+                    op: *op,
+                    error: error.to_owned(),
+                    kind,
+                    errno,
+                    message: e.reason(),
+                }
+            })
+            .collect();
+        let file = UnreadFile {
+            schema: UNREAD_SCHEMA.to_owned(),
+            unread,
+        };
+        serde_json::to_string_pretty(&file).ok().map(|s| s + "\n")
+    }
 }
 
 /// Everything a run looked at, as the node has it: what `gdrdoctor capture` writes out, so that
@@ -165,6 +282,9 @@ pub struct Recording {
     /// Listed directories: every entry, so a copy lists the same names. Entries never looked
     /// at otherwise are written empty (a directory, an empty file, or the link).
     pub listings: std::collections::BTreeMap<String, Vec<(String, Listed)>>,
+    /// What could not be read and a copy would not reproduce by itself (permission denied, an
+    /// I/O error, a FIFO or device): resolved path -> how and why. Written as [`UNREAD`].
+    pub unread: std::collections::BTreeMap<String, (Op, ReadError)>,
 }
 
 /// What a listed entry is, for the copy.
@@ -245,6 +365,8 @@ impl Root {
             dirs: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
+            unread: HashMap::new(),
+            unread_problem: None,
         }
     }
 
@@ -268,7 +390,10 @@ impl Root {
             dirs: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
-        })
+            unread: HashMap::new(),
+            unread_problem: None,
+        }
+        .with_unread())
     }
 
     /// A `.tar.gz` capture (what `gdrdoctor capture OUT.tar.gz` writes), read in place into
@@ -310,7 +435,10 @@ impl Root {
             dirs: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
-        })
+            unread: HashMap::new(),
+            unread_problem: None,
+        }
+        .with_unread())
     }
 
     /// `--root PATH`: a capture directory, or a `.tar.gz` / `.tgz` capture file.
@@ -333,6 +461,87 @@ impl Root {
 
     pub fn is_live(&self) -> bool {
         self.live
+    }
+
+    /// A captured root with what its capture could not read on the node ([`UNREAD`]) loaded,
+    /// so that those reads fail here as they failed there. Read before any recording starts:
+    /// a capture of this root writes its own.
+    fn with_unread(mut self) -> Root {
+        let bytes = match self.read(UNREAD) {
+            Ok(b) => b,
+            Err(e) if e.is_not_found() => return self,
+            Err(e) => {
+                self.unread_problem = Some(e.reason());
+                return self;
+            }
+        };
+        let file: UnreadFile = match serde_json::from_slice(&bytes) {
+            Ok(f) => f,
+            Err(e) => {
+                self.unread_problem = Some(format!("not what `gdrdoctor capture` writes ({e})"));
+                return self;
+            }
+        };
+        if file.schema != UNREAD_SCHEMA {
+            self.unread_problem = Some(format!("schema {:?}, not {UNREAD_SCHEMA:?}", file.schema));
+            return self;
+        }
+        // The error kinds a node gives, as `ReadError` names them; anything else is an I/O
+        // error with the message recorded.
+        const KINDS: &[&str] = &[
+            "directory",
+            "character device",
+            "FIFO",
+            "socket",
+            "block device",
+        ];
+        for u in file.unread {
+            let path = u.path.clone();
+            let e = match (u.error.as_str(), u.kind.as_deref()) {
+                ("permission-denied", _) => ReadError::PermissionDenied { path },
+                ("not-regular", Some(k)) => ReadError::NotRegular {
+                    path,
+                    kind: KINDS
+                        .iter()
+                        .find(|x| **x == k)
+                        .copied()
+                        .unwrap_or("special file"),
+                },
+                _ => ReadError::Io {
+                    path,
+                    errno: u.errno,
+                    message: u.message.chars().take(200).collect(),
+                },
+            };
+            self.unread.insert(normalise_slashes(&u.path), (u.op, e));
+        }
+        self
+    }
+
+    /// Why the record of what the capture could not read ([`UNREAD`]) could not be used.
+    pub fn unread_problem(&self) -> Option<&str> {
+        self.unread_problem.as_deref()
+    }
+
+    /// The recorded failure of `resolved` by one of `ops`, as the error for `asked`; noted
+    /// again when recording (a capture of a capture keeps it).
+    fn replay(&self, resolved: &str, ops: &[Op], asked: &str) -> Option<ReadError> {
+        let (op, e) = self
+            .unread
+            .get(resolved)
+            .filter(|(op, _)| ops.contains(op))?;
+        let e = e.at(asked);
+        self.note_unread(resolved, *op, &e);
+        Some(e)
+    }
+
+    /// Remembers, when recording, a failure a copy would not reproduce.
+    fn note_unread(&self, resolved: &str, op: Op, e: &ReadError) {
+        if worth_recording(e) {
+            self.note(|r| {
+                r.unread.insert(resolved.to_owned(), (op, e.clone()));
+            });
+        }
     }
 
     /// The same root, remembering everything it is asked to read from now on.
@@ -406,7 +615,12 @@ impl Root {
 
     fn read_upto(&self, path: &str, n: u64) -> Result<Vec<u8>, ReadError> {
         let (resolved, kind, size) = self.lookup_sized(path)?;
-        let buf = self.read_resolved(path, &resolved, kind, size, n)?;
+        if let Some(e) = self.replay(&resolved, &[Op::Read], path) {
+            return Err(e);
+        }
+        let buf = self
+            .read_resolved(path, &resolved, kind, size, n)
+            .inspect_err(|e| self.note_unread(&resolved, Op::Read, e))?;
         self.note(|r| {
             let kept = r.files.entry(resolved).or_default();
             if buf.len() >= kept.len() {
@@ -521,6 +735,9 @@ impl Root {
                 path: path.to_owned(),
             });
         }
+        if let Some(e) = self.replay(&resolved, &[Op::List], path) {
+            return Err(e);
+        }
         let mut listing = Listing::default();
         let mut kinds = HashMap::new();
         if let Some(tree) = &self.tree {
@@ -554,10 +771,14 @@ impl Root {
                 .insert(resolved, kinds);
             return Ok(listing);
         }
-        let entries = std::fs::read_dir(self.host_path(&resolved))
-            .map_err(|e| ReadError::from_io(path, &e))?;
+        let failed = |e: std::io::Error| {
+            let e = ReadError::from_io(path, &e);
+            self.note_unread(&resolved, Op::List, &e);
+            e
+        };
+        let entries = std::fs::read_dir(self.host_path(&resolved)).map_err(failed)?;
         for entry in entries {
-            let entry = entry.map_err(|e| ReadError::from_io(path, &e))?;
+            let entry = entry.map_err(failed)?;
             // getdents' d_type: known without a stat on the file systems sysfs and captures use.
             let kind = entry.file_type().map(entry_of).ok();
             match entry.file_name().into_string() {
@@ -850,6 +1071,9 @@ impl Root {
             });
         }
         let here = join(dir, name);
+        if let Some(e) = self.replay(&here, &[Op::Lookup, Op::Read], key) {
+            return Err(e);
+        }
         let known = self
             .listed
             .lock()
@@ -876,8 +1100,11 @@ impl Root {
                     }
                 },
                 None => {
-                    let meta = std::fs::symlink_metadata(self.host_path(&here))
-                        .map_err(|e| ReadError::from_io(&here, &e).asked(key))?;
+                    let meta = std::fs::symlink_metadata(self.host_path(&here)).map_err(|e| {
+                        let e = ReadError::from_io(&here, &e);
+                        self.note_unread(&here, Op::Lookup, &e);
+                        e.asked(key)
+                    })?;
                     (entry_of(meta.file_type()), meta.len())
                 }
             },
@@ -893,7 +1120,11 @@ impl Root {
                     }
                 },
                 None => std::fs::read_link(self.host_path(&here))
-                    .map_err(|e| ReadError::from_io(&here, &e).asked(key))?
+                    .map_err(|e| {
+                        let e = ReadError::from_io(&here, &e);
+                        self.note_unread(&here, Op::Lookup, &e);
+                        e.asked(key)
+                    })?
                     .into_os_string()
                     .into_string()
                     .map_err(|_| ReadError::NotUtf8 {
@@ -1001,6 +1232,75 @@ mod tests {
         .unwrap();
         let root = Root::captured(dir.path()).unwrap();
         (dir, root)
+    }
+
+    /// What a capture could not read on the node (`/gdrdoctor/unread.json`) fails here as it
+    /// failed there, with its kind, through links too; and a capture of this root records it
+    /// again (issue 25).
+    #[test]
+    fn recorded_failures_are_replayed() {
+        let (dir, _) = tree();
+        let base = dir.path();
+        // The directories a capture walked through are in it, the failed entries are not.
+        for d in ["sys/class/infiniband", "etc", "gdrdoctor"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        std::fs::write(
+            base.join("gdrdoctor/unread.json"),
+            r#"{"schema": "gdrdoctor.unread", "unread": [
+                {"path": "/sys/devices/pci0000:00/0000:00:06.0/config", "op": "read",
+                 "error": "permission-denied", "message": "permission denied"},
+                {"path": "/sys/class/infiniband", "op": "list",
+                 "error": "permission-denied", "message": "permission denied"},
+                {"path": "/etc/nccl.conf", "op": "read", "error": "not-regular", "kind": "FIFO",
+                 "message": "not a regular file (FIFO)"},
+                {"path": "/sys/kernel", "op": "lookup", "error": "io", "errno": 5,
+                 "message": "Input/output error (os error 5)"}]}"#,
+        )
+        .unwrap();
+        let root = Root::captured(base).unwrap().recording();
+        assert_eq!(root.unread_problem(), None);
+        assert_eq!(
+            root.read("/sys/bus/pci/devices/0000:00:06.0/config"),
+            Err(ReadError::PermissionDenied {
+                path: "/sys/bus/pci/devices/0000:00:06.0/config".into()
+            })
+        );
+        assert_eq!(
+            root.read_dir("/sys/class/infiniband").unwrap_err(),
+            ReadError::PermissionDenied {
+                path: "/sys/class/infiniband".into()
+            }
+        );
+        assert!(
+            root.is_dir("/sys/class/infiniband"),
+            "listing, not lookup, failed"
+        );
+        assert_eq!(
+            root.read("/etc/nccl.conf"),
+            Err(ReadError::NotRegular {
+                path: "/etc/nccl.conf".into(),
+                kind: "FIFO"
+            })
+        );
+        assert!(matches!(
+            root.read("/sys/kernel/iommu_groups/0/type"),
+            Err(ReadError::Io { errno: Some(5), .. })
+        ));
+        // What was read well still is.
+        assert_eq!(
+            root.read_text("/sys/bus/pci/devices/0000:00:06.0/vendor")
+                .unwrap(),
+            "0x10de"
+        );
+        let again = root.recorded();
+        assert_eq!(again.unread.len(), 4, "{:?}", again.unread);
+        assert!(again.unread_json().unwrap().contains("\"kind\": \"FIFO\""));
+        // A record that is not one is a problem, and replays nothing.
+        std::fs::write(base.join("gdrdoctor/unread.json"), "[]").unwrap();
+        let root = Root::captured(base).unwrap();
+        assert!(root.unread_problem().is_some());
+        assert!(root.read("/etc/nccl.conf").unwrap_err().is_not_found());
     }
 
     /// A link read with `read_link` is recorded for `gdrdoctor capture` from a directory and from

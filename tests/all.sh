@@ -29,6 +29,7 @@ gzip            cmd:gzip                              the gzip bomb in tests/fle
 findutils       cmd:find                              tests/pciutils.rs
 libc-bin        cmd:ldconfig                          tests/release-binary.sh asks whether NVIDIA libraries are installed
 librsvg2-bin    cmd:rsvg-convert                      the topo picture (SVG) is rendered to PNG (tests/topo_picture.rs)
+graphviz        cmd:dot                               topo --format dot of every fixture is laid out with dot -Tsvg (tests/topo_picture.rs)
 '
 missing() { # the packages whose marker is absent, one per line
     local pkg marker _

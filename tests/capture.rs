@@ -199,3 +199,90 @@ fn hostile_links_are_copied_as_links_never_followed() {
         .unwrap();
     assert!(walk.stdout.is_empty(), "host data in the copy");
 }
+
+/// The effective user, from /proc/self/status.
+fn effective_uid() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    uid.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+/// Issue 25: `capture` without the rights to read part of the root said only "captured N
+/// files", and a check of the copy said "not found" (or nothing: an empty RDMA class) where the
+/// node said "permission denied". It lists what it could not read on standard error and records
+/// it in the copy (gdrdoctor/unread.json), and a check of the copy reports as the check of the
+/// node did, as the same user.
+#[test]
+fn what_capture_could_not_read_is_said_and_recorded() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, root) = fixture_copy("placement-pix");
+    let mode =
+        |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    mode(dir.path(), 0o755);
+    let out = tempfile::tempdir().unwrap();
+    mode(out.path(), 0o777);
+    // Root reads anything: as root, run as nobody; otherwise, as ourselves.
+    let as_root = effective_uid() == 0;
+    let run = |args: &[&str]| -> Option<std::process::Output> {
+        if !as_root {
+            return Some(gdrdoctor(args));
+        }
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
+            .args(args)
+            .current_dir(home())
+            .env("NO_COLOR", "1")
+            .output()
+            .ok()
+            .filter(|o| o.status.code().is_some())
+    };
+    let denied = [
+        (
+            root.join("sys/class/infiniband"),
+            0o700,
+            "/sys/class/infiniband",
+        ),
+        (root.join("proc/cmdline"), 0o600, "/proc/cmdline"),
+    ];
+    for (path, m, _) in &denied {
+        mode(path, if as_root { *m } else { 0o000 });
+    }
+    let r = root.to_str().unwrap();
+    let Some(live) = run(&["--root", r, "check", "--format", "json"]) else {
+        eprintln!("setpriv unavailable: permission case not exercised as root");
+        return;
+    };
+    let mut live = json(&live);
+    live.as_object_mut().unwrap().remove("root");
+    assert!(live.to_string().contains("permission denied"), "{live:#}");
+    for name in ["copy", "copy.tar.gz"] {
+        let copy = out.path().join(name);
+        let c = copy.to_str().unwrap();
+        let o = run(&["--root", r, "capture", c]).unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let err = stderr(&o);
+        for (_, _, node_path) in &denied {
+            assert!(
+                err.contains(&format!("  {node_path} (permission denied)")),
+                "{node_path} not listed:\n{err}"
+            );
+        }
+        let mut offline = json(&run(&["--root", c, "check", "--format", "json"]).unwrap());
+        offline.as_object_mut().unwrap().remove("root");
+        assert_eq!(offline, live, "{name}: the copy reports differently");
+        // The record is in the copy, and `topo` of the copy names the class as it was.
+        let t = run(&["--root", c, "topo", "--format", "json"]).unwrap();
+        assert_eq!(code(&t), 1, "{}", stderr(&t));
+        assert!(
+            stderr(&t).contains("/sys/class/infiniband (permission denied)"),
+            "{}",
+            stderr(&t)
+        );
+    }
+    let record = std::fs::read_to_string(out.path().join("copy/gdrdoctor/unread.json")).unwrap();
+    assert!(record.contains("\"/sys/class/infiniband\""), "{record}");
+    for (path, _, _) in &denied {
+        mode(path, 0o755);
+    }
+}

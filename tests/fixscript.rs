@@ -243,3 +243,89 @@ fn nccl_settings() {
     ]));
     assert!(ib.contains("no RoCE port is used"));
 }
+
+/// Issue 25: with an /etc/nccl.conf that is there but cannot be read (a directory, a FIFO, over
+/// the read limit), `gdrdoctor nccl` proposed exports and an /etc/nccl.conf body as if the node
+/// had none. It says what it could not read, as nccl-config does, writes no body to replace
+/// the file (the lines to add stay, commented out), and does not exit 0.
+#[test]
+fn nccl_settings_say_when_nccl_conf_cannot_be_read() {
+    let (_dir, root) = fixture_copy("healthy-8gpu-roce");
+    let conf = root.join("etc/nccl.conf");
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    let r = root.to_str().unwrap();
+    let cases: [(&str, &dyn Fn()); 3] = [
+        ("not a regular file (directory)", &|| {
+            std::fs::create_dir(&conf).unwrap()
+        }),
+        ("not a regular file (FIFO)", &|| {
+            let ok = std::process::Command::new("mkfifo")
+                .arg(&conf)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        }),
+        ("larger than 1048576 bytes", &|| {
+            std::fs::write(&conf, "#".repeat(2 << 20)).unwrap()
+        }),
+    ];
+    for (reason, make) in cases {
+        let _ = std::fs::remove_dir(&conf);
+        let _ = std::fs::remove_file(&conf);
+        make();
+        let out = gdrdoctor(&["--root", r, "nccl"]);
+        let (text, err) = (stdout(&out), stderr(&out));
+        assert_eq!(code(&out), 1, "{reason}: {err}");
+        assert!(
+            text.contains(&format!(
+                "# WARNING: NCCL reads /etc/nccl.conf, and gdrdoctor cannot: {reason}."
+            )),
+            "{reason}:\n{text}"
+        );
+        assert!(err.contains(&format!("/etc/nccl.conf ({reason})")), "{err}");
+        let body = text.split_once("# --- /etc/nccl.conf").unwrap().1;
+        assert!(
+            body.lines()
+                .skip(1)
+                .all(|l| l.is_empty() || l.starts_with('#')),
+            "{reason}: a body to write as if the node had no nccl.conf:\n{body}"
+        );
+        assert!(body.contains("# NCCL_IB_GID_INDEX=3"), "{body}");
+        // As nccl-config says it.
+        let check = json(&gdrdoctor(&[
+            "--root",
+            r,
+            "check",
+            "--select",
+            "nccl-config",
+            "--format",
+            "json",
+        ]));
+        assert!(
+            check.to_string().contains(&format!(
+                "NCCL reads /etc/nccl.conf, and gdrdoctor cannot: {reason}"
+            )),
+            "{check:#}"
+        );
+    }
+}
+
+/// The same cause as issue 25's `topo`: a script with nothing in it read as "nothing to fix"
+/// where checks could not tell (ACS without root: config space is 64 bytes). It names them.
+#[test]
+fn a_script_says_which_checks_could_not_tell() {
+    let out = fix("config-unprivileged", None, &[]);
+    assert_eq!(code(&out), 0);
+    let s = stdout(&out);
+    assert!(
+        s.contains("# could not tell: acs (unknown: what they would fix is not here"),
+        "{s}"
+    );
+    assert!(
+        s.contains(
+            "echo 'gdrdoctor found nothing to fix, but could not tell for: acs (see gdrdoctor check)'"
+        ),
+        "{s}"
+    );
+    shellcheck(&s, "config-unprivileged");
+}

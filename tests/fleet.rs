@@ -611,3 +611,36 @@ fn failing_two_node_report() -> gdrdoctor::gdr::twonode::Report {
     });
     r
 }
+
+/// Issue 25, the cause of `gdrdoctor nccl`'s item in `fleet`: a node whose /etc/nccl.conf is
+/// there but cannot be read was compared as if it set nothing ("(unset)", like its siblings
+/// without one), so the fleet saw no difference. What it may set is unknown, and says so.
+#[test]
+fn an_unreadable_nccl_conf_is_not_unset() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = dir.path().join("caps");
+    std::fs::create_dir(&caps).unwrap();
+    for n in ["node01", "node02"] {
+        copy_to(&format!("fleet/{n}"), &caps.join(n));
+    }
+    std::fs::create_dir_all(caps.join("node02/etc/nccl.conf")).unwrap();
+    let r = json(&gdrdoctor(&[
+        "fleet",
+        caps.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let cross = r["cross"].as_array().unwrap();
+    let hca = cross
+        .iter()
+        .find(|c| c["code"] == "fleet-nccl-setting-differs" && c["aspect"] == "NCCL_IB_HCA")
+        .unwrap_or_else(|| panic!("{cross:#?}"));
+    let m = hca["message"].as_str().unwrap();
+    assert!(
+        m.contains("(unset) on 1 node(s) (e.g. gpu-node01)")
+            && m.contains(
+                "(unknown: /etc/nccl.conf could not be read) on 1 node(s) (e.g. gpu-node02)"
+            ),
+        "{m}"
+    );
+}

@@ -713,7 +713,9 @@ fn real_h200_pair_answers() {
     let m = gdrdoctor::placement::matrix(&inv);
     assert_eq!(m.nvlinks(0, 1), Some(18));
     assert_eq!(m.nvlinks(1, 0), Some(18));
-    let topo = gdrdoctor::report::topo::human(&m);
+    let config = gdrdoctor::config::Config::default();
+    let gdr = gdrdoctor::report::topo::gdr(&inv, &gdrdoctor::nccl::effective::judge(&inv, &config));
+    let topo = gdrdoctor::report::topo::human(&m, &gdr);
     let smi = std::fs::read_to_string(
         crate_dir().join("tests/gpu-machine/results/h200x2/nvidia-smi-topo.txt"),
     )

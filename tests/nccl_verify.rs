@@ -91,9 +91,13 @@ impl Run {
         self
     }
     fn command(&self, root: &str, args: &[&str]) -> Command {
+        self.command_at(Path::new(fixture(root)), args)
+    }
+    /// [`Run::command`] on a root given by its path.
+    fn command_at(&self, root: &Path, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
         c.arg("--root")
-            .arg(fixture(root))
+            .arg(root)
             .args(args)
             .current_dir(home())
             .env("NO_COLOR", "1")
@@ -562,4 +566,53 @@ fn nccls_topology_dump_is_held_against_sysfs() {
         differ["fix"].to_string().contains("pcie-placement"),
         "{differ:#}"
     );
+}
+
+#[test]
+fn nccl_on_a_vm_with_its_topology_file_agrees_with_check() {
+    // Issue 25: the Azure ND A100 v4 VM whose nccl.conf names the image's topology file. In
+    // sysfs its GPUs and NICs are on separate host bridges (NODE: no GDR at PXB); on the tree
+    // NCCL builds from the file GPU0 and mlx5_0 are PIX, and `check` passes them. NCCL using
+    // GDR there at PIX is what gdrdoctor expects too, not a disagreement. (The stand-in prints
+    // every GPU with every NIC at one path type, so the copy keeps GPU0 and mlx5_0 only.)
+    let (_dir, root) = fixture_copy("azure-ndv4-vm-topo");
+    for entry in std::fs::read_dir(root.join("sys/bus/pci/devices")).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if name != "0001:00:00.0" && name != "0101:00:00.0" {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    for entry in std::fs::read_dir(root.join("sys/class/infiniband")).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() != "mlx5_0" {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let run = Run::new("0001:00:00.0")
+        .set("FAKE_NCCL_NET", "IB")
+        .set("FAKE_NCCL_NICS", "mlx5_0@0101:00:00.0");
+    let out = run
+        .command_at(&root, &["nccl", "verify", "--format", "json"])
+        .output()
+        .unwrap();
+    let (code, doc) = (common::code(&out), json(&out));
+    let codes = findings(&doc);
+    assert!(!codes.iter().any(|(c, _)| c == "nccl-disagrees"), "{doc:#}");
+    assert_eq!(code, 0, "{doc:#}");
+    let pairs: Vec<&Value> = doc["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["fact"] == "gpu-nic" || c["fact"] == "topo-gpu-nic")
+        .collect();
+    assert_eq!(pairs.len(), 2, "{doc:#}");
+    for p in pairs {
+        assert_eq!(p["agree"], true, "{p:#}");
+        let ours = p["gdrdoctor"].as_str().unwrap();
+        assert!(
+            ours.starts_with("PIX in NCCL's topology file (NODE in sysfs)"),
+            "{ours}"
+        );
+    }
 }

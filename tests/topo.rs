@@ -188,6 +188,16 @@ fn json_fields_are_documented() {
             missing.push(format!("devices[].{key}"));
         }
     }
+    let mut fields: Vec<(String, &serde_json::Value)> = vec![("gdr".into(), &t["gdr"])];
+    fields.push(("gdr.gpus[]".into(), &t["gdr"]["gpus"][0]));
+    fields.push(("gdr.gpus[].nics[]".into(), &t["gdr"]["gpus"][0]["nics"][0]));
+    for (prefix, obj) in fields {
+        for key in obj.as_object().expect(&prefix).keys() {
+            if !doc.contains(&format!("| `{prefix}.{key}` |")) {
+                missing.push(format!("{prefix}.{key}"));
+            }
+        }
+    }
     assert!(
         missing.is_empty(),
         "undocumented in docs/topo-json.md: {missing:?}"
@@ -432,7 +442,12 @@ fn topo_on_thousands_of_gpus_streams_the_matrix() {
         &["--root", root.to_str().unwrap(), "topo", "--format", "json"],
         &out,
     );
-    assert_eq!(code, 0);
+    assert_eq!(
+        code,
+        0,
+        "{}",
+        std::fs::read_to_string(out.with_extension("stderr")).unwrap()
+    );
     assert!(
         peak_mib < 96,
         "topo on {GPUS} GPUs peaked at {peak_mib} MiB: the matrix is held, not streamed"
@@ -459,4 +474,106 @@ fn topo_on_thousands_of_gpus_streams_the_matrix() {
     }
     assert!(wrong.is_empty(), "{wrong:?}");
     assert!(t.numa_assumed.is_empty(), "every NUMA node is known");
+}
+
+/// The effective user, from /proc/self/status.
+fn effective_uid() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    uid.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+/// gdrdoctor with `args` as a user who cannot read what `deny` makes mode 0700 (root reads
+/// anything, so as root it runs as nobody; the rest of the tree stays readable). `None` when
+/// setpriv cannot run it.
+fn denied(
+    dir: &tempfile::TempDir,
+    deny: &std::path::Path,
+    args: &[&str],
+) -> Option<std::process::Output> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path, m| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    mode(dir.path(), 0o755);
+    if effective_uid() != 0 {
+        mode(deny, 0o000);
+        let out = gdrdoctor(args);
+        mode(deny, 0o755);
+        return Some(out);
+    }
+    mode(deny, 0o700);
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
+        .args(args)
+        .current_dir(home())
+        .env("NO_COLOR", "1")
+        .output()
+        .ok()
+        .filter(|o| o.status.code().is_some());
+    mode(deny, 0o755);
+    if out.is_none() {
+        eprintln!("setpriv unavailable: permission case not exercised as root");
+    }
+    out
+}
+
+/// Issue 25: `topo` as a user who cannot read sys/ printed "no GPU and no RDMA device found"
+/// and exited 0, where `check` says unknown, permission denied. It names what it could not
+/// read, as `check` does, and does not exit 0: 2 with nothing to show, 1 when what it shows
+/// may leave something out (an RDMA class it cannot list: the NIC missing from the matrix).
+#[test]
+fn topo_says_what_it_could_not_read() {
+    let (dir, root) = fixture_copy("placement-pix");
+    let r = root.to_str().unwrap();
+    for format in ["human", "json", "svg", "dot"] {
+        let Some(out) = denied(
+            &dir,
+            &root.join("sys"),
+            &["--root", r, "topo", "--format", format],
+        ) else {
+            return;
+        };
+        assert_eq!(code(&out), 2, "{format}: {}", stderr(&out));
+        let err = stderr(&out);
+        for needle in [
+            "/sys/bus (permission denied)",
+            "/sys/devices (permission denied)",
+        ] {
+            assert!(err.contains(needle), "{format}: {needle} not in {err}");
+        }
+        assert!(
+            !stdout(&out).contains("no GPU and no RDMA device found"),
+            "{}",
+            stdout(&out)
+        );
+    }
+    // The same reads, as `check` reports them.
+    let out = denied(
+        &dir,
+        &root.join("sys"),
+        &["--root", r, "check", "--format", "json"],
+    )
+    .unwrap();
+    assert!(
+        stdout(&out).contains("permission denied"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Only the RDMA class unreadable: the GPU is shown, the NIC cannot be, and it says why.
+    let class = root.join("sys/class/infiniband");
+    let out = denied(&dir, &class, &["--root", r, "topo", "--format", "json"]).unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let t = json(&out);
+    assert_eq!(t["devices"].as_array().unwrap().len(), 1, "{t:#}");
+    assert_eq!(
+        t["problems"],
+        serde_json::json!([{"path": "/sys/class/infiniband", "message": "permission denied"}])
+    );
+    assert!(stderr(&out).contains("/sys/class/infiniband (permission denied)"));
+    let out = denied(&dir, &class, &["--root", r, "topo"]).unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("\tGPU0\t"), "{}", stdout(&out));
 }

@@ -1,11 +1,12 @@
 //! `acs`: no bridge on the PCIe path between a GPU and its nearest NIC redirects peer-to-peer
-//! traffic up to the root complex (ACS Request/Completion Redirect, Egress Control).
+//! traffic up to the root complex (ACS Request/Completion Redirect, Egress Control). The pairs
+//! are those NCCL uses, as `pcie-placement` judges them (`effective::judge`: among the NICs
+//! NCCL_IB_HCA selects, nearest on NCCL's tree); the bridges are those of their sysfs paths.
 
 use super::{Check, Context, sh};
 use crate::inventory::Inventory;
 use crate::model::{Code, Finding, Fix};
 use crate::parse::pci::{Bdf, acs, acs_flags, extended_readable};
-use crate::placement::nearest;
 use std::collections::BTreeMap;
 
 pub struct Acs;
@@ -55,20 +56,17 @@ impl Check for Acs {
         let inv = cx.inv;
         // Bridge -> the GPU-NIC pairs whose path crosses it.
         let mut bridges: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
-        let nearest = nearest(inv);
-        for (_, n) in &nearest {
-            let Some(n) = n else { continue };
-            for (i, r) in &n.nics {
-                for b in &r.bridges {
-                    bridges
-                        .entry(*b)
-                        .or_default()
-                        .push(format!("GPU {} - {}", n.gpu, inv.rdma[*i].name));
-                }
+        let judged = crate::nccl::effective::judge(inv, cx.config);
+        for (gpu, nic, r) in judged.paths() {
+            for b in &r.bridges {
+                bridges
+                    .entry(*b)
+                    .or_default()
+                    .push(format!("GPU {gpu} - {}", inv.rdma[nic].name));
             }
         }
         if bridges.is_empty() {
-            let paired = nearest.iter().any(|(_, n)| n.is_some());
+            let paired = judged.paths().next().is_some();
             let (message, prerequisites): (&str, &[&'static str]) = if paired {
                 ("no bridge between any GPU and its nearest NIC", &[])
             } else {

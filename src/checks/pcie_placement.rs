@@ -4,7 +4,7 @@
 use super::{Check, Context};
 use crate::inventory::Inventory;
 use crate::model::{Code, Evidence, Finding, Fix};
-use crate::nccl::effective::{self, Basis, Nearest, Policy, PolicySource};
+use crate::nccl::effective::{self, Basis, Nearest, Policy, PolicySource, Verdict};
 use crate::nccl::params::GdrLimit;
 use crate::placement::{Level, route};
 use std::collections::BTreeMap;
@@ -50,10 +50,12 @@ impl Check for PciePlacement {
 
     /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.
     fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
-        let (basis, near) = effective::nearest(cx.inv);
-        let near: Vec<Level> = near
-            .into_iter()
-            .filter_map(|(_, n)| n)
+        let j = effective::judge(cx.inv, cx.config);
+        let basis = j.basis;
+        let near: Vec<Level> = j
+            .gpus
+            .iter()
+            .filter_map(|g| g.nearest.as_ref())
             .filter(|n| {
                 passed.iter().any(|f| {
                     f.subject.starts_with(&format!("GPU {} ", n.gpu))
@@ -88,8 +90,8 @@ impl Check for PciePlacement {
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
-        let policy = effective::policy(inv, cx.config);
-        let used = effective::nics(inv);
+        let j = effective::judge(inv, cx.config);
+        let (policy, used, basis) = (&j.policy, &j.nics, j.basis);
         if inv.gpus.is_empty() || used.is_empty() {
             let (what, prerequisite) = if inv.gpus.is_empty() {
                 ("no GPU (see gpu-driver)".to_owned(), "gpu-driver")
@@ -125,15 +127,15 @@ impl Check for PciePlacement {
                     .evidence(d.class_path(), "<no device link, no netdev with a PCI function>"),
             );
         }
-        let (basis, near) = effective::nearest(inv);
-        for (gpu, n) in &near {
+        for g in &j.gpus {
+            let gpu = &g.gpu;
             let subject = inv
                 .gpus
                 .iter()
-                .find(|g| g.bdf == *gpu)
-                .map(|g| g.subject())
+                .find(|x| x.bdf == *gpu)
+                .map(|x| x.subject())
                 .unwrap_or_default();
-            let Some(n) = n else {
+            let Some(n) = &g.nearest else {
                 out.push(
                     Finding::unknown(
                         "placement-unknown",
@@ -149,13 +151,13 @@ impl Check for PciePlacement {
                 );
                 continue;
             };
-            out.push(judge(inv, &subject, n, basis, &policy));
+            out.push(judge(inv, &subject, n, g.verdict, basis, policy));
         }
         if matches!(basis, Basis::Sysfs) {
             if let GdrLimit::Upto(limit) = policy.limit {
                 out.extend(crowding(
                     inv,
-                    &crate::placement::nearest_among(inv, &used),
+                    &crate::placement::nearest_among(inv, used),
                     limit,
                 ));
             }
@@ -228,29 +230,24 @@ fn evidence(inv: &Inventory, n: &Nearest, basis: Basis) -> Vec<Evidence> {
     ev
 }
 
-/// How the sysfs picture compares, for a pair judged on a topology file: `NODE in sysfs`.
+/// How the sysfs picture compares, for a pair judged on a topology file: `, NODE in sysfs`.
 fn sysfs_beside(n: &Nearest) -> String {
-    let mut levels: Vec<Level> = n
-        .nics
-        .iter()
-        .filter_map(|c| c.sysfs.as_ref().map(|r| r.level))
-        .collect();
-    levels.sort();
-    levels.dedup();
-    match levels.as_slice() {
-        [] => String::new(),
-        [one] => format!(", {one} in sysfs"),
-        many => format!(
-            ", {} in sysfs",
-            many.iter()
-                .map(|l| l.as_str())
-                .collect::<Vec<_>>()
-                .join("/")
-        ),
+    let levels = n.sysfs_levels();
+    if levels.is_empty() {
+        return String::new();
     }
+    let names: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
+    format!(", {} in sysfs", names.join("/"))
 }
 
-fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Policy) -> Finding {
+fn judge(
+    inv: &Inventory,
+    subject: &str,
+    n: &Nearest,
+    verdict: Verdict,
+    basis: Basis,
+    policy: &Policy,
+) -> Finding {
     let nics = nic_list(inv, n);
     let plural = if n.nics.len() > 1 { "s" } else { "" };
     let routes: Vec<&crate::placement::Route> =
@@ -282,9 +279,11 @@ fn judge(inv: &Inventory, subject: &str, n: &Nearest, basis: Basis, policy: &Pol
     // value NCCL reads (issue 16). A level from a topology file is NCCL's already.
     let shown = crate::nccl::params::level_for_nccl(n.level);
     let nccl = crate::nccl::params::nccl_view(n.level);
-    if policy.limit.admits(n.level) {
+    if verdict == Verdict::Gdr {
         let within = match &policy.source {
-            PolicySource::Nccl(_) => format!(", within {}", policy.origin()),
+            PolicySource::Nccl(_) | PolicySource::Run(_) => {
+                format!(", within {}", policy.origin())
+            }
             PolicySource::Config => String::new(),
         };
         return Finding::pass(

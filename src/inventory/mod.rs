@@ -232,6 +232,12 @@ impl Inventory {
                 problems.extend(pci_problems);
                 (problems, kernel, rdma, scanned)
             });
+        if let Some(why) = root.unread_problem() {
+            problems.push(Problem {
+                path: crate::root::UNREAD.into(),
+                message: format!("what the capture could not read is unknown: {why}"),
+            });
+        }
         problems.sort_by(|a, b| a.path.cmp(&b.path));
         let gpus = pci::classify_gpus(root, &pci, config, &kernel);
         let has = |v: GpuVendor| gpus.iter().any(|g| g.vendor == v);
@@ -367,6 +373,57 @@ impl Inventory {
             problems.extend(d.problems.iter().cloned());
             for p in &d.ports {
                 problems.extend(p.problems.iter().cloned());
+            }
+        }
+        problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
+        problems.dedup();
+        problems
+    }
+
+    /// What the placement and NCCL's GDR decision (`topo`, the pictures) stand on and could not
+    /// be read: the PCI tree and NUMA nodes (anything under /sys but the PCIe link files, which
+    /// `pcie-link` judges), the RDMA class, the RDMA devices left without a PCI function by it,
+    /// NCCL's configuration and topology files, and the NVML answer a capture records. Sorted,
+    /// without repeats.
+    pub fn placement_problems(&self) -> Vec<Problem> {
+        use nccl::{SourceState, TopoState};
+        const LINK: &[&str] = &[
+            "current_link_speed",
+            "current_link_width",
+            "max_link_speed",
+            "max_link_width",
+        ];
+        let mut problems: Vec<Problem> = self
+            .problems
+            .iter()
+            .filter(|p| {
+                let sys = p.path == "/sys" || p.path.starts_with("/sys/");
+                let link = p.path.rsplit('/').next().is_some_and(|f| LINK.contains(&f));
+                (sys && !link) || p.path == crate::gpu::RECORDED_NVML
+            })
+            .cloned()
+            .collect();
+        problems.extend(self.unidentified.iter().cloned());
+        if let Err(p) = &self.rdma_class {
+            problems.push(p.clone());
+        }
+        for d in self.rdma.iter().filter(|d| d.pci.is_none()) {
+            problems.extend(d.problems.iter().cloned());
+        }
+        problems.extend(self.nccl.problems.iter().cloned());
+        for s in &self.nccl.sources {
+            match &s.state {
+                SourceState::Unreadable(e) => problems.push(Problem::from_error(e)),
+                SourceState::NotRead(why) => problems.push(Problem {
+                    path: s.path.clone(),
+                    message: why.clone(),
+                }),
+                SourceState::Absent | SourceState::Read(_) => {}
+            }
+        }
+        if let Some(t) = &self.nccl.topology {
+            if let TopoState::Unreadable(e) = &t.state {
+                problems.push(Problem::from_error(e));
             }
         }
         problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));

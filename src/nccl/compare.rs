@@ -169,6 +169,51 @@ fn nccl_level(l: Level) -> &'static str {
     }
 }
 
+/// The GDR level of a run of NCCL: the `NCCL_NET_GDR_LEVEL` its log says it had, where NCCL
+/// reads the value, else the level in force on the node (`effective::policy`).
+fn run_policy(inv: &Inventory, config: &Config, node: &Node) -> super::effective::Policy {
+    use super::params::{LevelValue, gdr_level};
+    match node
+        .env
+        .get("NCCL_NET_GDR_LEVEL")
+        .map(|v| (v, gdr_level(v)))
+    {
+        Some((v, LevelValue::Named(limit) | LevelValue::Numbered(limit))) => {
+            super::effective::Policy {
+                limit,
+                source: super::effective::PolicySource::Run(v.clone()),
+            }
+        }
+        _ => super::effective::policy(inv, config),
+    }
+}
+
+/// The GPU at bus ID `bus` and the RDMA device `nic`, as `check` places the pair.
+fn judged_pair(
+    inv: &Inventory,
+    judged: &super::effective::Judgement,
+    bus: &str,
+    nic: &str,
+) -> Option<super::effective::Candidate> {
+    let g = Bdf::parse(bus)?;
+    let gi = inv.gpus.iter().position(|x| x.bdf == g)?;
+    let ni = inv.rdma.iter().position(|d| d.name == nic)?;
+    judged.pair(inv, gi, ni)
+}
+
+/// A pair's level as gdrdoctor states it against NCCL's: NCCL's own (`NODE (PHB to NCCL)`
+/// from sysfs), with the sysfs level beside where a topology file makes them differ.
+fn shown_level(c: &super::effective::Candidate) -> String {
+    let sysfs = c.sysfs.as_ref().map(|r| r.level);
+    match sysfs {
+        Some(s) if c.lines.is_some() && s != c.level => {
+            format!("{} in NCCL's topology file ({s} in sysfs)", c.level)
+        }
+        _ if c.level == Level::Node => format!("{} (PHB to NCCL)", c.level),
+        _ => c.level.to_string(),
+    }
+}
+
 /// NCCL's PCIe path types in its order (topoPathTypeStr, 2.26+ numbering without the others).
 fn pcie_rank(path: &str) -> Option<u8> {
     match path {
@@ -824,11 +869,12 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
                 .iter()
                 .find(|n| n.index == idx && n.net != "Socket" && n.gpu.is_none())
         };
-        let env_level = node
-            .env
-            .get("NCCL_NET_GDR_LEVEL")
-            .and_then(|v| Level::parse(v));
-        let gdr_level = env_level.unwrap_or(config.thresholds.gdr_level);
+        // gdrdoctor's side is the judgement `check` makes (`effective::judge`: NCCL's
+        // topology file, the NICs NCCL_IB_HCA selects), under the level this run of NCCL says
+        // it had, else the one in force on the node (issue 25).
+        let env_set = node.env.contains_key("NCCL_NET_GDR_LEVEL");
+        let judged = super::effective::judge_under(inv, run_policy(inv, config, node));
+        let gdr_level = judged.policy.limit.describe();
         let mut pairs: Vec<(String, u32)> = Vec::new();
         for p in &node.paths {
             if let (Some(b), Some(i)) = (p.bus_id.as_deref().and_then(norm_bus), p.nic) {
@@ -867,28 +913,25 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
             } else {
                 path.and_then(|p| match p.path.as_str() {
                     "LOC" | "NVL" | "NVB" | "C2C" | "PIX" | "PXB" | "P2C" => Some(true),
-                    "PHB" | "SYS" if env_level.is_none() => Some(false),
+                    "PHB" | "SYS" if !env_set => Some(false),
                     _ => None,
                 })
             };
             decided.push((bus.clone(), nic.name.clone(), nccl_gdr));
-            let gpu_bdf = Bdf::parse(bus);
-            let nic_dev = inv.rdma.iter().find(|d| d.name == nic.name);
-            let route = match (gpu_bdf, nic_dev.and_then(|d| d.pci)) {
-                (Some(g), Some(n)) if inv.gpus.iter().any(|x| x.bdf == g) => {
-                    crate::placement::route(inv, g, n)
-                }
-                _ => None,
-            };
+            let pair = judged_pair(inv, &judged, bus, &nic.name);
+            let route = pair.as_ref().and_then(|c| c.sysfs.clone());
             let (hca_expect, hca_why) = pm.expect(&nic.name);
-            let ours_gdr = match (hca_expect, route.as_ref().map(|r| r.level)) {
+            let beyond = pair
+                .as_ref()
+                .is_some_and(|c| judged.verdict(c.level) == super::effective::Verdict::NoGdr);
+            let ours_gdr = match (hca_expect, &pair) {
                 (Some(false), _) => Some(false),
-                (_, Some(l)) if l > gdr_level => Some(false),
+                (_, Some(_)) if beyond => Some(false),
                 (Some(true), Some(_)) => Some(true),
                 _ => None,
             };
-            let expected_path = route.as_ref().map(|r| {
-                let l = nccl_level(r.level);
+            let expected_path = pair.as_ref().map(|c| {
+                let l = nccl_level(c.level);
                 if ours_gdr == Some(false) && pcie_rank(l) < pcie_rank("PHB") {
                     "PHB"
                 } else {
@@ -929,17 +972,12 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
                     None => String::new(),
                 }
             );
-            let ours_side = match &route {
-                Some(r) => format!(
-                    "{}{}, {}: {}",
-                    r.level,
-                    if r.level == Level::Node {
-                        " (PHB to NCCL)"
-                    } else {
-                        ""
-                    },
+            let ours_side = match &pair {
+                Some(c) => format!(
+                    "{}, {}: {}",
+                    shown_level(c),
                     gdr_word(ours_gdr),
-                    match (hca_expect, r.level > gdr_level) {
+                    match (hca_expect, beyond) {
                         (Some(false), _) => hca_why.clone(),
                         (_, true) => format!("beyond the GDR level {gdr_level}"),
                         _ => format!("within the GDR level {gdr_level}, {hca_why}"),
@@ -947,7 +985,7 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
                 ),
                 None => "no placement (gdrdoctor does not place this GPU or NIC)".into(),
             };
-            let note = match (path.map(|p| p.path.as_str()), &route) {
+            let note = match (path.map(|p| p.path.as_str()), &pair) {
                 (_, None) => Some("not compared: gdrdoctor has no route for the pair".to_owned()),
                 (Some(p), _) if pcie_rank(p).is_none() => Some(format!(
                     "NCCL's path {p} is not a PCIe level (through another GPU or the CPU's fabric): only the GDR decision is compared"
@@ -1081,7 +1119,8 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
     }
 
     if let Some(t) = &run.topology_dump {
-        comparisons.extend(topology(inv, run, answer.network.as_deref(), t));
+        let judged = super::effective::judge(inv, config);
+        comparisons.extend(topology(inv, &judged, run, answer.network.as_deref(), t));
     }
 
     // The answer.
@@ -1317,6 +1356,7 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
 /// GPU-NIC distance its tree gives against placement's level.
 fn topology(
     inv: &Inventory,
+    judged: &super::effective::Judgement,
     run: &Run,
     network: Option<&str>,
     t: &super::verify::TopoDump,
@@ -1475,28 +1515,24 @@ fn topology(
             let Some(dev) = inv.rdma.iter().find(|d| d.name == n.name) else {
                 continue;
             };
-            let route = match dev.pci {
-                Some(nb) if inv.gpus.iter().any(|x| x.bdf == gb) => {
-                    crate::placement::route(inv, gb, nb)
-                }
-                _ => None,
-            };
+            // NCCL's tree as `check` builds it: from the topology file when one is in effect.
+            let pair = judged_pair(inv, judged, &gb.to_string(), &dev.name);
+            let route = pair.as_ref().and_then(|c| c.sysfs.clone());
             let theirs = super::dump::level(g, n);
-            let ours = route.as_ref().map(|r| nccl_level(r.level));
+            let ours = pair.as_ref().map(|c| nccl_level(c.level));
             out.push(Comparison {
                 fact: "topo-gpu-nic",
                 subject: format!("GPU {gb} -> {} in NCCL's topology", n.name),
                 nccl: theirs.to_owned(),
-                gdrdoctor: match &route {
-                    Some(r) if r.level == Level::Node => format!("{} (PHB to NCCL)", r.level),
-                    Some(r) => r.level.to_string(),
+                gdrdoctor: match &pair {
+                    Some(c) => shown_level(c),
                     None => "no placement".into(),
                 },
                 agree: ours.map(|o| o == theirs),
                 note: match ours {
                     None => Some("not compared: gdrdoctor has no route for the pair".into()),
                     Some(o) if o != theirs => Some(
-                        "NCCL's PCI tree differs from sysfs here: an NCCL_TOPO_FILE, a virtual PCI tree, or switches NCCL merged".into(),
+                        "NCCL's PCI tree differs from the one gdrdoctor expects it to build (sysfs, or the topology file in effect): a virtual PCI tree, or switches NCCL merged".into(),
                     ),
                     _ => None,
                 },

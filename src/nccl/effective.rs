@@ -9,6 +9,7 @@ use crate::inventory::nccl::{Setting, Topo};
 use crate::model::Level;
 use crate::parse::pci::Bdf;
 use crate::placement::{Route, route};
+use serde::Serialize;
 
 /// The GDR level NCCL runs with on this node, and why.
 #[derive(Debug, Clone)]
@@ -23,9 +24,21 @@ pub enum PolicySource {
     Config,
     /// `NCCL_NET_GDR_LEVEL` as set on the node or in the declared environment.
     Nccl(Setting),
+    /// `NCCL_NET_GDR_LEVEL` as a run of NCCL says it had it (`nccl verify`'s log).
+    Run(String),
 }
 
 impl Policy {
+    /// The value NCCL_NET_GDR_LEVEL has in force: `PXB`, or as the node's settings write it.
+    pub fn value(&self) -> String {
+        match (&self.source, self.limit) {
+            (PolicySource::Nccl(s), _) => s.value.clone(),
+            (PolicySource::Run(v), _) => v.clone(),
+            (PolicySource::Config, GdrLimit::Upto(l)) => l.as_str().to_owned(),
+            (PolicySource::Config, GdrLimit::Never) => "LOC".to_owned(),
+        }
+    }
+
     /// ` (NCCL_NET_GDR_LEVEL's default)`, ` (NCCL_NET_GDR_LEVEL=PHB from /etc/nccl.conf line 2)`.
     pub fn origin(&self) -> String {
         match &self.source {
@@ -38,6 +51,7 @@ impl Policy {
                 s.value,
                 s.origin.describe()
             ),
+            PolicySource::Run(v) => format!("NCCL_NET_GDR_LEVEL={v} in NCCL's environment"),
         }
     }
 }
@@ -98,6 +112,21 @@ pub struct Nearest {
     pub nics: Vec<Candidate>,
 }
 
+impl Nearest {
+    /// The sysfs levels of the nearest NICs, nearest first, each once: beside NCCL's level
+    /// where a topology file makes them differ.
+    pub fn sysfs_levels(&self) -> Vec<Level> {
+        let mut levels: Vec<Level> = self
+            .nics
+            .iter()
+            .filter_map(|c| c.sysfs.as_ref().map(|r| r.level))
+            .collect();
+        levels.sort();
+        levels.dedup();
+        levels
+    }
+}
+
 /// What the placement is judged on.
 #[derive(Debug, Clone, Copy)]
 pub enum Basis<'a> {
@@ -107,36 +136,174 @@ pub enum Basis<'a> {
     File(&'a Topo),
 }
 
-/// Each GPU's nearest NICs among those NCCL uses; `None` for a GPU with no NIC it can place.
-pub fn nearest(inv: &Inventory) -> (Basis<'_>, Vec<(Bdf, Option<Nearest>)>) {
+/// Whether NCCL uses GPUDirect RDMA for a GPU (with its nearest NICs) or for one GPU-NIC pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Within the GDR level in force: NCCL uses GPUDirect RDMA.
+    Gdr,
+    /// Beyond it, or the level turns GDR off: NCCL stages through host memory.
+    NoGdr,
+    /// No NIC NCCL uses has a known place relative to the GPU.
+    Unknown,
+    /// NCCL uses no RDMA NIC on this node (there is none, or `NCCL_IB_HCA` selects none).
+    NoNic,
+}
+
+/// One GPU as NCCL runs it.
+#[derive(Debug, Clone)]
+pub struct GpuGdr {
+    pub gpu: Bdf,
+    /// Its nearest NICs among those NCCL uses, at NCCL's level; `None` when none can be placed.
+    pub nearest: Option<Nearest>,
+    pub verdict: Verdict,
+}
+
+/// What NCCL does about GPUDirect RDMA on this node: the one judgement `pcie-placement`,
+/// `topo` (every format), the pictures, `fleet --pictures`, `gdrdoctor nccl` and `nccl verify`
+/// all read (issue 25: the pictures judged on sysfs and the config's level while the check
+/// judged on NCCL's topology file, and said "no GDR" for pairs the check passed).
+#[derive(Debug, Clone)]
+pub struct Judgement<'a> {
+    pub policy: Policy,
+    pub basis: Basis<'a>,
+    /// The RDMA devices NCCL uses (indices into `inv.rdma`).
+    pub nics: Vec<usize>,
+    /// Per `inv.gpus`, in its order.
+    pub gpus: Vec<GpuGdr>,
+    /// NCCL's tree, when a topology file is in effect.
+    tree: Option<super::tree::Tree>,
+}
+
+impl Judgement<'_> {
+    /// The one rule: NCCL uses GPUDirect RDMA between a GPU and a NIC at `level` (NCCL's level,
+    /// from its tree or from sysfs) when the GDR level in force admits it.
+    pub fn verdict(&self, level: Level) -> Verdict {
+        if self.policy.limit.admits(level) {
+            Verdict::Gdr
+        } else {
+            Verdict::NoGdr
+        }
+    }
+
+    /// One GPU-NIC pair (indices into `inv.gpus` and `inv.rdma`) as NCCL places it, whether or
+    /// not the NIC is the GPU's nearest; `None` when either has no place, or NCCL does not use
+    /// the NIC.
+    pub fn pair(&self, inv: &Inventory, gpu: usize, nic: usize) -> Option<Candidate> {
+        if !self.nics.contains(&nic) {
+            return None;
+        }
+        let g = inv.gpus.get(gpu)?;
+        let sysfs = inv.rdma.get(nic)?.pci.and_then(|b| route(inv, g.bdf, b));
+        match &self.tree {
+            Some(tree) => {
+                let (gp, np) = (tree.gpus.get(gpu).copied()??, tree.nics.get(nic).copied()??);
+                Some(Candidate {
+                    nic,
+                    level: tree.level(gp, np),
+                    sysfs,
+                    lines: Some((gp.line, np.line)),
+                })
+            }
+            None => {
+                let level = sysfs.as_ref()?.level;
+                Some(Candidate {
+                    nic,
+                    level,
+                    sysfs,
+                    lines: None,
+                })
+            }
+        }
+    }
+
+    /// Each GPU with each of its nearest NICs, and the sysfs route between them: the PCIe
+    /// paths the traffic of the pairs NCCL uses crosses (the acs check judges their bridges,
+    /// the pictures mark them). A NIC without a PCI function has no route and is left out.
+    pub fn paths(&self) -> impl Iterator<Item = (Bdf, usize, &Route)> + '_ {
+        self.gpus.iter().flat_map(|g| {
+            g.nearest
+                .iter()
+                .flat_map(|n| &n.nics)
+                .filter_map(move |c| Some((g.gpu, c.nic, c.sysfs.as_ref()?)))
+        })
+    }
+}
+
+/// NCCL's judgement on this node under the GDR level in force ([`policy`]).
+pub fn judge<'a>(inv: &'a Inventory, config: &Config) -> Judgement<'a> {
+    judge_under(inv, policy(inv, config))
+}
+
+/// NCCL's judgement under `policy`: `gdrdoctor nccl` asks what NCCL's default does, `nccl
+/// verify` what the level of the run it made does.
+pub fn judge_under(inv: &Inventory, policy: Policy) -> Judgement<'_> {
     let nics = nics(inv);
-    let Some((topo, topology)) = inv.nccl.topology() else {
-        // sysfs: gdrdoctor's own places, among the NICs NCCL uses.
-        let near = crate::placement::nearest_among(inv, &nics)
-            .into_iter()
-            .map(|(gpu, n)| {
-                let n = n.map(|n| Nearest {
-                    gpu,
-                    level: n.level,
-                    nics: n
-                        .nics
-                        .into_iter()
-                        .map(|(i, r)| Candidate {
-                            nic: i,
-                            level: r.level,
-                            sysfs: Some(r),
-                            lines: None,
-                        })
-                        .collect(),
-                });
-                (gpu, n)
-            })
-            .collect();
-        return (Basis::Sysfs, near);
+    let (basis, tree, near) = match inv.nccl.topology() {
+        None => (Basis::Sysfs, None, sysfs_nearest(inv, &nics)),
+        Some((topo, topology)) => {
+            let tree = super::tree::Tree::build(inv, topology, &nics);
+            let near = file_nearest(inv, &tree, &nics);
+            (Basis::File(topo), Some(tree), near)
+        }
     };
-    let tree = super::tree::Tree::build(inv, topology, &nics);
-    let out = inv
-        .gpus
+    let mut j = Judgement {
+        policy,
+        basis,
+        nics,
+        gpus: Vec::new(),
+        tree,
+    };
+    let none = j.nics.is_empty();
+    j.gpus = near
+        .into_iter()
+        .map(|(gpu, nearest)| {
+            let verdict = match &nearest {
+                _ if none => Verdict::NoNic,
+                None => Verdict::Unknown,
+                Some(n) => j.verdict(n.level),
+            };
+            GpuGdr {
+                gpu,
+                nearest,
+                verdict,
+            }
+        })
+        .collect();
+    j
+}
+
+/// sysfs: gdrdoctor's own places, among the NICs NCCL uses.
+fn sysfs_nearest(inv: &Inventory, nics: &[usize]) -> Vec<(Bdf, Option<Nearest>)> {
+    crate::placement::nearest_among(inv, nics)
+        .into_iter()
+        .map(|(gpu, n)| {
+            let n = n.map(|n| Nearest {
+                gpu,
+                level: n.level,
+                nics: n
+                    .nics
+                    .into_iter()
+                    .map(|(i, r)| Candidate {
+                        nic: i,
+                        level: r.level,
+                        sysfs: Some(r),
+                        lines: None,
+                    })
+                    .collect(),
+            });
+            (gpu, n)
+        })
+        .collect()
+}
+
+/// NCCL's tree from a topology file.
+fn file_nearest(
+    inv: &Inventory,
+    tree: &super::tree::Tree,
+    nics: &[usize],
+) -> Vec<(Bdf, Option<Nearest>)> {
+    inv.gpus
         .iter()
         .enumerate()
         .map(|(gi, g)| {
@@ -163,6 +330,5 @@ pub fn nearest(inv: &Inventory) -> (Basis<'_>, Vec<(Bdf, Option<Nearest>)>) {
             });
             (g.bdf, near)
         })
-        .collect();
-    (Basis::File(topo), out)
+        .collect()
 }

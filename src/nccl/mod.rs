@@ -36,8 +36,22 @@ pub struct Setting {
 
 pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     let mut out = Vec::new();
-    // The levels NCCL will use: on its tree when a topology file is in effect (issue 16).
-    let (_, nearest) = effective::nearest(inv);
+    // The levels NCCL will use: on its tree when a topology file is in effect (issue 16),
+    // judged against the level NCCL runs with by default (the site's `thresholds.gdr_level`):
+    // NCCL_NET_GDR_LEVEL is proposed only where that is not enough.
+    let judged = effective::judge_under(
+        inv,
+        effective::Policy {
+            limit: params::GdrLimit::Upto(gdr_level),
+            source: effective::PolicySource::Config,
+        },
+    );
+    let nearest: Vec<(crate::parse::pci::Bdf, Option<&effective::Nearest>)> = judged
+        .gpus
+        .iter()
+        .map(|g| (g.gpu, g.nearest.as_ref()))
+        .collect();
+    let beyond = |level| judged.verdict(level) == effective::Verdict::NoGdr;
 
     // NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port.
     let mut hca: Vec<(String, u32, String)> = Vec::new();
@@ -153,13 +167,12 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     // NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default. The value is
     // NCCL's name for the level: sysfs's NODE is PHB in NCCL's tree, and NCCL ignores
     // NCCL_NET_GDR_LEVEL=NODE (issue 16).
-    let limit = params::GdrLimit::Upto(gdr_level);
     let worst = nearest
         .iter()
         .filter_map(|(_, n)| n.as_ref().map(|n| n.level))
         .max();
     out.push(match worst {
-        Some(level) if !limit.admits(level) => {
+        Some(level) if beyond(level) => {
             let shown = params::level_for_nccl(level);
             Setting {
                 name: "NCCL_NET_GDR_LEVEL",
@@ -168,7 +181,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
                     let mut w = vec![format!(
                         "a GPU's nearest NIC is at {shown}, beyond NCCL's default PXB: without this NCCL runs that GPU without GPUDirect RDMA. Trade-off: GDR through the CPU ({shown}) can be slower than staging on some platforms; measure with `gdrdoctor gdr-test` before relying on it"
                     )];
-                    w.extend(nearest.iter().filter_map(|(g, n)| n.as_ref().filter(|n| !limit.admits(n.level)).map(|n| format!("GPU {g}: nearest NIC at {}", params::level_for_nccl(n.level)))));
+                    w.extend(nearest.iter().filter_map(|(g, n)| n.filter(|n| beyond(n.level)).map(|n| format!("GPU {g}: nearest NIC at {}", params::level_for_nccl(n.level)))));
                     w
                 },
             }
@@ -251,7 +264,37 @@ fn agree_with_conf(inv: &Inventory, out: &mut [Setting]) {
     }
 }
 
-/// Environment exports, then an /etc/nccl.conf body.
+/// The files NCCL reads on this node that gdrdoctor could not (`nccl-config` reports each as
+/// `nccl-conf-unreadable`): (path, why). What they set is unknown to the settings.
+pub fn unread(inv: &Inventory) -> Vec<(String, String)> {
+    use crate::inventory::nccl::{SourceState, TopoState};
+    let mut out: Vec<(String, String)> = inv
+        .nccl
+        .sources
+        .iter()
+        .filter_map(|s| match &s.state {
+            SourceState::Unreadable(e) => Some((s.path.clone(), e.reason())),
+            SourceState::NotRead(why) => Some((s.path.clone(), why.clone())),
+            SourceState::Absent | SourceState::Read(_) => None,
+        })
+        .collect();
+    out.extend(
+        inv.nccl
+            .problems
+            .iter()
+            .map(|p| (p.path.clone(), p.message.clone())),
+    );
+    if let Some(t) = &inv.nccl.topology {
+        if let TopoState::Unreadable(e) = &t.state {
+            out.push((t.path.clone(), e.reason()));
+        }
+    }
+    out
+}
+
+/// Environment exports, then an /etc/nccl.conf body. Where a file NCCL reads could not be read
+/// (issue 25: an /etc/nccl.conf that is a directory, a FIFO or too big), it says so first, and
+/// an unreadable /etc/nccl.conf gets no body to replace it, only the lines to add by hand.
 pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
     let mut o = String::new();
     let host = inv
@@ -269,6 +312,18 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
         o,
         "# Each line says what it came from; settings the node does not need are left out, with why."
     );
+    let unread = unread(inv);
+    for (path, why) in &unread {
+        let _ = writeln!(
+            o,
+            "# WARNING: NCCL reads {}, and gdrdoctor cannot: {}. What it sets is unknown: the settings below may repeat or contradict it (gdrdoctor check --select nccl-config)",
+            crate::fixscript::comment(path),
+            crate::fixscript::comment(why)
+        );
+    }
+    let etc_unread = unread
+        .iter()
+        .any(|(p, _)| p == crate::inventory::nccl::ETC_CONF);
     let _ = writeln!(
         o,
         "\n# --- environment (a job script, or the Slurm TaskProlog)"
@@ -292,9 +347,16 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
         o,
         "\n# --- /etc/nccl.conf (read by every NCCL job on the node; the environment overrides it)"
     );
+    if etc_unread {
+        let _ = writeln!(
+            o,
+            "# Not a file to write: /etc/nccl.conf is there and gdrdoctor cannot read it. Add these lines to it by hand, where they do not contradict what it sets:"
+        );
+    }
+    let prefix = if etc_unread { "# " } else { "" };
     for s in settings {
         if let Some(v) = &s.value {
-            let _ = writeln!(o, "{}={}", s.name, crate::sanitize::text(v));
+            let _ = writeln!(o, "{prefix}{}={}", s.name, crate::sanitize::text(v));
         }
     }
     o

@@ -27,7 +27,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(o, "graph \"gdrdoctor-topo\" {{")?;
     let title = format!(
-        "PCIe tree of {}\\n{}root {} · {} GPUs, {} RDMA devices · coloured edges: GPU-NIC pairs within NCCL_NET_GDR_LEVEL={}",
+        "PCIe tree of {}\\n{}root {} · {} GPUs, {} RDMA devices · coloured edges: GPU-NIC pairs within {}",
         q(p.title.hostname.as_deref().unwrap_or(&p.title.root)),
         p.title
             .product
@@ -37,7 +37,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         q(&p.title.root),
         p.gpus,
         p.nics,
-        p.policy
+        q(&p.judged_on())
     );
     writeln!(
         o,
@@ -47,7 +47,10 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         o,
         "  node [shape=box, style=\"rounded,filled\", fontname=\"{FONT}\", fontsize=10, fillcolor=\"#f3f4f6\", color=\"#6b7280\"];"
     )?;
-    writeln!(o, "  edge [color=\"#94a3b8\"];")?;
+    writeln!(
+        o,
+        "  edge [color=\"#94a3b8\", fontname=\"{FONT}\", fontsize=9];"
+    )?;
 
     // Which nodes a switch cluster holds: an upstream port and its downstream ports.
     let mut in_switch = vec![false; p.nodes.len()];
@@ -137,23 +140,28 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             writeln!(o, "  \"{}\" -- \"{}\";", n.bdf, p.nodes[c].bdf)?;
         }
     }
+    // The pairs and the NVLink pairs that differ join boxes of one row, across clusters, without
+    // moving them (constraint=false). Their words are `xlabel`s, placed after the layout: dot
+    // lays out an edge `label` as a node of its own, on a rank of its own for an edge within a
+    // rank, and with such edges between clusters Debian 12's Graphviz 2.43 gives up ("trouble
+    // in init_rank", issue 25).
     if !p.pairs.is_empty() {
         writeln!(
             o,
-            "  // Each GPU and its nearest NIC(s) within NCCL_NET_GDR_LEVEL={}: the pairs NCCL uses for GPUDirect RDMA.",
-            p.policy
+            "  // Each GPU and its nearest NIC(s) within {}: the pairs NCCL uses for GPUDirect RDMA.",
+            clean(&p.judged_on(), 400)
         )?;
     }
     for pr in &p.pairs {
         let colour = level_colour(pr.level);
         let (label, style) = if pr.redirected {
-            (format!("{} ACS redirect", pr.level), "dashed")
+            (format!("{} ACS redirect", pr.label()), "dashed")
         } else {
-            (pr.level.to_string(), "solid")
+            (pr.label(), "solid")
         };
         writeln!(
             o,
-            "  \"{}\" -- \"{}\" [label=\"{label}\", color=\"{colour}\", fontcolor=\"{}\", penwidth=2.5, style={style}, constraint=false];",
+            "  \"{}\" -- \"{}\" [xlabel=\"{label}\", color=\"{colour}\", fontcolor=\"{}\", penwidth=2.5, style={style}, constraint=false];",
             p.nodes[pr.gpu].bdf,
             p.nodes[pr.nic].bdf,
             if pr.redirected { "#dc2626" } else { colour }
@@ -187,7 +195,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             };
             writeln!(
                 o,
-                "  \"{}\" -- \"{}\" [label=\"{label}\", color=\"#334155\", fontcolor=\"{}\", penwidth=2, style={style}, constraint=false];",
+                "  \"{}\" -- \"{}\" [xlabel=\"{label}\", color=\"#334155\", fontcolor=\"{}\", penwidth=2, style={style}, constraint=false];",
                 p.nodes[a].bdf,
                 p.nodes[b].bdf,
                 if n < g.links { "#dc2626" } else { "#334155" }
@@ -209,8 +217,8 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     let mut legend = format!("Legend\\l{}\\l", boxes.join("   "));
     if d.gpu_no_gdr {
         legend += &format!(
-            "red GPU outline: nearest NIC beyond NCCL_NET_GDR_LEVEL={}, no GPUDirect RDMA\\l",
-            p.policy
+            "red GPU outline: NCCL runs it without GPUDirect RDMA (its nearest NIC beyond {}, or none)\\l",
+            q(&p.judged_on())
         );
     }
     if d.switch {
@@ -221,6 +229,9 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     }
     for l in Level::ALL.into_iter().filter(|l| d.levels.contains(l)) {
         legend += &format!("{l} edge: {}\\l", l.legend());
+    }
+    if d.sysfs_differs {
+        legend += "PIX (sysfs NODE): the level on NCCL's tree from its topology file, and the one sysfs gives beside it\\l";
     }
     if d.redirected_pair {
         legend += "dashed level edge: a GPU-NIC pair through an ACS redirect\\l";

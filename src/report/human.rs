@@ -25,7 +25,7 @@ fn label(s: Status) -> String {
 /// Text read off a node (a captured one is untrusted) never reaches the terminal raw: the one
 /// sanitizer (crate::sanitize) escapes it, so a capture cannot clear the screen, retitle the
 /// window or hide a line with a carriage return.
-use crate::sanitize::text as clean;
+pub use crate::sanitize::text as clean;
 
 fn bold(s: &str) -> String {
     s.if_supports_color(Stream::Stdout, |t| t.bold())

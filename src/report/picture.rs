@@ -2,7 +2,7 @@
 //! the PCIe tree from the host bridges down to every GPU and RDMA NIC, the GPU-NIC pairs NCCL
 //! uses for GPUDirect RDMA with their level, and the bridges whose ACS redirects peer-to-peer
 //! traffic on a GPU-NIC path, and the GPUs joined by NVLink. It is worked out once here, from
-//! the placement and the ACS judgement the checks use (`placement::nearest`,
+//! the placement and the ACS judgement the checks use (`nccl::effective::judge`,
 //! `placement::roles`, `acs::redirecting`, `placement::numa_affinity`, `placement::nvlinks`);
 //! `svg/` lays it out and draws it, `dot.rs` writes it for Graphviz.
 //!
@@ -12,7 +12,10 @@
 //! and a group is what NVML sees of one node (8 GPUs on an HGX board).
 
 use crate::checks::acs;
+use crate::config::Config;
 use crate::inventory::Inventory;
+use crate::nccl::effective::{self, Basis, Nearest, Verdict};
+use crate::nccl::params::GdrLimit;
 use crate::parse::cpulist;
 use crate::parse::pci::{Bdf, path_functions};
 use crate::placement::{self, Level, Role};
@@ -22,17 +25,19 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug)]
 pub struct Picture {
     pub title: Title,
-    /// NCCL_NET_GDR_LEVEL as the site's policy sets it (`thresholds.gdr_level`): the pairs
-    /// within it are drawn.
-    pub policy: Level,
+    /// NCCL_NET_GDR_LEVEL as NCCL runs with it (`PXB`; the value the node's NCCL settings
+    /// give, else the config's `thresholds.gdr_level`): the pairs within it are drawn.
+    pub gdr_level: String,
+    /// NCCL's topology file, when the levels are those of the tree NCCL builds from it.
+    pub topology_file: Option<String>,
     /// Sorted by NUMA node (unknown last), then name, so that a NUMA node's host bridges sit
     /// side by side.
     pub host_bridges: Vec<HostBridge>,
     /// Every function on the sysfs path of a GPU or an RDMA NIC, each parent before its
     /// children (the layout relies on it); children sorted by address.
     pub nodes: Vec<Node>,
-    /// Each GPU with its nearest NIC(s), where they are within `policy`: the pairs NCCL uses
-    /// for GPUDirect RDMA. Sorted by GPU, then NIC.
+    /// Each GPU with its nearest NIC(s), where NCCL uses GPUDirect RDMA with them (as `check`
+    /// judges it: `effective::judge`). Sorted by GPU, then NIC.
     pub pairs: Vec<Pair>,
     /// What the tree cannot show: GPUs whose nearest NIC is beyond the policy, devices without
     /// a place on the tree.
@@ -117,15 +122,28 @@ pub struct NvGroup {
     pub other: Vec<(usize, usize, u32)>,
 }
 
-/// A GPU and a nearest NIC within the policy.
+/// A GPU and a nearest NIC NCCL uses GPUDirect RDMA with.
 #[derive(Debug)]
 pub struct Pair {
     /// Indices into `Picture::nodes`.
     pub gpu: usize,
     pub nic: usize,
+    /// NCCL's level: on its tree when a topology file is in effect.
     pub level: Level,
+    /// The sysfs level, where it differs from `level`.
+    pub sysfs: Option<Level>,
     /// Its path crosses a bridge whose ACS redirects.
     pub redirected: bool,
+}
+
+impl Pair {
+    /// `PIX`, or `PIX (sysfs NODE)` where sysfs places the pair elsewhere than NCCL's tree.
+    pub fn label(&self) -> String {
+        match self.sysfs {
+            Some(s) => format!("{} (sysfs {s})", self.level),
+            None => self.level.to_string(),
+        }
+    }
 }
 
 /// What kinds of thing a picture draws: its legend explains these and no others (issue 24: a
@@ -142,6 +160,8 @@ pub struct Drawn {
     /// The levels of the GPU-NIC pairs drawn.
     pub levels: BTreeSet<Level>,
     pub redirected_pair: bool,
+    /// A pair whose sysfs level differs from NCCL's (a topology file in effect).
+    pub sysfs_differs: bool,
     pub nvlink_group: bool,
     /// A pair of an NVLink group with another count than the group's.
     pub nvlink_other: bool,
@@ -168,6 +188,17 @@ impl HostBridge {
 }
 
 impl Picture {
+    /// `NCCL_NET_GDR_LEVEL=PXB`, and the topology file whose tree the levels are on.
+    pub fn judged_on(&self) -> String {
+        match &self.topology_file {
+            Some(f) => format!(
+                "NCCL_NET_GDR_LEVEL={} on the tree of NCCL's topology file {f}",
+                self.gdr_level
+            ),
+            None => format!("NCCL_NET_GDR_LEVEL={}", self.gdr_level),
+        }
+    }
+
     /// The switches drawn as one: each upstream port (an index into `nodes`) with a downstream
     /// port below it.
     pub fn switches(&self) -> impl Iterator<Item = usize> + '_ {
@@ -200,6 +231,7 @@ impl Picture {
             redirect: self.redirects().next().is_some(),
             levels: self.pairs.iter().map(|p| p.level).collect(),
             redirected_pair: self.pairs.iter().any(|p| p.redirected),
+            sysfs_differs: self.pairs.iter().any(|p| p.sysfs.is_some()),
             nvlink_group: !self.nvlink_groups.is_empty(),
             nvlink_other: self.nvlink_groups.iter().any(|g| !g.other.is_empty()),
             ..Drawn::default()
@@ -228,9 +260,10 @@ impl Picture {
     }
 }
 
-/// The picture of the node in `inv`, under the GDR level `policy`; `root` is the root as the
-/// operator named it.
-pub fn picture(inv: &Inventory, policy: Level, root: &str) -> Picture {
+/// The picture of the node in `inv`, as NCCL runs it under `config` (the GDR level, unless the
+/// node's NCCL settings name one); `root` is the root as the operator named it.
+pub fn picture(inv: &Inventory, config: &Config, root: &str) -> Picture {
+    let judged = effective::judge(inv, config);
     let mut b = Builder::default();
     for (i, g) in inv.gpus.iter().enumerate() {
         let what = What::Gpu {
@@ -255,62 +288,107 @@ pub fn picture(inv: &Inventory, policy: Level, root: &str) -> Picture {
         b.place(inv, bdf, what, &format!("{name} {} {bdf}", d.name));
     }
 
-    // The bridges on the GPU-NIC paths are those the acs check judges: every nearest pair's,
-    // within the policy or not.
-    let nearest = placement::nearest(inv);
-    let on_path: BTreeSet<Bdf> = nearest
-        .iter()
-        .filter_map(|(_, n)| n.as_ref())
-        .flat_map(|n| n.nics.iter().flat_map(|(_, r)| r.bridges.iter().copied()))
-        .collect();
-    let redirecting: BTreeMap<Bdf, u16> = on_path
+    // The bridges on the GPU-NIC paths are those the acs check judges: every path of a pair
+    // NCCL uses (`Judgement::paths`), within the level or not.
+    let redirecting: BTreeMap<Bdf, u16> = judged
+        .paths()
+        .flat_map(|(_, _, r)| r.bridges.iter().copied())
+        .collect::<BTreeSet<Bdf>>()
         .into_iter()
         .filter_map(|bdf| Some((bdf, acs::redirecting(inv, bdf)?.control)))
         .collect();
     let mut pairs = BTreeSet::new();
     let mut crossing: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
-    for (gpu, n) in &nearest {
-        let g = b.index.get(gpu).copied();
-        let Some(n) = n else {
-            if !inv.rdma.is_empty() {
+    // The pairs drawn and the GPUs marked are NCCL's, as `check` judges them
+    // (`effective::judge`): on NCCL's tree when a topology file is in effect, under the GDR
+    // level in force, among the NICs NCCL_IB_HCA selects (issue 25).
+    for (gpu, nic, r) in judged.paths() {
+        for bdf in r.bridges.iter().filter(|b| redirecting.contains_key(b)) {
+            crossing
+                .entry(*bdf)
+                .or_default()
+                .push(format!("GPU {gpu} - {}", inv.rdma[nic].name));
+        }
+    }
+    let gdr_level = judged.policy.value();
+    let file = match judged.basis {
+        Basis::File(t) => Some(t.path.clone()),
+        Basis::Sysfs => None,
+    };
+    let in_file = file
+        .as_deref()
+        .map(|f| format!(" in the topology file NCCL reads ({f})"))
+        .unwrap_or_default();
+    let no_nic = judged.nics.is_empty() && !inv.rdma.is_empty() && !inv.gpus.is_empty();
+    if no_nic {
+        b.notes.push(format!(
+            "NCCL_IB_HCA={} selects none of the {} RDMA devices: NCCL runs every GPU without GPUDirect RDMA",
+            inv.nccl.value("NCCL_IB_HCA").unwrap_or_default(),
+            inv.rdma.len()
+        ));
+    }
+    for g in &judged.gpus {
+        let gpu = g.gpu;
+        let gi = b.index.get(&gpu).copied();
+        let n = match (&g.nearest, g.verdict) {
+            (_, Verdict::NoNic) => {
+                if no_nic {
+                    b.no_gdr(gi, "no NIC selected".into());
+                }
+                continue;
+            }
+            (Some(n), _) => n,
+            (None, _) => {
                 b.notes.push(format!(
                     "GPU {gpu}: no NIC with a known route: NCCL runs it without GPUDirect RDMA"
                 ));
-                b.no_gdr(g, "no NIC route".into());
+                b.no_gdr(gi, "no NIC route".into());
+                continue;
+            }
+        };
+        let sysfs = sysfs_beside(n);
+        if g.verdict == Verdict::Gdr {
+            for c in &n.nics {
+                let redirected = c
+                    .sysfs
+                    .as_ref()
+                    .is_some_and(|r| r.bridges.iter().any(|b| redirecting.contains_key(b)));
+                let sysfs = c.sysfs.as_ref().map(|r| r.level).filter(|l| *l != c.level);
+                let nic = inv.rdma[c.nic].pci.and_then(|p| b.index.get(&p).copied());
+                if let (Some(gi), Some(nic)) = (gi, nic) {
+                    pairs.insert((gi, nic, c.level, sysfs, redirected));
+                }
             }
             continue;
+        }
+        let names: Vec<&str> = n
+            .nics
+            .iter()
+            .map(|c| inv.rdma[c.nic].name.as_str())
+            .collect();
+        let beyond = match judged.policy.limit {
+            GdrLimit::Never => format!(
+                "and NCCL_NET_GDR_LEVEL={gdr_level} ({}) turns GPUDirect RDMA off",
+                judged.policy.origin()
+            ),
+            GdrLimit::Upto(_) => format!(
+                "beyond NCCL_NET_GDR_LEVEL={gdr_level} ({})",
+                judged.policy.origin()
+            ),
         };
-        for (i, r) in &n.nics {
-            let redirected: Vec<Bdf> = r
-                .bridges
-                .iter()
-                .copied()
-                .filter(|bdf| redirecting.contains_key(bdf))
-                .collect();
-            for bdf in &redirected {
-                crossing
-                    .entry(*bdf)
-                    .or_default()
-                    .push(format!("GPU {gpu} - {}", inv.rdma[*i].name));
-            }
-            let nic = inv.rdma[*i].pci.and_then(|p| b.index.get(&p).copied());
-            if let (Some(g), Some(nic), true) = (g, nic, n.level <= policy) {
-                pairs.insert((g, nic, n.level, !redirected.is_empty()));
-            }
-        }
-        if n.level > policy {
-            let names: Vec<&str> = n
-                .nics
-                .iter()
-                .map(|(i, _)| inv.rdma[*i].name.as_str())
-                .collect();
-            b.notes.push(format!(
-                "GPU {gpu}: nearest NIC {} at {}, beyond NCCL_NET_GDR_LEVEL={policy}: NCCL runs it without GPUDirect RDMA",
-                names.join(", "),
-                n.level
-            ));
-            b.no_gdr(g, format!("NIC at {}", n.level));
-        }
+        b.notes.push(format!(
+            "GPU {gpu}: nearest NIC {} at {}{in_file}{}, {beyond}: NCCL runs it without GPUDirect RDMA",
+            names.join(", "),
+            n.level,
+            sysfs.as_deref().map(|s| format!(", {s} in sysfs")).unwrap_or_default(),
+        ));
+        b.no_gdr(
+            gi,
+            match &sysfs {
+                Some(s) => format!("NIC at {} (sysfs {s})", n.level),
+                None => format!("NIC at {}", n.level),
+            },
+        );
     }
     for (bdf, control) in redirecting {
         if let Some(&i) = b.index.get(&bdf) {
@@ -356,15 +434,17 @@ pub fn picture(inv: &Inventory, policy: Level, root: &str) -> Picture {
             hostname: inv.kernel.hostname.clone(),
             product: inv.kernel.product.clone(),
         },
-        policy,
+        gdr_level,
+        topology_file: file,
         host_bridges,
         nodes,
         pairs: pairs
             .into_iter()
-            .map(|(gpu, nic, level, redirected)| Pair {
+            .map(|(gpu, nic, level, sysfs, redirected)| Pair {
                 gpu,
                 nic,
                 level,
+                sysfs,
                 redirected,
             })
             .collect(),
@@ -522,6 +602,16 @@ fn nvlink_groups(gpus: &BTreeMap<Bdf, usize>, links: &BTreeMap<(Bdf, Bdf), u32>)
     }
     groups.sort_by_key(|g| g.gpus[0]);
     groups
+}
+
+/// The sysfs levels of a GPU's nearest NICs where they differ from NCCL's (`NODE`,
+/// `NODE/SYS`); `None` where they agree.
+fn sysfs_beside(n: &Nearest) -> Option<String> {
+    let levels = n.sysfs_levels();
+    (levels.iter().any(|l| *l != n.level)).then(|| {
+        let names: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
+        names.join("/")
+    })
 }
 
 /// The colour of a level's line, in both pictures: green (one bridge) to red (across sockets).

@@ -1,6 +1,9 @@
 //! `gdrdoctor topo`: the GPU and NIC matrix in the shape of `nvidia-smi topo -m`, and as JSON
 //! (docs/topo-json.md).
 
+use crate::inventory::Inventory;
+use crate::nccl::effective::{Basis, Judgement, Verdict};
+use crate::parse::pci::Bdf;
 use crate::placement::{Kind, Level, Matrix};
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
@@ -18,12 +21,100 @@ struct TopoReport<'a> {
     gdrdoctor_version: &'static str,
     root: super::RootInfo,
     devices: &'a [crate::placement::Device],
+    /// Whether NCCL uses GPUDirect RDMA for each GPU, as `check` judges it.
+    gdr: Gdr,
     /// `matrix[row][column]` over `devices`: `X` on the diagonal, a level, or null when the
     /// route is unknown (a device without a PCI function).
     matrix: Rows<'a>,
     /// Pairs whose NUMA nodes are unknown across host bridges, where NODE was assumed.
     numa_assumed: NumaAssumed<'a>,
+    /// What the matrix and the decision stand on and could not be read.
+    problems: &'a [crate::inventory::Problem],
     legend: Vec<LegendEntry>,
+}
+
+/// NCCL's GPUDirect RDMA decision per GPU (docs/topo-json.md): the same judgement as
+/// `pcie-placement`'s (`effective::judge`), so that the matrix's sysfs levels and NCCL's
+/// decision are never read as one (issue 25).
+#[derive(Debug, Serialize)]
+pub struct Gdr {
+    /// NCCL_NET_GDR_LEVEL in force: as the node's NCCL settings give it, else the config's.
+    gdr_level: String,
+    /// Where it comes from: `NCCL_NET_GDR_LEVEL's default`, `NCCL_NET_GDR_LEVEL=PHB from
+    /// /etc/nccl.conf line 2`.
+    gdr_level_origin: String,
+    /// `sysfs`, or `topology-file`: the levels are on the tree NCCL builds from it.
+    basis: &'static str,
+    topology_file: Option<String>,
+    gpus: Vec<GdrGpu>,
+}
+
+#[derive(Debug, Serialize)]
+struct GdrGpu {
+    /// `GPU0`, as in `devices`.
+    name: String,
+    bdf: Bdf,
+    /// `gdr`, `no-gdr`, `unknown` (no NIC NCCL uses has a known place), `no-nic` (NCCL uses no
+    /// RDMA NIC on the node).
+    verdict: Verdict,
+    /// NCCL's level to its nearest NIC(s): the topology file's tree's, else sysfs's.
+    level: Option<Level>,
+    /// The sysfs level to the same NICs (the farthest of them, where they differ).
+    sysfs_level: Option<Level>,
+    /// Its nearest NICs among those NCCL uses.
+    nics: Vec<GdrNic>,
+}
+
+#[derive(Debug, Serialize)]
+struct GdrNic {
+    /// `NIC0`, as in `devices`.
+    name: String,
+    rdma_device: String,
+    level: Level,
+    sysfs_level: Option<Level>,
+}
+
+/// The decision as `topo` writes it: GPUs and NICs named as in the matrix.
+pub fn gdr(inv: &Inventory, j: &Judgement) -> Gdr {
+    let gpus = j
+        .gpus
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let nics: Vec<GdrNic> = g
+                .nearest
+                .iter()
+                .flat_map(|n| &n.nics)
+                .map(|c| GdrNic {
+                    name: format!("NIC{}", c.nic),
+                    rdma_device: inv.rdma[c.nic].name.clone(),
+                    level: c.level,
+                    sysfs_level: c.sysfs.as_ref().map(|r| r.level),
+                })
+                .collect();
+            GdrGpu {
+                name: format!("GPU{i}"),
+                bdf: g.gpu,
+                verdict: g.verdict,
+                level: g.nearest.as_ref().map(|n| n.level),
+                sysfs_level: nics.iter().filter_map(|n| n.sysfs_level).max(),
+                nics,
+            }
+        })
+        .collect();
+    Gdr {
+        gdr_level: j.policy.value(),
+        gdr_level_origin: j.policy.origin(),
+        basis: match j.basis {
+            Basis::Sysfs => "sysfs",
+            Basis::File(_) => "topology-file",
+        },
+        topology_file: match j.basis {
+            Basis::File(t) => Some(t.path.clone()),
+            Basis::Sysfs => None,
+        },
+        gpus,
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -126,15 +217,23 @@ impl Serialize for NumaAssumed<'_> {
 const NVLINK_LEGEND: &str = "Connection traversing a bonded set of # NVLinks";
 
 /// Writes the JSON report (docs/topo-json.md) to `out`, row by row.
-pub fn write_json(m: &Matrix, root: super::RootInfo, out: &mut dyn Write) -> io::Result<()> {
+pub fn write_json(
+    m: &Matrix,
+    gdr: Gdr,
+    problems: &[crate::inventory::Problem],
+    root: super::RootInfo,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let report = TopoReport {
         schema: "gdrdoctor.topo",
         schema_version: SCHEMA_VERSION,
         gdrdoctor_version: env!("CARGO_PKG_VERSION"),
         root,
         devices: &m.devices,
+        gdr,
         matrix: Rows(m),
         numa_assumed: NumaAssumed(m),
+        problems,
         legend: std::iter::once(LegendEntry {
             level: "X",
             meaning: "Self",
@@ -155,16 +254,16 @@ pub fn write_json(m: &Matrix, root: super::RootInfo, out: &mut dyn Write) -> io:
 }
 
 /// The JSON report as a string (tests, small nodes).
-pub fn json(m: &Matrix, root: super::RootInfo) -> String {
+pub fn json(m: &Matrix, gdr: Gdr, root: super::RootInfo) -> String {
     let mut out = Vec::new();
-    let _ = write_json(m, root, &mut out);
+    let _ = write_json(m, gdr, &[], root, &mut out);
     String::from_utf8(out).unwrap_or_default()
 }
 
 /// The human matrix as a string (tests, small nodes).
-pub fn human(m: &Matrix) -> String {
+pub fn human(m: &Matrix, gdr: &Gdr) -> String {
     let mut out = Vec::new();
-    let _ = write_human(m, &mut out);
+    let _ = write_human(m, gdr, &mut out);
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -173,7 +272,7 @@ pub fn human(m: &Matrix) -> String {
 ///
 /// Names and values read off the node (an RDMA device's name, a GPU's model, the affinities)
 /// go through the one sanitizer (crate::sanitize): a capture cannot drive the terminal.
-pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
+pub fn write_human(m: &Matrix, gdr: &Gdr, o: &mut dyn Write) -> io::Result<()> {
     use crate::sanitize::text as t;
     let n = m.devices.len();
     if n == 0 {
@@ -248,6 +347,43 @@ pub fn write_human(m: &Matrix, o: &mut dyn Write) -> io::Result<()> {
             )?;
         }
         o.write_all(b"\n")?;
+    }
+    write_gdr(gdr, o)
+}
+
+/// The GDR section of the human output: what NCCL does with each GPU, as `check` judges it,
+/// with the sysfs level beside NCCL's where a topology file makes them differ.
+fn write_gdr(gdr: &Gdr, o: &mut dyn Write) -> io::Result<()> {
+    if gdr.gpus.is_empty() || gdr.gpus.iter().all(|g| g.verdict == Verdict::NoNic) {
+        return Ok(());
+    }
+    let on = match &gdr.topology_file {
+        Some(f) => format!(
+            ", on the tree of its topology file {}",
+            crate::sanitize::cut(f, 400)
+        ),
+        None => String::new(),
+    };
+    writeln!(
+        o,
+        "\nGPUDirect RDMA as NCCL decides it (NCCL_NET_GDR_LEVEL={}: {}{on}):\n",
+        crate::sanitize::cut(&gdr.gdr_level, 100),
+        crate::sanitize::cut(&gdr.gdr_level_origin, 400)
+    )?;
+    for g in &gdr.gpus {
+        let nics: Vec<&str> = g.nics.iter().map(|n| n.name.as_str()).collect();
+        let at = match (g.level, g.sysfs_level) {
+            (Some(l), Some(s)) if s != l => format!(" at {l} (sysfs {s})"),
+            (Some(l), _) => format!(" at {l}"),
+            (None, _) => String::new(),
+        };
+        let (what, near) = match g.verdict {
+            Verdict::Gdr => ("GDR", format!("{}{at}", nics.join(", "))),
+            Verdict::NoGdr => ("no GDR", format!("{}{at}", nics.join(", "))),
+            Verdict::Unknown => ("unknown", "no NIC with a known place".to_owned()),
+            Verdict::NoNic => ("no GDR", "NCCL uses no RDMA NIC".to_owned()),
+        };
+        writeln!(o, "  {}: {what}: {near}", g.name)?;
     }
     Ok(())
 }

@@ -13,13 +13,15 @@ pub(super) enum Swatch {
     Redirected,
     NvGroup,
     NvOther,
+    /// Words only: a way of labelling, not a kind of line.
+    Words,
 }
 
 /// The legend: a line for each kind of box and line the picture draws, and none for the rest
 /// (issue 24).
 pub(super) fn lines(p: &Picture) -> Vec<(Swatch, String)> {
     let d = p.drawn();
-    let policy = p.policy;
+    let policy = p.judged_on();
     let mut v = Vec::new();
     let mut add = |on: bool, swatch: Swatch, text: String| {
         if on {
@@ -35,7 +37,7 @@ pub(super) fn lines(p: &Picture) -> Vec<(Swatch, String)> {
         d.gpu_no_gdr,
         Swatch::Box("dev gpu nogdr"),
         format!(
-            "GPU whose nearest NIC is beyond NCCL_NET_GDR_LEVEL={policy}: NCCL runs it without GPUDirect RDMA"
+            "GPU whose nearest NIC is beyond {policy} (or that has none NCCL can use): NCCL runs it without GPUDirect RDMA"
         ),
     );
     add(
@@ -70,6 +72,11 @@ pub(super) fn lines(p: &Picture) -> Vec<(Swatch, String)> {
             format!("{l}: {}", l.legend()),
         );
     }
+    add(
+        d.sysfs_differs,
+        Swatch::Words,
+        "PIX (sysfs NODE): the level on NCCL's tree from its topology file, with the level sysfs gives beside it".to_owned(),
+    );
     add(
         d.redirected_pair,
         Swatch::Redirected,
@@ -134,6 +141,7 @@ pub(super) fn write(
                 sx + 3.0,
                 y - 3.0
             )?,
+            Swatch::Words => {}
             Swatch::NvOther => writeln!(
                 o,
                 r#"<g class="nvother"><path d="M{sx} {:.1}q18 12 36 0"/></g>"#,

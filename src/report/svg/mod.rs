@@ -236,10 +236,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         if p.nics == 0 {
             String::new()
         } else {
-            format!(
-                " · lines: GPU-NIC pairs within NCCL_NET_GDR_LEVEL={}",
-                p.policy
-            )
+            format!(" · lines: GPU-NIC pairs within {}", p.judged_on())
         }
     );
     let legend = legend::lines(p);
@@ -464,9 +461,9 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         let d = nv_room + arc_depth(x1, x2);
         let colour = level_colour(pr.level);
         let (class, label) = if pr.redirected {
-            ("pair acs", format!("{} ACS", pr.level))
+            ("pair acs", format!("{} ACS", pr.label()))
         } else {
-            ("pair", pr.level.to_string())
+            ("pair", pr.label())
         };
         let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0 + 0.75 * d);
         let w = label.len() as f64 * CHAR + 8.0;
@@ -484,7 +481,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             r#"<g class="{class}"><title>{} - {}: {}{}</title><path d="M{x1:.1} {y1:.1}C{x1:.1} {:.1} {x2:.1} {:.1} {x2:.1} {y2:.1}" stroke="{colour}"/><g class="label"><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="15" rx="3"/><text class="c b" x="{mx:.1}" y="{:.1}" style="fill:{}">{label}</text></g></g>"#,
             names(pr.gpu),
             names(pr.nic),
-            pr.level,
+            x(&pr.label()),
             if pr.redirected {
                 ", through an ACS redirect"
             } else {
