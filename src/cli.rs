@@ -1,13 +1,13 @@
 //! The command line: argument parsing and the wiring from arguments to a report.
 
+use crate::checks::{self, Selection};
+use crate::config::Config;
+use crate::deadline::Deadline;
+use crate::inventory::{self, Inventory};
+use crate::report;
+use crate::root::Root;
 use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand, ValueEnum, error::ErrorKind};
-use gdrdoctor::checks::{self, Selection};
-use gdrdoctor::config::Config;
-use gdrdoctor::deadline::Deadline;
-use gdrdoctor::inventory::{self, Inventory};
-use gdrdoctor::report;
-use gdrdoctor::root::Root;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,8 +94,8 @@ enum Command {
         /// `.tar.gz` captures, capture directories, directories of captures, or globs.
         #[arg(required = true, value_name = "CAPTURE")]
         captures: Vec<PathBuf>,
-        #[arg(long, value_enum, default_value_t = gdrdoctor::fleet::Format::Human)]
-        format: gdrdoctor::fleet::Format,
+        #[arg(long, value_enum, default_value_t = crate::fleet::Format::Human)]
+        format: crate::fleet::Format,
         /// Captures analysed at once (default: one per CPU).
         #[arg(long, short)]
         jobs: Option<usize>,
@@ -309,8 +309,8 @@ struct CheckArgs {
 #[derive(clap::Args, Debug)]
 struct FixArgs {
     /// Which commands the script runs (the rest stay as comments): runtime, persistent, all.
-    #[arg(long, value_enum, default_value_t = gdrdoctor::fixscript::Classes::All)]
-    class: gdrdoctor::fixscript::Classes,
+    #[arg(long, value_enum, default_value_t = crate::fixscript::Classes::All)]
+    class: crate::fixscript::Classes,
     /// Write the script to FILE (replaced whole, mode 0755) instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -337,7 +337,7 @@ struct GdrTestArgs {
     /// The buffer under test: each GPU's own (default), host (the NIC's baseline), host-dmabuf
     /// (host memory as a dma-buf, via /dev/udmabuf), cuda, hip.
     #[arg(long, value_enum)]
-    memory: Option<gdrdoctor::gdr::Memory>,
+    memory: Option<crate::gdr::Memory>,
     /// nearest: each GPU with its nearest NIC(s); all: every GPU with every NIC.
     #[arg(long, value_enum, default_value_t = Pairs::Nearest)]
     pairs: Pairs,
@@ -346,7 +346,7 @@ struct GdrTestArgs {
     gpus: Vec<String>,
     /// Only these NICs, optionally a port (`mlx5_0`, `mlx5_0:1`; repeatable).
     #[arg(long = "nic", value_name = "NAME[:PORT]")]
-    nics: Vec<gdrdoctor::gdr::plan::NicArg>,
+    nics: Vec<crate::gdr::plan::NicArg>,
     /// The GID index to use on RoCE ports (default: the RoCE v2 IPv4 one).
     #[arg(long)]
     gid_index: Option<u32>,
@@ -387,7 +387,7 @@ struct TwoNodeArgs {
     /// The rails in order, this node's NICs (default: NCCL_IB_HCA's order, else by name);
     /// rail i is paired with the peer's rail i.
     #[arg(long, value_name = "NIC[:PORT],...", value_delimiter = ',')]
-    rails: Vec<gdrdoctor::gdr::plan::NicArg>,
+    rails: Vec<crate::gdr::plan::NicArg>,
     /// How long to wait for the peer to connect or to listen, seconds (0 to 86400).
     // Bounded like --deadline: 2^64-1 used to panic adding it to the clock (issue 25).
     #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
@@ -541,7 +541,7 @@ fn stage(s: Stage) {
 
 /// `stage`, naming what it waits on: `job.log`, `at node-b:18516`.
 fn stage_on(s: Stage, on: String) {
-    gdrdoctor::trace::mark(|| format!("{} {on}", s.doing()));
+    crate::trace::mark(|| format!("{} {on}", s.doing()));
     *STAGE.lock().unwrap_or_else(|e| e.into_inner()) = (s, on);
 }
 
@@ -627,12 +627,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
             !*no_gpu_probe && (cli.root.is_none() || *gpu_probe),
         ),
         Command::GdrPair { spec } => {
-            outln!("{}", gdrdoctor::gdr::child_main(spec));
+            outln!("{}", crate::gdr::child_main(spec));
             Ok(ExitCode::SUCCESS)
         }
         Command::GdrTest(args) => gdr_test(&cli, args),
         Command::NcclChild { spec } => {
-            outln!("{}", gdrdoctor::nccl::verify::child_main(spec));
+            outln!("{}", crate::nccl::verify::child_main(spec));
             Ok(ExitCode::SUCCESS)
         }
         Command::GpuWorker { spec } => {
@@ -640,12 +640,12 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let mut input = stdin.lock();
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
-            gdrdoctor::gpu::worker::worker_main(spec, &mut input, &mut out);
+            crate::gpu::worker::worker_main(spec, &mut input, &mut out);
             // Its answers are written and flushed (a parent that is gone ends it the same way):
             // the kernel frees the GPU faster than the libraries' teardown would.
             use std::io::Write as _;
             let flushed = out.flush().is_ok();
-            gdrdoctor::ffi::process::exit_without_teardown(if flushed { 0 } else { 2 })
+            crate::ffi::process::exit_without_teardown(if flushed { 0 } else { 2 })
         }
         Command::Fix(args) => fix(&cli, args),
         Command::Fleet {
@@ -654,7 +654,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             jobs,
             pictures,
         } => {
-            use gdrdoctor::fleet;
+            use crate::fleet;
             let (config, _path) = load_config(&cli)?;
             if cli.root.is_some() {
                 bail!("fleet takes the captures as arguments, not --root");
@@ -719,8 +719,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let (config, _path) = load_config(&cli)?;
             let (root, display) = open_root(&cli)?;
             let inv = load_inventory(&root, &config, inventory::Options::default());
-            let settings = gdrdoctor::nccl::settings(&inv, config.thresholds.gdr_level);
-            out!("{}", gdrdoctor::nccl::render(&inv, &settings, &display));
+            let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level);
+            out!("{}", crate::nccl::render(&inv, &settings, &display));
             // What the settings stand on and could not be read (the PCI tree, the RDMA
             // devices and their ports' GIDs, NCCL's own files) is said, and is not exit 0: the
             // settings may miss or contradict it (issue 25).
@@ -743,20 +743,20 @@ pub fn run() -> anyhow::Result<ExitCode> {
             hip,
             export,
         } => {
-            let ask = gdrdoctor::gpu::Ask {
+            let ask = crate::gpu::Ask {
                 nvml: *nvml,
                 cuda: *cuda,
                 hip: *hip,
                 export: *export,
             };
-            outln!("{}", gdrdoctor::gpu::child_main(ask));
+            outln!("{}", crate::gpu::child_main(ask));
             // Standard output is written unbuffered: the answer is out. NVML's shutdown and
             // CUDA's exit handlers would only delay the parent's report. (An answer that could
             // not be written goes the usual way, so that `main` says why.)
             if crate::stdio::failed() {
                 return Ok(ExitCode::SUCCESS);
             }
-            gdrdoctor::ffi::process::exit_without_teardown(0)
+            crate::ffi::process::exit_without_teardown(0)
         }
         Command::Topo {
             format,
@@ -766,7 +766,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
             let (root, display) = open_root(&cli)?;
             let options = inventory::Options {
                 access: false,
-                gpu_probe: gpu_probe(&config, gdrdoctor::gpu::Ask::NVML, *no_gpu_probe),
+                gpu_probe: gpu_probe(&config, crate::gpu::Ask::NVML, *no_gpu_probe),
                 gpu_probe_on_root: false,
             };
             let inv = load_inventory(&root, &config, options);
@@ -784,14 +784,14 @@ pub fn run() -> anyhow::Result<ExitCode> {
             // Written row by row as computed: the matrix is N x N (issue 14).
             let mut out = std::io::BufWriter::new(crate::stdio::Stdout);
             // NCCL's GDR decision beside the matrix: the judgement `check` makes (issue 25).
-            let gdr = || report::topo::gdr(&inv, &gdrdoctor::nccl::effective::judge(&inv, &config));
+            let gdr = || report::topo::gdr(&inv, &crate::nccl::effective::judge(&inv, &config));
             match format {
                 Format::Human => {
-                    let m = gdrdoctor::placement::matrix(&inv);
+                    let m = crate::placement::matrix(&inv);
                     report::topo::write_human(&m, &gdr(), &mut out)?
                 }
                 Format::Json => {
-                    let m = gdrdoctor::placement::matrix(&inv);
+                    let m = crate::placement::matrix(&inv);
                     let info = report::RootInfo {
                         path: display,
                         live: root.is_live(),
@@ -869,7 +869,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
 
 /// What a command could not read, on standard error: each path with why, as `check -v` lists
 /// them under "unreadable or nonsensical".
-fn write_problems(problems: &[gdrdoctor::inventory::Problem]) {
+fn write_problems(problems: &[crate::inventory::Problem]) {
     let n = problems.len();
     errln!(
         "gdrdoctor: {n} file{} could not be read or made no sense; what is shown may leave out what they hold:",
@@ -890,14 +890,14 @@ fn write_problems(problems: &[gdrdoctor::inventory::Problem]) {
 /// `gdrdoctor nccl explain`: the logs are read as streams, one after the other, into one
 /// explanation (a job's log is often one file per node or per rank).
 fn nccl_explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    use gdrdoctor::nccl::{explain, render};
+    use crate::nccl::{explain, render};
     if cli.root.is_some() {
         bail!("nccl explain reads NCCL logs, not a node: leave out --root");
     }
     let mut collector = explain::Collector::new();
     // A log that is not a regular file (a FIFO, /dev/zero) is refused, as every input is: the
     // stream of a pipe is what `-` is for.
-    let refused = |name: String, e: gdrdoctor::input::InputError| {
+    let refused = |name: String, e: crate::input::InputError| {
         anyhow::anyhow!(
             "cannot read {name}: {e}; nccl explain reads log files, or standard input as `-` (`zcat job.log.gz | gdrdoctor nccl explain -`)"
         )
@@ -905,12 +905,12 @@ fn nccl_explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     for path in &args.logs {
         if path.as_os_str() == "-" {
             stage_on(Stage::ReadingLogs, "from standard input".into());
-            gdrdoctor::input::check_stdin().map_err(|e| refused("standard input".into(), e))?;
+            crate::input::check_stdin().map_err(|e| refused("standard input".into(), e))?;
             collector.read("-", std::io::stdin().lock());
         } else {
             stage_on(Stage::ReadingLogs, path.display().to_string());
             let file =
-                gdrdoctor::input::open(path).map_err(|e| refused(path.display().to_string(), e))?;
+                crate::input::open(path).map_err(|e| refused(path.display().to_string(), e))?;
             collector.read(&path.display().to_string(), file);
         }
     }
@@ -937,7 +937,7 @@ fn nccl_explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
 fn load_config(cli: &Cli) -> anyhow::Result<(Config, Option<PathBuf>)> {
     let (mut config, path) = Config::load(cli.config.as_deref(), &checks::NAMES)?;
     if let Some(file) = &cli.nccl_env {
-        config.nccl.env_file = Some(gdrdoctor::config::load_nccl_env(file)?);
+        config.nccl.env_file = Some(crate::config::load_nccl_env(file)?);
     }
     Ok((config, path))
 }
@@ -948,9 +948,9 @@ fn run_nccl(
     config: &Config,
     library: Option<PathBuf>,
     log_dir: Option<PathBuf>,
-) -> gdrdoctor::nccl::verify::NcclVerify {
-    use gdrdoctor::nccl::verify;
-    let gpus: Vec<gdrdoctor::parse::pci::Bdf> = inv
+) -> crate::nccl::verify::NcclVerify {
+    use crate::nccl::verify;
+    let gpus: Vec<crate::parse::pci::Bdf> = inv
         .gpus
         .iter()
         .filter(|g| g.vendor == inventory::GpuVendor::Nvidia)
@@ -973,13 +973,13 @@ fn run_nccl(
 /// `gdrdoctor nccl verify`: the node read as `check` reads it (with the GPU probe, whose
 /// workers end before NCCL starts), NCCL run on its GPUs, and the two compared.
 fn nccl_verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
-    use gdrdoctor::nccl::{render, verify::NcclVerify};
+    use crate::nccl::{render, verify::NcclVerify};
     let (config, _path) = load_config(cli)?;
     let (root, display) = open_root(cli)?;
     // With --root, the root is this host's as a container sees it: NCCL and the probe run here.
     let options = inventory::Options {
         access: false,
-        gpu_probe: gpu_probe(&config, gdrdoctor::gpu::Ask::FULL, args.no_gpu_probe),
+        gpu_probe: gpu_probe(&config, crate::gpu::Ask::FULL, args.no_gpu_probe),
         gpu_probe_on_root: true,
     };
     let mut inv = load_inventory(&root, &config, options);
@@ -1017,22 +1017,22 @@ fn load_inventory(root: &Root, config: &Config, options: inventory::Options) -> 
     if let Some(mut s) = session {
         stage(Stage::GpuProbe);
         inv.gpu_runtime = s.probe();
-        s.finish(gdrdoctor::gpu::FINISH_GRACE);
+        s.finish(crate::gpu::FINISH_GRACE);
     }
     inv
 }
 
 fn gpu_probe(
     config: &Config,
-    ask: gdrdoctor::gpu::Ask,
+    ask: crate::gpu::Ask,
     disabled: bool,
-) -> Option<gdrdoctor::gpu::ProbeCommand> {
+) -> Option<crate::gpu::ProbeCommand> {
     if disabled {
         return None;
     }
     let d = deadline();
     let budget = d.budget(config.timeouts.gpu_probe());
-    Some(gdrdoctor::gpu::ProbeCommand {
+    Some(crate::gpu::ProbeCommand {
         exe: this_exe(),
         timeout: budget.limit,
         ask,
@@ -1069,9 +1069,9 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
         .any(|g| g.vendor == inventory::GpuVendor::Nvidia);
     let mut nvml = String::new();
     if ask_nvml && nvidia {
-        if let Some(cmd) = gpu_probe(&config, gdrdoctor::gpu::Ask::NVML, false) {
-            use gdrdoctor::gpu::model::Lib;
-            let answer = gdrdoctor::gpu::run(&cmd);
+        if let Some(cmd) = gpu_probe(&config, crate::gpu::Ask::NVML, false) {
+            use crate::gpu::model::Lib;
+            let answer = crate::gpu::run(&cmd);
             let what = match answer.probe().and_then(|p| p.nvml.as_ref()) {
                 // No libnvidia-ml where capture runs (a container without NVIDIA's libraries)
                 // says nothing of the node: recorded, it would read as a node without them.
@@ -1083,11 +1083,11 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
                 Some(_) => Some("NVML's answer (it could not be used)".into()),
                 None => Some("NVML's lack of an answer".into()),
             };
-            if let (Some(what), Some(text)) = (what, gdrdoctor::gpu::Recorded::text(&answer)) {
-                nvml = format!("; {what} in {}", gdrdoctor::gpu::RECORDED_NVML);
+            if let (Some(what), Some(text)) = (what, crate::gpu::Recorded::text(&answer)) {
+                nvml = format!("; {what} in {}", crate::gpu::RECORDED_NVML);
                 recording
                     .files
-                    .insert(gdrdoctor::gpu::RECORDED_NVML.to_owned(), text.into_bytes());
+                    .insert(crate::gpu::RECORDED_NVML.to_owned(), text.into_bytes());
             }
         }
     }
@@ -1101,9 +1101,9 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
     if let Some(text) = recording.unread_json() {
         recording
             .files
-            .insert(gdrdoctor::root::UNREAD.to_owned(), text.into_bytes());
+            .insert(crate::root::UNREAD.to_owned(), text.into_bytes());
     }
-    let summary = gdrdoctor::capture::write(&recording, &root, out)?;
+    let summary = crate::capture::write(&recording, &root, out)?;
     // Say so when links were rewritten: the copy then differs from the node's text.
     let rewritten = match summary.rewritten {
         0 => String::new(),
@@ -1122,7 +1122,7 @@ fn capture(cli: &Cli, out: &std::path::Path, ask_nvml: bool) -> anyhow::Result<E
         errln!(
             "could not read {n} path{} (recorded in {}, so that a check of the capture says so):",
             if n == 1 { "" } else { "s" },
-            gdrdoctor::root::UNREAD.trim_start_matches('/')
+            crate::root::UNREAD.trim_start_matches('/')
         );
         for (path, why) in unread.iter().take(50) {
             errln!(
@@ -1151,9 +1151,9 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let probe_wanted = selection.runs("gpu", &config) || selection.runs("peer-memory", &config);
     let gdr_wanted = root.is_live() && selection.runs("gdr-test", &config) && !args.no_gdr_test;
     let ask = if probe_wanted {
-        gdrdoctor::gpu::Ask::FULL
+        crate::gpu::Ask::FULL
     } else {
-        gdrdoctor::gpu::Ask::default()
+        crate::gpu::Ask::default()
     };
     let options = inventory::Options {
         access: selection.runs("rdma-access", &config),
@@ -1188,7 +1188,7 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
             run_gdr(
                 &inv,
                 &config,
-                gdrdoctor::gdr::plan::Options::default(),
+                crate::gdr::plan::Options::default(),
                 session.as_mut(),
             )
         };
@@ -1200,11 +1200,11 @@ fn check(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         }
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
-        s.finish(deadline().budget(gdrdoctor::gpu::FINISH_GRACE).limit);
+        s.finish(deadline().budget(crate::gpu::FINISH_GRACE).limit);
     }
     // NCCL runs in its own child once the GPU workers have ended: it opens every GPU itself.
     if args.nccl_verify && selection.runs("nccl-verify", &config) {
-        use gdrdoctor::nccl::verify::NcclVerify;
+        use crate::nccl::verify::NcclVerify;
         inv.nccl_verify = if !(root.is_live() || args.gpu_probe) {
             NcclVerify::not_run(
                 "a captured root: NCCL runs on the live node (--gpu-probe runs it here, for a container that sees the host's root)",
@@ -1277,13 +1277,13 @@ fn render(
     let writing = FINISHING.lock().unwrap_or_else(|e| e.into_inner());
     let mut failed = false;
     for (f, path) in &files {
-        if let Err(e) = gdrdoctor::output::write_atomic(path, text(*f).as_bytes()) {
+        if let Err(e) = crate::output::write_atomic(path, text(*f).as_bytes()) {
             errln!("gdrdoctor: error: cannot write {}: {e}", path.display());
             failed = true;
         }
     }
     out!("{}", text(format));
-    gdrdoctor::trace::mark(|| "report written".into());
+    crate::trace::mark(|| "report written".into());
     // A file that could not be written never hides "not ready" (a prolog must still drain);
     // on a ready node it is exit 2, so that a unit or a cron job notices the missing file.
     let code = match (failed, report.verdict.exit_code) {
@@ -1311,11 +1311,11 @@ fn this_exe() -> PathBuf {
 fn run_gdr(
     inv: &Inventory,
     config: &Config,
-    mut opts: gdrdoctor::gdr::plan::Options,
-    mut session: Option<&mut gdrdoctor::gpu::GpuSession>,
+    mut opts: crate::gdr::plan::Options,
+    mut session: Option<&mut crate::gpu::GpuSession>,
 ) -> inventory::GdrTest {
     opts.deadline_ms = (config.timeouts.gdr_pair_s * 1000.0) as u64;
-    let (planned, not_planned) = gdrdoctor::gdr::plan::plan(inv, &opts);
+    let (planned, not_planned) = crate::gdr::plan::plan(inv, &opts);
     // A worker for each GPU a pair needs (the probe started the rest already).
     if let Some(s) = session.as_deref_mut() {
         for p in planned.iter().filter(|p| p.spec.memory.is_gpu()) {
@@ -1324,7 +1324,7 @@ fn run_gdr(
             }
         }
     }
-    let outcomes = gdrdoctor::gdr::plan::run(planned, &this_exe(), deadline(), session.as_deref());
+    let outcomes = crate::gdr::plan::run(planned, &this_exe(), deadline(), session.as_deref());
     inventory::GdrTest::Ran {
         outcomes,
         not_planned,
@@ -1343,7 +1343,7 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
     }
     let mut gpus = Vec::new();
     for g in &args.gpus {
-        gpus.push(gdrdoctor::parse::pci::Bdf::parse(g).ok_or_else(|| {
+        gpus.push(crate::parse::pci::Bdf::parse(g).ok_or_else(|| {
             anyhow::anyhow!("--gpu {g:?} is not a PCI address such as 0000:3b:00.0")
         })?);
     }
@@ -1353,11 +1353,11 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
     };
     // GPU workers only for the GPUs a pair needs, started when it does.
     let options = inventory::Options {
-        gpu_probe: gpu_probe(&config, gdrdoctor::gpu::Ask::default(), false),
+        gpu_probe: gpu_probe(&config, crate::gpu::Ask::default(), false),
         ..inventory::Options::default()
     };
     let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
-    let opts = gdrdoctor::gdr::plan::Options {
+    let opts = crate::gdr::plan::Options {
         memory: args.memory,
         all_pairs: args.pairs == Pairs::All,
         gpus,
@@ -1373,7 +1373,7 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = session {
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
-        s.finish(deadline().budget(gdrdoctor::gpu::FINISH_GRACE).limit);
+        s.finish(deadline().budget(crate::gpu::FINISH_GRACE).limit);
     }
     render(
         &inv,
@@ -1388,7 +1388,7 @@ fn gdr_test(cli: &Cli, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
 
 /// `gdr-test --listen | --peer | --slurm`: the write test between two nodes.
 fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<ExitCode> {
-    use gdrdoctor::gdr::{slurm, twonode, wire};
+    use crate::gdr::{slurm, twonode, wire};
     let t = &args.two_node;
     let token = match (&t.token_file, &t.token) {
         // A small private regular file, read within a bound (wire::token_file).
@@ -1421,11 +1421,11 @@ fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<
         sessions.push((twonode::Role::Connector, twonode::peer_addr(p)));
     }
     let inv = load_inventory(root, config, inventory::Options::default());
-    let opts = gdrdoctor::gdr::plan::Options {
+    let opts = crate::gdr::plan::Options {
         memory: args.memory,
         nics: args.nics.clone(),
         gid_index: args.gid_index,
-        ..gdrdoctor::gdr::plan::Options::default()
+        ..crate::gdr::plan::Options::default()
     };
     let order = if t.rails.is_empty() {
         twonode::nccl_order(std::env::var("NCCL_IB_HCA").ok().as_deref())
@@ -1485,7 +1485,7 @@ fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
     let text = |f: ReportFormat| -> anyhow::Result<String> {
-        use gdrdoctor::report::twonode as r;
+        use crate::report::twonode as r;
         Ok(match f {
             ReportFormat::Human => r::human(&reports),
             ReportFormat::Json => r::json(&reports),
@@ -1499,7 +1499,7 @@ fn two_node(config: &Config, root: &Root, args: &GdrTestArgs) -> anyhow::Result<
     };
     out!("{}", text(args.format)?);
     for (f, path) in &args.output.outputs {
-        if let Err(e) = gdrdoctor::output::write_atomic(path, text(*f)?.as_bytes()) {
+        if let Err(e) = crate::output::write_atomic(path, text(*f)?.as_bytes()) {
             errln!("gdrdoctor: error: cannot write {}: {e}", path.display());
             return Ok(ExitCode::from(2));
         }
@@ -1516,7 +1516,7 @@ fn fix_inventory(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckR
     };
     let options = inventory::Options {
         access: root.is_live(),
-        gpu_probe: gpu_probe(config, gdrdoctor::gpu::Ask::FULL, false),
+        gpu_probe: gpu_probe(config, crate::gpu::Ask::FULL, false),
         gpu_probe_on_root: false,
     };
     let inv = load_inventory(root, config, options);
@@ -1525,7 +1525,7 @@ fn fix_inventory(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckR
 }
 
 fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
-    use gdrdoctor::fixscript;
+    use crate::fixscript;
     let (config, _path) = load_config(cli)?;
     let (root, display) = open_root(cli)?;
     if args.apply && !root.is_live() {
@@ -1549,7 +1549,7 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
             Some(path) => {
                 // Like a report file: a regular file is replaced (mode 0755), a device or FIFO
                 // written in place and never chmod-ed.
-                gdrdoctor::output::write(path, script.as_bytes(), 0o755)
+                crate::output::write(path, script.as_bytes(), 0o755)
                     .with_context(|| format!("cannot write {}", path.display()))?;
                 errln!("wrote {} ({} findings)", path.display(), blocks.len());
             }
@@ -1558,10 +1558,10 @@ fn fix(cli: &Cli, args: &FixArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // --apply: the runtime commands, each once.
-    let mut commands: Vec<(String, String, gdrdoctor::model::FixCommand)> = Vec::new();
+    let mut commands: Vec<(String, String, crate::model::FixCommand)> = Vec::new();
     for b in &blocks {
         for c in b.finding.fix.iter().flat_map(|f| &f.commands) {
-            if c.class == gdrdoctor::model::FixClass::Runtime
+            if c.class == crate::model::FixClass::Runtime
                 && !commands.iter().any(|(_, _, x)| x.run == c.run)
             {
                 commands.push((b.check.to_owned(), b.finding.code.to_owned(), c.clone()));

@@ -4,10 +4,15 @@
 //! facts) -> [`checks`] (findings) -> [`report`] (formats). Live and captured roots take the same
 //! path, so a capture analysed offline gives the report the node itself would.
 
+// First: its macros (`out!`, `outln!`, `errln!`) are used by the commands below.
+#[macro_use]
+pub mod stdio;
+
 pub mod archive;
 pub mod capture;
 pub mod checks;
 pub mod child;
+pub mod cli;
 pub mod config;
 pub mod deadline;
 pub mod ffi;

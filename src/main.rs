@@ -2,22 +2,22 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     gdrdoctor::trace::start();
-    let code = match gdrdoctor_cli::run() {
+    let code = match gdrdoctor::cli::run() {
         Ok(code) => code,
         Err(e) => {
             // The whole chain: "cannot open root: fixtures/x: No such file or directory". One
             // line: what it quotes (a path, a node list, a peer's reason) cannot start another.
-            stdio::eprintln(&format!(
+            gdrdoctor::stdio::eprintln(&format!(
                 "gdrdoctor: error: {}",
                 gdrdoctor::sanitize::text(&format!("{e:#}"))
             ));
             ExitCode::from(2)
         }
     };
-    match stdio::failure() {
+    match gdrdoctor::stdio::failure() {
         None => code,
         Some(e) => {
-            stdio::eprintln(&format!(
+            gdrdoctor::stdio::eprintln(&format!(
                 "gdrdoctor: error: cannot write to standard output: {e}"
             ));
             // As with a report file that cannot be written: a lost report is "could not run",
@@ -30,9 +30,3 @@ fn main() -> ExitCode {
         }
     }
 }
-
-// First: its macros (`out!`, `outln!`, `errln!`) are used in cli.rs.
-#[macro_use]
-mod stdio;
-#[path = "cli.rs"]
-mod gdrdoctor_cli;

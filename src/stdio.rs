@@ -1,5 +1,6 @@
-//! The binary's standard output and standard error. Everything gdrdoctor prints goes through
-//! here, so that no write can panic (`print!` does, on any error) and no error is lost.
+//! Standard output and standard error, for the commands and `main`. Everything gdrdoctor
+//! prints goes through here, so that no write can panic (`print!` does, on any error) and no
+//! error is lost.
 //!
 //! Standard output: each block of text is written whole. A reader that went away (EPIPE, as
 //! with `| head`) ends the output quietly, as a pipe's reader expects, and the run keeps its
@@ -53,7 +54,7 @@ pub fn print_bytes(bytes: &[u8]) {
 /// lines and takes EBADF for success).
 fn open() -> std::io::Result<std::fs::File> {
     use std::os::fd::AsFd as _;
-    if gdrdoctor::ffi::fd::stdout_closed_at_start() {
+    if crate::ffi::fd::stdout_closed_at_start() {
         return Err(std::io::Error::from_raw_os_error(libc::EBADF));
     }
     Ok(std::io::stdout().as_fd().try_clone_to_owned()?.into())
@@ -97,11 +98,11 @@ impl std::io::Write for Stdout {
 
 /// Writes one line (or the lines of a message made of several) to standard error, or nothing
 /// when it cannot (`2>/dev/full`). A person reads it: each line goes through the one sanitizer
-/// (gdrdoctor::sanitize), so that a name inside a message cannot drive the terminal.
+/// (crate::sanitize), so that a name inside a message cannot drive the terminal.
 pub fn eprintln(text: &str) {
     let mut out = String::with_capacity(text.len() + 1);
     for line in text.split('\n') {
-        out.push_str(&gdrdoctor::sanitize::text(line));
+        out.push_str(&crate::sanitize::text(line));
         out.push('\n');
     }
     let _ = std::io::stderr().write_all(out.as_bytes());
