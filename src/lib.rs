@@ -13,6 +13,7 @@ pub mod capture;
 pub mod checks;
 pub mod child;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod deadline;
 pub mod ffi;

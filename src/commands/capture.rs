@@ -1,0 +1,132 @@
+//! `gdrdoctor capture OUT`: a copy of exactly what the checks read, for `check --root`
+//! elsewhere.
+
+use super::{Global, gpu_probe};
+use crate::config::Config;
+use crate::inventory::{self, Inventory};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A directory to create, or a file ending in .tar.gz.
+    out: PathBuf,
+    /// Do not ask NVML: the capture then holds no NVML answer, and offline the GPUs'
+    /// persistence mode, NVLinks and fabric state are not judged.
+    #[arg(long, conflicts_with = "gpu_probe")]
+    no_gpu_probe: bool,
+    /// Ask this machine's NVML even with --root: for a container that sees the host's root
+    /// at DIR and the host's GPUs through the NVIDIA Container Toolkit.
+    #[arg(long)]
+    gpu_probe: bool,
+}
+
+pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
+    // NVML is asked when the node's GPUs are here: a live root, or `--gpu-probe`.
+    let ask_nvml = !args.no_gpu_probe && (global.root.is_none() || args.gpu_probe);
+    let out = args.out.as_path();
+    let config = global.config()?;
+    let (root, display) = global.root()?;
+    let root = root.recording();
+    // Everything the checks read is read here: checks never touch files. The live-only access
+    // probes (device nodes, this process's limits) have no place in a copy.
+    let inv = Inventory::load(&root, &config, inventory::Options::default());
+    let mut recording = root.recorded();
+    let nvml = if ask_nvml {
+        record_nvml(&config, &inv, &mut recording.files)
+    } else {
+        String::new()
+    };
+    // What could not be read is recorded in the copy too, so that a check of it says
+    // "permission denied" where the node did, not "not found" (issue 25).
+    let unread: Vec<(String, String)> = recording
+        .unread
+        .iter()
+        .map(|(path, (_, e))| (path.clone(), e.reason()))
+        .collect();
+    if let Some(text) = recording.unread_json() {
+        recording
+            .files
+            .insert(crate::root::UNREAD.to_owned(), text.into_bytes());
+    }
+    let summary = crate::capture::write(&recording, &root, out)?;
+    // Say so when links were rewritten: the copy then differs from the node's text.
+    let rewritten = match summary.rewritten {
+        0 => String::new(),
+        n => format!(" ({n} leading outside the root rewritten to stay inside it)"),
+    };
+    errln!(
+        "captured {} files ({} bytes), {} links{rewritten} and {} directories from {display} into {}{nvml}",
+        summary.files,
+        summary.bytes,
+        summary.links,
+        summary.dirs,
+        out.display()
+    );
+    write_unread(&unread);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What only NVML knows (persistence mode, NVLinks, the fabric state), recorded too, from the
+/// NVML-only probe child that `check` runs, so that a check of the copy judges it as the live
+/// check did. CUDA is not: its probe allocates on the GPUs, and offline it is not asked.
+/// Returns what the summary line says of it (`; NVML's answer (8 GPUs) in ...`).
+fn record_nvml(
+    config: &Config,
+    inv: &Inventory,
+    files: &mut std::collections::BTreeMap<String, Vec<u8>>,
+) -> String {
+    use crate::gpu::model::Lib;
+    let nvidia = inv
+        .gpus
+        .iter()
+        .any(|g| g.vendor == inventory::GpuVendor::Nvidia);
+    let mut nvml = String::new();
+    if !nvidia {
+        return nvml;
+    }
+    let Some(cmd) = gpu_probe(config, crate::gpu::Ask::NVML, false) else {
+        return nvml;
+    };
+    let answer = crate::gpu::run(&cmd);
+    let what = match answer.probe().and_then(|p| p.nvml.as_ref()) {
+        // No libnvidia-ml where capture runs (a container without NVIDIA's libraries) says
+        // nothing of the node: recorded, it would read as a node without them.
+        Some(Lib::NotFound { message, .. }) => {
+            nvml = format!("; NVML not recorded: it cannot be loaded here ({message})");
+            None
+        }
+        Some(Lib::Ready(n)) => Some(format!("NVML's answer ({} GPUs)", n.devices.len())),
+        Some(_) => Some("NVML's answer (it could not be used)".into()),
+        None => Some("NVML's lack of an answer".into()),
+    };
+    if let (Some(what), Some(text)) = (what, crate::gpu::Recorded::text(&answer)) {
+        nvml = format!("; {what} in {}", crate::gpu::RECORDED_NVML);
+        files.insert(crate::gpu::RECORDED_NVML.to_owned(), text.into_bytes());
+    }
+    nvml
+}
+
+/// The paths that could not be read, on standard error.
+fn write_unread(unread: &[(String, String)]) {
+    if unread.is_empty() {
+        return;
+    }
+    let n = unread.len();
+    errln!(
+        "could not read {n} path{} (recorded in {}, so that a check of the capture says so):",
+        if n == 1 { "" } else { "s" },
+        crate::root::UNREAD.trim_start_matches('/')
+    );
+    for (path, why) in unread.iter().take(50) {
+        errln!(
+            "  {} ({})",
+            crate::report::human::clean(path),
+            crate::report::human::clean(why)
+        );
+    }
+    if n > 50 {
+        errln!("  ... and {} more", n - 50);
+    }
+}

@@ -1,0 +1,135 @@
+//! `gdrdoctor check`: read the node, run what the checks need (the GPU probe, the write test,
+//! NCCL), judge, report.
+
+use super::report::{self, OutputArgs, ReportFormat};
+use super::watchdog::{Stage, deadline, stage};
+use super::{Global, gdr_test, gpu_probe, nccl};
+use crate::checks::Selection;
+use crate::inventory::{self, Inventory};
+use std::process::ExitCode;
+
+// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Show the evidence (file and value) behind every finding.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Run only these checks (comma-separated IDs).
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    select: Vec<String>,
+    /// Do not run these checks (comma-separated IDs).
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    skip: Vec<String>,
+    /// Count warnings and unknowns as failures in the exit code.
+    #[arg(long)]
+    strict: bool,
+    /// Do not load NVML, CUDA or HIP (no dma-buf export probe, no driver view of the GPUs).
+    #[arg(long, conflicts_with = "gpu_probe")]
+    no_gpu_probe: bool,
+    /// Ask this machine's GPU libraries even with --root: for a container that sees the host's
+    /// root at DIR and the host's GPUs through the NVIDIA Container Toolkit (or /dev/kfd).
+    #[arg(long)]
+    gpu_probe: bool,
+    /// Do not run the GDR write test (it moves bytes between GPU memory and the NICs).
+    #[arg(long)]
+    no_gdr_test: bool,
+    /// Also run NCCL itself on the GPUs (the nccl-verify check; it takes seconds): does it use
+    /// GPUDirect RDMA, and does it see the node as gdrdoctor does?
+    #[arg(long)]
+    nccl_verify: bool,
+}
+
+pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
+    let selection = Selection {
+        select: args.select.clone(),
+        skip: args.skip.clone(),
+    };
+    selection.validate().map_err(anyhow::Error::msg)?;
+    let config = global.config()?;
+    let (root, display) = global.root()?;
+    // The probe feeds `gpu` and `peer-memory` (a verified DMA-BUF path); the write test needs
+    // the GPU workers too. `--no-gpu-probe` loads no GPU library at all, for either.
+    let probe_wanted = selection.runs("gpu", &config) || selection.runs("peer-memory", &config);
+    let gdr_wanted = root.is_live() && selection.runs("gdr-test", &config) && !args.no_gdr_test;
+    let ask = if probe_wanted {
+        crate::gpu::Ask::FULL
+    } else {
+        crate::gpu::Ask::default()
+    };
+    let options = inventory::Options {
+        access: selection.runs("rdma-access", &config),
+        gpu_probe: gpu_probe(
+            &config,
+            ask,
+            args.no_gpu_probe || !(probe_wanted || gdr_wanted),
+        ),
+        gpu_probe_on_root: args.gpu_probe,
+    };
+    stage(Stage::ReadingNode {
+        live: root.is_live(),
+    });
+    // A test seam for the watchdog (tests/formats.rs): stand in for a sysfs read that blocks.
+    if let Some(ms) = std::env::var("GDRDOCTOR_TEST_STALL_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    // The GPU workers start as soon as the GPUs are known, while the rest is read.
+    let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
+    stage(Stage::GdrTest);
+    if inv.live && selection.runs("gdr-test", &config) {
+        inv.gdr_test = if args.no_gdr_test {
+            inventory::GdrTest::Skipped("--no-gdr-test".into())
+        } else if args.no_gpu_probe && !inv.gpus.is_empty() {
+            inventory::GdrTest::Skipped(
+                "--no-gpu-probe: the write test needs the GPU libraries too (`gdrdoctor gdr-test --memory host` tests the NICs alone)".into(),
+            )
+        } else {
+            gdr_test::run_pairs(
+                &inv,
+                &config,
+                crate::gdr::plan::Options::default(),
+                session.as_mut(),
+            )
+        };
+    }
+    stage(Stage::GpuProbe);
+    if let Some(mut s) = session {
+        if probe_wanted {
+            inv.gpu_runtime = s.probe();
+        }
+        // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
+        // past it (the report must still be written).
+        s.finish(deadline().budget(crate::gpu::FINISH_GRACE).limit);
+    }
+    // NCCL runs in its own child once the GPU workers have ended: it opens every GPU itself.
+    if args.nccl_verify && selection.runs("nccl-verify", &config) {
+        use crate::nccl::verify::NcclVerify;
+        inv.nccl_verify = if !(root.is_live() || args.gpu_probe) {
+            NcclVerify::not_run(
+                "a captured root: NCCL runs on the live node (--gpu-probe runs it here, for a container that sees the host's root)",
+            )
+        } else if args.no_gpu_probe {
+            NcclVerify::not_run("--no-gpu-probe: NCCL loads the GPU libraries too")
+        } else {
+            nccl::run_nccl(&inv, &config, None, None)
+        };
+    }
+    report::write(
+        &inv,
+        &config,
+        &selection,
+        &report::Wanted {
+            format: args.format,
+            output: &args.output,
+            verbose: args.verbose,
+            strict: args.strict,
+        },
+        display,
+    )
+}

@@ -1,0 +1,193 @@
+//! `gdrdoctor gdr-test`: the GPUDirect RDMA write test alone, with its options; between two
+//! nodes with `--listen`, `--peer` or `--slurm` (`two_node.rs`).
+
+use super::report::{self, OutputArgs, ReportFormat};
+use super::watchdog::{Stage, deadline, stage};
+use super::{Global, gpu_probe, this_exe, two_node};
+use crate::checks::Selection;
+use crate::config::Config;
+use crate::inventory::{self, Inventory};
+use anyhow::bail;
+use clap::ValueEnum;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[arg(short, long)]
+    verbose: bool,
+    /// Count warnings and unknowns as failures in the exit code.
+    #[arg(long)]
+    strict: bool,
+    /// The buffer under test: each GPU's own (default), host (the NIC's baseline), host-dmabuf
+    /// (host memory as a dma-buf, via /dev/udmabuf), cuda, hip.
+    #[arg(long, value_enum)]
+    pub memory: Option<crate::gdr::Memory>,
+    /// nearest: each GPU with its nearest NIC(s); all: every GPU with every NIC.
+    #[arg(long, value_enum, default_value_t = Pairs::Nearest)]
+    pairs: Pairs,
+    /// Only these GPUs (PCI addresses; repeatable).
+    #[arg(long = "gpu", value_name = "BDF")]
+    gpus: Vec<String>,
+    /// Only these NICs, optionally a port (`mlx5_0`, `mlx5_0:1`; repeatable).
+    #[arg(long = "nic", value_name = "NAME[:PORT]")]
+    pub nics: Vec<crate::gdr::plan::NicArg>,
+    /// The GID index to use on RoCE ports (default: the RoCE v2 IPv4 one).
+    #[arg(long)]
+    pub gid_index: Option<u32>,
+    /// Buffer and message size in bytes (suffixes K, M).
+    #[arg(long, default_value = "1M", value_parser = parse_size)]
+    pub size: u64,
+    /// Most WRITEs per direction in the bandwidth run.
+    #[arg(long, default_value_t = 5000)]
+    pub iters: u32,
+    /// Longest bandwidth run, both directions together, in milliseconds (1 to 3600000).
+    // Bounded as the config's timeouts are (an hour): a duration is never taken unchecked.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub duration_ms: u64,
+    #[command(flatten)]
+    pub two_node: TwoNodeArgs,
+}
+
+/// Between two nodes (docs/two-node.md): one side `--listen`, the other `--peer`, or both
+/// `--slurm` under srun.
+#[derive(clap::Args, Debug)]
+pub struct TwoNodeArgs {
+    /// Wait for one peer on ADDR:PORT (default 0.0.0.0:18516), test with it, and end.
+    #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["peer", "slurm"])]
+    pub listen: Option<String>,
+    /// Test with the node listening at HOST[:PORT].
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "slurm")]
+    pub peer: Option<String>,
+    /// Pair the tasks of a Slurm step (SLURM_PROCID, SLURM_JOB_NODELIST): task 0 listens,
+    /// task 1 connects; with more tasks, a ring.
+    #[arg(long)]
+    pub slurm: bool,
+    /// The shared secret, the same file on both nodes (at least 16 bytes).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The shared secret on the command line (visible in ps: for tests).
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
+    pub token: Option<String>,
+    /// The rails in order, this node's NICs (default: NCCL_IB_HCA's order, else by name);
+    /// rail i is paired with the peer's rail i.
+    #[arg(long, value_name = "NIC[:PORT],...", value_delimiter = ',')]
+    pub rails: Vec<crate::gdr::plan::NicArg>,
+    /// How long to wait for the peer to connect or to listen, seconds (0 to 86400).
+    // Bounded like --deadline: 2^64-1 used to panic adding it to the clock (issue 25).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub wait: u64,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Pairs {
+    Nearest,
+    All,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, mult) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (bytes, or with K, M, G)"))?;
+    let bytes = n.checked_mul(mult).ok_or("size too large")?;
+    if !(4096..=(1 << 30)).contains(&bytes) || bytes % 4096 != 0 {
+        return Err(format!(
+            "{s}: the size must be a multiple of 4 KiB between 4K and 1G"
+        ));
+    }
+    Ok(bytes)
+}
+
+pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
+    let config = global.config()?;
+    let (root, display) = global.root()?;
+    if !root.is_live() {
+        bail!("gdr-test moves bytes on this node; it cannot run on a captured root (--root)");
+    }
+    let t = &args.two_node;
+    if t.listen.is_some() || t.peer.is_some() || t.slurm {
+        return two_node::run(&config, &root, args);
+    }
+    let mut gpus = Vec::new();
+    for g in &args.gpus {
+        gpus.push(crate::parse::pci::Bdf::parse(g).ok_or_else(|| {
+            anyhow::anyhow!("--gpu {g:?} is not a PCI address such as 0000:3b:00.0")
+        })?);
+    }
+    let selection = Selection {
+        select: vec!["gdr-test".into()],
+        skip: Vec::new(),
+    };
+    // GPU workers only for the GPUs a pair needs, started when it does.
+    let options = inventory::Options {
+        gpu_probe: gpu_probe(&config, crate::gpu::Ask::default(), false),
+        ..inventory::Options::default()
+    };
+    let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
+    let opts = crate::gdr::plan::Options {
+        memory: args.memory,
+        all_pairs: args.pairs == Pairs::All,
+        gpus,
+        nics: args.nics.clone(),
+        gid_index: args.gid_index,
+        size: args.size,
+        iters: args.iters,
+        duration_ms: args.duration_ms,
+        deadline_ms: 0,
+    };
+    stage(Stage::GdrTest);
+    inv.gdr_test = run_pairs(&inv, &config, opts, session.as_mut());
+    if let Some(s) = session {
+        // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
+        // past it (the report must still be written).
+        s.finish(deadline().budget(crate::gpu::FINISH_GRACE).limit);
+    }
+    report::write(
+        &inv,
+        &config,
+        &selection,
+        &report::Wanted {
+            format: args.format,
+            output: &args.output,
+            verbose: args.verbose,
+            strict: args.strict,
+        },
+        display,
+    )
+}
+
+/// The write test on the planned pairs, with the config's limit per pair and the run's
+/// deadline; `check` runs it too.
+pub(super) fn run_pairs(
+    inv: &Inventory,
+    config: &Config,
+    mut opts: crate::gdr::plan::Options,
+    mut session: Option<&mut crate::gpu::GpuSession>,
+) -> inventory::GdrTest {
+    opts.deadline_ms = (config.timeouts.gdr_pair_s * 1000.0) as u64;
+    let (planned, not_planned) = crate::gdr::plan::plan(inv, &opts);
+    // A worker for each GPU a pair needs (the probe started the rest already).
+    if let Some(s) = session.as_deref_mut() {
+        for p in planned.iter().filter(|p| p.spec.memory.is_gpu()) {
+            if let Some(gpu) = p.gpu {
+                s.ensure(gpu);
+            }
+        }
+    }
+    let outcomes = crate::gdr::plan::run(planned, &this_exe(), deadline(), session.as_deref());
+    inventory::GdrTest::Ran {
+        outcomes,
+        not_planned,
+    }
+}

@@ -1,0 +1,124 @@
+//! The commands: one file per subcommand, with its arguments and the wiring from them to a
+//! report. `cli.rs` holds the command line's root (the global flags, the list of subcommands)
+//! and says which one runs; what the commands share is here: where the node and the policy
+//! come from ([`Global`]), reading the node with the watchdog told, and how the probe and test
+//! children are started.
+
+pub mod capture;
+pub mod check;
+pub mod explain;
+pub mod fix;
+pub mod fleet;
+pub mod gdr_test;
+pub mod internal;
+pub mod list;
+pub mod man;
+pub mod nccl;
+pub mod report;
+pub mod topo;
+pub mod two_node;
+pub mod watchdog;
+
+use crate::checks;
+use crate::config::Config;
+use crate::inventory::{self, Inventory};
+use crate::root::Root;
+use anyhow::Context as _;
+use std::path::PathBuf;
+use watchdog::{Stage, deadline, stage};
+
+/// The global flags the commands read: where the node and the policy come from.
+#[derive(Debug, Clone, Default)]
+pub struct Global {
+    /// `--root DIR`: a captured copy of a node; none is the live one.
+    pub root: Option<PathBuf>,
+    /// `--config FILE`.
+    pub config: Option<PathBuf>,
+    /// `--nccl-env FILE`.
+    pub nccl_env: Option<PathBuf>,
+}
+
+impl Global {
+    /// The site config, with the job environment of `--nccl-env` in it.
+    pub fn config(&self) -> anyhow::Result<Config> {
+        let (mut config, _path) = Config::load(self.config.as_deref(), &checks::NAMES)?;
+        if let Some(file) = &self.nccl_env {
+            config.nccl.env_file = Some(crate::config::load_nccl_env(file)?);
+        }
+        Ok(config)
+    }
+
+    /// The root to read: `--root DIR`, or the live system. Returns it with how reports name it.
+    pub fn root(&self) -> anyhow::Result<(Root, String)> {
+        Ok(match &self.root {
+            Some(dir) => (
+                Root::open(dir).context("cannot use --root")?,
+                dir.display().to_string(),
+            ),
+            None => (Root::live(), "/".to_owned()),
+        })
+    }
+}
+
+/// `Inventory::load`, its stages told to the watchdog: reading the node, then waiting for the
+/// GPU probe (whose limit follows the deadline), not one for both.
+fn load_inventory(root: &Root, config: &Config, options: inventory::Options) -> Inventory {
+    stage(Stage::ReadingNode {
+        live: root.is_live(),
+    });
+    let (mut inv, session) = Inventory::load_pending(root, config, options);
+    if let Some(mut s) = session {
+        stage(Stage::GpuProbe);
+        inv.gpu_runtime = s.probe();
+        s.finish(crate::gpu::FINISH_GRACE);
+    }
+    inv
+}
+
+/// How to run the GPU probe: this very binary, with the config's deadline.
+fn gpu_probe(
+    config: &Config,
+    ask: crate::gpu::Ask,
+    disabled: bool,
+) -> Option<crate::gpu::ProbeCommand> {
+    if disabled {
+        return None;
+    }
+    let d = deadline();
+    let budget = d.budget(config.timeouts.gpu_probe());
+    Some(crate::gpu::ProbeCommand {
+        exe: this_exe(),
+        timeout: budget.limit,
+        ask,
+        cut_by_deadline: budget.cut.then(|| d.seconds()),
+    })
+}
+
+/// This binary, for the probe and test children. GDRDOCTOR_PROBE_EXE replaces it: the tests use
+/// it for a child that hangs or crashes.
+fn this_exe() -> PathBuf {
+    std::env::var_os("GDRDOCTOR_PROBE_EXE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"))
+}
+
+/// What a command could not read, on standard error: each path with why, as `check -v` lists
+/// them under "unreadable or nonsensical".
+fn write_problems(problems: &[inventory::Problem]) {
+    let n = problems.len();
+    errln!(
+        "gdrdoctor: {n} file{} could not be read or made no sense; what is shown may leave out what they hold:",
+        if n == 1 { "" } else { "s" }
+    );
+    for p in problems.iter().take(50) {
+        errln!(
+            "  {} ({})",
+            crate::report::human::clean(&p.path),
+            crate::report::human::clean(&p.message)
+        );
+    }
+    if n > 50 {
+        errln!("  ... and {} more (gdrdoctor check -v lists them)", n - 50);
+    }
+}

@@ -1,0 +1,216 @@
+//! `gdrdoctor nccl`: the settings that follow from the node (`nccl`, `nccl settings`), what a
+//! job's NCCL log says (`nccl explain`), and NCCL run on the node (`nccl verify`).
+
+use super::watchdog::{self, Stage, deadline, stage, stage_on};
+use super::{Global, gpu_probe, load_inventory, this_exe, write_problems};
+use crate::checks;
+use crate::config::Config;
+use crate::inventory::{self, Inventory};
+use anyhow::bail;
+use clap::{Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The NCCL settings that follow from this node (what `gdrdoctor nccl` prints).
+    Settings,
+    /// Read NCCL_DEBUG=INFO logs and tell, per node, rank and NIC, where GPUDirect RDMA was
+    /// used and where not, and why, in terms of gdrdoctor's checks. Exit 0: every NET
+    /// connection used GDR; 1: some did not; 2: not an NCCL log.
+    Explain(ExplainArgs),
+    /// Run NCCL itself on this node's GPUs (a one-rank communicator on one GPU; an all-reduce
+    /// over its network on several) and say whether it uses GPUDirect RDMA, and where it sees
+    /// the node differently from gdrdoctor. Exit 0: GDR on every GPU, agreeing; 1: not, or a
+    /// disagreement, or NCCL failed; 2: NCCL could not be run.
+    Verify(VerifyArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct VerifyArgs {
+    /// human, or json (docs/nccl-verify-json.md).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
+    format: ExplainFormat,
+    /// Every fact compared, not only the differences.
+    #[arg(short, long)]
+    verbose: bool,
+    /// The libnccl to run (default: the dynamic loader's libnccl.so.2, else the NVIDIA pip
+    /// wheel's copy of the python3 on PATH).
+    #[arg(long, value_name = "PATH")]
+    library: Option<PathBuf>,
+    /// Keep NCCL's log (DIR/nccl.log) and topology dump (DIR/topo.xml) in DIR: created new,
+    /// never through a link; DIR must not be writable by others unless sticky and yours.
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
+    /// Do not run the GPU probe before NCCL (peer-memory's DMA-BUF verdict is then inferred,
+    /// not verified). NCCL itself still loads CUDA.
+    #[arg(long)]
+    no_gpu_probe: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct ExplainArgs {
+    /// NCCL logs: files (gzip is recognised), or `-` for standard input. Lines of many ranks
+    /// and nodes may be interleaved, with other output mixed in.
+    #[arg(required = true, value_name = "LOG")]
+    logs: Vec<PathBuf>,
+    /// human, or json (docs/nccl-explain-json.md).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
+    format: ExplainFormat,
+}
+
+/// The formats of `nccl explain`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ExplainFormat {
+    Human,
+    Json,
+}
+
+pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        Some(Command::Explain(args)) => explain(global, args),
+        Some(Command::Verify(args)) => verify(global, args),
+        None | Some(Command::Settings) => settings(global),
+    }
+}
+
+/// `gdrdoctor nccl`: the settings, and what they stand on that could not be read.
+fn settings(global: &Global) -> anyhow::Result<ExitCode> {
+    let config = global.config()?;
+    let (root, display) = global.root()?;
+    let inv = load_inventory(&root, &config, inventory::Options::default());
+    let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level);
+    out!("{}", crate::nccl::render(&inv, &settings, &display));
+    // What the settings stand on and could not be read (the PCI tree, the RDMA devices and
+    // their ports' GIDs, NCCL's own files) is said, and is not exit 0: the settings may miss or
+    // contradict it (issue 25).
+    let mut problems = inv.placement_problems();
+    problems.extend(
+        inv.rdma
+            .iter()
+            .flat_map(|d| &d.ports)
+            .flat_map(|p| p.problems.iter().cloned()),
+    );
+    if problems.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    write_problems(&problems);
+    Ok(ExitCode::from(1))
+}
+
+/// `gdrdoctor nccl explain`: the logs are read as streams, one after the other, into one
+/// explanation (a job's log is often one file per node or per rank).
+fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    use crate::nccl::{explain, render};
+    if global.root.is_some() {
+        bail!("nccl explain reads NCCL logs, not a node: leave out --root");
+    }
+    let mut collector = explain::Collector::new();
+    // A log that is not a regular file (a FIFO, /dev/zero) is refused, as every input is: the
+    // stream of a pipe is what `-` is for.
+    let refused = |name: String, e: crate::input::InputError| {
+        anyhow::anyhow!(
+            "cannot read {name}: {e}; nccl explain reads log files, or standard input as `-` (`zcat job.log.gz | gdrdoctor nccl explain -`)"
+        )
+    };
+    for path in &args.logs {
+        if path.as_os_str() == "-" {
+            stage_on(Stage::ReadingLogs, "from standard input".into());
+            crate::input::check_stdin().map_err(|e| refused("standard input".into(), e))?;
+            collector.read("-", std::io::stdin().lock());
+        } else {
+            stage_on(Stage::ReadingLogs, path.display().to_string());
+            let file =
+                crate::input::open(path).map_err(|e| refused(path.display().to_string(), e))?;
+            collector.read(&path.display().to_string(), file);
+        }
+    }
+    stage(Stage::Judging);
+    match collector.finish() {
+        Ok(e) => {
+            out!(
+                "{}",
+                match args.format {
+                    ExplainFormat::Human => render::human(&e),
+                    ExplainFormat::Json => render::json(&e),
+                }
+            );
+            Ok(ExitCode::from(e.verdict.exit_code))
+        }
+        Err(not_nccl) => {
+            errln!("gdrdoctor: {not_nccl}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+/// `gdrdoctor nccl verify`: the node read as `check` reads it (with the GPU probe, whose
+/// workers end before NCCL starts), NCCL run on its GPUs, and the two compared.
+fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    use crate::nccl::{render, verify::NcclVerify};
+    let config = global.config()?;
+    let (root, display) = global.root()?;
+    // With --root, the root is this host's as a container sees it: NCCL and the probe run here.
+    let options = inventory::Options {
+        access: false,
+        gpu_probe: gpu_probe(&config, crate::gpu::Ask::FULL, args.no_gpu_probe),
+        gpu_probe_on_root: true,
+    };
+    let mut inv = load_inventory(&root, &config, options);
+    inv.nccl_verify = run_nccl(&inv, &config, args.library.clone(), args.log_dir.clone());
+    stage(Stage::Judging);
+    let run = match &inv.nccl_verify {
+        NcclVerify::Ran(run) => run,
+        NcclVerify::NotRun { reason, .. } => {
+            errln!("gdrdoctor: NCCL was not run: {reason}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let v = checks::nccl_verification(&inv, &config, run);
+    watchdog::writing_report();
+    match args.format {
+        ExplainFormat::Human => out!("{}", render::verify_human(run, &v, args.verbose)),
+        ExplainFormat::Json => out!(
+            "{}",
+            render::verify_json(run, &v, &display, inv.kernel.hostname.as_deref())
+        ),
+    }
+    Ok(ExitCode::from(v.exit_code))
+}
+
+/// Runs NCCL on the inventory's NVIDIA GPUs, in a child with the config's deadline; `check
+/// --nccl-verify` runs it too.
+pub(super) fn run_nccl(
+    inv: &Inventory,
+    config: &Config,
+    library: Option<PathBuf>,
+    log_dir: Option<PathBuf>,
+) -> crate::nccl::verify::NcclVerify {
+    use crate::nccl::verify;
+    let gpus: Vec<crate::parse::pci::Bdf> = inv
+        .gpus
+        .iter()
+        .filter(|g| g.vendor == inventory::GpuVendor::Nvidia)
+        .map(|g| g.bdf)
+        .collect();
+    let d = deadline();
+    let budget = d.budget(config.timeouts.nccl_verify());
+    let opts = verify::Options {
+        exe: this_exe(),
+        library,
+        timeout: budget.limit,
+        cut_by_deadline: budget.cut.then(|| d.seconds()),
+        log_dir,
+        elements: verify::ELEMENTS,
+    };
+    stage(Stage::RunningNccl);
+    verify::run_on(&gpus, &opts)
+}
