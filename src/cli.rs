@@ -2,6 +2,7 @@
 //! under `commands/`, beside its wiring), and which one runs.
 
 use crate::commands::{self, watchdog};
+use crate::report::Format;
 use clap::{CommandFactory as _, Parser, Subcommand, ValueEnum, error::ErrorKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -129,8 +130,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         deadline: cli.deadline,
         watchdog: !matches!(cli.command, Command::Fix(_)),
         reason_on_stdout: match &cli.command {
-            Command::Check(a) => a.format == commands::report::ReportFormat::Reason,
-            Command::GdrTest(a) => a.format == commands::report::ReportFormat::Reason,
+            Command::Check(a) => a.format == Format::Reason,
+            Command::GdrTest(a) => a.format == Format::Reason,
             _ => false,
         },
         stage: match &cli.command {

@@ -10,6 +10,7 @@ use crate::checks::{self, Selection};
 use crate::config::Config;
 use crate::inventory::{GpuVendor, Inventory};
 use crate::model::Status;
+use crate::report::Format;
 use crate::root::Root;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -742,13 +743,6 @@ fn short_placement(v: &str) -> String {
     )
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-    Csv,
-}
-
 fn csv_field(s: &str) -> String {
     // Text read off a capture (a firmware version, a hostname) never reaches a spreadsheet or
     // a terminal raw: control characters are escaped as the human output shows them
@@ -838,6 +832,7 @@ pub fn write_node(
             csv_field(&u.capture),
             csv_field(&u.reason)
         ),
+        (other, _) => Err(unsupported(other)),
     }
 }
 
@@ -921,6 +916,7 @@ pub fn write_summary(
             )
         }
         Format::Csv => write_two_node_rows(out, two),
+        other => Err(unsupported(other)),
     }
 }
 
@@ -992,7 +988,16 @@ pub fn write_header(out: &mut dyn Write, format: Format, captures: bool) -> std:
             env!("CARGO_PKG_VERSION")
         ),
         Format::Csv => writeln!(out, "{CSV_HEADER}"),
+        other => Err(unsupported(other)),
     }
+}
+
+/// The fleet report is human, JSON or CSV (commands/fleet.rs offers only these).
+fn unsupported(format: Format) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("the fleet report has no {format} format"),
+    )
 }
 
 /// Analyses the captures on `workers` threads; `emit` gets each result in input order as soon

@@ -1,18 +1,19 @@
 //! `gdrdoctor check`: read the node, run what the checks need (the GPU probe, the write test,
 //! NCCL), judge, report.
 
-use super::report::{self, OutputArgs, ReportFormat};
+use super::report::{self, OutputArgs};
 use super::watchdog::{Stage, deadline, stage};
 use super::{Global, gdr_test, gpu_probe, nccl};
 use crate::checks::Selection;
 use crate::inventory::{self, Inventory};
+use crate::report::Format;
 use std::process::ExitCode;
 
 // No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
-    pub format: ReportFormat,
+    #[arg(long, default_value_t = Format::Human, value_parser = report::FORMATS)]
+    pub format: Format,
     #[command(flatten)]
     output: OutputArgs,
     /// Show the evidence (file and value) behind every finding.

@@ -1,7 +1,8 @@
 //! `gdrdoctor fleet CAPTURE...`: many captures (and two-node reports), one report.
 
-use super::Global;
+use super::{Formats, Global};
 use crate::fleet;
+use crate::report::Format;
 use anyhow::{Context as _, bail};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -13,8 +14,8 @@ pub struct Args {
     /// `.tar.gz` captures, capture directories, directories of captures, or globs.
     #[arg(required = true, value_name = "CAPTURE")]
     captures: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value_t = fleet::Format::Human)]
-    format: fleet::Format,
+    #[arg(long, default_value_t = Format::Human, value_parser = FORMATS)]
+    format: Format,
     /// Captures analysed at once (default: one per CPU).
     #[arg(long, short)]
     jobs: Option<usize>,
@@ -23,6 +24,9 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pictures: Option<PathBuf>,
 }
+
+/// One line per node and a summary, for people; one JSON document; one CSV row per node.
+const FORMATS: Formats = Formats(&[(Format::Human, ""), (Format::Json, ""), (Format::Csv, "")]);
 
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let format = args.format;

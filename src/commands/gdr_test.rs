@@ -1,12 +1,13 @@
 //! `gdrdoctor gdr-test`: the GPUDirect RDMA write test alone, with its options; between two
 //! nodes with `--listen`, `--peer` or `--slurm` (`two_node.rs`).
 
-use super::report::{self, OutputArgs, ReportFormat};
+use super::report::{self, OutputArgs};
 use super::watchdog::{Stage, deadline, stage};
 use super::{Global, gpu_probe, this_exe, two_node};
 use crate::checks::Selection;
 use crate::config::Config;
 use crate::inventory::{self, Inventory};
+use crate::report::Format;
 use anyhow::bail;
 use clap::ValueEnum;
 use std::path::PathBuf;
@@ -15,8 +16,8 @@ use std::process::ExitCode;
 // No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
-    pub format: ReportFormat,
+    #[arg(long, default_value_t = Format::Human, value_parser = report::FORMATS)]
+    pub format: Format,
     #[command(flatten)]
     pub output: OutputArgs,
     #[arg(short, long)]

@@ -22,8 +22,10 @@ pub mod watchdog;
 use crate::checks;
 use crate::config::Config;
 use crate::inventory::{self, Inventory};
+use crate::report::Format;
 use crate::root::Root;
 use anyhow::Context as _;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use std::path::PathBuf;
 use watchdog::{Stage, deadline, stage};
 
@@ -120,5 +122,61 @@ fn write_problems(problems: &[inventory::Problem]) {
     }
     if n > 50 {
         errln!("  ... and {} more (gdrdoctor check -v lists them)", n - 50);
+    }
+}
+
+/// The `--format` values of a command: the formats it has, in the order its help lists them,
+/// each with the line its help gives it ("" for none). The one [`Format`] stands behind every
+/// command's list; a command that has only some says which here.
+#[derive(Debug, Clone, Copy)]
+pub struct Formats(pub &'static [(Format, &'static str)]);
+
+impl Formats {
+    fn values(&self) -> impl Iterator<Item = PossibleValue> + '_ {
+        self.0.iter().map(|&(format, help)| {
+            let value = PossibleValue::new(format.name());
+            if help.is_empty() {
+                value
+            } else {
+                value.help(help)
+            }
+        })
+    }
+
+    /// The format named `name` among these (`--output json:PATH`, where case does not count).
+    pub fn find(&self, name: &str, ignore_case: bool) -> Option<Format> {
+        self.0
+            .iter()
+            .map(|&(format, _)| format)
+            .find(|f| PossibleValue::new(f.name()).matches(name, ignore_case))
+    }
+
+    /// `human, json, ...`.
+    pub fn names(&self) -> String {
+        let names: Vec<&str> = self.0.iter().map(|(f, _)| f.name()).collect();
+        names.join(", ")
+    }
+}
+
+/// clap's own parser over the names (its errors and suggestions: `a similar value exists`),
+/// then the format named.
+impl TypedValueParser for Formats {
+    type Value = Format;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Format, clap::Error> {
+        let name = PossibleValuesParser::new(self.values()).parse_ref(cmd, arg, value)?;
+        let ignore_case = arg.is_some_and(|a| a.is_ignore_case_set());
+        // PossibleValuesParser took it, so it is one of ours.
+        self.find(&name, ignore_case)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.values()))
     }
 }

@@ -2,12 +2,13 @@
 //! job's NCCL log says (`nccl explain`), and NCCL run on the node (`nccl verify`).
 
 use super::watchdog::{self, Stage, deadline, stage, stage_on};
-use super::{Global, gpu_probe, load_inventory, this_exe, write_problems};
+use super::{Formats, Global, gpu_probe, load_inventory, this_exe, write_problems};
 use crate::checks;
 use crate::config::Config;
 use crate::inventory::{self, Inventory};
+use crate::report::Format;
 use anyhow::bail;
-use clap::{Subcommand, ValueEnum};
+use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -37,8 +38,8 @@ enum Command {
 #[derive(clap::Args, Debug)]
 struct VerifyArgs {
     /// human, or json (docs/nccl-verify-json.md).
-    #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
-    format: ExplainFormat,
+    #[arg(long, default_value_t = Format::Human, value_parser = FORMATS)]
+    format: Format,
     /// Every fact compared, not only the differences.
     #[arg(short, long)]
     verbose: bool,
@@ -63,16 +64,12 @@ struct ExplainArgs {
     #[arg(required = true, value_name = "LOG")]
     logs: Vec<PathBuf>,
     /// human, or json (docs/nccl-explain-json.md).
-    #[arg(long, value_enum, default_value_t = ExplainFormat::Human)]
-    format: ExplainFormat,
+    #[arg(long, default_value_t = Format::Human, value_parser = FORMATS)]
+    format: Format,
 }
 
-/// The formats of `nccl explain`.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum ExplainFormat {
-    Human,
-    Json,
-}
+/// The formats of `nccl explain` and `nccl verify`.
+const FORMATS: Formats = Formats(&[(Format::Human, ""), (Format::Json, "")]);
 
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     match &args.command {
@@ -136,13 +133,12 @@ fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     stage(Stage::Judging);
     match collector.finish() {
         Ok(e) => {
-            out!(
-                "{}",
-                match args.format {
-                    ExplainFormat::Human => render::human(&e),
-                    ExplainFormat::Json => render::json(&e),
-                }
-            );
+            let text = match args.format {
+                Format::Human => render::human(&e),
+                Format::Json => render::json(&e),
+                other => bail!("nccl explain has no {other} format"),
+            };
+            out!("{text}");
             Ok(ExitCode::from(e.verdict.exit_code))
         }
         Err(not_nccl) => {
@@ -176,13 +172,12 @@ fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     };
     let v = checks::nccl_verification(&inv, &config, run);
     watchdog::writing_report();
-    match args.format {
-        ExplainFormat::Human => out!("{}", render::verify_human(run, &v, args.verbose)),
-        ExplainFormat::Json => out!(
-            "{}",
-            render::verify_json(run, &v, &display, inv.kernel.hostname.as_deref())
-        ),
-    }
+    let text = match args.format {
+        Format::Human => render::verify_human(run, &v, args.verbose),
+        Format::Json => render::verify_json(run, &v, &display, inv.kernel.hostname.as_deref()),
+        other => bail!("nccl verify has no {other} format"),
+    };
+    out!("{text}");
     Ok(ExitCode::from(v.exit_code))
 }
 

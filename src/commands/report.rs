@@ -1,12 +1,12 @@
 //! The report of `check` and `gdr-test`: judged, rendered, and written to standard output and
 //! to the files `--output` and `--textfile-dir` name.
 
+use super::Formats;
 use super::watchdog::{self, Stage, stage};
 use crate::checks::{self, Selection};
 use crate::config::Config;
 use crate::inventory::Inventory;
-use crate::report;
-use clap::ValueEnum;
+use crate::report::{self, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -18,7 +18,7 @@ pub struct OutputArgs {
     /// directory, then renamed; a device or FIFO is written in place), e.g.
     /// `json:/run/gdrdoctor/report.json`. Repeatable.
     #[arg(long = "output", value_name = "FORMAT:PATH", value_parser = parse_output)]
-    pub outputs: Vec<(ReportFormat, PathBuf)>,
+    pub outputs: Vec<(Format, PathBuf)>,
     /// Also write the Prometheus metrics to DIR/gdrdoctor.prom, atomically, for
     /// node_exporter's textfile collector (--collector.textfile.directory).
     #[arg(long, value_name = "DIR")]
@@ -30,30 +30,42 @@ pub struct OutputArgs {
     nfd_expiry: Option<u64>,
 }
 
-/// The formats of a check report.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReportFormat {
-    /// For people: findings, fixes, the verdict last.
-    Human,
-    /// Everything, as documented in docs/report-json.md.
-    Json,
-    /// JUnit XML: a testcase per finding, a testsuite per check.
-    Junit,
-    /// Prometheus text exposition: gdrdoctor_* gauges.
-    Prometheus,
-    /// Node Feature Discovery feature file: gdr.ready=true, gdr.path=dmabuf, ...
-    Nfd,
-    /// One line: `gdrdoctor: ready` or `gdrdoctor: <blocking codes>` (a drain reason).
-    Reason,
-}
+/// The formats of a check report: `check`, `gdr-test` (and its two-node test, which has no
+/// NFD) and their `--output`.
+pub const FORMATS: Formats = Formats(&[
+    (
+        Format::Human,
+        "For people: findings, fixes, the verdict last",
+    ),
+    (
+        Format::Json,
+        "Everything, as documented in docs/report-json.md",
+    ),
+    (
+        Format::Junit,
+        "JUnit XML: a testcase per finding, a testsuite per check",
+    ),
+    (
+        Format::Prometheus,
+        "Prometheus text exposition: gdrdoctor_* gauges",
+    ),
+    (
+        Format::Nfd,
+        "Node Feature Discovery feature file: gdr.ready=true, gdr.path=dmabuf, ...",
+    ),
+    (
+        Format::Reason,
+        "One line: `gdrdoctor: ready` or `gdrdoctor: <blocking codes>` (a drain reason)",
+    ),
+]);
 
-fn parse_output(s: &str) -> Result<(ReportFormat, PathBuf), String> {
+fn parse_output(s: &str) -> Result<(Format, PathBuf), String> {
     let (format, path) = s.split_once(':').ok_or_else(|| {
         format!("{s:?}: expected FORMAT:PATH, such as json:/run/gdrdoctor/report.json")
     })?;
-    let format = ReportFormat::from_str(format, true).map_err(|_| {
-        format!("{format:?} is not a format (human, json, junit, prometheus, nfd, reason)")
-    })?;
+    let format = FORMATS
+        .find(format, true)
+        .ok_or_else(|| format!("{format:?} is not a format ({})", FORMATS.names()))?;
     if path.is_empty() {
         return Err(format!("{s:?}: no path after the format"));
     }
@@ -62,7 +74,7 @@ fn parse_output(s: &str) -> Result<(ReportFormat, PathBuf), String> {
 
 /// What the command line asks of the report.
 pub struct Wanted<'a> {
-    pub format: ReportFormat,
+    pub format: Format,
     pub output: &'a OutputArgs,
     pub verbose: bool,
     pub strict: bool,
@@ -101,32 +113,26 @@ pub fn write(
             .unwrap_or(0.0),
         duration_s: t0.elapsed().as_secs_f64(),
     };
-    let text = |f: ReportFormat| match f {
-        ReportFormat::Human => report::human::render(&report, &report::human::Style { verbose }),
-        ReportFormat::Json => report::json::render(&report),
-        ReportFormat::Junit => report::junit::render(&report),
-        ReportFormat::Prometheus => report::prometheus::render(&report, Some(run)),
-        ReportFormat::Nfd => report::nfd::render(
-            &report,
-            output
-                .nfd_expiry
-                .map(|s| (run.started_unix_s as u64).saturating_add(s)),
-        ),
-        ReportFormat::Reason => report::reason::render(&report),
+    let options = report::format::Options {
+        verbose,
+        run: Some(run),
+        nfd_expires: output
+            .nfd_expiry
+            .map(|s| (run.started_unix_s as u64).saturating_add(s)),
     };
-    let mut files: Vec<(ReportFormat, PathBuf)> = output.outputs.clone();
+    let mut files: Vec<(Format, PathBuf)> = output.outputs.clone();
     if let Some(dir) = &output.textfile_dir {
-        files.push((ReportFormat::Prometheus, dir.join("gdrdoctor.prom")));
+        files.push((Format::Prometheus, dir.join("gdrdoctor.prom")));
     }
     watchdog::writing_report();
     let mut failed = false;
     for (f, path) in &files {
-        if let Err(e) = crate::output::write_atomic(path, text(*f).as_bytes()) {
+        if let Err(e) = crate::output::write_atomic(path, f.render(&report, &options)?.as_bytes()) {
             errln!("gdrdoctor: error: cannot write {}: {e}", path.display());
             failed = true;
         }
     }
-    out!("{}", text(format));
+    out!("{}", format.render(&report, &options)?);
     crate::trace::mark(|| "report written".into());
     // A file that could not be written never hides "not ready" (a prolog must still drain);
     // on a ready node it is exit 2, so that a unit or a cron job notices the missing file.

@@ -1,32 +1,33 @@
 //! `gdrdoctor topo`: the GPU and NIC PCIe matrix (`nvidia-smi topo -m`'s), or the PCIe tree as
 //! a picture.
 
-use super::{Global, gpu_probe, load_inventory, write_problems};
+use super::{Formats, Global, gpu_probe, load_inventory, write_problems};
 use crate::inventory;
-use crate::report;
-use clap::ValueEnum;
+use crate::report::{self, Format};
+use anyhow::bail;
 use std::io::Write as _;
 use std::process::ExitCode;
 
 // No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(long, value_enum, default_value_t = Format::Human)]
+    #[arg(long, default_value_t = Format::Human, value_parser = FORMATS)]
     format: Format,
     /// Do not ask NVML for NVLinks (GPU x GPU then shows PCIe levels only).
     #[arg(long)]
     no_gpu_probe: bool,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Human,
-    Json,
-    /// The PCIe tree as one self-contained SVG picture (docs/topo-svg.md).
-    Svg,
-    /// The same picture as Graphviz DOT.
-    Dot,
-}
+/// The matrix, for people or as JSON; the tree as a picture.
+const FORMATS: Formats = Formats(&[
+    (Format::Human, ""),
+    (Format::Json, ""),
+    (
+        Format::Svg,
+        "The PCIe tree as one self-contained SVG picture (docs/topo-svg.md)",
+    ),
+    (Format::Dot, "The same picture as Graphviz DOT"),
+]);
 
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let config = global.config()?;
@@ -74,6 +75,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
                 report::dot::write(&p, &mut out)?
             }
         }
+        other => bail!("topo has no {other} format"),
     }
     out.flush()?;
     if problems.is_empty() {

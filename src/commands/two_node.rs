@@ -1,11 +1,11 @@
 //! `gdr-test --listen | --peer | --slurm`: the write test between two nodes (docs/two-node.md).
 
 use super::gdr_test::{Args, TwoNodeArgs};
-use super::report::ReportFormat;
 use super::watchdog::{Stage, stage, stage_on};
 use crate::config::Config;
 use crate::gdr::{slurm, twonode, wire};
 use crate::inventory;
+use crate::report::{self, Format, format::Unsupported};
 use crate::root::Root;
 use anyhow::bail;
 use std::process::ExitCode;
@@ -150,18 +150,16 @@ impl Test {
 /// The reports on standard output, then into the `--output` files; the worst session's exit
 /// code.
 fn write(reports: &[twonode::Report], args: &Args) -> anyhow::Result<ExitCode> {
-    let text = |f: ReportFormat| -> anyhow::Result<String> {
-        use crate::report::twonode as r;
-        Ok(match f {
-            ReportFormat::Human => r::human(reports),
-            ReportFormat::Json => r::json(reports),
-            ReportFormat::Junit => r::junit(reports),
-            ReportFormat::Prometheus => r::prometheus(reports),
-            ReportFormat::Reason => r::reason(reports),
-            ReportFormat::Nfd => {
-                bail!("the two-node test has no NFD format (use json, junit or prometheus)")
-            }
-        })
+    // The check report's formats but NFD, which has no two-node test's labels: refused here,
+    // as `gdr-test` offers it for the one-node test.
+    let text = |f: Format| {
+        f.render(reports, &report::format::Options::default())
+            .map_err(|Unsupported(f)| {
+                anyhow::anyhow!(
+                    "the two-node test has no {} format (use json, junit or prometheus)",
+                    f.name().to_uppercase()
+                )
+            })
     };
     out!("{}", text(args.format)?);
     for (f, path) in &args.output.outputs {

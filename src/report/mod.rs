@@ -2,6 +2,7 @@
 //! the verdict), rendered by one module per format.
 
 pub mod dot;
+pub mod format;
 pub mod human;
 pub mod json;
 pub mod junit;
@@ -12,6 +13,8 @@ pub mod reason;
 pub mod svg;
 pub mod topo;
 pub mod twonode;
+
+pub use format::Format;
 
 use crate::checks::CheckResult;
 use crate::inventory::{GpuVendor, Inventory, Problem};
