@@ -89,26 +89,15 @@ fn apply(
     blocks: &[fixscript::Block],
     yes: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut commands: Vec<(String, String, crate::model::FixCommand)> = Vec::new();
-    for b in blocks {
-        for c in b.finding.fix.iter().flat_map(|f| &f.commands) {
-            if c.class == crate::model::FixClass::Runtime
-                && !commands.iter().any(|(_, _, x)| x.run == c.run)
-            {
-                commands.push((b.check.to_owned(), b.finding.code.to_owned(), c.clone()));
-            }
-        }
-    }
-    if commands.is_empty() {
+    use fixscript::apply;
+    let steps = apply::steps(blocks);
+    if steps.is_empty() {
         outln!("nothing to apply: no warning or failure has a runtime fix");
         return Ok(ExitCode::SUCCESS);
     }
-    outln!(
-        "gdrdoctor fix --apply: {} runtime command(s):",
-        commands.len()
-    );
-    for (check, code, c) in &commands {
-        outln!("  [{check}/{code}] {}", c.run);
+    outln!("gdrdoctor fix --apply: {} runtime command(s):", steps.len());
+    for s in &steps {
+        outln!("  {}", apply::describe(s));
     }
     if !yes {
         out!("apply them now? [y/N] ");
@@ -120,56 +109,17 @@ fn apply(
         }
     }
     let mut failed = 0;
-    for (check, code, c) in &commands {
-        let snippet = match &c.guard {
-            Some(g) => format!("if {g}; then echo 'already done'; else {}; fi", c.run),
-            None => c.run.clone(),
-        };
-        let out = std::process::Command::new("bash")
-            .args(["-c", &snippet])
-            .output()
-            .with_context(|| "cannot run bash")?;
-        let ok = out.status.success();
-        failed += usize::from(!ok);
-        outln!(
-            "[{check}/{code}] $ {}\n  -> {}{}{}",
-            c.run,
-            if ok { "ok" } else { "FAILED" },
-            out.status
-                .code()
-                .map(|n| format!(" (exit {n})"))
-                .unwrap_or_default(),
-            {
-                let text = format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                let text = text.trim();
-                if text.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", text.replace('\n', " | "))
-                }
-            }
-        );
+    for s in &steps {
+        let ran = apply::run(s).with_context(|| "cannot run bash")?;
+        failed += usize::from(!ran.ok);
+        outln!("{}", apply::log(s, &ran));
     }
     // Check again, and show what changed for the checks that were fixed.
     let (_, after) = judged(root, config);
-    let affected: std::collections::BTreeSet<&str> =
-        commands.iter().map(|(c, _, _)| c.as_str()).collect();
+    let (lines, still_failing) = apply::compare(&steps, results, &after);
     outln!("\nbefore -> after:");
-    let mut still_failing = false;
-    for id in affected {
-        let status = |r: &[checks::CheckResult]| {
-            r.iter()
-                .find(|c| c.id == id)
-                .map(|c| c.status.to_string())
-                .unwrap_or_default()
-        };
-        let now = status(&after);
-        still_failing |= now == "fail";
-        outln!("  {id}: {} -> {now}", status(results));
+    for line in lines {
+        outln!("{line}");
     }
     Ok(if failed > 0 || still_failing {
         ExitCode::from(1)
