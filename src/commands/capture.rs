@@ -7,7 +7,6 @@ use crate::inventory::{self, Inventory};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A directory to create, or a file ending in .tar.gz.

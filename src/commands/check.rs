@@ -9,7 +9,6 @@ use crate::inventory::{self, Inventory};
 use crate::report::Format;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(long, default_value_t = Format::Human, value_parser = report::FORMATS)]

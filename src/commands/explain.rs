@@ -4,7 +4,6 @@ use crate::checks;
 use anyhow::bail;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A check ID (`iommu`) or a finding code (`iommu-translated`).

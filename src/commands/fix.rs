@@ -11,7 +11,6 @@ use anyhow::{Context as _, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Which commands the script runs (the rest stay as comments): runtime, persistent, all.

@@ -13,7 +13,6 @@ use clap::ValueEnum;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(long, default_value_t = Format::Human, value_parser = report::FORMATS)]

@@ -4,14 +4,12 @@
 
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct SpecArgs {
     #[arg(long)]
     spec: String,
 }
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct ProbeArgs {
     #[arg(long)]

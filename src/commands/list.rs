@@ -3,7 +3,6 @@
 use crate::checks;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Also list every finding code each check can report.

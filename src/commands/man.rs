@@ -5,14 +5,12 @@ use anyhow::Context as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct ManArgs {
     #[arg(value_name = "DIR")]
     dir: PathBuf,
 }
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct CompletionsArgs {
     #[arg(value_enum)]

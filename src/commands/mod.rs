@@ -3,6 +3,10 @@
 //! and says which one runs; what the commands share is here: where the node and the policy
 //! come from ([`Global`]), reading the node with the watchdog told, and how the probe and test
 //! children are started.
+//!
+//! What a subcommand is, its help's first line, is its variant's doc comment in cli.rs; the
+//! `Args` struct of each subcommand has none, since clap reads a struct's doc comment as a
+//! description too.
 
 pub mod capture;
 pub mod check;

@@ -12,7 +12,6 @@ use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Args {

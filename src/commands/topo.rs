@@ -8,7 +8,6 @@ use anyhow::bail;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-// No doc comment: a flattened or wrapped struct's would stand in for the subcommand's.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(long, default_value_t = Format::Human, value_parser = FORMATS)]
