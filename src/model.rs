@@ -1,4 +1,7 @@
-//! What every check returns: findings with a status, evidence and, for problems, a fix.
+//! What every check returns: findings with a status, evidence and, for problems, a fix; and, in
+//! the submodules, the answers of the runs the checks read (`gpu`: what the GPU libraries said).
+
+pub mod gpu;
 
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,7 @@
 //! API, stable since CUDA 11; the `_v2` names are the ones cuda.h maps the plain names to).
 
 use super::{Loaded, buffer_text, candidates, close_fd, fd_target, open};
-use crate::gpu::model::{Cuda, CudaDevice, Export, Lib, PROBE_BYTES};
+use crate::model::gpu::{Cuda, CudaDevice, Export, Lib, PROBE_BYTES};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_ulonglong, c_void};
 

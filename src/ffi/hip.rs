@@ -3,7 +3,7 @@
 //! and tested only for absent libraries and symbols: no AMD GPU was at hand (see README).
 
 use super::{Loaded, buffer_text, candidates, fd_target, open};
-use crate::gpu::model::{Export, Hip, HipDevice, HsaLib, Lib, PROBE_BYTES};
+use crate::model::gpu::{Export, Hip, HipDevice, HsaLib, Lib, PROBE_BYTES};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 

@@ -361,8 +361,8 @@ fn flag(v: Option<bool>) -> &'static str {
     }
 }
 
-fn describe_lib<T>(l: &crate::gpu::model::Lib<T>) -> String {
-    use crate::gpu::model::Lib;
+fn describe_lib<T>(l: &crate::model::gpu::Lib<T>) -> String {
+    use crate::model::gpu::Lib;
     match l {
         Lib::Ready(_) => "ready".into(),
         Lib::NotFound { tried, message } => format!("cannot load {}: {message}", tried.join(", ")),

@@ -417,7 +417,7 @@ fn run_one(
     let line = crate::child::run(
         exe,
         &["gdr-pair", "--spec", &json],
-        crate::gpu::model::HIDING_ENV,
+        crate::model::gpu::HIDING_ENV,
         timeout,
         "the GDR test",
     )?;

@@ -6,11 +6,13 @@
 //! deadline, reads its JSON, and a hang, a crash or garbage becomes a finding. The child also
 //! frees every context and buffer by exiting, so the node is left as it was found.
 
-pub mod model;
+// The probe's answer types live with the other model types (crate::model::gpu), so that ffi/
+// builds them without importing this module; `gpu::model` stays for the callers not yet moved.
+pub use crate::model::gpu as model;
 pub mod worker;
 
+use crate::model::gpu::{Cuda, HIDING_ENV, Hip, Lib, Nvml, NvmlDevice, Probe, ProbeFailure};
 use crate::parse::pci::Bdf;
-use model::{Cuda, HIDING_ENV, Hip, Lib, Nvml, Probe, ProbeFailure};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -628,7 +630,7 @@ pub fn nvlinks(probe: &Probe) -> BTreeMap<(Bdf, Bdf), u32> {
     let Some(nvml) = probe.nvml.as_ref().and_then(|l| l.ready()) else {
         return out;
     };
-    let gpus: Vec<(Bdf, &model::NvmlDevice)> = nvml
+    let gpus: Vec<(Bdf, &NvmlDevice)> = nvml
         .devices
         .iter()
         .filter_map(|d| bdf(d.bus_id.as_ref()).map(|b| (b, d)))
@@ -665,7 +667,7 @@ pub fn nvlinks(probe: &Probe) -> BTreeMap<(Bdf, Bdf), u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::*;
+    use crate::model::gpu::*;
 
     fn worker_probe(lib: Lib<Cuda>) -> Result<worker::WorkerProbe, String> {
         Ok(worker::WorkerProbe {

@@ -13,10 +13,10 @@
 //! (pairs that share a NIC never run together, see `gdr::plan::waves`) and how long each
 //! answer may take; a worker that misses a deadline is killed.
 
-use super::model::{Cuda, CudaDevice, Export, Hip, Lib};
 use crate::child::{ANSWER, Conversation};
 use crate::gdr::engine::{self, GpuSide};
 use crate::gdr::{Failure, FailureKind, PairResult, PairSpec};
+use crate::model::gpu::{Cuda, CudaDevice, Export, HIDING_ENV, Hip, Lib};
 use crate::parse::pci::Bdf;
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
@@ -255,10 +255,7 @@ impl Worker {
         visible: Option<&str>,
     ) -> Result<Worker, String> {
         let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let mut env: Vec<(&str, Option<&str>)> = super::model::HIDING_ENV
-            .iter()
-            .map(|v| (*v, None))
-            .collect();
+        let mut env: Vec<(&str, Option<&str>)> = HIDING_ENV.iter().map(|v| (*v, None)).collect();
         if let (Some(uuid), Runtime::Cuda) = (visible, spec.runtime) {
             env.retain(|(k, _)| *k != "CUDA_VISIBLE_DEVICES");
             env.push(("CUDA_VISIBLE_DEVICES", Some(uuid)));
