@@ -1324,7 +1324,10 @@ fn run_gdr(
             }
         }
     }
-    let outcomes = gdrdoctor::gdr::plan::run(planned, &this_exe(), deadline(), session.as_deref());
+    let gpus = session
+        .as_deref()
+        .map(|s| s as &(dyn gdrdoctor::gdr::PairRunner + Sync));
+    let outcomes = gdrdoctor::gdr::plan::run(planned, &this_exe(), deadline(), gpus);
     inventory::GdrTest::Ran {
         outcomes,
         not_planned,

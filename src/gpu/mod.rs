@@ -11,6 +11,7 @@
 pub use crate::model::gpu as model;
 pub mod worker;
 
+use crate::model::gdr::{PairResult, PairRunner, PairSpec};
 use crate::model::gpu::{Cuda, HIDING_ENV, Hip, Lib, Nvml, NvmlDevice, Probe, ProbeFailure};
 use crate::parse::pci::Bdf;
 use serde::Serialize;
@@ -484,13 +485,11 @@ impl GpuSession {
             .collect();
         merge(nvml, answers, cleared)
     }
+}
 
-    /// Runs one pair on its GPU's worker (started now if it was not).
-    pub fn pair(
-        &self,
-        spec: &crate::gdr::PairSpec,
-        timeout: Duration,
-    ) -> Result<crate::gdr::PairResult, String> {
+impl PairRunner for GpuSession {
+    /// Runs one pair on its GPU's worker (started by [`GpuSession::ensure`]).
+    fn pair(&self, spec: &PairSpec, timeout: Duration) -> Result<PairResult, String> {
         let gpu = spec
             .gpu
             .as_deref()
@@ -506,7 +505,9 @@ impl GpuSession {
             Err(e) => Err(e.clone()),
         }
     }
+}
 
+impl GpuSession {
     /// Ends every worker: each frees its GPU and exits, within `grace`.
     pub fn finish(self, grace: Duration) {
         std::thread::scope(|s| {

@@ -15,7 +15,7 @@
 
 use crate::child::{ANSWER, Conversation};
 use crate::gdr::engine::{self, GpuSide};
-use crate::gdr::{Failure, FailureKind, PairResult, PairSpec};
+use crate::model::gdr::{Failure, FailureKind, PairResult, PairSpec};
 use crate::model::gpu::{Cuda, CudaDevice, Export, HIDING_ENV, Hip, Lib};
 use crate::parse::pci::Bdf;
 use serde::{Deserialize, Serialize};
