@@ -592,6 +592,18 @@ pub struct DeviceBuffer<'a> {
     pub len: usize,
 }
 
+impl super::ibverbs::sealed::Sealed for DeviceBuffer<'_> {}
+
+// The allocation lives until drop (cuMemFree): the peer-memory path registers it.
+impl super::ibverbs::Registrable for DeviceBuffer<'_> {
+    fn addr(&self) -> u64 {
+        self.ptr
+    }
+    fn size(&self) -> usize {
+        self.len
+    }
+}
+
 impl Drop for DeviceBuffer<'_> {
     fn drop(&mut self) {
         // SAFETY: allocated by us, freed once.

@@ -394,6 +394,18 @@ pub struct HipBuffer<'a> {
     pub len: usize,
 }
 
+impl super::ibverbs::sealed::Sealed for HipBuffer<'_> {}
+
+// The allocation lives until drop (hipFree): the peer-memory path registers it.
+impl super::ibverbs::Registrable for HipBuffer<'_> {
+    fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+    fn size(&self) -> usize {
+        self.len
+    }
+}
+
 impl Drop for HipBuffer<'_> {
     fn drop(&mut self) {
         // SAFETY: allocated by us, freed once.

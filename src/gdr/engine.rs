@@ -26,7 +26,7 @@ pub enum Target<'a> {
 }
 
 impl Target<'_> {
-    pub fn addr(&mut self) -> u64 {
+    pub fn addr(&self) -> u64 {
         match self {
             Target::Host(b) => b.addr(),
             Target::Udma(u) => u.addr(),
@@ -34,14 +34,14 @@ impl Target<'_> {
             Target::Hip(b) => b.addr(),
         }
     }
-    pub fn write(&mut self, data: &[u8]) -> Result<(), String> {
+    pub fn write(&self, data: &[u8]) -> Result<(), String> {
         match self {
             Target::Host(b) => {
-                b.as_mut_slice()[..data.len()].copy_from_slice(data);
+                b.write(data);
                 Ok(())
             }
             Target::Udma(u) => {
-                u.as_slice_mut()[..data.len()].copy_from_slice(data);
+                u.write(data);
                 Ok(())
             }
             Target::Cuda(b) => b.write(data),
@@ -51,11 +51,11 @@ impl Target<'_> {
     pub fn read(&self, out: &mut [u8]) -> Result<(), String> {
         match self {
             Target::Host(b) => {
-                out.copy_from_slice(&b.as_slice()[..out.len()]);
+                b.read(out);
                 Ok(())
             }
             Target::Udma(u) => {
-                out.copy_from_slice(&u.as_slice()[..out.len()]);
+                u.read(out);
                 Ok(())
             }
             Target::Cuda(b) => b.read(out),
@@ -66,6 +66,16 @@ impl Target<'_> {
         match self {
             Target::Host(_) | Target::Udma(_) => "host buffer",
             Target::Cuda(_) | Target::Hip(_) => "GPU",
+        }
+    }
+    /// `ibv_reg_mr` on the buffer itself (host memory, or a GPU's through peer memory); `None`
+    /// for a host dma-buf, which is registered as a dma-buf only.
+    fn reg_mr<'s>(&'s self, pd: &'s Pd<'_>) -> Option<std::io::Result<MemoryRegion<'s>>> {
+        match self {
+            Target::Host(b) => Some(pd.reg_mr(b, ACCESS)),
+            Target::Cuda(b) => Some(pd.reg_mr(b, ACCESS)),
+            Target::Hip(b) => Some(pd.reg_mr(b, ACCESS)),
+            Target::Udma(_) => None,
         }
     }
 }
@@ -116,7 +126,7 @@ pub enum GpuSide<'a> {
 /// between two nodes (super::twonode). Its arguments: the result so far, what was opened, the
 /// buffer, the deadline.
 pub type Body<'b> =
-    &'b mut dyn FnMut(&mut PairResult, &Opened, &mut Target, Instant) -> Result<(), Failed>;
+    &'b mut dyn FnMut(&mut PairResult, &Opened, &Target, Instant) -> Result<(), Failed>;
 
 /// One pair in a process of its own (`gdrdoctor gdr-pair`): opens what the buffer needs, then
 /// [`run_pair_on`].
@@ -323,7 +333,6 @@ pub fn run_pair_on_with(spec: &PairSpec, side: &GpuSide, body: Body) -> PairResu
             );
         }
     };
-    let mut target = target;
 
     // The GPU side's dma-buf, exported before any NIC is involved.
     let mut dmabuf: Option<Result<(i32, u64, bool), String>> = match &target {
@@ -343,7 +352,7 @@ pub fn run_pair_on_with(spec: &PairSpec, side: &GpuSide, body: Body) -> PairResu
             .push(format!("dma-buf export failed: {e}")),
         _ => {}
     }
-    let result = with_nic(spec, run, &mut target, &dmabuf, body);
+    let result = with_nic(spec, run, &target, &dmabuf, body);
     if let Some(Ok((fd, _, true))) = dmabuf.take() {
         match &target {
             Target::Hip(b) => b.close_dmabuf(fd),
@@ -397,9 +406,9 @@ pub fn open_and_register<R>(
     nic: &NicSpec,
     size: usize,
     res: &mut PairResult,
-    target: &mut Target,
+    target: &Target,
     dmabuf: &Option<Result<(i32, u64, bool), String>>,
-    body: impl FnOnce(&mut PairResult, &Opened, &mut Target) -> Result<R, Failed>,
+    body: impl FnOnce(&mut PairResult, &Opened, &Target) -> Result<R, Failed>,
 ) -> Result<R, Failed> {
     let verbs = match Verbs::load() {
         Ok(v) => v,
@@ -579,14 +588,18 @@ pub fn open_and_register<R>(
         };
         attempts.push(attempt);
     }
-    if target_mr.is_none() && !matches!(target, Target::Udma(_)) {
+    let direct = if target_mr.is_none() {
+        target.reg_mr(&pd)
+    } else {
+        None
+    };
+    if let Some(registered) = direct {
         let path = if matches!(target, Target::Host(_)) {
             "host"
         } else {
             "peermem"
         };
-        // SAFETY: the target outlives the region (it is dropped first, below).
-        match unsafe { pd.reg_mr(target_addr as *mut _, size, ACCESS) } {
+        match registered {
             Ok(mr) => {
                 target_mr = Some(mr);
                 attempts.push(Registration {
@@ -652,7 +665,7 @@ pub fn open_and_register<R>(
 fn with_nic(
     spec: &PairSpec,
     mut run: Run,
-    target: &mut Target,
+    target: &Target,
     dmabuf: &Option<Result<(i32, u64, bool), String>>,
     body: Body,
 ) -> PairResult {
@@ -679,7 +692,7 @@ fn loopback(
     spec: &PairSpec,
     res: &mut PairResult,
     o: &Opened,
-    target: &mut Target,
+    target: &Target,
     deadline: Instant,
 ) -> Result<(), Failed> {
     let (pd, ctx, port, gid, target_mr, target_addr) =
@@ -690,36 +703,30 @@ fn loopback(
     };
 
     let size = spec.size.max(4096) as usize;
-    let mut src = match HostBuffer::new(size) {
+    let src = match HostBuffer::new(size) {
         Ok(b) => b,
         Err(e) => return Err(fail(FailureKind::Memory, "host allocation", e)),
     };
-    let mut dst = match HostBuffer::new(size) {
+    let dst = match HostBuffer::new(size) {
         Ok(b) => b,
         Err(e) => return Err(fail(FailureKind::Memory, "host allocation", e)),
     };
-    let (src_mr, dst_mr) = unsafe {
-        // SAFETY: both buffers outlive their regions (declared before, dropped after).
-        match (
-            pd.reg_mr(src.as_mut_ptr(), size, ACCESS),
-            pd.reg_mr(dst.as_mut_ptr(), size, ACCESS),
-        ) {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => {
-                let meaning = e
-                    .raw_os_error()
-                    .and_then(|n| errno_meaning("host", n))
-                    .unwrap_or("");
-                return Err(fail(
-                    FailureKind::RegisterFailed,
-                    "ibv_reg_mr (host buffers)",
-                    format!(
-                        "host memory cannot be registered with {}: {} {meaning}",
-                        nic.device,
-                        super::os_error(&e)
-                    ),
-                ));
-            }
+    let (src_mr, dst_mr) = match (pd.reg_mr(&src, ACCESS), pd.reg_mr(&dst, ACCESS)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            let meaning = e
+                .raw_os_error()
+                .and_then(|n| errno_meaning("host", n))
+                .unwrap_or("");
+            return Err(fail(
+                FailureKind::RegisterFailed,
+                "ibv_reg_mr (host buffers)",
+                format!(
+                    "host memory cannot be registered with {}: {} {meaning}",
+                    nic.device,
+                    super::os_error(&e)
+                ),
+            ));
         }
     };
     let cq = match ctx.create_cq((DEPTH * 2) as i32) {
@@ -746,7 +753,9 @@ fn loopback(
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0x9e37_79b9_7f4a_7c15)
         | 1;
-    pattern(src.as_mut_slice(), seed);
+    let mut expected = vec![0u8; size];
+    pattern(&mut expected, seed);
+    src.write(&expected);
     let zeros = vec![0u8; size];
     if let Err(e) = target.write(&zeros) {
         return Err(fail(FailureKind::Memory, "clear the buffer under test", e));
@@ -773,7 +782,7 @@ fn loopback(
             e,
         ));
     }
-    if let Some(m) = mismatch(src.as_slice(), &back) {
+    if let Some(m) = mismatch(&expected, &back) {
         return Err(fail(
             FailureKind::DataMismatch,
             to,
@@ -795,7 +804,8 @@ fn loopback(
     ) {
         return Err(fail(kind, from, msg));
     }
-    if let Some(m) = mismatch(src.as_slice(), dst.as_slice()) {
+    dst.read(&mut back);
+    if let Some(m) = mismatch(&expected, &back) {
         return Err(fail(
             FailureKind::DataMismatch,
             from,

@@ -1069,7 +1069,7 @@ impl Fabric for Verbs {
 /// One side of a rail on a real NIC.
 struct VerbsSide<'a, 'o, 't> {
     opened: &'a Opened<'o>,
-    target: &'a mut Target<'t>,
+    target: &'a Target<'t>,
     cq: &'a Cq<'a>,
     qp: &'a Qp<'a>,
     port: u8,
