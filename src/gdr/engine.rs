@@ -6,6 +6,7 @@ use super::{
     Bandwidth, Failure, FailureKind, Memory, NicSpec, PairResult, PairSpec, PortInfo, Registration,
     errno_meaning,
 };
+use crate::ffi::gpu::{DeviceMemory, GpuLibrary, OpenedGpu};
 use crate::ffi::hostmem::HostBuffer;
 use crate::ffi::ibverbs::{self, Context, Cq, Gid, Loopback, MemoryRegion, Pd, Qp, Verbs, Wc};
 use crate::ffi::{cuda, hip, udmabuf};
@@ -21,8 +22,8 @@ pub(crate) const DEPTH: u32 = 32;
 pub enum Target<'a> {
     Host(HostBuffer),
     Udma(udmabuf::HostDmabuf),
-    Cuda(cuda::DeviceBuffer<'a>),
-    Hip(hip::HipBuffer<'a>),
+    /// A GPU's memory (CUDA, HIP).
+    Gpu(Box<dyn DeviceMemory + 'a>),
 }
 
 impl Target<'_> {
@@ -30,8 +31,7 @@ impl Target<'_> {
         match self {
             Target::Host(b) => b.addr(),
             Target::Udma(u) => u.addr(),
-            Target::Cuda(b) => b.ptr,
-            Target::Hip(b) => b.addr(),
+            Target::Gpu(b) => b.addr(),
         }
     }
     pub fn write(&self, data: &[u8]) -> Result<(), String> {
@@ -44,8 +44,7 @@ impl Target<'_> {
                 u.write(data);
                 Ok(())
             }
-            Target::Cuda(b) => b.write(data),
-            Target::Hip(b) => b.write(data),
+            Target::Gpu(b) => b.write(data),
         }
     }
     pub fn read(&self, out: &mut [u8]) -> Result<(), String> {
@@ -58,14 +57,13 @@ impl Target<'_> {
                 u.read(out);
                 Ok(())
             }
-            Target::Cuda(b) => b.read(out),
-            Target::Hip(b) => b.read(out),
+            Target::Gpu(b) => b.read(out),
         }
     }
     pub fn name(&self) -> &'static str {
         match self {
             Target::Host(_) | Target::Udma(_) => "host buffer",
-            Target::Cuda(_) | Target::Hip(_) => "GPU",
+            Target::Gpu(_) => "GPU",
         }
     }
     /// `ibv_reg_mr` on the buffer itself (host memory, or a GPU's through peer memory); `None`
@@ -73,8 +71,7 @@ impl Target<'_> {
     fn reg_mr<'s>(&'s self, pd: &'s Pd<'_>) -> Option<std::io::Result<MemoryRegion<'s>>> {
         match self {
             Target::Host(b) => Some(pd.reg_mr(b, ACCESS)),
-            Target::Cuda(b) => Some(pd.reg_mr(b, ACCESS)),
-            Target::Hip(b) => Some(pd.reg_mr(b, ACCESS)),
+            Target::Gpu(b) => Some(pd.reg_mr(&**b, ACCESS)),
             Target::Udma(_) => None,
         }
     }
@@ -111,13 +108,9 @@ impl Run {
 pub enum GpuSide<'a> {
     /// Host memory, or nothing opened.
     None,
-    Cuda {
-        gpu: &'a cuda::Gpu<'a>,
+    Gpu {
+        gpu: &'a dyn OpenedGpu,
         /// What opening it did and saw (`cuInit: ...`, the attributes), for every pair's steps.
-        steps: &'a [String],
-    },
-    Hip {
-        session: &'a hip::Session,
         steps: &'a [String],
     },
 }
@@ -138,6 +131,15 @@ pub fn run_pair(spec: &PairSpec) -> PairResult {
 
 /// Opens what the buffer needs (CUDA, HIP or nothing), then [`run_pair_on_with`].
 pub fn run_pair_with(spec: &PairSpec, body: Body) -> PairResult {
+    match spec.memory {
+        Memory::Host | Memory::HostDmabuf => run_pair_on_with(spec, &GpuSide::None, body),
+        Memory::Cuda => run_pair_on_library::<cuda::Session>(spec, body),
+        Memory::Hip => run_pair_on_library::<hip::Session>(spec, body),
+    }
+}
+
+/// Opens the GPU runtime `L` and the pair's GPU with it, then [`run_pair_on_with`].
+fn run_pair_on_library<L: GpuLibrary>(spec: &PairSpec, body: Body) -> PairResult {
     let start = Instant::now();
     let failed = |kind, step: &str, message: String, steps: Vec<String>| PairResult {
         memory_steps: steps,
@@ -149,98 +151,37 @@ pub fn run_pair_with(spec: &PairSpec, body: Body) -> PairResult {
         elapsed_ms: start.elapsed().as_millis() as u64,
         ..PairResult::default()
     };
-    match spec.memory {
-        Memory::Host | Memory::HostDmabuf => run_pair_on_with(spec, &GpuSide::None, body),
-        Memory::Cuda => {
-            let Some(bus) = spec.gpu.as_deref() else {
-                return failed(
-                    FailureKind::Memory,
-                    "spec",
-                    "CUDA memory needs a GPU".into(),
-                    vec![],
-                );
-            };
-            let session = match open_cuda() {
-                Ok(s) => s,
-                Err(e) => return failed(FailureKind::Memory, "libcuda", e, vec![]),
-            };
-            let steps = vec![cuda_started(&session)];
-            let gpu = match session.gpu(bus) {
-                Ok(g) => g,
-                Err(e) => return failed(FailureKind::Memory, "cuDeviceGetByPCIBusId", e, steps),
-            };
-            let mut steps = steps;
-            steps.push(cuda_device_step(bus, &gpu));
-            let mut r = run_pair_on_with(
-                spec,
-                &GpuSide::Cuda {
-                    gpu: &gpu,
-                    steps: &steps,
-                },
-                body,
-            );
-            r.elapsed_ms = start.elapsed().as_millis() as u64;
-            r
-        }
-        Memory::Hip => {
-            if spec.gpu.is_none() {
-                return failed(
-                    FailureKind::Memory,
-                    "spec",
-                    "HIP memory needs a GPU".into(),
-                    vec![],
-                );
-            }
-            let session = match open_hip() {
-                Ok(s) => s,
-                Err(e) => return failed(FailureKind::Memory, "libamdhip64", e, vec![]),
-            };
-            let mut r = run_pair_on_with(
-                spec,
-                &GpuSide::Hip {
-                    session: &session,
-                    steps: &[],
-                },
-                body,
-            );
-            r.elapsed_ms = start.elapsed().as_millis() as u64;
-            r
-        }
-    }
+    let Some(bus) = spec.gpu.as_deref() else {
+        let why = format!("{} memory needs a GPU", L::NAME);
+        return failed(FailureKind::Memory, "spec", why, vec![]);
+    };
+    let library = match open_library::<L>() {
+        Ok(l) => l,
+        Err(e) => return failed(FailureKind::Memory, L::LIBRARY, e, vec![]),
+    };
+    let mut steps = library.started();
+    let gpu = match library.gpu(bus) {
+        Ok(g) => g,
+        Err(e) => return failed(FailureKind::Memory, L::BY_BUS_ID, e, steps),
+    };
+    steps.extend(gpu.opened());
+    let mut r = run_pair_on_with(
+        spec,
+        &GpuSide::Gpu {
+            gpu: &gpu,
+            steps: &steps,
+        },
+        body,
+    );
+    r.elapsed_ms = start.elapsed().as_millis() as u64;
+    r
 }
 
-/// libcuda with everything the write test calls, initialised.
-pub fn open_cuda() -> Result<cuda::Session, String> {
-    let session = cuda::Session::open().map_err(|e| describe_lib(&e))?;
-    session.write_test_symbols().map_err(|e| describe_lib(&e))?;
-    Ok(session)
-}
-
-/// libamdhip64 with everything the write test calls, initialised.
-pub fn open_hip() -> Result<hip::Session, String> {
-    let session = hip::Session::open().map_err(|e| describe_lib(&e))?;
-    session.write_test_symbols().map_err(|e| describe_lib(&e))?;
-    Ok(session)
-}
-
-/// `cuInit: /usr/lib/.../libcuda.so.580.159.04 (CUDA 13.0)`.
-pub fn cuda_started(session: &cuda::Session) -> String {
-    format!(
-        "cuInit: {} (CUDA {}.{})",
-        session.path,
-        session.driver_version / 1000,
-        session.driver_version % 1000 / 10
-    )
-}
-
-/// `0000:3b:00.0: NVIDIA H100; GPU_DIRECT_RDMA_SUPPORTED=1, DMA_BUF_SUPPORTED=1`.
-pub fn cuda_device_step(bus: &str, gpu: &cuda::Gpu) -> String {
-    format!(
-        "{bus}: {}; GPU_DIRECT_RDMA_SUPPORTED={}, DMA_BUF_SUPPORTED={}",
-        gpu.name().unwrap_or_default(),
-        flag(gpu.gdr_supported()),
-        flag(gpu.dmabuf_supported())
-    )
+/// A GPU runtime library with everything the write test calls, initialised.
+pub fn open_library<L: GpuLibrary>() -> Result<L, String> {
+    let library = L::open().map_err(|e| e.reason())?;
+    library.write_test_symbols().map_err(|e| e.reason())?;
+    Ok(library)
 }
 
 /// One pair on a GPU already opened (or host memory): the buffer, its dma-buf, the NIC,
@@ -284,42 +225,14 @@ pub fn run_pair_on_with(spec: &PairSpec, side: &GpuSide, body: Body) -> PairResu
             }
             Err(e) => return run.fail(FailureKind::Memory, "host dma-buf", e),
         },
-        (Memory::Cuda, GpuSide::Cuda { gpu, steps }) => {
+        (m, GpuSide::Gpu { gpu, steps }) if gpu.memory() == m => {
             run.res.memory_steps.extend(steps.iter().cloned());
-            if let Err(e) = gpu.make_current() {
-                return run.fail(FailureKind::Memory, "cuCtxSetCurrent", e);
-            }
             match gpu.alloc(size) {
-                Ok((b, sync)) => {
-                    run.res.memory_steps.push(format!(
-                        "cuMemAlloc {} at {:#x}{}",
-                        crate::parse::bytes(size as u64),
-                        b.ptr,
-                        if sync {
-                            "; CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set"
-                        } else {
-                            ""
-                        }
-                    ));
-                    Target::Cuda(b)
+                Ok((b, step)) => {
+                    run.res.memory_steps.push(step);
+                    Target::Gpu(b)
                 }
-                Err(e) => return run.fail(FailureKind::Memory, "cuMemAlloc", e),
-            }
-        }
-        (Memory::Hip, GpuSide::Hip { session, steps }) => {
-            run.res.memory_steps.extend(steps.iter().cloned());
-            let Some(bus) = spec.gpu.as_deref() else {
-                return run.fail(FailureKind::Memory, "spec", "HIP memory needs a GPU");
-            };
-            match session.alloc(bus, size) {
-                Ok(b) => {
-                    run.res.memory_steps.push(format!(
-                        "hipMalloc {} on {bus}",
-                        crate::parse::bytes(size as u64)
-                    ));
-                    Target::Hip(b)
-                }
-                Err(e) => return run.fail(FailureKind::Memory, "hipMalloc", e),
+                Err((call, e)) => return run.fail(FailureKind::Memory, call, e),
             }
         }
         (m, _) => {
@@ -336,8 +249,7 @@ pub fn run_pair_on_with(spec: &PairSpec, side: &GpuSide, body: Body) -> PairResu
 
     // The GPU side's dma-buf, exported before any NIC is involved.
     let mut dmabuf: Option<Result<(i32, u64, bool), String>> = match &target {
-        Target::Cuda(b) => Some(b.export_dmabuf().map(|fd| (fd, 0, true))),
-        Target::Hip(b) => Some(b.export_dmabuf().map(|(fd, off)| (fd, off, true))),
+        Target::Gpu(b) => Some(b.export_dmabuf().map(|(fd, off)| (fd, off, true))),
         Target::Udma(u) => Some(Ok((u.fd, 0, false))),
         Target::Host(_) => None,
     };
@@ -353,31 +265,10 @@ pub fn run_pair_on_with(spec: &PairSpec, side: &GpuSide, body: Body) -> PairResu
         _ => {}
     }
     let result = with_nic(spec, run, &target, &dmabuf, body);
-    if let Some(Ok((fd, _, true))) = dmabuf.take() {
-        match &target {
-            Target::Hip(b) => b.close_dmabuf(fd),
-            _ => crate::ffi::close_fd(fd),
-        }
+    if let (Some(Ok((fd, _, true))), Target::Gpu(b)) = (dmabuf.take(), &target) {
+        b.close_dmabuf(fd);
     }
     result
-}
-
-fn flag(v: Option<bool>) -> &'static str {
-    match v {
-        Some(true) => "1",
-        Some(false) => "0",
-        None => "?",
-    }
-}
-
-fn describe_lib<T>(l: &crate::model::gpu::Lib<T>) -> String {
-    use crate::model::gpu::Lib;
-    match l {
-        Lib::Ready(_) => "ready".into(),
-        Lib::NotFound { tried, message } => format!("cannot load {}: {message}", tried.join(", ")),
-        Lib::MissingSymbol { library, symbol } => format!("{library} does not export {symbol}"),
-        Lib::Failed { call, error, .. } => format!("{call} failed with {error}"),
-    }
 }
 
 /// A step that failed: its kind, its name, what happened.
