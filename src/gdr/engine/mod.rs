@@ -187,7 +187,7 @@ fn run_pair_on_library<L: GpuLibrary>(spec: &PairSpec, body: Body) -> PairResult
 }
 
 /// A GPU runtime library with everything the write test calls, initialised.
-pub fn open_library<L: GpuLibrary>() -> Result<L, String> {
+fn open_library<L: GpuLibrary>() -> Result<L, String> {
     let library = L::open().map_err(|e| e.reason())?;
     library.write_test_symbols().map_err(|e| e.reason())?;
     Ok(library)
