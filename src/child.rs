@@ -112,22 +112,7 @@ fn spawn(mut command: Command, exe: &Path, args: &[&str]) -> Result<Child, Strin
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     // The child dies with this process: the --deadline watchdog may end it while a child is
     // still inside a driver call, and no orphan may keep the GPU or a NIC busy after that.
-    {
-        use std::os::unix::process::CommandExt as _;
-        // SAFETY: prctl is async-signal-safe and touches nothing of the parent's state.
-        unsafe {
-            command.pre_exec(|| {
-                libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                );
-                Ok(())
-            });
-        }
-    }
+    crate::ffi::process::die_with_parent(&mut command);
     // ETXTBSY: the program was just written and another thread's fork still holds the file
     // open for writing (it happens to freshly written test programs); it clears at once.
     let mut tries = 0;

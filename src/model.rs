@@ -1,4 +1,9 @@
-//! What every check returns: findings with a status, evidence and, for problems, a fix.
+//! What every check returns: findings with a status, evidence and, for problems, a fix; and, in
+//! the submodules, the answers of the runs the checks read (`gpu`: what the GPU libraries said;
+//! `gdr`: the write test's pairs).
+
+pub mod gdr;
+pub mod gpu;
 
 use serde::{Deserialize, Serialize};
 

@@ -709,7 +709,7 @@ fn one_cuda_start_per_gpu_for_the_probe_and_its_pairs() {
     assert!(
         cuda.devices
             .iter()
-            .all(|d| matches!(d.export, gdrdoctor::gpu::model::Export::Exported { .. }))
+            .all(|d| matches!(d.export, gdrdoctor::model::gpu::Export::Exported { .. }))
     );
     assert!(p.nvml.as_ref().unwrap().ready().is_some());
     assert!(p.failed.is_empty(), "{:?}", p.failed);
@@ -827,7 +827,7 @@ fn a_worker_without_its_library_answers_with_the_reason() {
     assert!(
         matches!(
             probe.cuda,
-            Some(gdrdoctor::gpu::model::Lib::NotFound { .. })
+            Some(gdrdoctor::model::gpu::Lib::NotFound { .. })
         ),
         "{probe:?}"
     );

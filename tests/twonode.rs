@@ -3,7 +3,7 @@
 //! stand-in libibverbs (tests/stubs/ibverbs.c). The stand-in's WRITEs are memcpy inside one
 //! process, so between two processes the writer's NIC cannot find the peer's registration: the
 //! remote access error, explained, is what this test can show of the RDMA part. Data verified
-//! both ways is shown by the unit tests (src/gdr/twonode.rs, a stand-in fabric) and the lab.
+//! both ways is shown by the unit tests (src/gdr/twonode/tests.rs, a stand-in fabric) and the lab.
 #![allow(clippy::disallowed_methods)] // tests read their own files, not a node
 
 mod common;

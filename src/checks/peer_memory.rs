@@ -9,10 +9,10 @@
 //! host memory.
 
 use super::{Check, Context};
-use crate::gpu::model::{Export, Lib};
 use crate::gpu::{Runtime, SkipReason};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
+use crate::model::gpu::{Export, Lib};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::kernel::KernelVersion;
 

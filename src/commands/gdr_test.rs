@@ -185,7 +185,10 @@ pub(super) fn run_pairs(
             }
         }
     }
-    let outcomes = crate::gdr::plan::run(planned, &this_exe(), deadline(), session.as_deref());
+    let gpus = session
+        .as_deref()
+        .map(|s| s as &(dyn crate::gdr::PairRunner + Sync));
+    let outcomes = crate::gdr::plan::run(planned, &this_exe(), deadline(), gpus);
     inventory::GdrTest::Ran {
         outcomes,
         not_planned,

@@ -2,8 +2,11 @@
 //! can do GPUDirect RDMA and prove that it exports dma-bufs. Signatures from cuda.h (driver
 //! API, stable since CUDA 11; the `_v2` names are the ones cuda.h maps the plain names to).
 
+use super::gpu::{Allocation, DeviceMemory, GpuLibrary, OpenedGpu};
 use super::{Loaded, buffer_text, candidates, close_fd, fd_target, open};
-use crate::gpu::model::{Cuda, CudaDevice, Export, Lib, PROBE_BYTES};
+use crate::model::gdr::Memory;
+use crate::model::gpu::{Cuda, CudaDevice, Export, Lib, PROBE_BYTES};
+use crate::parse::pci::Bdf;
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_ulonglong, c_void};
 
@@ -353,59 +356,6 @@ impl Session {
         Ok(count)
     }
 
-    /// The CUDA ordinal of the GPU at `bus` (any spelling of a PCI address): the devices CUDA
-    /// lists, compared by bus id. `None` when CUDA does not list it.
-    pub fn ordinal_of(&self, bus: crate::parse::pci::Bdf) -> Option<i32> {
-        let count = self.count().ok()?;
-        (0..count.max(0)).find(|&ordinal| {
-            let mut dev: CuDevice = 0;
-            let mut buf = [0u8; 64];
-            // SAFETY: valid out-pointers; the ordinal is below CUDA's own count.
-            let got = unsafe { (self.api.device_get)(&mut dev, ordinal) };
-            let named = got == CUDA_SUCCESS
-                && unsafe { (self.api.device_get_pci_bus_id)(buf.as_mut_ptr().cast(), 64, dev) }
-                    == CUDA_SUCCESS;
-            named
-                && buffer_text(&buf).and_then(|s| crate::parse::pci::Bdf::parse(s.trim()))
-                    == Some(bus)
-        })
-    }
-
-    /// What the driver says of one GPU; with `export`, the dma-buf export probe on it.
-    pub fn device(&self, ordinal: c_int, export: bool) -> CudaDevice {
-        device(&self.api, ordinal, export)
-    }
-
-    /// The library's facts around a list of devices.
-    pub fn describe(&self, devices: Vec<CudaDevice>) -> Cuda {
-        Cuda {
-            library: self.path.clone(),
-            driver_version: self.driver_version,
-            dmabuf_export_symbol: self.api.get_handle_for_address_range.is_some(),
-            devices,
-        }
-    }
-
-    /// The calls the write test needs beyond the probe's; the first one missing.
-    pub fn write_test_symbols(&self) -> Result<(), SessionError> {
-        for (present, symbol) in [
-            (
-                self.api.device_get_by_pci_bus_id.is_some(),
-                "cuDeviceGetByPCIBusId",
-            ),
-            (self.api.memcpy_htod.is_some(), "cuMemcpyHtoD_v2"),
-            (self.api.memcpy_dtoh.is_some(), "cuMemcpyDtoH_v2"),
-        ] {
-            if !present {
-                return Err(Lib::MissingSymbol {
-                    library: self.path.clone(),
-                    symbol: symbol.into(),
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// The calls `nccl verify` needs beyond the write test's; the first one missing.
     pub fn nccl_symbols(&self) -> Result<(), SessionError> {
         self.write_test_symbols()?;
@@ -441,9 +391,89 @@ impl Session {
         self.api.check("cuDevicePrimaryCtxRetain", unsafe {
             (self.api.primary_ctx_retain)(&mut ctx, dev)
         })?;
-        let gpu = Gpu { s: self, dev, ctx };
+        let gpu = Gpu {
+            s: self,
+            dev,
+            ctx,
+            bus: bus_id.to_owned(),
+        };
         gpu.make_current()?;
         Ok(gpu)
+    }
+}
+
+impl GpuLibrary for Session {
+    const NAME: &'static str = "CUDA";
+    const LIBRARY: &'static str = "libcuda";
+    const BY_BUS_ID: &'static str = "cuDeviceGetByPCIBusId";
+    const HOLD: &'static str = "cuDevicePrimaryCtxRetain";
+    type Facts = Cuda;
+    type Device = CudaDevice;
+    type Gpu<'s> = Gpu<'s>;
+
+    fn open() -> Result<Session, SessionError> {
+        Session::open()
+    }
+
+    /// Any spelling of a PCI address: the devices CUDA lists, compared by bus id.
+    fn ordinal_of(&self, bus: Bdf) -> Option<i32> {
+        let count = self.count().ok()?;
+        (0..count.max(0)).find(|&ordinal| {
+            let mut dev: CuDevice = 0;
+            let mut buf = [0u8; 64];
+            // SAFETY: valid out-pointers; the ordinal is below CUDA's own count.
+            let got = unsafe { (self.api.device_get)(&mut dev, ordinal) };
+            let named = got == CUDA_SUCCESS
+                && unsafe { (self.api.device_get_pci_bus_id)(buf.as_mut_ptr().cast(), 64, dev) }
+                    == CUDA_SUCCESS;
+            named && buffer_text(&buf).and_then(|s| Bdf::parse(s.trim())) == Some(bus)
+        })
+    }
+
+    fn device(&self, ordinal: c_int, export: bool) -> CudaDevice {
+        device(&self.api, ordinal, export)
+    }
+
+    fn describe(&self, devices: Vec<CudaDevice>) -> Cuda {
+        Cuda {
+            library: self.path.clone(),
+            driver_version: self.driver_version,
+            dmabuf_export_symbol: self.api.get_handle_for_address_range.is_some(),
+            devices,
+        }
+    }
+
+    fn write_test_symbols(&self) -> Result<(), SessionError> {
+        for (present, symbol) in [
+            (
+                self.api.device_get_by_pci_bus_id.is_some(),
+                "cuDeviceGetByPCIBusId",
+            ),
+            (self.api.memcpy_htod.is_some(), "cuMemcpyHtoD_v2"),
+            (self.api.memcpy_dtoh.is_some(), "cuMemcpyDtoH_v2"),
+        ] {
+            if !present {
+                return Err(Lib::MissingSymbol {
+                    library: self.path.clone(),
+                    symbol: symbol.into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `cuInit: /usr/lib/.../libcuda.so.580.159.04 (CUDA 13.0)`.
+    fn started(&self) -> Vec<String> {
+        vec![format!(
+            "cuInit: {} (CUDA {}.{})",
+            self.path,
+            self.driver_version / 1000,
+            self.driver_version % 1000 / 10
+        )]
+    }
+
+    fn gpu(&self, bus: &str) -> Result<Gpu<'_>, String> {
+        Session::gpu(self, bus)
     }
 }
 
@@ -452,6 +482,8 @@ pub struct Gpu<'a> {
     s: &'a Session,
     dev: CuDevice,
     ctx: CuContext,
+    /// The PCI address it was opened by.
+    bus: String,
 }
 
 impl Drop for Gpu<'_> {
@@ -547,6 +579,48 @@ impl Gpu<'_> {
     }
 }
 
+impl OpenedGpu for Gpu<'_> {
+    fn memory(&self) -> Memory {
+        Memory::Cuda
+    }
+
+    /// `0000:3b:00.0: NVIDIA H100; GPU_DIRECT_RDMA_SUPPORTED=1, DMA_BUF_SUPPORTED=1`.
+    fn opened(&self) -> Option<String> {
+        Some(format!(
+            "{}: {}; GPU_DIRECT_RDMA_SUPPORTED={}, DMA_BUF_SUPPORTED={}",
+            self.bus,
+            self.name().unwrap_or_default(),
+            flag(self.gdr_supported()),
+            flag(self.dmabuf_supported())
+        ))
+    }
+
+    /// In its primary context, made current first (the export probe unsets it).
+    fn alloc(&self, len: usize) -> Allocation<'_> {
+        self.make_current().map_err(|e| ("cuCtxSetCurrent", e))?;
+        let (b, sync) = Gpu::alloc(self, len).map_err(|e| ("cuMemAlloc", e))?;
+        let step = format!(
+            "cuMemAlloc {} at {:#x}{}",
+            crate::parse::bytes(len as u64),
+            b.ptr,
+            if sync {
+                "; CU_POINTER_ATTRIBUTE_SYNC_MEMOPS set"
+            } else {
+                ""
+            }
+        );
+        Ok((Box::new(b), step))
+    }
+}
+
+fn flag(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "1",
+        Some(false) => "0",
+        None => "?",
+    }
+}
+
 /// A stream of one GPU, destroyed on drop.
 pub struct GpuStream<'a> {
     gpu: &'a Gpu<'a>,
@@ -592,6 +666,18 @@ pub struct DeviceBuffer<'a> {
     pub len: usize,
 }
 
+impl super::ibverbs::sealed::Sealed for DeviceBuffer<'_> {}
+
+// The allocation lives until drop (cuMemFree): the peer-memory path registers it.
+impl super::ibverbs::Registrable for DeviceBuffer<'_> {
+    fn addr(&self) -> u64 {
+        self.ptr
+    }
+    fn size(&self) -> usize {
+        self.len
+    }
+}
+
 impl Drop for DeviceBuffer<'_> {
     fn drop(&mut self) {
         // SAFETY: allocated by us, freed once.
@@ -599,9 +685,9 @@ impl Drop for DeviceBuffer<'_> {
     }
 }
 
-impl DeviceBuffer<'_> {
-    /// A dma-buf fd for the whole buffer; the caller closes it.
-    pub fn export_dmabuf(&self) -> Result<i32, String> {
+impl DeviceMemory for DeviceBuffer<'_> {
+    /// The fd for the whole buffer, at offset 0.
+    fn export_dmabuf(&self) -> Result<(i32, u64), String> {
         let f =
             self.gpu.s.api.get_handle_for_address_range.ok_or(
                 "cuMemGetHandleForAddressRange is not exported (CUDA driver older than 11.7)",
@@ -622,9 +708,24 @@ impl DeviceBuffer<'_> {
         if fd < 0 {
             return Err(format!("cuMemGetHandleForAddressRange returned fd {fd}"));
         }
-        Ok(fd)
+        Ok((fd, 0))
     }
 
+    fn close_dmabuf(&self, fd: i32) {
+        close_fd(fd);
+    }
+
+    fn write(&self, data: &[u8]) -> Result<(), String> {
+        DeviceBuffer::write(self, data)
+    }
+
+    fn read(&self, out: &mut [u8]) -> Result<(), String> {
+        DeviceBuffer::read(self, out)
+    }
+}
+
+/// The copies, for `nccl verify` too.
+impl DeviceBuffer<'_> {
     pub fn write(&self, data: &[u8]) -> Result<(), String> {
         let f = self
             .gpu

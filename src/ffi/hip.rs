@@ -2,8 +2,11 @@
 //! probe. Built against the documented ABI (hip_runtime_api.h, hsa.h, hsa_ext_amd.h of ROCm 6)
 //! and tested only for absent libraries and symbols: no AMD GPU was at hand (see README).
 
+use super::gpu::{Allocation, DeviceMemory, GpuLibrary, OpenedGpu};
 use super::{Loaded, buffer_text, candidates, fd_target, open};
-use crate::gpu::model::{Export, Hip, HipDevice, HsaLib, Lib, PROBE_BYTES};
+use crate::model::gdr::Memory;
+use crate::model::gpu::{Export, Hip, HipDevice, HsaLib, Lib, PROBE_BYTES};
+use crate::parse::pci::Bdf;
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
@@ -315,58 +318,8 @@ impl Session {
         Ok(count)
     }
 
-    /// The HIP ordinal of the GPU at `bus`: the devices HIP lists, compared by bus id.
-    pub fn ordinal_of(&self, bus: crate::parse::pci::Bdf) -> Option<i32> {
-        let count = self.count().ok()?;
-        (0..count.max(0)).find(|&ordinal| {
-            let mut buf = [0u8; 64];
-            // SAFETY: a buffer of the stated length; the ordinal is below HIP's own count.
-            let code = unsafe {
-                (self.api.device_get_pci_bus_id)(
-                    buf.as_mut_ptr().cast(),
-                    buf.len() as c_int,
-                    ordinal,
-                )
-            };
-            code == HIP_SUCCESS
-                && buffer_text(&buf).and_then(|s| crate::parse::pci::Bdf::parse(s.trim()))
-                    == Some(bus)
-        })
-    }
-
-    /// What HIP says of one GPU; with `export`, the dma-buf export probe on it.
-    pub fn device(&self, ordinal: c_int, export: bool) -> HipDevice {
-        device(&self.api, self.hsa.as_ref(), ordinal, export)
-    }
-
-    /// The libraries' facts around a list of devices.
-    pub fn describe(&self, devices: Vec<HipDevice>) -> Hip {
-        Hip {
-            library: self.path.clone(),
-            driver_version: self.driver_version,
-            hsa: self.hsa_state.clone(),
-            devices,
-        }
-    }
-
-    /// The calls the write test needs beyond the probe's; the first one missing.
-    pub fn write_test_symbols(&self) -> Result<(), Lib<()>> {
-        for (present, symbol) in [
-            (self.memcpy.is_some(), "hipMemcpy"),
-            (self.by_bus_id.is_some(), "hipDeviceGetByPCIBusId"),
-        ] {
-            if !present {
-                return Err(Lib::MissingSymbol {
-                    library: self.path.clone(),
-                    symbol: symbol.into(),
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Makes the GPU at `bus_id` current and allocates `len` bytes on it.
-    pub fn alloc(&self, bus_id: &str, len: usize) -> Result<HipBuffer<'_>, String> {
+    fn alloc(&self, bus_id: &str, len: usize) -> Result<HipBuffer<'_>, String> {
         let c = std::ffi::CString::new(bus_id).map_err(|e| e.to_string())?;
         let by_bus_id = self.by_bus_id.ok_or("hipDeviceGetByPCIBusId missing")?;
         let mut dev: c_int = -1;
@@ -387,11 +340,121 @@ impl Session {
     }
 }
 
+/// One AMD GPU for the write test: HIP finds it by bus id and makes it current at each
+/// allocation (hipDeviceGetByPCIBusId, hipSetDevice), so opening it holds nothing.
+pub struct Gpu<'a> {
+    s: &'a Session,
+    bus: String,
+}
+
+impl GpuLibrary for Session {
+    const NAME: &'static str = "HIP";
+    const LIBRARY: &'static str = "libamdhip64";
+    const BY_BUS_ID: &'static str = "hipDeviceGetByPCIBusId";
+    const HOLD: &'static str = "hipSetDevice";
+    type Facts = Hip;
+    type Device = HipDevice;
+    type Gpu<'s> = Gpu<'s>;
+
+    fn open() -> Result<Session, Lib<()>> {
+        Session::open()
+    }
+
+    fn ordinal_of(&self, bus: Bdf) -> Option<i32> {
+        let count = self.count().ok()?;
+        (0..count.max(0)).find(|&ordinal| {
+            let mut buf = [0u8; 64];
+            // SAFETY: a buffer of the stated length; the ordinal is below HIP's own count.
+            let code = unsafe {
+                (self.api.device_get_pci_bus_id)(
+                    buf.as_mut_ptr().cast(),
+                    buf.len() as c_int,
+                    ordinal,
+                )
+            };
+            code == HIP_SUCCESS && buffer_text(&buf).and_then(|s| Bdf::parse(s.trim())) == Some(bus)
+        })
+    }
+
+    fn device(&self, ordinal: c_int, export: bool) -> HipDevice {
+        device(&self.api, self.hsa.as_ref(), ordinal, export)
+    }
+
+    /// With HSA's state: the library the dma-buf export needs.
+    fn describe(&self, devices: Vec<HipDevice>) -> Hip {
+        Hip {
+            library: self.path.clone(),
+            driver_version: self.driver_version,
+            hsa: self.hsa_state.clone(),
+            devices,
+        }
+    }
+
+    fn write_test_symbols(&self) -> Result<(), Lib<()>> {
+        for (present, symbol) in [
+            (self.memcpy.is_some(), "hipMemcpy"),
+            (self.by_bus_id.is_some(), "hipDeviceGetByPCIBusId"),
+        ] {
+            if !present {
+                return Err(Lib::MissingSymbol {
+                    library: self.path.clone(),
+                    symbol: symbol.into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Nothing to say: starting HIP is in the probe's facts.
+    fn started(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn gpu(&self, bus: &str) -> Result<Gpu<'_>, String> {
+        Ok(Gpu {
+            s: self,
+            bus: bus.to_owned(),
+        })
+    }
+}
+
+impl OpenedGpu for Gpu<'_> {
+    fn memory(&self) -> Memory {
+        Memory::Hip
+    }
+
+    fn opened(&self) -> Option<String> {
+        None
+    }
+
+    fn alloc(&self, len: usize) -> Allocation<'_> {
+        let b = self.s.alloc(&self.bus, len).map_err(|e| ("hipMalloc", e))?;
+        let step = format!(
+            "hipMalloc {} on {}",
+            crate::parse::bytes(len as u64),
+            self.bus
+        );
+        Ok((Box::new(b), step))
+    }
+}
+
 /// Device memory from hipMalloc, freed on drop.
 pub struct HipBuffer<'a> {
     s: &'a Session,
     ptr: *mut c_void,
     pub len: usize,
+}
+
+impl super::ibverbs::sealed::Sealed for HipBuffer<'_> {}
+
+// The allocation lives until drop (hipFree): the peer-memory path registers it.
+impl super::ibverbs::Registrable for HipBuffer<'_> {
+    fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+    fn size(&self) -> usize {
+        self.len
+    }
 }
 
 impl Drop for HipBuffer<'_> {
@@ -401,14 +464,9 @@ impl Drop for HipBuffer<'_> {
     }
 }
 
-impl HipBuffer<'_> {
-    pub fn addr(&self) -> u64 {
-        self.ptr as u64
-    }
-
-    /// `hsa_amd_portable_export_dmabuf`: the fd and the buffer's offset in it. Close the fd
-    /// with [`HipBuffer::close_dmabuf`].
-    pub fn export_dmabuf(&self) -> Result<(i32, u64), String> {
+impl DeviceMemory for HipBuffer<'_> {
+    /// `hsa_amd_portable_export_dmabuf`: the fd and the buffer's offset in it.
+    fn export_dmabuf(&self) -> Result<(i32, u64), String> {
         let hsa = self
             .s
             .hsa
@@ -425,14 +483,15 @@ impl HipBuffer<'_> {
         Ok((fd, offset))
     }
 
-    pub fn close_dmabuf(&self, fd: i32) {
+    /// `hsa_amd_portable_close_dmabuf`.
+    fn close_dmabuf(&self, fd: i32) {
         if let Some(hsa) = &self.s.hsa {
             // SAFETY: the fd came from export_dmabuf.
             unsafe { (hsa.close_dmabuf)(fd) };
         }
     }
 
-    pub fn write(&self, data: &[u8]) -> Result<(), String> {
+    fn write(&self, data: &[u8]) -> Result<(), String> {
         let memcpy = self.s.memcpy.ok_or("hipMemcpy missing")?;
         let n = data.len().min(self.len);
         match unsafe { memcpy(self.ptr, data.as_ptr().cast(), n, HIP_MEMCPY_HOST_TO_DEVICE) } {
@@ -444,7 +503,7 @@ impl HipBuffer<'_> {
         }
     }
 
-    pub fn read(&self, out: &mut [u8]) -> Result<(), String> {
+    fn read(&self, out: &mut [u8]) -> Result<(), String> {
         let memcpy = self.s.memcpy.ok_or("hipMemcpy missing")?;
         let n = out.len().min(self.len);
         match unsafe {

@@ -2,6 +2,8 @@
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
+/// Host memory the NIC reads and writes. No reference into it is ever handed out (the NIC
+/// writes it behind any reference's back): it is written and read by copies only.
 pub struct HostBuffer {
     ptr: *mut u8,
     layout: Layout,
@@ -22,10 +24,6 @@ impl HostBuffer {
         self.ptr as u64
     }
 
-    pub fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
-        self.ptr.cast()
-    }
-
     pub fn len(&self) -> usize {
         self.layout.size()
     }
@@ -34,16 +32,31 @@ impl HostBuffer {
         self.layout.size() == 0
     }
 
-    /// The bytes, as last written by us or by the NIC. Reads are volatile-free: the NIC's
-    /// writes are complete (their completion was polled) before anyone looks.
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` owns `layout.size()` initialised (zeroed) bytes.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+    /// Copies `data` to the start of the buffer (as much of it as fits).
+    pub fn write(&self, data: &[u8]) {
+        let n = data.len().min(self.len());
+        // SAFETY: `ptr` owns `len()` bytes, and no reference into them exists to alias.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, n) };
     }
 
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, exclusively borrowed.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    /// Copies the start of the buffer, as last written by us or by the NIC, into `out`. The
+    /// NIC's writes are complete (their completion was polled) before anyone looks.
+    pub fn read(&self, out: &mut [u8]) {
+        let n = out.len().min(self.len());
+        // SAFETY: as in `write`; `out` is memory of the caller's, never ours.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr, out.as_mut_ptr(), n) };
+    }
+}
+
+impl super::ibverbs::sealed::Sealed for HostBuffer {}
+
+// SAFETY (of the registration that relies on it): the allocation lives, unmoved, until drop.
+impl super::ibverbs::Registrable for HostBuffer {
+    fn addr(&self) -> u64 {
+        HostBuffer::addr(self)
+    }
+    fn size(&self) -> usize {
+        self.len()
     }
 }
 

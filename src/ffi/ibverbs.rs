@@ -618,18 +618,34 @@ impl Drop for Pd<'_> {
     }
 }
 
+/// Memory that may be registered with a NIC by its address: a range that stays mapped, where
+/// it is, for as long as the value lives. Sealed: only ffi's own buffers are (host memory, and
+/// device memory from CUDA or HIP), so that [`Pd::reg_mr`] can be safe.
+pub trait Registrable: sealed::Sealed {
+    /// The start of the range, as the NIC is given it: a host or a GPU virtual address.
+    fn addr(&self) -> u64;
+    /// Its length, bytes.
+    fn size(&self) -> usize;
+}
+
+pub(crate) mod sealed {
+    /// Implemented by ffi's buffers alone.
+    pub trait Sealed {}
+}
+
 impl<'a> Pd<'a> {
-    /// `ibv_reg_mr` on a virtual address: host memory, or (peermem path) a GPU pointer.
-    ///
-    /// # Safety
-    /// `addr..addr+len` must stay valid until the returned region is dropped.
-    pub unsafe fn reg_mr(
-        &self,
-        addr: *mut c_void,
-        len: usize,
+    /// `ibv_reg_mr` on memory of ours: host memory, or (the peermem path) a GPU's. The region
+    /// borrows the memory, so that it cannot be freed while the NIC may still reach it.
+    pub fn reg_mr<'s, M: Registrable + ?Sized>(
+        &'s self,
+        mem: &'s M,
         access: c_int,
-    ) -> Result<MemoryRegion<'_>, std::io::Error> {
-        let mr = unsafe { (self.ctx.verbs.reg_mr)(self.pd, addr, len, access) };
+    ) -> Result<MemoryRegion<'s>, std::io::Error> {
+        // SAFETY: a `Registrable` keeps `addr..addr + size` mapped while it lives, and the
+        // region, which borrows it, is deregistered before it can go.
+        let mr = unsafe {
+            (self.ctx.verbs.reg_mr)(self.pd, mem.addr() as *mut c_void, mem.size(), access)
+        };
         if mr.is_null() {
             return Err(std::io::Error::last_os_error());
         }

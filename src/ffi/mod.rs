@@ -31,6 +31,7 @@ macro_rules! optional {
 
 pub mod cuda;
 pub mod fd;
+pub mod gpu;
 pub mod hip;
 pub mod hostmem;
 pub mod ibverbs;

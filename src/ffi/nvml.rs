@@ -2,7 +2,7 @@
 //! missing symbol into an error rather than a crash.
 
 use super::{Loaded, candidates, open};
-use crate::gpu::model::{Fabric, FabricState, Lib, NvLink, Nvml, NvmlDevice};
+use crate::model::gpu::{Fabric, FabricState, Lib, NvLink, Nvml, NvmlDevice};
 use nvml_wrapper::Device;
 use nvml_wrapper::error::NvmlError;
 

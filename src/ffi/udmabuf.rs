@@ -117,14 +117,20 @@ impl HostDmabuf {
         self.ptr as u64
     }
 
-    pub fn as_slice_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `ptr` maps `len` bytes for as long as `self` lives.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast(), self.len) }
+    /// Copies `data` to the start of the mapping (as much of it as fits). Like host memory
+    /// (crate::ffi::hostmem), the mapping is only ever copied to and from: the NIC writes it.
+    pub fn write(&self, data: &[u8]) {
+        let n = data.len().min(self.len);
+        // SAFETY: `ptr` maps `len` bytes for as long as `self` lives; no reference into them
+        // exists to alias.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.cast(), n) };
     }
 
-    pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: as above.
-        unsafe { std::slice::from_raw_parts(self.ptr.cast(), self.len) }
+    /// Copies the start of the mapping into `out`.
+    pub fn read(&self, out: &mut [u8]) {
+        let n = out.len().min(self.len);
+        // SAFETY: as in `write`.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.cast(), out.as_mut_ptr(), n) };
     }
 }
 

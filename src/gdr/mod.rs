@@ -14,39 +14,12 @@ pub mod slurm;
 pub mod twonode;
 pub mod wire;
 
-// What the test finds is a fact about the node: the inventory owns those types (the data flows
-// Root -> inventory -> checks -> report, and the test only fills them in).
-pub use crate::inventory::gdr::{
-    Bandwidth, Failure, FailureKind, Memory, PairResult, PortInfo, Registration,
+// What a pair is asked and what it finds are model types (crate::model::gdr): the GPU worker,
+// the inventory and the reports name them without importing the test that fills them in.
+pub use crate::model::gdr::{
+    Bandwidth, Failure, FailureKind, Memory, NicSpec, PairResult, PairRunner, PairSpec, PortInfo,
+    Registration,
 };
-use serde::{Deserialize, Serialize};
-
-/// One NIC port to test through.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NicSpec {
-    pub device: String,
-    pub port: u8,
-    /// RoCE: the GID index to use (the RoCE v2 IPv4 one gdrdoctor found); InfiniBand: none.
-    pub gid_index: Option<u32>,
-}
-
-/// What one child tests.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PairSpec {
-    /// The GPU's PCI address, for GPU memory.
-    pub gpu: Option<String>,
-    /// `None`: no RDMA device on the node; the GPU side still runs (allocation, export).
-    pub nic: Option<NicSpec>,
-    pub memory: Memory,
-    /// Buffer and message size, bytes.
-    pub size: u64,
-    /// Most WRITEs per direction for the bandwidth run.
-    pub iters: u32,
-    /// Longest bandwidth run per direction, milliseconds.
-    pub duration_ms: u64,
-    /// Everything, registration to the last completion, must finish within this.
-    pub deadline_ms: u64,
-}
 
 /// The child's side.
 pub fn child_main(spec_json: &str) -> String {

@@ -1,7 +1,7 @@
 //! The parent's side of the write test: which pairs, with what, and running them (pairs that
 //! share no device at the same time, each in a child with a deadline).
 
-use super::{Memory, NicSpec, PairResult, PairSpec};
+use super::{Memory, NicSpec, PairResult, PairRunner, PairSpec};
 pub use crate::inventory::gdr::{Expected, GdrOutcome, NotPlanned};
 use crate::inventory::{Gpu, GpuVendor, Inventory, RdmaDevice};
 use crate::parse::pci::Bdf;
@@ -345,13 +345,13 @@ pub fn waves(specs: &[&PairSpec]) -> Vec<Vec<usize>> {
 }
 
 /// Runs the pairs, wave by wave (see [`waves`]): a pair on GPU memory on its GPU's worker in
-/// `gpus` (which keeps CUDA or HIP open between its pairs and the probe), a pair on host memory
-/// in a child of its own.
+/// `gpus` (the GPU session, which keeps CUDA or HIP open between its pairs and the probe), a
+/// pair on host memory in a child of its own.
 pub fn run(
     planned: Vec<Planned>,
     exe: &std::path::Path,
     deadline: crate::deadline::Deadline,
-    gpus: Option<&crate::gpu::GpuSession>,
+    gpus: Option<&(dyn PairRunner + Sync)>,
 ) -> Vec<GdrOutcome> {
     let specs: Vec<&PairSpec> = planned.iter().map(|p| &p.spec).collect();
     let waves = waves(&specs);
@@ -417,7 +417,7 @@ fn run_one(
     let line = crate::child::run(
         exe,
         &["gdr-pair", "--spec", &json],
-        crate::gpu::model::HIDING_ENV,
+        crate::model::gpu::HIDING_ENV,
         timeout,
         "the GDR test",
     )?;

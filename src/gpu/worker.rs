@@ -13,10 +13,12 @@
 //! (pairs that share a NIC never run together, see `gdr::plan::waves`) and how long each
 //! answer may take; a worker that misses a deadline is killed.
 
-use super::model::{Cuda, CudaDevice, Export, Hip, Lib};
 use crate::child::{ANSWER, Conversation};
+use crate::ffi::gpu::{GpuLibrary, OpenedGpu};
+use crate::ffi::{cuda, hip};
 use crate::gdr::engine::{self, GpuSide};
-use crate::gdr::{Failure, FailureKind, PairResult, PairSpec};
+use crate::model::gdr::{Failure, FailureKind, PairResult, PairSpec};
+use crate::model::gpu::{Cuda, CudaDevice, Export, HIDING_ENV, Hip, Lib};
 use crate::parse::pci::Bdf;
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
@@ -111,126 +113,82 @@ pub fn worker_main(spec_json: &str, input: &mut dyn BufRead, out: &mut dyn std::
         }
     };
     match spec.runtime {
-        Runtime::Cuda => cuda_worker(&spec, input, out),
-        Runtime::Hip => hip_worker(&spec, input, out),
+        Runtime::Cuda => work::<cuda::Session>(&spec, input, out),
+        Runtime::Hip => work::<hip::Session>(&spec, input, out),
     }
 }
 
-fn not_listed(bus: &str, library: &str) -> String {
-    format!("{library} does not list {bus}")
+/// How a runtime's facts fit a worker's first answer.
+trait Answer: GpuLibrary {
+    fn answer(lib: Lib<Self::Facts>) -> WorkerProbe;
 }
 
-fn cuda_worker(spec: &WorkerSpec, input: &mut dyn BufRead, out: &mut dyn std::io::Write) {
-    use crate::ffi::cuda::Session;
+impl Answer for cuda::Session {
+    fn answer(lib: Lib<Cuda>) -> WorkerProbe {
+        WorkerProbe {
+            cuda: Some(lib),
+            hip: None,
+        }
+    }
+}
+
+impl Answer for hip::Session {
+    fn answer(lib: Lib<Hip>) -> WorkerProbe {
+        WorkerProbe {
+            cuda: None,
+            hip: Some(lib),
+        }
+    }
+}
+
+fn not_listed<L: GpuLibrary>(bus: &str) -> String {
+    format!("{} does not list {bus}", L::NAME)
+}
+
+/// A worker on runtime `L`: open it, answer the probe for this worker's GPU, then serve pairs
+/// on that GPU (or refuse each, naming why they cannot run).
+fn work<L: Answer>(spec: &WorkerSpec, input: &mut dyn BufRead, out: &mut dyn std::io::Write) {
     let bus = spec.gpu.as_str();
-    let session = match Session::open() {
-        Ok(s) => s,
+    let library = match L::open() {
+        Ok(l) => l,
         Err(e) => {
-            let why = ("libcuda", describe(&e));
-            if say(
-                out,
-                &WorkerProbe {
-                    cuda: Some(e.cast()),
-                    hip: None,
-                },
-            ) {
+            let why = (L::LIBRARY, e.reason());
+            if say(out, &L::answer(e.cast())) {
                 serve(input, out, |_| refused(&why, &[]));
             }
             return;
         }
     };
-    let started = vec![engine::cuda_started(&session)];
-    let Some(ordinal) = Bdf::parse(bus).and_then(|b| session.ordinal_of(b)) else {
-        let why = ("cuDeviceGetByPCIBusId", not_listed(bus, "CUDA"));
-        let probe = WorkerProbe {
-            cuda: Some(Lib::Ready(session.describe(Vec::new()))),
-            hip: None,
-        };
-        if say(out, &probe) {
+    let started = library.started();
+    let Some(ordinal) = Bdf::parse(bus).and_then(|b| library.ordinal_of(b)) else {
+        let why = (L::BY_BUS_ID, not_listed::<L>(bus));
+        if say(out, &L::answer(Lib::Ready(library.describe(Vec::new())))) {
             serve(input, out, |_| refused(&why, &started));
         }
         return;
     };
-    // The primary context is retained for the worker's whole life before anything else: the
-    // export probe retains and releases it too, and a release to zero would destroy it, and
-    // the next pair would pay for a new one.
-    let gpu = session.gpu(bus);
-    let device = session.device(ordinal, spec.export);
-    let probe = WorkerProbe {
-        cuda: Some(Lib::Ready(session.describe(vec![device]))),
-        hip: None,
-    };
-    if !say(out, &probe) {
+    // The GPU is opened for the worker's whole life before anything else: for CUDA that
+    // retains its primary context, which the export probe retains and releases too, and a
+    // release to zero would destroy it, and the next pair would pay for a new one.
+    let gpu = library.gpu(bus);
+    let device = library.device(ordinal, spec.export);
+    if !say(out, &L::answer(Lib::Ready(library.describe(vec![device])))) {
         return;
     }
     match &gpu {
         Ok(gpu) => {
             let mut steps = started;
-            steps.push(engine::cuda_device_step(bus, gpu));
-            let symbols = session.write_test_symbols().map_err(|e| describe(&e));
+            steps.extend(gpu.opened());
+            let symbols = library.write_test_symbols().map_err(|e| e.reason());
             serve(input, out, |pair| match &symbols {
-                Ok(()) => engine::run_pair_on(pair, &GpuSide::Cuda { gpu, steps: &steps }),
-                Err(e) => refused(&("libcuda", e.clone()), &steps),
+                Ok(()) => engine::run_pair_on(pair, &GpuSide::Gpu { gpu, steps: &steps }),
+                Err(e) => refused(&(L::LIBRARY, e.clone()), &steps),
             });
         }
         Err(e) => {
-            let why = ("cuDevicePrimaryCtxRetain", e.clone());
+            let why = (L::HOLD, e.clone());
             serve(input, out, |_| refused(&why, &started));
         }
-    }
-}
-
-fn hip_worker(spec: &WorkerSpec, input: &mut dyn BufRead, out: &mut dyn std::io::Write) {
-    use crate::ffi::hip::Session;
-    let bus = spec.gpu.as_str();
-    let session = match Session::open() {
-        Ok(s) => s,
-        Err(e) => {
-            let why = ("libamdhip64", describe(&e));
-            if say(
-                out,
-                &WorkerProbe {
-                    cuda: None,
-                    hip: Some(e.cast()),
-                },
-            ) {
-                serve(input, out, |_| refused(&why, &[]));
-            }
-            return;
-        }
-    };
-    let devices = match Bdf::parse(bus).and_then(|b| session.ordinal_of(b)) {
-        Some(ordinal) => vec![session.device(ordinal, spec.export)],
-        None => Vec::new(),
-    };
-    let listed = !devices.is_empty();
-    let probe = WorkerProbe {
-        cuda: None,
-        hip: Some(Lib::Ready(session.describe(devices))),
-    };
-    if !say(out, &probe) {
-        return;
-    }
-    let symbols = session.write_test_symbols().map_err(|e| describe(&e));
-    serve(input, out, |pair| match (&symbols, listed) {
-        (Ok(()), true) => engine::run_pair_on(
-            pair,
-            &GpuSide::Hip {
-                session: &session,
-                steps: &[],
-            },
-        ),
-        (Err(e), _) => refused(&("libamdhip64", e.clone()), &[]),
-        (Ok(()), false) => refused(&("hipDeviceGetByPCIBusId", not_listed(bus, "HIP")), &[]),
-    });
-}
-
-fn describe(l: &Lib<()>) -> String {
-    match l {
-        Lib::Ready(_) => "ready".into(),
-        Lib::NotFound { tried, message } => format!("cannot load {}: {message}", tried.join(", ")),
-        Lib::MissingSymbol { library, symbol } => format!("{library} does not export {symbol}"),
-        Lib::Failed { call, error, .. } => format!("{call} failed with {error}"),
     }
 }
 
@@ -255,10 +213,7 @@ impl Worker {
         visible: Option<&str>,
     ) -> Result<Worker, String> {
         let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let mut env: Vec<(&str, Option<&str>)> = super::model::HIDING_ENV
-            .iter()
-            .map(|v| (*v, None))
-            .collect();
+        let mut env: Vec<(&str, Option<&str>)> = HIDING_ENV.iter().map(|v| (*v, None)).collect();
         if let (Some(uuid), Runtime::Cuda) = (visible, spec.runtime) {
             env.retain(|(k, _)| *k != "CUDA_VISIBLE_DEVICES");
             env.push(("CUDA_VISIBLE_DEVICES", Some(uuid)));

@@ -2,9 +2,12 @@
 //! (src/gdr) learned by moving bytes, for the `gdr-test` check and the reports. The test fills
 //! these in; nothing here knows how it runs.
 
+// The pair's own types are model types, named here as the inventory has always named them.
 use crate::model::Level;
+pub use crate::model::gdr::{
+    Bandwidth, Failure, FailureKind, Memory, PairResult, PortInfo, Registration,
+};
 use crate::parse::pci::Bdf;
-use serde::{Deserialize, Serialize};
 
 /// Whether the GDR write test ran, and what it found.
 #[derive(Debug, Clone)]
@@ -49,112 +52,4 @@ pub struct Expected {
 pub struct NotPlanned {
     pub subject: String,
     pub reason: String,
-}
-
-/// Where the buffer under test lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Memory {
-    /// Host memory: the baseline (the NIC's own loopback, no GPU involved).
-    Host,
-    /// Host memory exported as a dma-buf by the kernel's udmabuf driver: does the NIC driver
-    /// register dma-bufs at all?
-    HostDmabuf,
-    /// NVIDIA GPU memory (CUDA).
-    Cuda,
-    /// AMD GPU memory (HIP).
-    Hip,
-}
-
-impl Memory {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Memory::Host => "host",
-            Memory::HostDmabuf => "host-dmabuf",
-            Memory::Cuda => "cuda",
-            Memory::Hip => "hip",
-        }
-    }
-    pub fn is_gpu(self) -> bool {
-        matches!(self, Memory::Cuda | Memory::Hip)
-    }
-}
-
-/// One registration attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Registration {
-    /// `dmabuf` (ibv_reg_dmabuf_mr), `peermem` (ibv_reg_mr on a GPU pointer), `host`.
-    pub path: String,
-    pub ok: bool,
-    /// The errno, when the call set one.
-    pub errno: Option<i32>,
-    /// What failed, in the library's words.
-    pub error: Option<String>,
-    /// What that errno usually means on this path.
-    pub meaning: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PortInfo {
-    pub state: String,
-    pub link_layer: String,
-    pub active_mtu: u32,
-    pub lid: u16,
-    pub gid: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Bandwidth {
-    /// Gb/s of RDMA WRITEs into the buffer under test (host -> GPU for GPU memory).
-    pub to_target_gbps: f64,
-    /// Gb/s out of it (GPU -> host).
-    pub from_target_gbps: f64,
-    pub message_bytes: u64,
-    /// WRITEs completed, both directions.
-    pub messages: u64,
-}
-
-/// Why a pair did not pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FailureKind {
-    NoRdmaDevice,
-    Memory,
-    VerbsMissing,
-    VerbsSymbolMissing,
-    DeviceList,
-    ProviderMissing,
-    NoAccess,
-    OpenFailed,
-    PortNotActive,
-    RegisterFailed,
-    QpFailed,
-    CompletionError,
-    Timeout,
-    DataMismatch,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
-    pub kind: FailureKind,
-    /// The step: `cuMemAlloc`, `ibv_open_device`, `RDMA WRITE host -> GPU`...
-    pub step: String,
-    pub message: String,
-}
-
-/// What one child found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct PairResult {
-    /// The GPU side, in order: allocation, attributes, export.
-    pub memory_steps: Vec<String>,
-    pub verbs_library: Option<String>,
-    pub port: Option<PortInfo>,
-    pub registrations: Vec<Registration>,
-    /// The registration path that worked for the buffer under test.
-    pub path: Option<String>,
-    /// Bytes verified end to end, each direction.
-    pub verified_bytes: Option<u64>,
-    pub bandwidth: Option<Bandwidth>,
-    pub failure: Option<Failure>,
-    pub elapsed_ms: u64,
 }

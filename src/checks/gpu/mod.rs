@@ -4,11 +4,11 @@
 //! process (crate::gpu); missing libraries and failed initialisation are findings here.
 
 use super::{Check, Context};
-use crate::gpu::model::{CudaDevice, HipDevice, Lib, NvmlDevice, Probe};
 use crate::gpu::{RECORDED_NVML, Runtime, SkipReason, bdf};
 use crate::inventory::gpu::KFD_NODES;
 use crate::inventory::kernel::NVIDIA_VERSION;
 use crate::inventory::{Gpu, GpuVendor, Inventory};
+use crate::model::gpu::{CudaDevice, HipDevice, Lib, NvmlDevice, Probe};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::bytes;
 use crate::parse::pci::Bdf;

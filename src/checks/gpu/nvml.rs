@@ -3,8 +3,8 @@
 //! fabric of NVSwitch systems (issue 24). Judged from NVML's answer, live or as `capture`
 //! recorded it, so a capture gives the same findings as the node.
 
-use crate::gpu::model::{FabricState, Nvml, NvmlDevice};
 use crate::inventory::{Gpu, Inventory};
+use crate::model::gpu::{FabricState, Nvml, NvmlDevice};
 use crate::model::{Evidence, Finding, Fix, FixClass};
 
 /// Adds what the GPU's NVML record says to its facts (when fine) or its problems.

@@ -68,6 +68,19 @@ impl<T> Lib<T> {
             _ => None,
         }
     }
+
+    /// Why the library cannot be used, in one line (`cannot load libcuda.so.1: ...`);
+    /// `ready` when it can.
+    pub fn reason(&self) -> String {
+        match self {
+            Lib::Ready(_) => "ready".into(),
+            Lib::NotFound { tried, message } => {
+                format!("cannot load {}: {message}", tried.join(", "))
+            }
+            Lib::MissingSymbol { library, symbol } => format!("{library} does not export {symbol}"),
+            Lib::Failed { call, error, .. } => format!("{call} failed with {error}"),
+        }
+    }
 }
 
 impl Lib<()> {

@@ -1,0 +1,151 @@
+//! The GDR write test's pairs, as plain data: what one pair is asked to do ([`PairSpec`]) and
+//! what it found ([`PairResult`]). The child that runs a pair writes its result as JSON, the
+//! parent reads it back, and the checks and reports read it: every field is documented in
+//! docs/report-json.md. Nothing here knows how a pair runs.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// One NIC port to test through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicSpec {
+    pub device: String,
+    pub port: u8,
+    /// RoCE: the GID index to use (the RoCE v2 IPv4 one gdrdoctor found); InfiniBand: none.
+    pub gid_index: Option<u32>,
+}
+
+/// What one child tests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairSpec {
+    /// The GPU's PCI address, for GPU memory.
+    pub gpu: Option<String>,
+    /// `None`: no RDMA device on the node; the GPU side still runs (allocation, export).
+    pub nic: Option<NicSpec>,
+    pub memory: Memory,
+    /// Buffer and message size, bytes.
+    pub size: u64,
+    /// Most WRITEs per direction for the bandwidth run.
+    pub iters: u32,
+    /// Longest bandwidth run per direction, milliseconds.
+    pub duration_ms: u64,
+    /// Everything, registration to the last completion, must finish within this.
+    pub deadline_ms: u64,
+}
+
+/// Where the buffer under test lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Memory {
+    /// Host memory: the baseline (the NIC's own loopback, no GPU involved).
+    Host,
+    /// Host memory exported as a dma-buf by the kernel's udmabuf driver: does the NIC driver
+    /// register dma-bufs at all?
+    HostDmabuf,
+    /// NVIDIA GPU memory (CUDA).
+    Cuda,
+    /// AMD GPU memory (HIP).
+    Hip,
+}
+
+impl Memory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Memory::Host => "host",
+            Memory::HostDmabuf => "host-dmabuf",
+            Memory::Cuda => "cuda",
+            Memory::Hip => "hip",
+        }
+    }
+    pub fn is_gpu(self) -> bool {
+        matches!(self, Memory::Cuda | Memory::Hip)
+    }
+}
+
+/// One registration attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registration {
+    /// `dmabuf` (ibv_reg_dmabuf_mr), `peermem` (ibv_reg_mr on a GPU pointer), `host`.
+    pub path: String,
+    pub ok: bool,
+    /// The errno, when the call set one.
+    pub errno: Option<i32>,
+    /// What failed, in the library's words.
+    pub error: Option<String>,
+    /// What that errno usually means on this path.
+    pub meaning: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortInfo {
+    pub state: String,
+    pub link_layer: String,
+    pub active_mtu: u32,
+    pub lid: u16,
+    pub gid: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bandwidth {
+    /// Gb/s of RDMA WRITEs into the buffer under test (host -> GPU for GPU memory).
+    pub to_target_gbps: f64,
+    /// Gb/s out of it (GPU -> host).
+    pub from_target_gbps: f64,
+    pub message_bytes: u64,
+    /// WRITEs completed, both directions.
+    pub messages: u64,
+}
+
+/// Why a pair did not pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    NoRdmaDevice,
+    Memory,
+    VerbsMissing,
+    VerbsSymbolMissing,
+    DeviceList,
+    ProviderMissing,
+    NoAccess,
+    OpenFailed,
+    PortNotActive,
+    RegisterFailed,
+    QpFailed,
+    CompletionError,
+    Timeout,
+    DataMismatch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// The step: `cuMemAlloc`, `ibv_open_device`, `RDMA WRITE host -> GPU`...
+    pub step: String,
+    pub message: String,
+}
+
+/// What one child found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct PairResult {
+    /// The GPU side, in order: allocation, attributes, export.
+    pub memory_steps: Vec<String>,
+    pub verbs_library: Option<String>,
+    pub port: Option<PortInfo>,
+    pub registrations: Vec<Registration>,
+    /// The registration path that worked for the buffer under test.
+    pub path: Option<String>,
+    /// Bytes verified end to end, each direction.
+    pub verified_bytes: Option<u64>,
+    pub bandwidth: Option<Bandwidth>,
+    pub failure: Option<Failure>,
+    pub elapsed_ms: u64,
+}
+
+/// Something that runs a pair on GPU memory: the GPU session, whose per-GPU workers keep CUDA
+/// or HIP open between pairs (crate::gpu::GpuSession). The write test's plan drives it without
+/// knowing what it is, so that the plan and the GPU session need not import each other.
+pub trait PairRunner {
+    /// Runs one pair on its GPU; the answer must come within `timeout`. `Err`: why there is
+    /// no answer (the worker hung, crashed, or could not be started).
+    fn pair(&self, spec: &PairSpec, timeout: Duration) -> Result<PairResult, String>;
+}
