@@ -1365,7 +1365,7 @@ fn topology(
         .path
         .clone()
         .unwrap_or_else(|| "NCCL_TOPO_DUMP_FILE".into());
-    let Some(dump) = super::dump::parse(&t.text) else {
+    let Some(dump) = crate::parse::nccl_dump::parse(&t.text) else {
         return vec![Comparison {
             fact: "topo-gpus",
             subject: "topology dump".into(),
@@ -1421,7 +1421,7 @@ fn topology(
     // network (a socket network's nets are netdevs).
     let rdma_names: BTreeSet<&str> = inv.rdma.iter().map(|d| d.name.as_str()).collect();
     let socket = network == Some("Socket");
-    let rdma_nets: Vec<&super::dump::DumpNet> = dump
+    let rdma_nets: Vec<&crate::parse::nccl_dump::DumpNet> = dump
         .nets
         .iter()
         .filter(|n| rdma_names.contains(n.name.as_str()) || (!socket && network.is_some()))
@@ -1518,7 +1518,7 @@ fn topology(
             // NCCL's tree as `check` builds it: from the topology file when one is in effect.
             let pair = judged_pair(inv, judged, &gb.to_string(), &dev.name);
             let route = pair.as_ref().and_then(|c| c.sysfs.clone());
-            let theirs = super::dump::level(g, n);
+            let theirs = crate::parse::nccl_dump::level(g, n);
             let ours = pair.as_ref().map(|c| nccl_level(c.level));
             out.push(Comparison {
                 fact: "topo-gpu-nic",

@@ -12,7 +12,7 @@
 //! The JSON form is documented in docs/nccl-explain-json.md.
 
 use super::levels::{self, Table};
-use super::log::{self, Dir, Era, Event, HcaVia, Level, Version};
+use crate::parse::nccl_log::{self as log, Dir, Era, Event, HcaVia, Level, Version};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, BufRead, Read};

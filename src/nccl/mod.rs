@@ -3,20 +3,17 @@
 //! a setting the node does not need is left out, with the reason.
 //!
 //! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
-//! ([`log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
+//! ([`crate::parse::nccl_log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
 //!
 //! `gdrdoctor nccl verify` asks NCCL itself: [`verify`] runs it on the node's GPUs in a child,
 //! [`compare`] holds what it said against gdrdoctor's own view.
 
 pub mod compare;
-pub mod dump;
 pub mod effective;
 pub mod explain;
 pub mod levels;
-pub mod log;
 pub mod params;
 pub mod render;
-pub mod topo;
 pub mod tree;
 pub mod verify;
 
