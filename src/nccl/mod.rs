@@ -3,7 +3,7 @@
 //! a setting the node does not need is left out, with the reason.
 //!
 //! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
-//! ([`crate::parse::nccl_log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
+//! ([`crate::parse::nccl_log`] parses a line, [`explain`] gathers and diagnoses, `report::nccl` prints).
 //!
 //! `gdrdoctor nccl verify` asks NCCL itself: [`verify`] runs it on the node's GPUs in a child,
 //! [`compare`] holds what it said against gdrdoctor's own view.
@@ -13,13 +13,19 @@ pub mod effective;
 pub mod explain;
 pub mod levels;
 pub mod params;
-pub mod render;
 pub mod tree;
 pub mod verify;
 
+/// The renderers live in `report::nccl` (issue 26); these names keep the paths cli.rs calls
+/// until its wiring moves to `commands/`, which then names `report::nccl` itself.
+pub mod render {
+    pub use crate::report::nccl::explain::{human, json};
+    pub use crate::report::nccl::verify::{human as verify_human, json as verify_json};
+}
+pub use crate::report::nccl::settings::render;
+
 use crate::inventory::Inventory;
 use crate::placement::Level;
-use std::fmt::Write;
 
 /// One setting, or a note on why it is not set.
 #[derive(Debug, Clone, PartialEq)]
@@ -235,10 +241,6 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     out
 }
 
-fn quote(v: &str) -> String {
-    format!("'{}'", v.replace('\'', r"'\''"))
-}
-
 /// Says, for each setting, what NCCL already reads for it on this node (nccl.conf, the
 /// declared environment): the same value, or the line a new value would change (issue 16).
 fn agree_with_conf(inv: &Inventory, out: &mut [Setting]) {
@@ -287,74 +289,4 @@ pub fn unread(inv: &Inventory) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// Environment exports, then an /etc/nccl.conf body. Where a file NCCL reads could not be read
-/// (issue 25: an /etc/nccl.conf that is a directory, a FIFO or too big), it says so first, and
-/// an unreadable /etc/nccl.conf gets no body to replace it, only the lines to add by hand.
-pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
-    let mut o = String::new();
-    let host = inv
-        .kernel
-        .hostname
-        .as_deref()
-        .unwrap_or("(hostname unknown)");
-    let _ = writeln!(
-        o,
-        "# NCCL settings for {} from gdrdoctor {} ({root})",
-        crate::sanitize::text(host),
-        env!("CARGO_PKG_VERSION")
-    );
-    let _ = writeln!(
-        o,
-        "# Each line says what it came from; settings the node does not need are left out, with why."
-    );
-    let unread = unread(inv);
-    for (path, why) in &unread {
-        let _ = writeln!(
-            o,
-            "# WARNING: NCCL reads {}, and gdrdoctor cannot: {}. What it sets is unknown: the settings below may repeat or contradict it (gdrdoctor check --select nccl-config)",
-            crate::fixscript::comment(path),
-            crate::fixscript::comment(why)
-        );
-    }
-    let etc_unread = unread
-        .iter()
-        .any(|(p, _)| p == crate::inventory::nccl::ETC_CONF);
-    let _ = writeln!(
-        o,
-        "\n# --- environment (a job script, or the Slurm TaskProlog)"
-    );
-    for s in settings {
-        for w in &s.why {
-            let _ = writeln!(o, "# {}: {}", s.name, crate::sanitize::text(w));
-        }
-        match &s.value {
-            // A value is made of names read off the node (NIC names): through the one
-            // sanitizer too, as the comments are (a capture's names are untrusted).
-            Some(v) => {
-                let _ = writeln!(o, "export {}={}", s.name, quote(&crate::sanitize::text(v)));
-            }
-            None => {
-                let _ = writeln!(o, "# {} not set", s.name);
-            }
-        }
-    }
-    let _ = writeln!(
-        o,
-        "\n# --- /etc/nccl.conf (read by every NCCL job on the node; the environment overrides it)"
-    );
-    if etc_unread {
-        let _ = writeln!(
-            o,
-            "# Not a file to write: /etc/nccl.conf is there and gdrdoctor cannot read it. Add these lines to it by hand, where they do not contradict what it sets:"
-        );
-    }
-    let prefix = if etc_unread { "# " } else { "" };
-    for s in settings {
-        if let Some(v) = &s.value {
-            let _ = writeln!(o, "{prefix}{}={}", s.name, crate::sanitize::text(v));
-        }
-    }
-    o
 }

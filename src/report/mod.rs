@@ -5,6 +5,7 @@ pub mod dot;
 pub mod human;
 pub mod json;
 pub mod junit;
+pub mod nccl;
 pub mod nfd;
 pub mod picture;
 pub mod prometheus;
