@@ -37,8 +37,8 @@ pub struct Setting {
     pub why: Vec<String>,
 }
 
+/// The settings this node needs, each with why, then what NCCL already reads for each.
 pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
-    let mut out = Vec::new();
     // The levels NCCL will use: on its tree when a topology file is in effect (issue 16),
     // judged against the level NCCL runs with by default (the site's `thresholds.gdr_level`):
     // NCCL_NET_GDR_LEVEL is proposed only where that is not enough.
@@ -49,18 +49,32 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             source: effective::PolicySource::Config,
         },
     );
-    let nearest: Vec<(crate::parse::pci::Bdf, Option<&effective::Nearest>)> = judged
+    let nearest: Vec<Near> = judged
         .gpus
         .iter()
         .map(|g| (g.gpu, g.nearest.as_ref()))
         .collect();
-    let beyond = |level| judged.verdict(level) == effective::Verdict::NoGdr;
+    let (hca, ports) = ib_hca(inv, &nearest);
+    let mut out = vec![
+        hca,
+        ib_gid_index(inv, &ports),
+        net_gdr_level(&judged, &nearest, gdr_level),
+        socket_ifname(inv),
+    ];
+    agree_with_conf(inv, &mut out);
+    out
+}
 
-    // NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port.
+/// A GPU and the NICs nearest to it, as the judge placed them.
+type Near<'a> = (crate::parse::pci::Bdf, Option<&'a effective::Nearest>);
+
+/// NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port; and those ports
+/// (device, port, why).
+fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, String)>) {
     let mut hca: Vec<(String, u32, String)> = Vec::new();
     let mut why = Vec::new();
     let mut inactive = Vec::new();
-    for (gpu, near) in &nearest {
+    for (gpu, near) in nearest {
         let Some(near) = near else { continue };
         for c in &near.nics {
             let dev = &inv.rdma[c.nic];
@@ -87,7 +101,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     for (d, n) in &inactive {
         why.push(format!("{d} port {n} is not ACTIVE: left out"));
     }
-    out.push(Setting {
+    let setting = Setting {
         name: "NCCL_IB_HCA",
         value: (!hca.is_empty()).then(|| {
             format!(
@@ -102,11 +116,14 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             w.extend(why);
             w
         },
-    });
+    };
+    (setting, hca)
+}
 
-    // NCCL_IB_GID_INDEX: the RoCE v2 index, when it is the same on every RoCE port used.
+/// NCCL_IB_GID_INDEX: the RoCE v2 index, when it is the same on every RoCE port used.
+fn ib_gid_index(inv: &Inventory, hca: &[(String, u32, String)]) -> Setting {
     let mut indices: Vec<(String, Option<u32>)> = Vec::new();
-    for (d, n, _) in &hca {
+    for (d, n, _) in hca {
         if let Some(p) = inv
             .rdma
             .iter()
@@ -165,16 +182,21 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             }
         }
     };
-    out.push(gid);
+    gid
 
-    // NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default. The value is
+}
+
+/// NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default.
+fn net_gdr_level(judged: &effective::Judgement, nearest: &[Near], gdr_level: Level) -> Setting {
+    let beyond = |level| judged.verdict(level) == effective::Verdict::NoGdr;
+    // The value is
     // NCCL's name for the level: sysfs's NODE is PHB in NCCL's tree, and NCCL ignores
     // NCCL_NET_GDR_LEVEL=NODE (issue 16).
     let worst = nearest
         .iter()
         .filter_map(|(_, n)| n.as_ref().map(|n| n.level))
         .max();
-    out.push(match worst {
+    match worst {
         Some(level) if beyond(level) => {
             let shown = params::level_for_nccl(level);
             Setting {
@@ -199,9 +221,11 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             value: None,
             why: vec!["no GPU-NIC pair to judge".into()],
         },
-    });
+    }
+}
 
-    // NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev.
+/// NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev.
+fn socket_ifname(inv: &Inventory) -> Setting {
     let rdma_netdevs: Vec<&str> = inv
         .rdma
         .iter()
@@ -222,7 +246,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
         .iter()
         .find(|n| !n.virtual_device)
         .or_else(|| candidates.first());
-    out.push(match pick {
+    match pick {
         Some(n) => Setting {
             name: "NCCL_SOCKET_IFNAME",
             value: Some(format!("={}", n.name)),
@@ -236,9 +260,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             value: None,
             why: vec!["no interface is up besides loopback and the RDMA ports' netdevs: NCCL will pick one itself".into()],
         },
-    });
-    agree_with_conf(inv, &mut out);
-    out
+    }
 }
 
 /// Says, for each setting, what NCCL already reads for it on this node (nccl.conf, the
