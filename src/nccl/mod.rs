@@ -1,12 +1,26 @@
+//! NCCL, as gdrdoctor models it, and the three `gdrdoctor nccl` commands.
+//!
+//! NCCL's decision model, the one judge every view asks ("how far is this NIC, and does NCCL
+//! use GPUDirect RDMA at that distance"): [`params`] (what NCCL makes of its parameters'
+//! values), [`levels`] (how each release numbers path types), [`tree`] (the PCI tree NCCL
+//! builds from a topology file) and [`effective`] (the settings in force, the NICs used, each
+//! GPU's nearest NICs: `effective::judge`, which the checks, the pictures, the fleet view and
+//! `nccl verify` all call). The sysfs distance it starts from is `crate::placement`'s, which
+//! stays below: the GDR test's plan and the topology views use it without NCCL's policy.
+//!
 //! `gdrdoctor nccl`: the NCCL settings that follow from what the checks found, instead of the
-//! ones users guess (nccl#718, nccl#1131). Each setting comes with the evidence it came from, and
-//! a setting the node does not need is left out, with the reason.
+//! ones users guess (nccl#718, nccl#1131). Each setting comes with the evidence it came from,
+//! and a setting the node does not need is left out, with the reason ([`settings`]).
 //!
 //! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
-//! ([`crate::parse::nccl_log`] parses a line, [`explain`] gathers and diagnoses, `report::nccl` prints).
+//! (`parse::nccl_log` parses a line, [`explain`] gathers and diagnoses).
 //!
 //! `gdrdoctor nccl verify` asks NCCL itself: [`verify`] runs it on the node's GPUs in a child,
-//! [`compare`] holds what it said against gdrdoctor's own view.
+//! [`compare`] holds what it said against the findings of gdrdoctor's own checks, one fact at
+//! a time.
+//!
+//! The parsers of NCCL's files are in `parse/` (`nccl_conf`, `nccl_log`, `nccl_topo`,
+//! `nccl_dump`); what the commands print is in `report::nccl`.
 
 pub mod compare;
 pub mod effective;
