@@ -120,13 +120,19 @@ fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, Stri
         value: (!hca.is_empty()).then(|| {
             format!(
                 "={}",
-                hca.iter().map(|(d, n, _)| format!("{d}:{n}")).collect::<Vec<_>>().join(",")
+                hca.iter()
+                    .map(|(d, n, _)| format!("{d}:{n}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
             )
         }),
         why: if hca.is_empty() {
             vec!["no GPU has an RDMA device with an ACTIVE port nearby (see pcie-placement, rdma-link): nothing to name".into()]
         } else {
-            let mut w = vec!["'=' makes NCCL match these names exactly (mlx5_1 does not also match mlx5_10)".to_owned()];
+            let mut w = vec![
+                "'=' makes NCCL match these names exactly (mlx5_1 does not also match mlx5_10)"
+                    .to_owned(),
+            ];
             w.extend(why);
             w
         },
@@ -162,7 +168,7 @@ fn ib_gid_index(inv: &Inventory, hca: &[(String, u32, String)]) -> Setting {
     }
     let distinct: std::collections::BTreeSet<Option<u32>> =
         indices.iter().map(|(_, i)| *i).collect();
-    let gid = match (
+    match (
         indices.is_empty(),
         distinct.len(),
         distinct.iter().next().copied().flatten(),
@@ -195,9 +201,7 @@ fn ib_gid_index(inv: &Inventory, hca: &[(String, u32, String)]) -> Setting {
                 why: w,
             }
         }
-    };
-    gid
-
+    }
 }
 
 /// NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default.
@@ -220,7 +224,14 @@ fn net_gdr_level(judged: &effective::Judgement, nearest: &[Near], gdr_level: Lev
                     let mut w = vec![format!(
                         "a GPU's nearest NIC is at {shown}, beyond NCCL's default PXB: without this NCCL runs that GPU without GPUDirect RDMA. Trade-off: GDR through the CPU ({shown}) can be slower than staging on some platforms; measure with `gdrdoctor gdr-test` before relying on it"
                     )];
-                    w.extend(nearest.iter().filter_map(|(g, n)| n.filter(|n| beyond(n.level)).map(|n| format!("GPU {g}: nearest NIC at {}", params::level_for_nccl(n.level)))));
+                    w.extend(nearest.iter().filter_map(|(g, n)| {
+                        n.filter(|n| beyond(n.level)).map(|n| {
+                            format!(
+                                "GPU {g}: nearest NIC at {}",
+                                params::level_for_nccl(n.level)
+                            )
+                        })
+                    }));
                     w
                 },
             }
@@ -228,7 +239,11 @@ fn net_gdr_level(judged: &effective::Judgement, nearest: &[Near], gdr_level: Lev
         Some(level) => Setting {
             name: "NCCL_NET_GDR_LEVEL",
             value: None,
-            why: vec![format!("not needed: every GPU has a NIC within {} (the farthest nearest NIC is at {})", gdr_level, params::level_for_nccl(level))],
+            why: vec![format!(
+                "not needed: every GPU has a NIC within {} (the farthest nearest NIC is at {})",
+                gdr_level,
+                params::level_for_nccl(level)
+            )],
         },
         None => Setting {
             name: "NCCL_NET_GDR_LEVEL",

@@ -182,9 +182,9 @@ pub(super) fn finding(
     ev: &RunEvidence,
 ) -> Finding {
     let all_reduce = match outcome {
-        Outcome::Ok { elements } => format!(
-            "; the all-reduce over {ranks} rank(s) summed right ({elements} int32 each)"
-        ),
+        Outcome::Ok { elements } => {
+            format!("; the all-reduce over {ranks} rank(s) summed right ({elements} int32 each)")
+        }
         _ => String::new(),
     };
     let message = format!("{}{all_reduce}", answer.text);

@@ -167,7 +167,10 @@ fn nics(s: &Sides) -> Vec<Comparison> {
         ),
         None => {
             let same = nccl_set == ours_set;
-            (Some(same), (!same).then(|| only_one_side(&nccl_set, &ours_set)))
+            (
+                Some(same),
+                (!same).then(|| only_one_side(&nccl_set, &ours_set)),
+            )
         }
     };
     vec![Comparison {

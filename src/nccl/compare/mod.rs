@@ -158,12 +158,12 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
     // No answer, or one that says nothing about the node: the run is all there is to report.
     let outcome = match outcome::answered(run, &named, &ev) {
         Ok(o) => o,
-        Err((text, finding)) => {
-            answer.text = text;
+        Err(stopped) => {
+            answer.text = stopped.text;
             return Verification {
                 answer,
                 comparisons: Vec::new(),
-                findings: vec![finding],
+                findings: vec![stopped.finding],
                 exit_code: 2,
             };
         }

@@ -5,19 +5,28 @@ use super::{RunEvidence, SUBJECT, install_fix};
 use crate::model::{Evidence, Finding, Fix};
 use crate::nccl::verify::{Outcome, Run};
 
-/// The outcome of a run that answered and got as far as NCCL; otherwise what to say instead
-/// (the answer's text and the one finding).
+/// A run that says nothing about the node: the answer's text, and the one finding.
+pub(super) struct Stopped {
+    pub text: String,
+    pub finding: Finding,
+}
+
+fn stopped(text: String, finding: Finding) -> Box<Stopped> {
+    Box::new(Stopped { text, finding })
+}
+
+/// The outcome of a run that answered and got as far as NCCL; otherwise what to say instead.
 pub(super) fn answered<'r>(
     run: &'r Run,
     named: &str,
     ev: &RunEvidence,
-) -> Result<&'r Outcome, (String, Finding)> {
+) -> Result<&'r Outcome, Box<Stopped>> {
     let outcome = match (&run.error, &run.answer) {
         (Some(error), _) => return Err(not_run(run, error, ev)),
         (None, None) => {
             let text = "NCCL could not be run: no answer".to_owned();
             let f = Finding::unknown("nccl-verify-failed", SUBJECT, text.clone());
-            return Err((text, f));
+            return Err(stopped(text, f));
         }
         (None, Some(a)) => &a.outcome,
     };
@@ -26,7 +35,7 @@ pub(super) fn answered<'r>(
         if let Some(fix) = fix {
             f = f.fix(fix);
         }
-        Err((text, f))
+        Err(stopped(text, f))
     };
     match outcome {
         Outcome::NoLibrary => no_library(run),
@@ -55,7 +64,7 @@ pub(super) fn answered<'r>(
 }
 
 /// The child gave no answer: it could not start, hung, crashed, or was cut by the deadline.
-fn not_run(run: &Run, error: &str, ev: &RunEvidence) -> (String, Finding) {
+fn not_run(run: &Run, error: &str, ev: &RunEvidence) -> Box<Stopped> {
     let cut = run.cut_by_deadline.is_some() && run.timed_out() || error.contains("left no time");
     let text = format!("NCCL could not be run: {error}");
     let code = if cut {
@@ -80,11 +89,11 @@ fn not_run(run: &Run, error: &str, ev: &RunEvidence) -> (String, Finding) {
         .manual("gdrdoctor nccl verify --log-dir /tmp/nccl-verify")
         .manual("dmesg | grep -i -E 'xid|nvrm|mlx5' | tail -20"));
     }
-    (text, f)
+    stopped(text, f)
 }
 
 /// No candidate library loaded: each one tried, and how the pip wheel was looked for.
-fn no_library(run: &Run) -> Result<&Outcome, (String, Finding)> {
+fn no_library(run: &Run) -> Result<&Outcome, Box<Stopped>> {
     let mut ev: Vec<Evidence> = run
         .answer
         .as_ref()
@@ -115,7 +124,7 @@ fn no_library(run: &Run) -> Result<&Outcome, (String, Finding)> {
     let f = Finding::unknown("nccl-library-missing", SUBJECT, text.clone())
         .with(ev)
         .fix(install_fix());
-    Err((text, f))
+    Err(stopped(text, f))
 }
 
 /// An NCCL call that failed (with the text that becomes the answer), or an all-reduce that

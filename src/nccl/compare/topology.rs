@@ -2,8 +2,8 @@
 //! given, the RDMA NICs it found (and their PCI addresses) against the ACTIVE ports, and each
 //! GPU-NIC distance its tree gives against placement's level.
 
-use super::{Comparison, list};
 use super::sides::{Sides, judged_pair, nccl_level, norm_bus, shown_level};
+use super::{Comparison, list};
 use crate::model::Evidence;
 use crate::nccl::effective;
 use crate::nccl::verify::TopoDump;

@@ -24,12 +24,12 @@ mod reader;
 mod release;
 
 pub use collector::Collector;
+#[cfg(test)]
+use model::see;
 pub use model::{
     ConnGroup, Diagnosis, Explanation, GpuNic, Input, NcclVersion, NetPath, Nic, Node, NotNcclLog,
     See, Unrecognised, Verdict, Warning, bus_id_of,
 };
-#[cfg(test)]
-use model::see;
 
 /// Longest line kept. NCCL's own lines are at most 1 KiB plus the launcher's prefix (its
 /// message buffer is 1024 bytes, src/debug.cc); longer lines are counted and skipped, never held.

@@ -579,4 +579,3 @@ fn comm_init(m: &str) -> Option<(Event<'_>, Era)> {
         Era::ANY,
     ))
 }
-

@@ -7,9 +7,8 @@ fn event(line: &str) -> Event<'_> {
 #[test]
 fn prefixes() {
     // NCCL's own prefix (src/debug.cc).
-    let l =
-        parse("node-1:32726:33054 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to PHB")
-            .unwrap();
+    let l = parse("node-1:32726:33054 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to PHB")
+        .unwrap();
     assert_eq!(
         l.origin,
         Origin {
@@ -38,17 +37,15 @@ fn prefixes() {
     );
     assert_eq!(l.event, Event::DmaBufAvailable { cuda_dev: 0 });
     // A bare marker (NVIDIA/nccl#1151, quoted in prose).
-    let l = parse("NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4)")
-        .unwrap();
+    let l =
+        parse("NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4)").unwrap();
     assert_eq!(l.origin, Origin::default());
     // A warning names its source line (NVIDIA/nccl#1737, HPC-X plugin).
     let l = parse("gh-3714u15:7038:7053 [0] ib_plugin.c:1007 NCCL WARN NET/IB : Got completion from peer 10.1.32.3<42519> with error 5, opcode 0, len 0, vendor err 249").unwrap();
     assert_eq!(l.level, Level::Warn);
     assert_eq!(l.origin.host, Some("gh-3714u15"));
     assert_eq!(l.origin.dev, Some(0));
-    assert!(
-        matches!(l.event, Event::Warn { text } if text.starts_with("NET/IB : Got completion"))
-    );
+    assert!(matches!(l.event, Event::Warn { text } if text.starts_with("NET/IB : Got completion")));
     // mpirun's rank before the host (NVIDIA/nccl#1453), srun -l's, an empty host
     // (autoscriptlabs/nccl-mesh-plugin#56), a timestamp (NCCL_DEBUG_TIMESTAMP_FORMAT).
     for (line, host, dev) in [
@@ -153,9 +150,7 @@ fn hca_lines() {
         }
     ));
     assert!(matches!(
-        event(
-            "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 3 'mlx5_3"
-        ),
+        event("h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 3 'mlx5_3"),
         Event::HcaGdr {
             index: 3,
             via: HcaVia::DmaBuf,
@@ -196,10 +191,9 @@ fn distance_lines() {
     );
     assert_eq!(l.era, Era::minors(6, 24));
     // 2.24-2.25: the rank (paths.cc `GPU %d / HCA %lx`).
-    let l = parse(
-        "h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 3 / HCA 1 (distance 7 > 4)",
-    )
-    .unwrap();
+    let l =
+        parse("h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 3 / HCA 1 (distance 7 > 4)")
+            .unwrap();
     assert_eq!(l.era, Era::minors(24, 29));
     // 2.26-2.28: ` mode %s`.
     let l = parse("h:1:2 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 5 <= 5), read 1 mode Default").unwrap();
@@ -242,8 +236,7 @@ fn connections() {
         (1, 3, 6, Dir::Send, "IB", 0, false)
     );
     // 2.5 (NVIDIA/nccl#392).
-    let l =
-        parse(" [0] NCCL INFO Ring 00 : 15[41000] -> 0[1b000] [receive] via NET/IB/0").unwrap();
+    let l = parse(" [0] NCCL INFO Ring 00 : 15[41000] -> 0[1b000] [receive] via NET/IB/0").unwrap();
     assert_eq!(l.era, Era::minors(5, 7));
     let Event::Connection(c) = l.event else {
         panic!()
