@@ -8,7 +8,9 @@ use crate::config::Config;
 use crate::inventory::Inventory;
 use crate::model::{Evidence, Finding, Level, Status};
 use crate::nccl::effective::{self, Candidate, Judgement, Policy, PolicySource};
-use crate::nccl::explain::{ConnGroup, Explanation, GpuNic, NetPath, Nic, Node, bus_id_of};
+use crate::nccl::explain::{
+    ConnGroup, Explanation, GpuNic, NetPath, Nic, Node, bus_id_of, nic_index,
+};
 use crate::nccl::params::{LevelValue, gdr_level};
 use crate::nccl::verify::{Run, TopoDump};
 use crate::parse::nccl_dump::{self, Dump};
@@ -377,11 +379,6 @@ fn gpu_of(gpu: &str, ranks: &[(u32, String)]) -> Option<String> {
         .iter()
         .find(|(r, _)| *r == rank)
         .map(|(_, b)| b.clone())
-}
-
-/// The NIC index of `0`, `1` (hex net ids) or `0-1`.
-fn nic_index(nic: &str) -> Option<u32> {
-    u32::from_str_radix(nic.rsplit('-').next().unwrap_or(nic), 16).ok()
 }
 
 /// The network NCCL used; failing a `Using network` line, sockets when every NIC it judged is one.

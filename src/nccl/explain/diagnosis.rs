@@ -3,7 +3,7 @@
 //! code that explain it, and the fix.
 
 use super::collector::{GpuAcc, HcaAcc, HcaKey, NodeAcc};
-use super::model::{ConnGroup, Diagnosis, Node, See, see};
+use super::model::{ConnGroup, Diagnosis, Node, See, nic_index, see};
 use super::release::{Known, level_source, names, tables_for};
 use crate::nccl::levels;
 use crate::parse::nccl_log::{Era, HcaVia, Version};
@@ -41,12 +41,6 @@ fn conn_keys(acc: &NodeAcc, g: &ConnGroup) -> Vec<String> {
         keys.push(format!("bus:{}", b.trim_start_matches('0')));
     }
     keys
-}
-
-/// The NIC index a decision line names: `0`, a net id `1` (hex), or `0-1` (2.29).
-pub(super) fn nic_index(nic: &str) -> Option<u32> {
-    let local = nic.rsplit('-').next().unwrap_or(nic);
-    u32::from_str_radix(local, 16).ok()
 }
 
 fn is_socket(net: &str) -> bool {

@@ -2,9 +2,10 @@
 //! paths and connection groups; the diagnoses; the verdict.
 
 use super::collector::{Collector, GpuAcc, NodeAcc};
-use super::diagnosis::{diagnose, nic_index, warning_meaning};
+use super::diagnosis::{diagnose, warning_meaning};
 use super::model::{
     ConnGroup, Explanation, GpuNic, NcclVersion, NetPath, Nic, Node, Verdict, Warning, bus_id_of,
+    nic_index,
 };
 use super::release::{Known, level_source, names, narrow_by_level, tables_for, version_of};
 use super::{MAX_LINE, node_name};

@@ -28,7 +28,7 @@ pub use collector::Collector;
 use model::see;
 pub use model::{
     ConnGroup, Diagnosis, Explanation, GpuNic, Input, NcclVersion, NetPath, Nic, Node, NotNcclLog,
-    See, Unrecognised, Verdict, Warning, bus_id_of,
+    See, Unrecognised, Verdict, Warning, bus_id_of, nic_index,
 };
 
 /// Longest line kept. NCCL's own lines are at most 1 KiB plus the launcher's prefix (its

@@ -123,6 +123,13 @@ pub fn bus_id_of(nccl_id: &str) -> Option<String> {
     crate::parse::pci::Bdf::parse(&text).map(|b| b.to_string())
 }
 
+/// The NIC index NCCL printed: `0`, a net id `1` (hex), or `0-1` (2.29: system id and local
+/// id).
+pub fn nic_index(nic: &str) -> Option<u32> {
+    let local = nic.rsplit('-').next().unwrap_or(nic);
+    u32::from_str_radix(local, 16).ok()
+}
+
 /// Which NCCL wrote the node's lines.
 #[derive(Debug, Clone, Serialize)]
 pub struct NcclVersion {
