@@ -23,10 +23,32 @@ use crate::inventory::Inventory;
 use crate::model::{Code, Finding, Status};
 use serde::Serialize;
 
-/// What a check sees: the node's facts and the site's policy.
+/// What a check sees: the node's facts, the site's policy, and the results of the checks it
+/// reads ([`Check::reads`]).
 pub struct Context<'a> {
     pub inv: &'a Inventory,
     pub config: &'a Config,
+    /// The results of this run that the check reads, as the engine produced them.
+    pub earlier: &'a [CheckResult],
+}
+
+impl Context<'_> {
+    /// The findings of an earlier check, each as the check gave it: a site's severity override
+    /// changes how a finding counts in the report, not what the check found.
+    pub fn findings_of(&self, id: &str) -> Vec<Finding> {
+        self.earlier
+            .iter()
+            .filter(|r| r.id == id)
+            .flat_map(|r| r.findings.iter())
+            .map(|f| {
+                let mut f = f.clone();
+                if let Some(own) = f.original_status.take() {
+                    f.status = own;
+                }
+                f
+            })
+            .collect()
+    }
 }
 
 pub trait Check: Sync {
@@ -42,6 +64,12 @@ pub trait Check: Sync {
     /// captured root.
     fn live_only(&self) -> bool {
         false
+    }
+    /// The checks whose findings this one judges (earlier in [`ALL`]). The engine hands their
+    /// results over in [`Context::earlier`]; one the selection left out runs for it alone,
+    /// outside the report. A check never runs another itself.
+    fn reads(&self) -> &'static [&'static str] {
+        &[]
     }
     /// Judges the node. Always returns at least one finding.
     fn run(&self, cx: &Context) -> Vec<Finding>;
@@ -169,24 +197,64 @@ pub static ALL: &[&dyn Check] = &[
     &nccl_verify::NcclVerifyCheck,
 ];
 
-/// gdrdoctor's own view that NCCL's run is compared with: `rdma-link`'s and `peer-memory`'s
-/// findings for the same inventory.
-pub fn nccl_own_view(inv: &Inventory, config: &Config) -> crate::nccl::compare::OwnView {
-    let cx = Context { inv, config };
-    crate::nccl::compare::OwnView {
-        rdma_link: rdma_link::RdmaLink.run(&cx),
-        peer_memory: peer_memory::PeerMemory.run(&cx),
-    }
-}
-
 /// NCCL's run held against gdrdoctor's view of the same node (what `nccl-verify` reports and
-/// `gdrdoctor nccl verify` prints).
+/// `gdrdoctor nccl verify` prints): the checks `nccl-verify` reads run first, as in a report.
 pub fn nccl_verification(
     inv: &Inventory,
     config: &Config,
     run: &crate::nccl::verify::Run,
 ) -> crate::nccl::compare::Verification {
-    crate::nccl::compare::verify(inv, config, &nccl_own_view(inv, config), run)
+    let earlier = read_by(&nccl_verify::NcclVerifyCheck, inv, config, &[]);
+    let cx = Context {
+        inv,
+        config,
+        earlier: &earlier,
+    };
+    nccl_verify::verification(&cx, run)
+}
+
+/// The results `check` reads ([`Check::reads`]): those of this run (`results`), and for one
+/// that did not run (left out by the selection), its run now, for `check` alone.
+fn read_by(
+    check: &dyn Check,
+    inv: &Inventory,
+    config: &Config,
+    results: &[CheckResult],
+) -> Vec<CheckResult> {
+    check
+        .reads()
+        .iter()
+        .filter_map(|id| {
+            if let Some(r) = results.iter().find(|r| r.id == *id && r.skipped.is_none()) {
+                return Some(r.clone());
+            }
+            let c = find(id)?;
+            (inv.live || !c.live_only()).then(|| {
+                let cx = Context {
+                    inv,
+                    config,
+                    earlier: &[],
+                };
+                run_one(c, &cx)
+            })
+        })
+        .collect()
+}
+
+/// Runs one check with the results it reads.
+fn run_reading(
+    check: &dyn Check,
+    inv: &Inventory,
+    config: &Config,
+    results: &[CheckResult],
+) -> CheckResult {
+    let earlier = read_by(check, inv, config, results);
+    let cx = Context {
+        inv,
+        config,
+        earlier: &earlier,
+    };
+    run_one(check, &cx)
 }
 
 pub fn find(id: &str) -> Option<&'static dyn Check> {
@@ -276,7 +344,6 @@ pub struct CheckResult {
 /// `--select rdma-gid` on a node without an RDMA NIC fails on `rdma-link` instead of passing on
 /// nothing. Prerequisites of prerequisites follow.
 pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<CheckResult> {
-    let cx = Context { inv, config };
     let mut results: Vec<CheckResult> = Vec::with_capacity(ALL.len());
     // Left out by the selection (not by being live-only): may still run as a prerequisite.
     let mut left_out: Vec<bool> = Vec::with_capacity(ALL.len());
@@ -296,7 +363,7 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
                 prerequisite_of: Vec::new(),
                 findings: Vec::new(),
             },
-            None => run_one(*check, &cx),
+            None => run_reading(*check, inv, config, &results),
         });
     }
     loop {
@@ -321,7 +388,8 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
         }
         for (i, by) in wanted {
             if results[i].skipped.is_some() {
-                results[i] = run_one(ALL[i], &cx);
+                let result = run_reading(ALL[i], inv, config, &results);
+                results[i] = result;
             }
             if !results[i].prerequisite_of.contains(&by) {
                 results[i].prerequisite_of.push(by);
@@ -502,6 +570,62 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A check that reads others gets their findings from the engine: those of the report when
+    /// they ran (each as the check gave it, a severity override undone), else a run of their
+    /// own, outside the report.
+    #[test]
+    fn reads_are_handed_over_not_rerun() {
+        struct Reads;
+        impl Check for Reads {
+            fn id(&self) -> &'static str {
+                "reads"
+            }
+            fn title(&self) -> &'static str {
+                ""
+            }
+            fn codes(&self) -> &'static [Code] {
+                &[]
+            }
+            fn readme(&self) -> &'static str {
+                ""
+            }
+            fn reads(&self) -> &'static [&'static str] {
+                &["rdma-link", "peer-memory"]
+            }
+            fn run(&self, _: &Context) -> Vec<Finding> {
+                Vec::new()
+            }
+        }
+        let root = crate::root::Root::captured(&crate::test_fixtures::fixture_path(
+            "healthy-4gpu-ib-peermem",
+        ))
+        .unwrap();
+        let config = Config::default();
+        let inv = Inventory::load(&root, &config, crate::inventory::Options::default());
+        // Neither ran: both run for the reader alone.
+        let fresh = read_by(&Reads, &inv, &config, &[]);
+        let ids: Vec<&str> = fresh.iter().map(|r| r.id).collect();
+        assert_eq!(ids, ["rdma-link", "peer-memory"]);
+        // rdma-link ran in the report, a site override on it: handed over as the check gave it.
+        let mut report = vec![fresh[0].clone()];
+        let own = report[0].findings[0].status;
+        report[0].findings[0].original_status = Some(own);
+        report[0].findings[0].status = Status::Fail;
+        report[0].summary = "from the report".into();
+        let earlier = read_by(&Reads, &inv, &config, &report);
+        assert_eq!(earlier[0].summary, "from the report");
+        let cx = Context {
+            inv: &inv,
+            config: &config,
+            earlier: &earlier,
+        };
+        let seen = cx.findings_of("rdma-link");
+        assert_eq!(seen.len(), report[0].findings.len());
+        assert_eq!((seen[0].status, seen[0].original_status), (own, None));
+        assert!(!cx.findings_of("peer-memory").is_empty());
+        assert!(cx.findings_of("acs").is_empty());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::inventory::Inventory;
 use crate::inventory::nccl::{Origin, Setting, SourceState, TopoState};
 use crate::model::{Code, Evidence, Finding, Fix, FixClass};
 use crate::nccl::params::{self, GdrLimit, HcaList, LevelValue};
-use crate::nccl::topo::{BusidMatch, PciKind, busid_matches};
+use crate::parse::nccl_topo::{BusidMatch, PciKind, busid_matches};
 use crate::parse::rdma::{GidFamily, GidType};
 
 pub struct NcclConfig;
@@ -823,7 +823,7 @@ fn topology(inv: &Inventory) -> Vec<Finding> {
 fn matched(
     inv: &Inventory,
     t: &crate::inventory::nccl::Topo,
-    topo: &crate::nccl::topo::Topology,
+    topo: &crate::parse::nccl_topo::Topology,
     by: &str,
     named: Vec<Evidence>,
 ) -> Vec<Finding> {

@@ -1,11 +1,13 @@
 //! `nccl-verify` (off by default: `check --nccl-verify`): NCCL itself, run on the node's GPUs,
 //! says whether it uses GPUDirect RDMA, and whether it sees the node as gdrdoctor does
-//! (src/nccl/verify.rs runs it, src/nccl/compare.rs compares). This check judges what the run
-//! recorded in the inventory.
+//! (src/nccl/verify/ runs it, src/nccl/compare/ compares). This check judges what the run
+//! recorded in the inventory, against the findings `rdma-link` and `peer-memory` produced in
+//! the same report.
 
 use super::{Check, Context};
 use crate::model::{Code, Finding};
-use crate::nccl::verify::NcclVerify;
+use crate::nccl::compare::{OwnView, Verification};
+use crate::nccl::verify::{NcclVerify, Run};
 
 pub struct NcclVerifyCheck;
 
@@ -69,6 +71,11 @@ impl Check for NcclVerifyCheck {
     fn readme(&self) -> &'static str {
         include_str!("../../checks/nccl-verify/README.md")
     }
+    /// gdrdoctor's side of the comparison: the network and NICs (`rdma-link`), the GPU memory
+    /// path (`peer-memory`).
+    fn reads(&self) -> &'static [&'static str] {
+        &["rdma-link", "peer-memory"]
+    }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
         match &cx.inv.nccl_verify {
@@ -81,7 +88,16 @@ impl Check for NcclVerifyCheck {
                     f
                 }]
             }
-            NcclVerify::Ran(run) => super::nccl_verification(cx.inv, cx.config, run).findings,
+            NcclVerify::Ran(run) => verification(cx, run).findings,
         }
     }
+}
+
+/// NCCL's run against the findings of the checks this one reads.
+pub(super) fn verification(cx: &Context, run: &Run) -> Verification {
+    let own = OwnView {
+        rdma_link: cx.findings_of("rdma-link"),
+        peer_memory: cx.findings_of("peer-memory"),
+    };
+    crate::nccl::compare::verify(cx.inv, cx.config, &own, run)
 }

@@ -257,6 +257,7 @@ mod tests {
         RdmaAccess.run(&Context {
             inv: &inv,
             config: &config,
+            earlier: &[],
         })
     }
 

@@ -1,4 +1,4 @@
-//! NCCL (libnccl.so.2), loaded with dlopen, and only in `gdrdoctor nccl-child` (src/nccl/verify.rs):
+//! NCCL (libnccl.so.2), loaded with dlopen, and only in `gdrdoctor nccl-child` (src/nccl/verify/child.rs):
 //! the ten calls that make a communicator over the node's GPUs and run one all-reduce on it.
 //! Signatures and constants from NCCL's public header (src/nccl.h.in), unchanged since 2.4 for
 //! everything used here except `ncclGetLastError` (2.13) and `ncclCommGetAsyncError` (2.6),

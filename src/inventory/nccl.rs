@@ -14,8 +14,8 @@
 //! node's: gdrdoctor runs in a prolog or a unit, whose own environment is not the job's.
 
 use super::Problem;
-use crate::nccl::topo::{self, ParseError, Topology};
 use crate::parse::nccl_conf::{self, ConfFile, EnvLine, OddLine};
+use crate::parse::nccl_topo::{self as topo, ParseError, Topology};
 use crate::root::{ReadError, Root};
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! `topoPathTypeStr` (src/graph/topo.cc, with the `PATH_*` defines of src/graph/topo.h) at the
 //! tags named, or `pathDists` (src/misc/topo.cc) before 2.6.
 
-use super::log::{Era, Version};
+use crate::parse::nccl_log::{Era, Version};
 
 /// One numbering, and the releases that use it.
 pub struct Table {

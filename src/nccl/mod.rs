@@ -1,28 +1,45 @@
+//! NCCL, as gdrdoctor models it, and the three `gdrdoctor nccl` commands.
+//!
+//! NCCL's decision model, the one judge every view asks ("how far is this NIC, and does NCCL
+//! use GPUDirect RDMA at that distance"): [`params`] (what NCCL makes of its parameters'
+//! values), [`levels`] (how each release numbers path types), [`tree`] (the PCI tree NCCL
+//! builds from a topology file) and [`effective`] (the settings in force, the NICs used, each
+//! GPU's nearest NICs: `effective::judge`, which the checks, the pictures, the fleet view and
+//! `nccl verify` all call). The sysfs distance it starts from is `crate::placement`'s, which
+//! stays below: the GDR test's plan and the topology views use it without NCCL's policy.
+//!
 //! `gdrdoctor nccl`: the NCCL settings that follow from what the checks found, instead of the
-//! ones users guess (nccl#718, nccl#1131). Each setting comes with the evidence it came from, and
-//! a setting the node does not need is left out, with the reason.
+//! ones users guess (nccl#718, nccl#1131). Each setting comes with the evidence it came from,
+//! and a setting the node does not need is left out, with the reason ([`settings`]).
 //!
 //! `gdrdoctor nccl explain` goes the other way: it reads what NCCL decided from its own log
-//! ([`log`] parses a line, [`explain`] gathers and diagnoses, [`render`] prints).
+//! (`parse::nccl_log` parses a line, [`explain`] gathers and diagnoses).
 //!
 //! `gdrdoctor nccl verify` asks NCCL itself: [`verify`] runs it on the node's GPUs in a child,
-//! [`compare`] holds what it said against gdrdoctor's own view.
+//! [`compare`] holds what it said against the findings of gdrdoctor's own checks, one fact at
+//! a time.
+//!
+//! The parsers of NCCL's files are in `parse/` (`nccl_conf`, `nccl_log`, `nccl_topo`,
+//! `nccl_dump`); what the commands print is in `report::nccl`.
 
 pub mod compare;
-pub mod dump;
 pub mod effective;
 pub mod explain;
 pub mod levels;
-pub mod log;
 pub mod params;
-pub mod render;
-pub mod topo;
 pub mod tree;
 pub mod verify;
 
+/// The renderers live in `report::nccl` (issue 26); these names keep the paths cli.rs calls
+/// until its wiring moves to `commands/`, which then names `report::nccl` itself.
+pub mod render {
+    pub use crate::report::nccl::explain::{human, json};
+    pub use crate::report::nccl::verify::{human as verify_human, json as verify_json};
+}
+pub use crate::report::nccl::settings::render;
+
 use crate::inventory::Inventory;
 use crate::placement::Level;
-use std::fmt::Write;
 
 /// One setting, or a note on why it is not set.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,8 +51,8 @@ pub struct Setting {
     pub why: Vec<String>,
 }
 
+/// The settings this node needs, each with why, then what NCCL already reads for each.
 pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
-    let mut out = Vec::new();
     // The levels NCCL will use: on its tree when a topology file is in effect (issue 16),
     // judged against the level NCCL runs with by default (the site's `thresholds.gdr_level`):
     // NCCL_NET_GDR_LEVEL is proposed only where that is not enough.
@@ -46,18 +63,32 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             source: effective::PolicySource::Config,
         },
     );
-    let nearest: Vec<(crate::parse::pci::Bdf, Option<&effective::Nearest>)> = judged
+    let nearest: Vec<Near> = judged
         .gpus
         .iter()
         .map(|g| (g.gpu, g.nearest.as_ref()))
         .collect();
-    let beyond = |level| judged.verdict(level) == effective::Verdict::NoGdr;
+    let (hca, ports) = ib_hca(inv, &nearest);
+    let mut out = vec![
+        hca,
+        ib_gid_index(inv, &ports),
+        net_gdr_level(&judged, &nearest, gdr_level),
+        socket_ifname(inv),
+    ];
+    agree_with_conf(inv, &mut out);
+    out
+}
 
-    // NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port.
+/// A GPU and the NICs nearest to it, as the judge placed them.
+type Near<'a> = (crate::parse::pci::Bdf, Option<&'a effective::Nearest>);
+
+/// NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port; and those ports
+/// (device, port, why).
+fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, String)>) {
     let mut hca: Vec<(String, u32, String)> = Vec::new();
     let mut why = Vec::new();
     let mut inactive = Vec::new();
-    for (gpu, near) in &nearest {
+    for (gpu, near) in nearest {
         let Some(near) = near else { continue };
         for c in &near.nics {
             let dev = &inv.rdma[c.nic];
@@ -84,26 +115,35 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     for (d, n) in &inactive {
         why.push(format!("{d} port {n} is not ACTIVE: left out"));
     }
-    out.push(Setting {
+    let setting = Setting {
         name: "NCCL_IB_HCA",
         value: (!hca.is_empty()).then(|| {
             format!(
                 "={}",
-                hca.iter().map(|(d, n, _)| format!("{d}:{n}")).collect::<Vec<_>>().join(",")
+                hca.iter()
+                    .map(|(d, n, _)| format!("{d}:{n}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
             )
         }),
         why: if hca.is_empty() {
             vec!["no GPU has an RDMA device with an ACTIVE port nearby (see pcie-placement, rdma-link): nothing to name".into()]
         } else {
-            let mut w = vec!["'=' makes NCCL match these names exactly (mlx5_1 does not also match mlx5_10)".to_owned()];
+            let mut w = vec![
+                "'=' makes NCCL match these names exactly (mlx5_1 does not also match mlx5_10)"
+                    .to_owned(),
+            ];
             w.extend(why);
             w
         },
-    });
+    };
+    (setting, hca)
+}
 
-    // NCCL_IB_GID_INDEX: the RoCE v2 index, when it is the same on every RoCE port used.
+/// NCCL_IB_GID_INDEX: the RoCE v2 index, when it is the same on every RoCE port used.
+fn ib_gid_index(inv: &Inventory, hca: &[(String, u32, String)]) -> Setting {
     let mut indices: Vec<(String, Option<u32>)> = Vec::new();
-    for (d, n, _) in &hca {
+    for (d, n, _) in hca {
         if let Some(p) = inv
             .rdma
             .iter()
@@ -128,7 +168,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     }
     let distinct: std::collections::BTreeSet<Option<u32>> =
         indices.iter().map(|(_, i)| *i).collect();
-    let gid = match (
+    match (
         indices.is_empty(),
         distinct.len(),
         distinct.iter().next().copied().flatten(),
@@ -161,17 +201,20 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
                 why: w,
             }
         }
-    };
-    out.push(gid);
+    }
+}
 
-    // NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default. The value is
+/// NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default.
+fn net_gdr_level(judged: &effective::Judgement, nearest: &[Near], gdr_level: Level) -> Setting {
+    let beyond = |level| judged.verdict(level) == effective::Verdict::NoGdr;
+    // The value is
     // NCCL's name for the level: sysfs's NODE is PHB in NCCL's tree, and NCCL ignores
     // NCCL_NET_GDR_LEVEL=NODE (issue 16).
     let worst = nearest
         .iter()
         .filter_map(|(_, n)| n.as_ref().map(|n| n.level))
         .max();
-    out.push(match worst {
+    match worst {
         Some(level) if beyond(level) => {
             let shown = params::level_for_nccl(level);
             Setting {
@@ -181,7 +224,14 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
                     let mut w = vec![format!(
                         "a GPU's nearest NIC is at {shown}, beyond NCCL's default PXB: without this NCCL runs that GPU without GPUDirect RDMA. Trade-off: GDR through the CPU ({shown}) can be slower than staging on some platforms; measure with `gdrdoctor gdr-test` before relying on it"
                     )];
-                    w.extend(nearest.iter().filter_map(|(g, n)| n.filter(|n| beyond(n.level)).map(|n| format!("GPU {g}: nearest NIC at {}", params::level_for_nccl(n.level)))));
+                    w.extend(nearest.iter().filter_map(|(g, n)| {
+                        n.filter(|n| beyond(n.level)).map(|n| {
+                            format!(
+                                "GPU {g}: nearest NIC at {}",
+                                params::level_for_nccl(n.level)
+                            )
+                        })
+                    }));
                     w
                 },
             }
@@ -189,16 +239,22 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
         Some(level) => Setting {
             name: "NCCL_NET_GDR_LEVEL",
             value: None,
-            why: vec![format!("not needed: every GPU has a NIC within {} (the farthest nearest NIC is at {})", gdr_level, params::level_for_nccl(level))],
+            why: vec![format!(
+                "not needed: every GPU has a NIC within {} (the farthest nearest NIC is at {})",
+                gdr_level,
+                params::level_for_nccl(level)
+            )],
         },
         None => Setting {
             name: "NCCL_NET_GDR_LEVEL",
             value: None,
             why: vec!["no GPU-NIC pair to judge".into()],
         },
-    });
+    }
+}
 
-    // NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev.
+/// NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev.
+fn socket_ifname(inv: &Inventory) -> Setting {
     let rdma_netdevs: Vec<&str> = inv
         .rdma
         .iter()
@@ -219,7 +275,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
         .iter()
         .find(|n| !n.virtual_device)
         .or_else(|| candidates.first());
-    out.push(match pick {
+    match pick {
         Some(n) => Setting {
             name: "NCCL_SOCKET_IFNAME",
             value: Some(format!("={}", n.name)),
@@ -233,13 +289,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
             value: None,
             why: vec!["no interface is up besides loopback and the RDMA ports' netdevs: NCCL will pick one itself".into()],
         },
-    });
-    agree_with_conf(inv, &mut out);
-    out
-}
-
-fn quote(v: &str) -> String {
-    format!("'{}'", v.replace('\'', r"'\''"))
+    }
 }
 
 /// Says, for each setting, what NCCL already reads for it on this node (nccl.conf, the
@@ -290,74 +340,4 @@ pub fn unread(inv: &Inventory) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// Environment exports, then an /etc/nccl.conf body. Where a file NCCL reads could not be read
-/// (issue 25: an /etc/nccl.conf that is a directory, a FIFO or too big), it says so first, and
-/// an unreadable /etc/nccl.conf gets no body to replace it, only the lines to add by hand.
-pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
-    let mut o = String::new();
-    let host = inv
-        .kernel
-        .hostname
-        .as_deref()
-        .unwrap_or("(hostname unknown)");
-    let _ = writeln!(
-        o,
-        "# NCCL settings for {} from gdrdoctor {} ({root})",
-        crate::sanitize::text(host),
-        env!("CARGO_PKG_VERSION")
-    );
-    let _ = writeln!(
-        o,
-        "# Each line says what it came from; settings the node does not need are left out, with why."
-    );
-    let unread = unread(inv);
-    for (path, why) in &unread {
-        let _ = writeln!(
-            o,
-            "# WARNING: NCCL reads {}, and gdrdoctor cannot: {}. What it sets is unknown: the settings below may repeat or contradict it (gdrdoctor check --select nccl-config)",
-            crate::fixscript::comment(path),
-            crate::fixscript::comment(why)
-        );
-    }
-    let etc_unread = unread
-        .iter()
-        .any(|(p, _)| p == crate::inventory::nccl::ETC_CONF);
-    let _ = writeln!(
-        o,
-        "\n# --- environment (a job script, or the Slurm TaskProlog)"
-    );
-    for s in settings {
-        for w in &s.why {
-            let _ = writeln!(o, "# {}: {}", s.name, crate::sanitize::text(w));
-        }
-        match &s.value {
-            // A value is made of names read off the node (NIC names): through the one
-            // sanitizer too, as the comments are (a capture's names are untrusted).
-            Some(v) => {
-                let _ = writeln!(o, "export {}={}", s.name, quote(&crate::sanitize::text(v)));
-            }
-            None => {
-                let _ = writeln!(o, "# {} not set", s.name);
-            }
-        }
-    }
-    let _ = writeln!(
-        o,
-        "\n# --- /etc/nccl.conf (read by every NCCL job on the node; the environment overrides it)"
-    );
-    if etc_unread {
-        let _ = writeln!(
-            o,
-            "# Not a file to write: /etc/nccl.conf is there and gdrdoctor cannot read it. Add these lines to it by hand, where they do not contradict what it sets:"
-        );
-    }
-    let prefix = if etc_unread { "# " } else { "" };
-    for s in settings {
-        if let Some(v) = &s.value {
-            let _ = writeln!(o, "{prefix}{}={}", s.name, crate::sanitize::text(v));
-        }
-    }
-    o
 }

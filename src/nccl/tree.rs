@@ -15,9 +15,9 @@
 //! - the distance is the worst link on the path: a device to its switch PIX, switch to switch
 //!   PXB, anything to a CPU PHB, CPU to CPU SYS (`ncclTopoSetPaths`). NCCL has no NODE.
 
-use super::topo::{Parent, PciKind, Topology};
 use crate::inventory::Inventory;
 use crate::model::Level;
+use crate::parse::nccl_topo::{Parent, PciKind, Topology};
 use crate::parse::pci::Bdf;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

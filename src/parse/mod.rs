@@ -4,6 +4,9 @@
 pub mod cpulist;
 pub mod kernel;
 pub mod nccl_conf;
+pub mod nccl_dump;
+pub mod nccl_log;
+pub mod nccl_topo;
 pub mod pci;
 pub mod rdma;
 

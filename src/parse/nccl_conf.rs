@@ -268,9 +268,59 @@ fn unquote(word: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// An integer parameter as NCCL reads it: `strtoll(str, NULL, 0)` (src/misc/param.cc
+/// `ncclLoadParam`): leading spaces, a sign, then decimal, `0x` hex or `0` octal digits, the
+/// rest ignored; no digits at all reads as 0. Returns the number and whether the whole text was
+/// the number (`"1"`, not `"1abc"`, `"true"` or `"08"`).
+pub fn nccl_int(s: &str) -> (i64, bool) {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        if h.starts_with(|c: char| c.is_ascii_hexdigit()) {
+            (16, h)
+        } else {
+            (8, t)
+        }
+    } else if t.starts_with('0') {
+        (8, t)
+    } else {
+        (10, t)
+    };
+    let len = digits
+        .bytes()
+        .take_while(|b| (*b as char).is_digit(radix))
+        .count();
+    // Overflow saturates in strtoll (with ERANGE, which NCCL treats as "use the default"); a
+    // value this large is nonsense either way.
+    let value = match i64::from_str_radix(&digits[..len], radix) {
+        Ok(v) => v,
+        Err(_) if len > 0 => i64::MAX,
+        Err(_) => 0,
+    };
+    let whole = len > 0 && len == digits.len() && s == s.trim();
+    (if neg { -value } else { value }, whole)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_as_strtoll_reads_them() {
+        assert_eq!(nccl_int("1"), (1, true));
+        assert_eq!(nccl_int("0x10"), (16, true));
+        assert_eq!(nccl_int("010"), (8, true));
+        assert_eq!(nccl_int("08"), (0, false));
+        assert_eq!(nccl_int("true"), (0, false));
+        assert_eq!(nccl_int("3 "), (3, false));
+        assert_eq!(nccl_int("-1"), (-1, true));
+        assert_eq!(nccl_int(""), (0, false));
+        assert_eq!(nccl_int("99999999999999999999"), (i64::MAX, true));
+    }
 
     /// Azure's /etc/nccl.conf for ND A100 v4 (azhpc-images components/customizations/ndv4.sh).
     const NDV4: &str = "NCCL_IB_PCI_RELAXED_ORDERING=1\nNCCL_TOPO_FILE=/opt/microsoft/ndv4/topo.xml\nNCCL_IGNORE_CPU_AFFINITY=1\n";

@@ -6,6 +6,7 @@ pub mod format;
 pub mod human;
 pub mod json;
 pub mod junit;
+pub mod nccl;
 pub mod nfd;
 pub mod picture;
 pub mod prometheus;

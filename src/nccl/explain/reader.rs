@@ -1,0 +1,151 @@
+//! Reading: an input (plain text or gzip, told by its first bytes) cut into lines of at most
+//! [`MAX_LINE`] bytes, and NCCL's lines among them parsed and handed to the collector. Only the
+//! reading happens here; what a line means is the line parser's (`parse::nccl_log`).
+
+use super::{Collector, Input, MAX_LINE, clean};
+use crate::parse::nccl_log::{self as log, Level};
+use std::io::{self, BufRead, Read};
+
+impl Collector {
+    /// Reads one input to its end: plain text or gzip (told by its first bytes), line by line,
+    /// never holding more than one line of [`MAX_LINE`] bytes. A read error ends this input and
+    /// is reported with it; what was read before still counts.
+    pub fn read<R: Read>(&mut self, name: &str, input: R) {
+        let mut input = io::BufReader::with_capacity(256 * 1024, input);
+        let gzip = matches!(input.fill_buf(), Ok(b) if b.starts_with(&[0x1f, 0x8b]));
+        let mut summary = Input {
+            name: clean(name),
+            gzip,
+            bytes: 0,
+            lines: 0,
+            nccl_lines: 0,
+            long_lines_skipped: 0,
+            error: None,
+        };
+        let result = if gzip {
+            let decoder = flate2::bufread::MultiGzDecoder::new(input);
+            self.read_lines(
+                io::BufReader::with_capacity(256 * 1024, decoder),
+                &mut summary,
+            )
+        } else {
+            self.read_lines(input, &mut summary)
+        };
+        if let Err(e) = result {
+            summary.error = Some(e.to_string());
+        }
+        self.inputs.push(summary);
+    }
+
+    fn read_lines<R: BufRead>(&mut self, mut r: R, s: &mut Input) -> io::Result<()> {
+        let mut carry: Vec<u8> = Vec::new();
+        // Inside a line already found too long: its rest is skipped up to the newline.
+        let mut overlong = false;
+        loop {
+            let buf = match r.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                break;
+            }
+            let len = buf.len();
+            s.bytes += len as u64;
+            let mut pos = 0;
+            while pos < len {
+                match memchr::memchr(b'\n', &buf[pos..]) {
+                    Some(i) => {
+                        let piece = &buf[pos..pos + i];
+                        if overlong {
+                            overlong = false;
+                        } else if carry.len() + piece.len() > MAX_LINE {
+                            s.lines += 1;
+                            s.long_lines_skipped += 1;
+                            carry.clear();
+                        } else if carry.is_empty() {
+                            self.line(piece, s);
+                        } else {
+                            carry.extend_from_slice(piece);
+                            self.line(&carry, s);
+                            carry.clear();
+                        }
+                        pos += i + 1;
+                    }
+                    None => {
+                        let rest = &buf[pos..];
+                        if !overlong {
+                            if carry.len() + rest.len() > MAX_LINE {
+                                overlong = true;
+                                s.lines += 1;
+                                s.long_lines_skipped += 1;
+                                carry = Vec::new();
+                            } else {
+                                carry.extend_from_slice(rest);
+                            }
+                        }
+                        pos = len;
+                    }
+                }
+            }
+            r.consume(len);
+        }
+        // The last line, without a newline.
+        if !carry.is_empty() {
+            self.line(&carry, s);
+        }
+        Ok(())
+    }
+
+    /// One line of log (without its newline).
+    pub fn feed_line(&mut self, line: &[u8]) {
+        let mut s = Input {
+            name: String::new(),
+            gzip: false,
+            bytes: 0,
+            lines: 0,
+            nccl_lines: 0,
+            long_lines_skipped: 0,
+            error: None,
+        };
+        self.line(line, &mut s);
+        match self.inputs.last_mut() {
+            Some(i) if i.name.is_empty() => {
+                i.lines += s.lines;
+                i.nccl_lines += s.nccl_lines;
+                i.bytes += line.len() as u64 + 1;
+            }
+            _ => {
+                s.bytes = line.len() as u64 + 1;
+                self.inputs.push(s);
+            }
+        }
+    }
+
+    fn line(&mut self, bytes: &[u8], s: &mut Input) {
+        s.lines += 1;
+        // The fast test: most lines of a big log are NCCL's, but anything without `NCCL `
+        // needs no decoding at all.
+        let Some(at) = log::find_nccl(bytes) else {
+            return;
+        };
+        // Valid UTF-8 (nearly every line) is checked at full speed; only a line that is not
+        // goes through the slower lossy decoding. The offset stays right: lossy decoding only
+        // grows the text after the first invalid byte, so it is searched again then.
+        let text = match std::str::from_utf8(bytes) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        let line = match text {
+            std::borrow::Cow::Borrowed(s) => log::parse_from(s, at),
+            std::borrow::Cow::Owned(ref s) => log::parse(s),
+        };
+        let Some(line) = line else {
+            return;
+        };
+        if line.level != Level::Version {
+            s.nccl_lines += 1;
+        }
+        self.apply(line);
+    }
+}

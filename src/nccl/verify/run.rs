@@ -1,0 +1,397 @@
+//! The parent's side: which libnccl to try, NCCL run in a child with a deadline and its log
+//! and topology dump sent to files of our own, and what it wrote read back (the log through the
+//! `nccl explain` collector).
+
+use super::{
+    Candidate, ChildAnswer, Log, NcclVerify, Options, Run, Search, Spec, TOPO_KEPT, TopoDump, ms,
+};
+use crate::gpu::model::HIDING_ENV;
+use crate::nccl::explain;
+use crate::parse::pci::Bdf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// `nvidia/nccl/lib/libnccl.so.2` under a site-packages directory: where the NVIDIA pip wheel
+/// (`nvidia-nccl-cu12`, `nvidia-nccl-cu13`; PyTorch's wheels depend on it) puts NCCL.
+pub const WHEEL_PATH: &str = "nvidia/nccl/lib/libnccl.so.2";
+
+/// The libraries to try: `--library` alone when given; else the loader's `libnccl.so.2` (or
+/// GDRDOCTOR_LIBNCCL in its place), then every copy in the pip wheel of the python3 on PATH.
+pub fn search(library: Option<&Path>) -> Search {
+    if let Some(path) = library {
+        return Search {
+            candidates: vec![Candidate {
+                library: path.display().to_string(),
+                source: "option",
+            }],
+            python: "not looked for (--library)".into(),
+        };
+    }
+    let mut candidates = vec![match std::env::var_os(crate::ffi::nccl::ENV) {
+        Some(v) if !v.is_empty() => Candidate {
+            library: v.to_string_lossy().into_owned(),
+            source: "environment",
+        },
+        _ => Candidate {
+            library: crate::ffi::nccl::SONAME.into(),
+            source: "loader",
+        },
+    }];
+    let python = match python_sys_path() {
+        Ok(entries) => {
+            let root = crate::root::Root::live();
+            let mut found = 0;
+            for e in entries.iter().filter(|e| e.starts_with('/')) {
+                let lib = format!("{}/{WHEEL_PATH}", e.trim_end_matches('/'));
+                if root.exists(&lib) && !candidates.iter().any(|c| c.library == lib) {
+                    candidates.push(Candidate {
+                        library: lib,
+                        source: "pip-wheel",
+                    });
+                    found += 1;
+                }
+            }
+            format!(
+                "python3 on PATH: {} sys.path entries, {found} with {WHEEL_PATH}",
+                entries.len()
+            )
+        }
+        Err(e) => format!("the pip wheel was not looked for: {e}"),
+    };
+    Search { candidates, python }
+}
+
+/// `sys.path` of the python3 on PATH, asked with a deadline.
+fn python_sys_path() -> Result<Vec<String>, String> {
+    let line = crate::child::run(
+        Path::new("python3"),
+        &["-c", "import json, sys; print(json.dumps(sys.path))"],
+        &[],
+        Duration::from_secs(10),
+        "python3",
+    )?;
+    serde_json::from_str(&line).map_err(|e| format!("python3's sys.path is unreadable ({e})"))
+}
+
+/// Runs NCCL on the node's NVIDIA GPUs, or says why not.
+pub fn run_on(gpus: &[Bdf], opts: &Options) -> NcclVerify {
+    if gpus.is_empty() {
+        return NcclVerify::NotRun {
+            reason: "no NVIDIA GPU on the PCI bus: NCCL has nothing to run on (see gpu-driver)"
+                .into(),
+            no_gpu: true,
+        };
+    }
+    NcclVerify::Ran(Box::new(run(gpus, opts)))
+}
+
+/// A directory of our own for NCCL's files: `--log-dir`, or a new one under the temporary
+/// directory (0700), removed afterwards.
+fn work_dir(opts: &Options) -> Result<(PathBuf, bool), String> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    if let Some(d) = &opts.log_dir {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(d)
+            .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        prepare_log_dir(d)?;
+        return Ok((d.clone(), true));
+    }
+    let base = std::env::temp_dir();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let dir = base.join(format!("gdrdoctor-nccl-{}-{stamp}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok((dir, false))
+}
+
+/// The files NCCL writes in `--log-dir` (fopen "w": it follows a link and truncates what is
+/// there, as the user who runs gdrdoctor, often root).
+const NCCL_FILES: [&str; 2] = ["nccl.log", "topo.xml"];
+
+/// Makes `--log-dir D` safe for NCCL to write in: D must not be a place where others can plant
+/// a link (writable by group or others, unless sticky and ours: then no one else can replace
+/// what we create), and `D/nccl.log` and `D/topo.xml` are created here, new (O_EXCL) and never
+/// through a link (O_NOFOLLOW), before NCCL opens them. A link or a special file already at
+/// either name is refused, named; a regular file (an earlier run's log) is replaced. Without
+/// this, a link planted as `D/nccl.log` made NCCL overwrite its target (issue 25).
+fn prepare_log_dir(d: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    let meta = std::fs::metadata(d).map_err(|e| format!("cannot use {}: {e}", d.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("cannot use {}: not a directory", d.display()));
+    }
+    let mode = meta.permissions().mode();
+    let ours = meta.uid() == crate::ffi::fd::effective_uid();
+    if mode & 0o022 != 0 && !(mode & 0o1000 != 0 && ours) {
+        return Err(format!(
+            "refusing --log-dir {}: mode {:04o} lets others write there, and a link they plant as nccl.log or topo.xml would make NCCL overwrite its target as this user; use a directory only you can write to",
+            d.display(),
+            mode & 0o7777
+        ));
+    }
+    for name in NCCL_FILES {
+        let path = d.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                // The operator's own directory, not the node's: no Root here.
+                #[allow(clippy::disallowed_methods)]
+                let target = std::fs::read_link(&path)
+                    .map(|t| format!(" to {}", crate::sanitize::text(&t.to_string_lossy())))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "refusing --log-dir {}: {name} there is a symbolic link{target}, which NCCL would write through; remove it or use another directory",
+                    d.display()
+                ));
+            }
+            Ok(m) if m.is_file() => std::fs::remove_file(&path)
+                .map_err(|e| format!("cannot replace {}: {e}", path.display()))?,
+            Ok(m) => {
+                return Err(format!(
+                    "refusing --log-dir {}: {name} there is {}, not a file NCCL can write; remove it or use another directory",
+                    d.display(),
+                    crate::input::kind_of(&m.file_type())
+                ));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot use {}: {e}", path.display())),
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o644)
+            .open(&path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs NCCL on `gpus` (PCI addresses, in rank order) in a child with a deadline.
+pub fn run(gpus: &[Bdf], opts: &Options) -> Run {
+    let started = Instant::now();
+    let search = search(opts.library.as_deref());
+    let gpus: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
+    let mut run = Run {
+        search,
+        mode: if gpus.len() > 1 {
+            "all-reduce"
+        } else {
+            "one-rank"
+        },
+        gpus,
+        env: BTreeMap::new(),
+        cleared_env: HIDING_ENV
+            .iter()
+            .filter_map(|n| std::env::var_os(n).map(|v| format!("{n}={}", v.to_string_lossy())))
+            .collect(),
+        timeout_s: opts.timeout.as_secs_f64(),
+        cut_by_deadline: opts.cut_by_deadline,
+        answer: None,
+        library_file: None,
+        error: None,
+        log: Log {
+            path: None,
+            bytes: 0,
+            lines: 0,
+            nccl_lines: 0,
+            note: None,
+        },
+        explanation: None,
+        topology_dump: None,
+        elapsed_ms: 0.0,
+    };
+    if let Some(seconds) = opts.cut_by_deadline {
+        if opts.timeout < Duration::from_millis(500) {
+            run.error = Some(format!(
+                "NCCL was not run: the --deadline of {seconds} s left no time for it"
+            ));
+            return run;
+        }
+    }
+    let (dir, keep) = match work_dir(opts) {
+        Ok(d) => d,
+        Err(e) => {
+            run.error = Some(e);
+            return run;
+        }
+    };
+    let log_path = dir.join("nccl.log");
+    let topo_path = dir.join("topo.xml");
+    let env = nccl_env(&log_path, &topo_path, run.gpus.len());
+    run.env = env.iter().cloned().collect();
+    start_child(&mut run, opts, &env);
+    run.library_file = run
+        .answer
+        .as_ref()
+        .and_then(|a| a.library.as_deref())
+        .and_then(|l| crate::root::Root::live().canonical(l).ok());
+    read_log(&mut run, &log_path, keep);
+    run.topology_dump = read_topology(&topo_path, keep);
+    if !keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    run.elapsed_ms = ms(started.elapsed());
+    run
+}
+
+/// What NCCL is told for the run: its log and topology dump to our files, INFO for the
+/// subsystems that say what it decided, never NVLink multicast; with several GPUs, no P2P and no
+/// shared memory, so that its network carries the all-reduce.
+fn nccl_env(log_path: &Path, topo_path: &Path, gpus: usize) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = vec![
+        ("NCCL_DEBUG".into(), "INFO".into()),
+        ("NCCL_DEBUG_SUBSYS".into(), "INIT,NET,GRAPH,ENV".into()),
+        ("NCCL_DEBUG_FILE".into(), log_path.display().to_string()),
+        (
+            "NCCL_TOPO_DUMP_FILE".into(),
+            topo_path.display().to_string(),
+        ),
+        // Never NVLink multicast (NVLS): the lent machines must not use it, and it says
+        // nothing about GPUDirect RDMA.
+        ("NCCL_NVLS_ENABLE".into(), "0".into()),
+    ];
+    if gpus > 1 {
+        // Without P2P and shared memory, NCCL's only way between the GPUs of one node is its
+        // network: the all-reduce goes through the NICs (or sockets), as between nodes.
+        env.push(("NCCL_P2P_DISABLE".into(), "1".into()));
+        env.push(("NCCL_SHM_DISABLE".into(), "1".into()));
+    }
+    env
+}
+
+/// Starts `gdrdoctor nccl-child` with the spec and `env`, the GPU-hiding variables cleared,
+/// and keeps its answer, or why there is none.
+fn start_child(run: &mut Run, opts: &Options, env: &[(String, String)]) {
+    let spec = Spec {
+        libraries: run
+            .search
+            .candidates
+            .iter()
+            .map(|c| c.library.clone())
+            .collect(),
+        gpus: run.gpus.clone(),
+        elements: opts.elements,
+    };
+    let spec_json = serde_json::to_string(&spec).unwrap_or_default();
+    let mut child_env: Vec<(&str, Option<&str>)> = env
+        .iter()
+        .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+        .collect();
+    child_env.extend(HIDING_ENV.iter().map(|n| (*n, None)));
+    // A fixed bootstrap address from the caller's environment would tie the one-process
+    // communicator to it.
+    child_env.push(("NCCL_COMM_ID", None));
+    let result = crate::child::run_env(
+        &opts.exe,
+        &["nccl-child", "--spec", &spec_json],
+        &child_env,
+        opts.timeout,
+        "NCCL",
+    );
+    match result {
+        Ok(done) => {
+            let line = done
+                .stdout
+                .lines()
+                .rev()
+                .find_map(|l| l.split_once(crate::child::ANSWER).map(|(_, a)| a));
+            match line.map(serde_json::from_str::<ChildAnswer>) {
+                Some(Ok(a)) => run.answer = Some(a),
+                Some(Err(e)) => run.error = Some(format!("NCCL's child answered garbage ({e})")),
+                None => {
+                    run.error = Some(format!(
+                        "NCCL's child printed no answer{}",
+                        done.stderr_tail
+                    ))
+                }
+            }
+        }
+        Err(e) => {
+            run.error = Some(match opts.cut_by_deadline {
+                Some(seconds) if e.contains("did not finish") => format!(
+                    "{e}: cut short by the --deadline of {seconds} s, which bounds the whole run (not a verdict on NCCL)"
+                ),
+                _ if e.contains("did not finish") => format!(
+                    "{e} (NCCL hung: the log below shows how far it got; a network that does not answer, or a GPU that hangs the driver)"
+                ),
+                _ => e,
+            })
+        }
+    }
+}
+
+fn read_log(run: &mut Run, path: &Path, keep: bool) {
+    run.log.path = keep.then(|| path.display().to_string());
+    // Read as `nccl explain` reads a job's log: a regular file, no further than its size when
+    // opened. With --log-dir, what is there may be anything: a link to /dev/zero or a FIFO
+    // there made this read go on, or wait, for ever (issue 25).
+    let file = match crate::input::open(path) {
+        Ok(f) => f,
+        Err(crate::input::InputError::Open(e)) => {
+            run.log.note = Some(format!("NCCL wrote no log ({}: {e})", path.display()));
+            return;
+        }
+        Err(e) => {
+            run.log.note = Some(format!("NCCL's log was not read ({}: {e})", path.display()));
+            return;
+        }
+    };
+    let mut collector = explain::Collector::new();
+    collector.read("NCCL_DEBUG_FILE", file);
+    match collector.finish() {
+        Ok(e) => {
+            if let Some(i) = e.inputs.first() {
+                run.log.bytes = i.bytes;
+                run.log.lines = i.lines;
+                run.log.nccl_lines = i.nccl_lines;
+            }
+            run.explanation = Some(e);
+        }
+        Err(not_nccl) => {
+            if let Some(i) = not_nccl.inputs.first() {
+                run.log.bytes = i.bytes;
+                run.log.lines = i.lines;
+            }
+            run.log.note = Some(not_nccl.to_string());
+        }
+    }
+}
+
+fn read_topology(path: &Path, keep: bool) -> Option<TopoDump> {
+    let root = crate::root::Root::live();
+    let p = path.to_str()?;
+    let bytes = root.read_prefix(p, TOPO_KEPT + 1).ok()?;
+    let truncated = bytes.len() as u64 > TOPO_KEPT;
+    let kept = &bytes[..bytes.len().min(TOPO_KEPT as usize)];
+    Some(TopoDump {
+        path: keep.then(|| p.to_owned()),
+        bytes: std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len()),
+        text: String::from_utf8_lossy(kept).into_owned(),
+        truncated,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_option_is_the_only_candidate() {
+        let s = search(Some(Path::new("/opt/nccl/lib/libnccl.so.2")));
+        assert_eq!(
+            s.candidates,
+            vec![Candidate {
+                library: "/opt/nccl/lib/libnccl.so.2".into(),
+                source: "option"
+            }]
+        );
+    }
+}

@@ -1,0 +1,484 @@
+//! One line of NCCL's `NCCL_DEBUG=INFO` output, and what it says about GPUDirect RDMA.
+//!
+//! Pure functions from a line to an [`Event`], for every NCCL from 2.4 to 2.30. The wording of
+//! the lines that matter changed many times; each pattern below cites the NCCL source file and
+//! the release tags (github.com/NVIDIA/nccl) that print it, and every event carries the [`Era`]
+//! its wording is consistent with, so that a log without a version line still says which NCCL
+//! wrote it.
+//!
+//! The prefix is NCCL's own (`src/debug.cc`, `ncclDebugLog`; `src/misc/utils.cc` before 2.5):
+//! `[timestamp ]host:pid:tid [cudaDev] NCCL INFO msg`, and for warnings
+//! `host:pid:tid [cudaDev] file.cc:line NCCL WARN msg`. Launchers add their own in front
+//! (`[1,9]<stdout>:`, `(RayTrainWorker pid=83500) `, `0: `), and some logs lose the host part
+//! (` [0] NCCL INFO`), so the prefix is read backwards from the `NCCL INFO` marker.
+
+use memchr::memmem;
+use std::sync::LazyLock;
+
+mod message;
+#[cfg(test)]
+mod tests;
+
+/// An NCCL release, `2.18.5`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    pub major: u16,
+    pub minor: u16,
+    pub patch: u16,
+}
+
+impl Version {
+    pub const fn new(major: u16, minor: u16, patch: u16) -> Self {
+        Version {
+            major,
+            minor,
+            patch,
+        }
+    }
+
+    /// `2.18.5+cuda12.2` -> 2.18.5 (NCCL's `VERSION_STRING`, src/init.cc: major.minor.patch,
+    /// then a suffix and `+cudaX.Y`).
+    pub fn parse(s: &str) -> Option<Version> {
+        let mut parts = s.splitn(3, '.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        let rest = parts.next()?;
+        let end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let patch = rest[..end].parse().ok()?;
+        Some(Version::new(major, minor, patch))
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// The releases whose wording a line matches: `from` included, `until` not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Era {
+    pub from: Version,
+    pub until: Version,
+}
+
+impl Era {
+    /// Lines every release prints alike.
+    pub const ANY: Era = Era::new(Version::new(2, 0, 0), Version::new(99, 0, 0));
+
+    pub const fn new(from: Version, until: Version) -> Self {
+        Era { from, until }
+    }
+
+    /// `2.x.0` up to (not including) `2.y.0`.
+    const fn minors(from: u16, until: u16) -> Self {
+        Era::new(Version::new(2, from, 0), Version::new(2, until, 0))
+    }
+
+    /// From `2.x.0` on.
+    const fn since(from: u16) -> Self {
+        Era::new(Version::new(2, from, 0), Version::new(99, 0, 0))
+    }
+
+    pub fn intersect(self, other: Era) -> Option<Era> {
+        let from = self.from.max(other.from);
+        let until = self.until.min(other.until);
+        (from < until).then_some(Era { from, until })
+    }
+
+    pub fn contains(self, v: Version) -> bool {
+        self.from <= v && v < self.until
+    }
+
+    pub fn is_any(self) -> bool {
+        self == Era::ANY
+    }
+}
+
+impl std::fmt::Display for Era {
+    /// As people say it: `2.12-2.20`, `2.29`, `2.13 or later`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let from = format!("{}.{}", self.from.major, self.from.minor);
+        if self.until.major >= 99 {
+            return write!(f, "{from} or later");
+        }
+        // The last release before `until`: 2.21.0 -> 2.20; 2.27.5 -> 2.27.
+        let last = if self.until.patch > 0 {
+            format!("{}.{}", self.until.major, self.until.minor)
+        } else {
+            format!(
+                "{}.{}",
+                self.until.major,
+                self.until.minor.saturating_sub(1)
+            )
+        };
+        if last == from {
+            write!(f, "{from}")
+        } else {
+            write!(f, "{from}-{last}")
+        }
+    }
+}
+
+/// Which kind of NCCL line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    /// The bare `NCCL version 2.4.7+cuda10.0` line that rank 0 prints with printf (2.4-2.5)
+    /// or NCCL's VERSION level.
+    Version,
+}
+
+/// Who printed the line: NCCL's `host:pid:tid [cudaDev]` prefix, as much of it as is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Origin<'a> {
+    pub host: Option<&'a str>,
+    pub pid: Option<u32>,
+    /// The CUDA device of the thread that printed (`[2]`).
+    pub dev: Option<u32>,
+}
+
+/// A parsed NCCL line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line<'a> {
+    pub level: Level,
+    pub origin: Origin<'a>,
+    /// The message after `NCCL INFO` / `NCCL WARN`.
+    pub message: &'a str,
+    pub event: Event<'a>,
+    /// The releases that print this wording.
+    pub era: Era,
+}
+
+/// Send or receive side of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dir {
+    Send,
+    Receive,
+}
+
+/// One NET connection of one channel: `Channel 02/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection<'a> {
+    pub channel: u32,
+    pub from: u32,
+    pub to: u32,
+    /// What NCCL printed in brackets after each rank: the bus id (2.5-2.17), the NVML device
+    /// (2.18+), nothing (2.4).
+    pub from_dev: Option<&'a str>,
+    pub to_dev: Option<&'a str>,
+    pub dir: Dir,
+    /// The network's name: `IB`, `Socket`, `IBext_v8`, `AWS Libfabric`.
+    pub net: &'a str,
+    /// NCCL's index of the NIC (`NET/IB/3`).
+    pub dev: u32,
+    /// PXN: the rank whose NIC carries the traffic (`NET/IB/3(2)`, 2.12+).
+    pub proxy: Option<u32>,
+    /// `/GDRDMA`: the NIC reads or writes this GPU's memory directly.
+    pub gdr: bool,
+    /// `(PCI)`: GDR forced through PCIe on a C2C system (2.26+).
+    pub pci: bool,
+    /// `/Shared`: a shared buffer (2.8+).
+    pub shared: bool,
+}
+
+impl Connection<'_> {
+    /// The rank that printed the line (its own side), and the peer.
+    pub fn local_and_peer(&self) -> (u32, u32) {
+        match self.dir {
+            Dir::Send => (self.from, self.to),
+            Dir::Receive => (self.to, self.from),
+        }
+    }
+
+    /// The bracket after the local rank.
+    pub fn local_dev(&self) -> Option<&str> {
+        match self.dir {
+            Dir::Send => self.from_dev,
+            Dir::Receive => self.to_dev,
+        }
+    }
+}
+
+/// Why NCCL says an HCA can or cannot do GDR, in its own words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HcaVia {
+    /// No reason printed (NCCL 2.13+ topo.cc: peermem or DMA-BUF, it does not say which).
+    Unstated,
+    /// `(no module)`: NCCL 2.5-2.12 net_ib.cc found no peer-memory module.
+    NoModule,
+    /// `(no module or not supported by GPU)`: NCCL 2.4 net_ib.cc.
+    NoModuleOrGpu,
+    /// HPC-X's IB plugin: `GPU Direct RDMA (nvidia-peermem) enabled`.
+    PeerMem,
+    /// HPC-X's IB plugin: `GPU Direct RDMA (DMABUF) enabled`.
+    DmaBuf,
+}
+
+/// A GPU-NIC GDR decision with its distance (src/graph/paths.cc `ncclTopoCheckGdr`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuGdr<'a> {
+    pub enabled: bool,
+    /// The GPU as printed: `2[2]` (2.4), a bus id `1a000` (2.5-2.23), a rank `3` (2.24-2.28),
+    /// `GPU/0-1b000 (rank 3)` (2.29).
+    pub gpu: &'a str,
+    /// The NIC as printed: an index `0` (2.4-2.20), a net id `0`/`1` (2.21+), `NET/0-0` (2.29).
+    pub hca: &'a str,
+    pub distance: u32,
+    pub level: u32,
+    /// 2.4-2.5 disable at `distance >= level`; later releases at `distance > level`.
+    pub inclusive: bool,
+    /// `read 1`: GDR also for sends (reads from GPU memory).
+    pub read: Option<bool>,
+    /// `mode Default` / `mode PCI` (2.26+).
+    pub mode: Option<&'a str>,
+    /// `using PXN via GPU/0-2a000` (2.29): the distance is that GPU's.
+    pub pxn_via: Option<&'a str>,
+}
+
+/// One device from `NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/IB ; OOB ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetDevice<'a> {
+    pub index: u32,
+    pub name: &'a str,
+    pub port: Option<u32>,
+    /// `IB`, `RoCE`, `IB/SHARP`; for sockets the address.
+    pub link: Option<&'a str>,
+}
+
+/// One entry of a GRAPH path line: `NET/0-0 (3/1.2/PHB)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathTo<'a> {
+    /// The node type: `GPU`, `PCI`, `NVS`, `CPU`, `NIC`, `NET` (topo.cc `topoNodeTypeStr`).
+    pub kind: &'a str,
+    /// Its id as printed: `0-0` (2.21+: system id and local id), `0` or `3B000` (2.6-2.20).
+    pub id: &'a str,
+    /// Links on the path.
+    pub hops: u32,
+    /// The path's bandwidth in GB/s as NCCL rates it.
+    pub bw: f64,
+    /// The path type by name (`topoPathTypeStr`): `LOC`, `PIX`, `PXB`, `PHB`, `SYS`, `PXN`, ...
+    pub path: &'a str,
+}
+
+/// What a line says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<'a> {
+    /// `NCCL version 2.18.5+cuda12.2` (src/init.cc `VERSION_STRING`).
+    Version { version: Version, text: &'a str },
+    /// `Using network IB` (src/init.cc, 2.6+).
+    Network { name: &'a str },
+    /// `NET/IB : Using [0]mlx5_0:1/RoCE ...`, `NET/Socket : Using [0]eth0:10.0.0.1<0>`.
+    NetDevices {
+        net: &'a str,
+        devices: Vec<NetDevice<'a>>,
+    },
+    /// `NET/IB : No device found.` (src/transport/net_ib.cc, all releases).
+    NoDevice { net: &'a str },
+    /// `Failed to initialize NET plugin IB` (src/plugin/net.cc, 2.25+).
+    NetInitFailed { name: &'a str },
+    /// A network plugin named: `P2P plugin IBext_v8` (HPC-X), `Loaded net plugin X`.
+    Plugin { name: &'a str },
+    /// A plugin saying it turned GDR off: aws-ofi-nccl's `NET/OFI ... disabling GDR`.
+    PluginGdrOff { text: &'a str },
+    /// `NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'`.
+    HcaGdr {
+        net: &'a str,
+        enabled: bool,
+        index: u32,
+        name: &'a str,
+        via: HcaVia,
+        /// 2.4 prints it per GPU: `for GPU 0[0] / HCA 0 'mlx5_0' (no module ...)`.
+        gpu: Option<&'a str>,
+    },
+    /// `GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)`.
+    GpuGdr(GpuGdr<'a>),
+    /// `CUDA Dev 0[0], IB NIC distance :  PIX NODE` (2.4 src/transport/net.cc).
+    NicDistance {
+        gpu: &'a str,
+        net: &'a str,
+        levels: Vec<&'a str>,
+    },
+    /// `Channel 02/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA`.
+    Connection(Connection<'a>),
+    /// `Connected all rings, use ring PXN 0 GDR 1` (src/transport/generic.cc, 2.24+).
+    RingsGdr { pxn: i64, gdr: i64 },
+    /// `NCCL_NET_GDR_LEVEL set by environment to PHB`, `NCCL_IB_HCA set to mlx5`.
+    Env { name: &'a str, value: &'a str },
+    /// `DMA-BUF is available on GPU device 0` (src/init.cc, 2.13+): the GPU can export
+    /// dma-bufs; a capability, not a use.
+    DmaBufAvailable { cuda_dev: u32 },
+    /// The paths from one GPU to every other node of NCCL's topology, as NCCL computed them
+    /// (NCCL_DEBUG_SUBSYS=GRAPH): `GPU/0-60 :GPU/0-60 (0/5000.0/LOC) CPU/0-ffffffffffffff
+    /// (1/48.0/PHB) NET/0-0 (3/1.2/PHB)`. The path type to a NET is NCCL's own GPU-NIC distance,
+    /// after it routed the pair through the CPU when GDR is off for it.
+    GpuPaths {
+        /// The GPU as printed: `0-60` (2.23+), `60` or `CE000` (2.6-2.22): NCCL's bus id number.
+        gpu: &'a str,
+        paths: Vec<PathTo<'a>>,
+        /// The line ended inside an entry (NCCL cuts it at 1024 bytes): the entries before it.
+        truncated: bool,
+    },
+    /// `comm 0x... rank 3 nranks 16 cudaDev 3 ... busId 1c000 ...` (src/init.cc).
+    CommInit {
+        rank: u32,
+        nranks: u32,
+        cuda_dev: Option<u32>,
+        bus_id: Option<&'a str>,
+    },
+    /// A warning, as printed.
+    Warn { text: &'a str },
+    /// About GDR (it names `GPU Direct RDMA`, `GDRDMA`, `via NET/`, ...), but in no wording
+    /// this parser knows: a newer NCCL, or a line cut short.
+    Unrecognised,
+    /// Anything else NCCL prints.
+    Other,
+}
+
+static NCCL: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"NCCL "));
+
+/// Where the line has `NCCL ` first, if at all: the fast test before any decoding.
+pub fn find_nccl(line: &[u8]) -> Option<usize> {
+    NCCL.find(line)
+}
+
+/// Parses one line (without its newline). `None`: not an NCCL line.
+pub fn parse(line: &str) -> Option<Line<'_>> {
+    parse_from(line, NCCL.find(line.as_bytes())?)
+}
+
+/// [`parse`], the first `NCCL ` being at `first` (the caller's fast test found it already).
+pub fn parse_from(line: &str, first: usize) -> Option<Line<'_>> {
+    let bytes = line.as_bytes();
+    let mut start = first;
+    while let Some(i) = NCCL.find(bytes.get(start..)?) {
+        let at = start + i;
+        let after = &line[at + 5..];
+        if let Some(message) = after.strip_prefix("INFO ") {
+            let (origin, _) = origin(&line[..at], false);
+            return Some(info(origin, message.trim_end()));
+        }
+        if let Some(message) = after.strip_prefix("WARN ") {
+            let (origin, _) = origin(&line[..at], true);
+            let message = message.trim_end();
+            return Some(Line {
+                level: Level::Warn,
+                origin,
+                message,
+                event: Event::Warn { text: message },
+                era: Era::ANY,
+            });
+        }
+        if after.starts_with("version ") {
+            let message = line[at..].trim_end();
+            let event = version(message).unwrap_or(Event::Unrecognised);
+            return Some(Line {
+                level: Level::Version,
+                origin: Origin::default(),
+                message,
+                event,
+                era: Era::ANY,
+            });
+        }
+        start = at + 5;
+    }
+    None
+}
+
+/// The last whitespace-separated word of `b[..end]`, as a range.
+fn last_word(b: &[u8], mut end: usize) -> Option<(usize, usize)> {
+    while end > 0 && b[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    if end == 0 {
+        return None;
+    }
+    let mut start = end;
+    while start > 0 && !b[start - 1].is_ascii_whitespace() {
+        start -= 1;
+    }
+    Some((start, end))
+}
+
+/// Decimal digits, and only those.
+fn digits(b: &[u8]) -> Option<u32> {
+    if b.is_empty() || b.len() > 9 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+}
+
+/// `[ts ]host:pid:tid [dev] [file:line ]` before the marker, read from the end. Byte by byte:
+/// this runs on every line of logs of gigabytes.
+fn origin(head: &str, warn: bool) -> (Origin<'_>, Option<&str>) {
+    let b = head.as_bytes();
+    let mut o = Origin::default();
+    let mut source = None;
+    let Some((mut s, mut e)) = last_word(b, b.len()) else {
+        return (o, None);
+    };
+    // A warning names the source line before `NCCL WARN` (`net_ib.cc:1295`).
+    if warn && b[s] != b'[' {
+        source = Some(&head[s..e]);
+        match last_word(b, s) {
+            Some(w) => (s, e) = w,
+            None => return (o, source),
+        }
+    }
+    let w = &b[s..e];
+    let Some(dev) = (w.len() >= 3 && w[0] == b'[' && w[w.len() - 1] == b']')
+        .then(|| digits(&w[1..w.len() - 1]))
+        .flatten()
+    else {
+        return (o, source);
+    };
+    o.dev = Some(dev);
+    let Some((hs, he)) = last_word(b, s) else {
+        return (o, source);
+    };
+    // host:pid:tid, the host being whatever a launcher's own prefix leaves of it
+    // (`[1,9]<stdout>:node1:21:69` -> node1).
+    let word = &b[hs..he];
+    let colon = |end: usize| word[..end].iter().rposition(|&c| c == b':');
+    let Some(c2) = colon(word.len()) else {
+        return (o, source);
+    };
+    let Some(c1) = colon(c2) else {
+        return (o, source);
+    };
+    if digits(&word[c2 + 1..]).is_none() {
+        return (o, source);
+    }
+    let Some(pid) = digits(&word[c1 + 1..c2]) else {
+        return (o, source);
+    };
+    let host_start = colon(c1).map_or(0, |c| c + 1);
+    o.pid = Some(pid);
+    if host_start < c1 {
+        o.host = Some(&head[hs + host_start..hs + c1]);
+    }
+    (o, source)
+}
+
+fn version(message: &str) -> Option<Event<'_>> {
+    let text = message.strip_prefix("NCCL version ")?.trim();
+    let v = Version::parse(text)?;
+    Some(Event::Version {
+        version: v,
+        text: text.split_ascii_whitespace().next().unwrap_or(text),
+    })
+}
+
+fn info<'a>(origin: Origin<'a>, message: &'a str) -> Line<'a> {
+    let (event, era) = message::classify(message);
+    Line {
+        level: Level::Info,
+        origin,
+        message,
+        event,
+        era,
+    }
+}

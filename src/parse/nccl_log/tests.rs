@@ -1,0 +1,469 @@
+use super::*;
+
+fn event(line: &str) -> Event<'_> {
+    parse(line).expect("an NCCL line").event
+}
+
+#[test]
+fn prefixes() {
+    // NCCL's own prefix (src/debug.cc).
+    let l = parse("node-1:32726:33054 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to PHB")
+        .unwrap();
+    assert_eq!(
+        l.origin,
+        Origin {
+            host: Some("node-1"),
+            pid: Some(32726),
+            dev: Some(0)
+        }
+    );
+    // mpirun --tag-output (aws/aws-k8s-tester#473).
+    let l = parse("[1,8]<stdout>:multi-node-nccl-test-worker-1:20:67 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [send] via NET/Socket/0").unwrap();
+    assert_eq!(l.origin.host, Some("multi-node-nccl-test-worker-1"));
+    assert_eq!(l.origin.dev, Some(0));
+    // Ray (ray-project/ray#40850).
+    let l = parse("(RayTrainWorker pid=83500) localhost:83500:84560 [2] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 1 'virbr0'").unwrap();
+    assert_eq!(l.origin.host, Some("localhost"));
+    assert_eq!(l.origin.dev, Some(2));
+    // No host (NVIDIA/nccl-tests#245).
+    let l = parse(" [0] NCCL INFO DMA-BUF is available on GPU device 0").unwrap();
+    assert_eq!(
+        l.origin,
+        Origin {
+            host: None,
+            pid: None,
+            dev: Some(0)
+        }
+    );
+    assert_eq!(l.event, Event::DmaBufAvailable { cuda_dev: 0 });
+    // A bare marker (NVIDIA/nccl#1151, quoted in prose).
+    let l =
+        parse("NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4)").unwrap();
+    assert_eq!(l.origin, Origin::default());
+    // A warning names its source line (NVIDIA/nccl#1737, HPC-X plugin).
+    let l = parse("gh-3714u15:7038:7053 [0] ib_plugin.c:1007 NCCL WARN NET/IB : Got completion from peer 10.1.32.3<42519> with error 5, opcode 0, len 0, vendor err 249").unwrap();
+    assert_eq!(l.level, Level::Warn);
+    assert_eq!(l.origin.host, Some("gh-3714u15"));
+    assert_eq!(l.origin.dev, Some(0));
+    assert!(matches!(l.event, Event::Warn { text } if text.starts_with("NET/IB : Got completion")));
+    // mpirun's rank before the host (NVIDIA/nccl#1453), srun -l's, an empty host
+    // (autoscriptlabs/nccl-mesh-plugin#56), a timestamp (NCCL_DEBUG_TIMESTAMP_FORMAT).
+    for (line, host, dev) in [
+        (
+            "[0] h100clust-worker-1:497888:498087 [0] NCCL INFO Connected all trees",
+            Some("h100clust-worker-1"),
+            0,
+        ),
+        (
+            "0: node7:12:34 [3] NCCL INFO Connected all trees",
+            Some("node7"),
+            3,
+        ),
+        (
+            ":22901:22901 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 0",
+            None,
+            0,
+        ),
+        (
+            "[2025-01-01 10:00:00] n1:5:6 [7] NCCL INFO Connected all trees",
+            Some("n1"),
+            7,
+        ),
+        ("n1:x:6 [7] NCCL INFO Connected all trees", None, 7),
+    ] {
+        let o = parse(line).unwrap().origin;
+        assert_eq!((o.host, o.dev), (host, Some(dev)), "{line}");
+    }
+    // Not NCCL's.
+    assert_eq!(parse("# Avg bus bandwidth    : 33.3227"), None);
+    assert_eq!(parse("NCCL is great"), None);
+}
+
+#[test]
+fn versions() {
+    // 2.4 printf (Mellanox/nv_peer_memory#56).
+    let l = parse("NCCL version 2.4.7+cuda10.0").unwrap();
+    assert_eq!(l.level, Level::Version);
+    assert_eq!(
+        l.event,
+        Event::Version {
+            version: Version::new(2, 4, 7),
+            text: "2.4.7+cuda10.0"
+        }
+    );
+    // INFO (NVIDIA/nccl#1866).
+    assert!(matches!(
+        event("cl4-gpu03-vm:1134070:1134070 [0] NCCL INFO NCCL version 2.27.6+cuda13.0"),
+        Event::Version { version, .. } if version == Version::new(2, 27, 6)
+    ));
+    assert_eq!(Version::parse("2.30.3"), Some(Version::new(2, 30, 3)));
+    assert_eq!(Version::parse("two"), None);
+}
+
+#[test]
+fn hca_lines() {
+    // 2.5-2.12 (NVIDIA/nccl#899).
+    let l = parse("21346d5cefce:5325:5337 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 1 'mlx5_1' (no module)").unwrap();
+    assert_eq!(
+        l.event,
+        Event::HcaGdr {
+            net: "IB",
+            enabled: false,
+            index: 1,
+            name: "mlx5_1",
+            via: HcaVia::NoModule,
+            gpu: None
+        }
+    );
+    assert_eq!(l.era, Era::minors(5, 13));
+    // 2.13+ (NVIDIA/nccl#1676).
+    let l = parse("learn01:2228637:2230195 [3] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 2 'mlx5_2'").unwrap();
+    assert!(matches!(
+        l.event,
+        Event::HcaGdr {
+            index: 2,
+            via: HcaVia::Unstated,
+            enabled: false,
+            ..
+        }
+    ));
+    assert_eq!(l.era, Era::since(13));
+    // Sockets (2.28.9 on a one-GPU machine, REFERENCE.md section 9).
+    assert!(matches!(
+        event("h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"),
+        Event::HcaGdr {
+            net: "Socket",
+            name: "eth0",
+            ..
+        }
+    ));
+    // HPC-X plugin (nccl-rdma-sharp-plugins src/p2p_plugin.c), no closing quote.
+    assert!(matches!(
+        event(
+            "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA (nvidia-peermem) enabled for HCA 0 'mlx5_0"
+        ),
+        Event::HcaGdr {
+            enabled: true,
+            via: HcaVia::PeerMem,
+            name: "mlx5_0",
+            ..
+        }
+    ));
+    assert!(matches!(
+        event("h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 3 'mlx5_3"),
+        Event::HcaGdr {
+            index: 3,
+            via: HcaVia::DmaBuf,
+            ..
+        }
+    ));
+    // 2.4 net_ib.cc, per GPU.
+    assert!(matches!(
+        event(
+            "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 0[0] / HCA 0 'mlx5_0' (no module or not supported by GPU)"
+        ),
+        Event::HcaGdr {
+            via: HcaVia::NoModuleOrGpu,
+            gpu: Some("0[0]"),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn distance_lines() {
+    // 2.4 (Mellanox/nv_peer_memory#56).
+    let l = parse("master_node:11717:11986 [2] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 2[2] / HCA 0 (distance 3 >= 2)").unwrap();
+    let Event::GpuGdr(g) = l.event else {
+        panic!("{:?}", l.event)
+    };
+    assert_eq!(
+        (g.gpu, g.hca, g.distance, g.level, g.inclusive, g.enabled),
+        ("2[2]", "0", 3, 2, true, false)
+    );
+    assert_eq!(l.era, Era::minors(4, 5));
+    // 2.6-2.20 (NVIDIA/DeepLearningExamples#383).
+    let l = parse("node-1:32729:33061 [3] NCCL INFO GPU Direct RDMA Enabled for GPU 86000 / HCA 0 (distance 4 <= 4), read 0").unwrap();
+    let Event::GpuGdr(g) = l.event else { panic!() };
+    assert_eq!(
+        (g.gpu, g.distance, g.level, g.read, g.enabled),
+        ("86000", 4, 4, Some(false), true)
+    );
+    assert_eq!(l.era, Era::minors(6, 24));
+    // 2.24-2.25: the rank (paths.cc `GPU %d / HCA %lx`).
+    let l =
+        parse("h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 3 / HCA 1 (distance 7 > 4)")
+            .unwrap();
+    assert_eq!(l.era, Era::minors(24, 29));
+    // 2.26-2.28: ` mode %s`.
+    let l = parse("h:1:2 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 0 / HCA 0 (distance 5 <= 5), read 1 mode Default").unwrap();
+    let Event::GpuGdr(g) = l.event else { panic!() };
+    assert_eq!((g.read, g.mode), (Some(true), Some("Default")));
+    assert_eq!(
+        l.era,
+        Era::new(Version::new(2, 26, 0), Version::new(2, 29, 0))
+    );
+    // 2.29 (paths.cc `gpuNetMsg`), with and without PXN.
+    let l = parse("h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-1b000 (rank 3) - NET/0-0 (distance 9 > 6)").unwrap();
+    let Event::GpuGdr(g) = l.event else { panic!() };
+    assert_eq!(
+        (g.gpu, g.hca, g.distance, g.level),
+        ("0-1b000 (rank 3)", "0-0", 9, 6)
+    );
+    let l = parse("h:1:2 [0] NCCL INFO GPU Direct RDMA Enabled for GPU/0-1b000 (rank 3) - NET/0-0 ( using PXN via GPU/0-2a000, distance 5 <= 6, read 1, mode Default)").unwrap();
+    let Event::GpuGdr(g) = l.event else { panic!() };
+    assert_eq!(
+        (g.pxn_via, g.distance, g.read, g.mode),
+        (Some("0-2a000"), 5, Some(true), Some("Default"))
+    );
+    // Cut short: recognised as about GDR, not parsed.
+    assert_eq!(
+        event("h:1:2 [1] NCCL INFO GPU Direct RDMA Disabled for GPU 3b000 / HCA 0"),
+        Event::Unrecognised
+    );
+}
+
+#[test]
+fn connections() {
+    // 2.4 (Mellanox/nv_peer_memory#56).
+    let Event::Connection(c) =
+        event("master_node:11718:11985 [3] NCCL INFO Ring 01 : 3 -> 6 [send] via NET/IB/0")
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (c.channel, c.from, c.to, c.dir, c.net, c.dev, c.gdr),
+        (1, 3, 6, Dir::Send, "IB", 0, false)
+    );
+    // 2.5 (NVIDIA/nccl#392).
+    let l = parse(" [0] NCCL INFO Ring 00 : 15[41000] -> 0[1b000] [receive] via NET/IB/0").unwrap();
+    assert_eq!(l.era, Era::minors(5, 7));
+    let Event::Connection(c) = l.event else {
+        panic!()
+    };
+    assert_eq!(c.local_and_peer(), (0, 15));
+    // 2.7-2.11 (NVIDIA/nccl#707).
+    let l = parse("10-90-43-152:120890:121560 [0] NCCL INFO Channel 01 : 2[c7000] -> 0[87000] [receive] via NET/IB/5/GDRDMA").unwrap();
+    assert_eq!(l.era, Era::minors(7, 12));
+    let Event::Connection(c) = l.event else {
+        panic!()
+    };
+    assert_eq!((c.dev, c.gdr), (5, true));
+    // 2.18+ (Azure/aks-rdma-infiniband#36).
+    let l = parse("leader-h2nng:523:564 [0] NCCL INFO Channel 08/0 : 9[1] -> 0[0] [receive] via NET/IB/0/GDRDMA").unwrap();
+    assert_eq!(l.era, Era::since(18));
+    // A plugin's name with a space, PXN proxy, (PCI), /Shared.
+    let Event::Connection(c) = event(
+        "h:1:2 [0] NCCL INFO Channel 00/1 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/1(3)/GDRDMA(PCI)/Shared",
+    ) else {
+        panic!()
+    };
+    assert_eq!(
+        (c.net, c.dev, c.proxy, c.gdr, c.pci, c.shared),
+        ("AWS Libfabric", 1, Some(3), true, true, true)
+    );
+    // Not NET.
+    assert_eq!(
+        event(
+            "swat1-04:2017630:2017697 [7] NCCL INFO Channel 00/0 : 7[7] -> 6[6] via P2P/direct pointer/read"
+        ),
+        Event::Other
+    );
+    // The ring summary is no connection.
+    assert_eq!(
+        event("gpu01:351578:352168 [0] NCCL INFO Channel 00/02 :    0   1"),
+        Event::Other
+    );
+    // Cut short (NVIDIA/nccl#1814): about NET, not parsed.
+    assert_eq!(
+        event(
+            "hostname-test:986:1254 [6] NCCL INFO Channel 14/0 : 6[6] -> 38[6] [receive] via NET/IBext_v8/"
+        ),
+        Event::Unrecognised
+    );
+}
+
+#[test]
+fn init_lines() {
+    assert_eq!(
+        event(
+            "hostname1:25668:27396 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB primaryip:10.10.10.10<0>"
+        ),
+        Event::NetDevices {
+            net: "IB",
+            devices: vec![
+                NetDevice {
+                    index: 0,
+                    name: "mlx5_0",
+                    port: Some(1),
+                    link: Some("RoCE")
+                },
+                NetDevice {
+                    index: 1,
+                    name: "mlx5_1",
+                    port: Some(1),
+                    link: Some("RoCE")
+                },
+            ]
+        }
+    );
+    assert!(matches!(
+        event("master_node:11715:11984 [0] NCCL INFO NET/Socket : Using [0]ib0:192.168.11.1<0>"),
+        Event::NetDevices { net: "Socket", devices } if devices[0].name == "ib0"
+    ));
+    assert_eq!(
+        event("h:1:2 [0] NCCL INFO NET/IB : No device found."),
+        Event::NoDevice { net: "IB" }
+    );
+    assert_eq!(
+        event("h:1:2 [0] NCCL INFO Failed to initialize NET plugin IB"),
+        Event::NetInitFailed { name: "IB" }
+    );
+    assert_eq!(
+        event("h:1:2 [0] NCCL INFO Using network AWS Libfabric"),
+        Event::Network {
+            name: "AWS Libfabric"
+        }
+    );
+    assert_eq!(
+        event("gh-3714u06:4052:4122 [0] NCCL INFO P2P plugin IBext_v8"),
+        Event::Plugin { name: "IBext_v8" }
+    );
+    assert_eq!(
+        event("master_node:11715:11984 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0."),
+        Event::Env {
+            name: "NCCL_IB_DISABLE",
+            value: "0"
+        }
+    );
+    assert_eq!(
+        event("h:1:2 [0] NCCL INFO NCCL_IB_HCA set to mlx5"),
+        Event::Env {
+            name: "NCCL_IB_HCA",
+            value: "mlx5"
+        }
+    );
+    assert!(matches!(
+        event("[0] NCCL INFO NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR"),
+        Event::PluginGdrOff { .. }
+    ));
+    assert_eq!(
+        event(
+            "hostname1:25668:27396 [0] NCCL INFO comm 0x55cc8aa86c70 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 1c000 commId 0x65e0bd6ee7449db4 - Init START"
+        ),
+        Event::CommInit {
+            rank: 0,
+            nranks: 16,
+            cuda_dev: Some(0),
+            bus_id: Some("1c000")
+        }
+    );
+    assert_eq!(
+        event("h:1:2 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1"),
+        Event::RingsGdr { pxn: 0, gdr: 1 }
+    );
+    assert!(matches!(
+        event("xxx:16090:16180 [0] NCCL INFO CUDA Dev 0[0], IB NIC distance :  PIX NODE SYS SYS"),
+        Event::NicDistance { gpu: "0[0]", net: "IB", levels } if levels == ["PIX", "NODE", "SYS", "SYS"]
+    ));
+}
+
+#[test]
+fn graph_path_lines() {
+    // 2.28.9 on the one-GPU machine, NCCL_DEBUG_SUBSYS=ALL (REFERENCE.md section 9).
+    let l = parse("h:1:2 [0] NCCL INFO GPU/0-60 :GPU/0-60 (0/5000.0/LOC) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) ").unwrap();
+    assert_eq!(l.era, Era::since(23));
+    let Event::GpuPaths {
+        gpu,
+        paths,
+        truncated,
+    } = l.event
+    else {
+        panic!("{:?}", l.event)
+    };
+    assert_eq!((gpu, truncated), ("0-60", false));
+    assert_eq!(paths.len(), 3);
+    assert_eq!(
+        paths[2],
+        PathTo {
+            kind: "NET",
+            id: "0-0",
+            hops: 3,
+            bw: 1.2,
+            path: "PHB"
+        }
+    );
+    // 2.6-2.20 (NVIDIA/nccl#879): no system id, the bandwidth with six decimals.
+    let l = parse("resnet-p-worker-0:195626:198757 [0] NCCL INFO GPU/49000 :GPU/16000 (2/264.000000/NVL) GPU/49000 (0/5000.000000/LOC) CPU/0 (3/24.000000/PHB) CPU/1 (4/9.000000/SYS) NET/0 (6/24.000000/PHB) NET/2 (4/24.000000/PXB) NET/4 (7/9.000000/SYS)").unwrap();
+    assert_eq!(l.era, Era::minors(6, 21));
+    let Event::GpuPaths { gpu, paths, .. } = l.event else {
+        panic!()
+    };
+    assert_eq!(gpu, "49000");
+    let nets: Vec<(&str, &str)> = paths
+        .iter()
+        .filter(|p| p.kind == "NET")
+        .map(|p| (p.id, p.path))
+        .collect();
+    assert_eq!(nets, [("0", "PHB"), ("2", "PXB"), ("4", "SYS")]);
+    // 2.21-2.22 (NVIDIA/nccl#1519): the old header, the new entries.
+    let l = parse("nathan-h100-1:13878:13953 [0] NCCL INFO GPU/B000 :GPU/0-4000 (2/370.8/NVL) GPU/0-b000 (0/5000.0/LOC) NVS/0-0 (1/370.8/NVL) CPU/0-0 (2/24.0/PHB) NET/0-0 (4/12.0/PHB) NET/0-5 (6/10.0/SYS)").unwrap();
+    assert_eq!(l.era, Era::minors(21, 23));
+    // Cut at NCCL's 1024 bytes (NVIDIA/nccl#1519 quotes one): what came before stands.
+    let Event::GpuPaths {
+        paths, truncated, ..
+    } = event(
+        "h:1:2 [0] NCCL INFO GPU/C000 :GPU/0-4000 (2/370.8/NVL) NET/0-3 (5/24.0/PHB) NET/0-4",
+    )
+    else {
+        panic!()
+    };
+    assert!(truncated);
+    assert_eq!(paths.len(), 2);
+    // 2.5's numeric path types, the topology tree's GPU lines and `Paths from` (TRACE
+    // builds) are not path lines.
+    assert_eq!(
+        event("h:1:2 [0] NCCL INFO GPU/1A000 :GPU/1A000 (0/5000/0) NET/0 (4/12/2)"),
+        Event::Other
+    );
+    assert_eq!(event("h:1:2 [0] NCCL INFO GPU/0-60 (0)"), Event::Other);
+    assert_eq!(
+        event("h:1:2 [0] NCCL INFO Paths from GPU/0-60 :"),
+        Event::Other
+    );
+}
+
+#[test]
+fn eras_read_as_people_say_them() {
+    assert_eq!(Era::minors(12, 21).to_string(), "2.12-2.20");
+    assert_eq!(Era::minors(29, 30).to_string(), "2.29");
+    assert_eq!(Era::since(13).to_string(), "2.13 or later");
+    assert_eq!(
+        Era::minors(6, 24).intersect(Era::since(13)),
+        Some(Era::minors(13, 24))
+    );
+    assert_eq!(Era::minors(4, 5).intersect(Era::since(13)), None);
+}
+
+#[test]
+fn garbage_never_panics() {
+    for l in [
+        "NCCL INFO ",
+        "NCCL INFO Channel",
+        "NCCL INFO Channel 99999999999999 : x -> y [send] via NET/",
+        "NCCL INFO Ring : -> [send] via NET//",
+        "NCCL INFO GPU Direct RDMA Enabled for GPU/ - NET/ (",
+        "NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA x '",
+        "NCCL INFO NET/",
+        "NCCL WARN",
+        "] [ NCCL INFO comm rank",
+        "::: [99999999999] NCCL INFO x",
+        "NCCL version ",
+        "NCCL INFO GPU/ :",
+        "NCCL INFO GPU/0 : NET/ (",
+        "NCCL INFO GPU/0 :NET/0 (1/x/PHB)",
+        "NCCL INFO GPU/0 :NET/0 (99999999999/1.0/PHB)",
+    ] {
+        let _ = parse(l);
+    }
+}
