@@ -5,8 +5,7 @@
 //! report, no raw control characters on the terminal, and the bad path named.
 #![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

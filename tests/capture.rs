@@ -2,8 +2,7 @@
 //! as a directory and as a .tar.gz, for every fixture, broken ones included.
 #![allow(clippy::disallowed_methods)] // tests read what they wrote, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 

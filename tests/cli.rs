@@ -1,8 +1,7 @@
 //! The command line's contract: subcommands, selection, config, exit codes, colour.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::io::Write;
 
 /// The real 2x H200 capture.

@@ -4,8 +4,7 @@
 //! (tests/lab/scenarios/fix-*.sh).
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// Fixtures whose `check` exits 1 (something fails), with their config if they have one.
 fn failing() -> Vec<(String, Option<String>)> {

@@ -4,8 +4,7 @@
 //! place of committed trees) and the committed FIXTURE.md files equal to the generator's.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 
 struct Case {
     name: &'static str,

@@ -3,8 +3,7 @@
 //! captures equal to their directories, and a hostile-archive corpus refused capture by capture.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 #[test]

@@ -4,8 +4,7 @@
 //! formats.sh feeds them to the real consumers (promtool, a JUnit parser).
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::time::Duration;
 
 /// A failing node.

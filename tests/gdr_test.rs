@@ -5,8 +5,7 @@
 //! and on the GPU machine (tests/gpu-machine/gdr-test.sh).
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use gdrdoctor::deadline::Deadline;
 use gdrdoctor::gdr::plan::Planned;
 use gdrdoctor::gdr::{FailureKind, Memory, NicSpec, PairResult, PairSpec};

@@ -5,8 +5,7 @@
 //! against the real H200 capture they came from.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use gdrdoctor::gpu::model::{Export, Lib, Probe};
 use gdrdoctor::gpu::{Ask, ProbeCommand, Runtime};
 use serde_json::Value;

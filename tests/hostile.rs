@@ -3,8 +3,7 @@
 //! outside the node, archives that name a path twice, BARs that cannot be.
 #![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 /// A copy of fixture `name` in a new temporary directory, to break.

@@ -6,8 +6,7 @@
 //! older surfaces' cases.
 #![allow(clippy::disallowed_methods)] // tests build inputs, they do not read a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

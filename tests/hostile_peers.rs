@@ -8,8 +8,7 @@
 //! other.
 #![allow(clippy::disallowed_methods)] // tests build their own files, they do not read a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use gdrdoctor::gdr::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
 use gdrdoctor::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
 use std::io::{Read, Write};

@@ -4,8 +4,7 @@
 //! in a capture's values reaching a CSV.
 #![allow(clippy::disallowed_methods)] // tests build their own files, not a node's
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,8 +2,7 @@
 //! its source and the cause the thread established in FIXTURE.md), and bad input of every kind.
 #![allow(clippy::disallowed_methods)] // tests read the repository and their own temp files
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::io::Write;
 
 const DIR: &str = "fixtures/nccl-logs";

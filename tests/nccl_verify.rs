@@ -5,8 +5,7 @@
 //! GPU is for tests/gpu-machine/nccl-verify.sh.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -238,7 +237,7 @@ fn gdr_on_a_pix_nic_agrees_with_placement_and_peer_memory() {
         .command("placement-pix", &["nccl", "verify"])
         .output()
         .unwrap();
-    assert_eq!(common::code(&out), 0);
+    assert_eq!(crate::common::code(&out), 0);
     let text = stdout(&out);
     assert!(
         text.trim_end().ends_with("on this node uses GDR on mlx5_0"),
@@ -496,7 +495,7 @@ fn check_runs_it_only_when_asked() {
         .args(["check", "--gpu-probe", "--nccl-verify", "--format", "json"])
         .output()
         .unwrap();
-    common::code(&out);
+    crate::common::code(&out);
     let doc = json(&out);
     let c = check(&doc, "nccl-verify");
     assert_eq!(c["status"], "unknown", "{c:#}");
@@ -596,7 +595,7 @@ fn nccl_on_a_vm_with_its_topology_file_agrees_with_check() {
         .command_at(&root, &["nccl", "verify", "--format", "json"])
         .output()
         .unwrap();
-    let (code, doc) = (common::code(&out), json(&out));
+    let (code, doc) = (crate::common::code(&out), json(&out));
     let codes = findings(&doc);
     assert!(!codes.iter().any(|(c, _)| c == "nccl-disagrees"), "{doc:#}");
     assert_eq!(code, 0, "{doc:#}");

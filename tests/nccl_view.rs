@@ -4,8 +4,7 @@
 //! list, a pinned GID index).
 #![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::PathBuf;
 use std::time::Duration;
 

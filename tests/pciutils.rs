@@ -3,8 +3,7 @@
 //! Express port type and of ACS equals what `lspci -F FILE -vvv` prints for the same bytes.
 #![allow(clippy::disallowed_methods)] // tests read dumps, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use gdrdoctor::parse::pci::{acs, acs_flags, express};
 use std::process::Command;
 

@@ -2,8 +2,7 @@
 //! the nvidia-smi shape, and a node with thousands of GPUs.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// (fixture, GPU0-NIC0 level) as each fixture's FIXTURE.md states it.
 const KNOWN: &[(&str, &str)] = &[

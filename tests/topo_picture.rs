@@ -4,8 +4,7 @@
 //! (rsvg-convert, which the test run installs); the DOT is balanced and names the same devices.
 #![allow(clippy::disallowed_methods)] // tests read the repository and build roots, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -114,7 +113,7 @@ fn boxes_with(doc: &roxmltree::Document, class: &str) -> BTreeSet<String> {
 #[test]
 fn svg_parses_and_names_every_device_on_the_tree() {
     for fixture in FIXTURES {
-        let root = common::fixture(fixture).to_owned();
+        let root = crate::common::fixture(fixture).to_owned();
         let svg = topo(&root, "svg");
         let doc = roxmltree::Document::parse(&svg)
             .unwrap_or_else(|e| panic!("{fixture}: the SVG is not XML: {e}"));
@@ -426,7 +425,7 @@ const REGENERATE: &str = "cargo build && for f in healthy-8gpu-roce acs-redirect
 fn svg_renders_with_rsvg_and_the_docs_pictures_are_current() {
     let build = Path::new(env!("CARGO_TARGET_TMPDIR"));
     for fixture in FIXTURES {
-        let svg = topo(common::fixture(fixture), "svg");
+        let svg = topo(crate::common::fixture(fixture), "svg");
         let png = build.join(format!("topo-{fixture}.png"));
         let (w, h) = render(&svg, &png);
         assert_eq!(
@@ -518,7 +517,7 @@ fn dot_is_well_formed(dot: &str) -> Result<(), String> {
 #[test]
 fn dot_is_balanced_and_names_every_device() {
     for fixture in FIXTURES {
-        let root = common::fixture(fixture).to_owned();
+        let root = crate::common::fixture(fixture).to_owned();
         let dot = topo(&root, "dot");
         dot_is_well_formed(&dot).unwrap_or_else(|e| panic!("{fixture}: {e}\n{dot}"));
         let e = expected(&root);

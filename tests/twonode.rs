@@ -6,8 +6,7 @@
 //! both ways is shown by the unit tests (src/gdr/twonode/tests.rs, a stand-in fabric) and the lab.
 #![allow(clippy::disallowed_methods)] // tests read their own files, not a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,7 @@
 //! findings that change.
 #![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 

@@ -3,8 +3,7 @@
 //! against the installed header (libibverbs-dev; tests/all.sh installs it).
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
-mod common;
-use common::crate_dir;
+use crate::common::crate_dir;
 
 #[test]
 fn layouts_match_the_header() {

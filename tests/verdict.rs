@@ -4,8 +4,7 @@
 //! format that carries a verdict.
 #![allow(clippy::disallowed_methods)] // tests build their own roots
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The real 2x H200 capture.
 fn h200() -> &'static str {

@@ -1,0 +1,34 @@
+//! The integration tests: one test binary (`autotests = false` in Cargo.toml), one module per
+//! topic, as ripgrep lays its tests out. One binary links the crate and the dev-dependencies
+//! once instead of once per file, and the helpers in `common/` (the fixtures, the command
+//! builder) are compiled once and shared, including the caches they keep for the whole run (the
+//! generated fixtures, the stand-in libraries).
+//!
+//! A new topic is a file `tests/<topic>.rs` and a `mod <topic>;` line here. Its snapshots are
+//! `tests/snapshots/integration__<topic>__<name>.snap` (insta names them after the module path).
+
+mod common;
+
+mod broken;
+mod capture;
+mod cli;
+mod fixscript;
+mod fixtures;
+mod fleet;
+mod formats;
+mod gdr_test;
+mod gpu_runtime;
+mod hostile;
+mod hostile_inputs;
+mod hostile_peers;
+mod io;
+mod nccl_explain;
+mod nccl_verify;
+mod nccl_view;
+mod pciutils;
+mod topo;
+mod topo_picture;
+mod twonode;
+mod variants;
+mod verbs_layout;
+mod verdict;
