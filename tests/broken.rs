@@ -8,8 +8,8 @@
 use crate::common::*;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 const CASES: &[&str] = &[
     "absurd-values",
@@ -28,24 +28,11 @@ const CASES: &[&str] = &[
 /// Runs gdrdoctor on `root` with a watchdog: a hang (a FIFO read, a link loop) is a failure,
 /// not a stuck test run.
 fn run_on(root: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
-        .arg("--root")
-        .arg(root)
+    Gdrdoctor::new()
+        .root_at(root)
         .args(args)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(20) {
-            child.kill().unwrap();
-            panic!("gdrdoctor hung on {}", root.display());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.wait_with_output().unwrap()
+        .wall(Duration::from_secs(20))
+        .output()
 }
 
 fn case(name: &str) -> std::path::PathBuf {
@@ -70,16 +57,6 @@ fn has_problem(report: &serde_json::Value, path: &str, message: &str) -> bool {
     problems(report)
         .iter()
         .any(|(p, m)| p == path && m.contains(message))
-}
-
-fn finding<'a>(report: &'a serde_json::Value, code: &str) -> Vec<&'a serde_json::Value> {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| c["findings"].as_array().unwrap())
-        .filter(|f| f["code"] == code)
-        .collect()
 }
 
 fn status_of(report: &serde_json::Value, check: &str) -> String {
@@ -168,8 +145,8 @@ fn empty_files_are_unknown_not_absent() {
         "unknown",
         "no GPU identified is not no GPU"
     );
-    assert!(finding(&r, "gpu-none").is_empty());
-    assert!(!finding(&r, "pci-unidentified").is_empty());
+    assert!(findings_with(&r, "gpu-none").is_empty());
+    assert!(!findings_with(&r, "pci-unidentified").is_empty());
     assert!(has_problem(
         &r,
         "/proc/sys/kernel/osrelease",
@@ -212,7 +189,7 @@ fn non_utf8_files_are_named() {
         "/sys/class/infiniband/mlx5_0/ports/1/gids/1",
         "not UTF-8"
     ));
-    let port = &finding(&r, "rdma-port-unreadable")[0];
+    let port = &findings_with(&r, "rdma-port-unreadable")[0];
     assert!(
         port["message"]
             .as_str()
@@ -221,7 +198,7 @@ fn non_utf8_files_are_named() {
         "{port}"
     );
     assert_eq!(
-        finding(&r, "gpu-driver-version-unknown")[0]["status"],
+        findings_with(&r, "gpu-driver-version-unknown")[0]["status"],
         "unknown"
     );
     // The command line is unreadable, and the IOMMU verdict must not pretend otherwise.
@@ -250,7 +227,7 @@ fn proc_only_and_sys_only_are_incomplete_not_empty() {
     let r = json(&run_on(&case("proc-only"), &["check", "--format", "json"]));
     assert_eq!(status_of(&r, "gpu-driver"), "unknown");
     assert_eq!(
-        finding(&r, "pci-unidentified")[0]["subject"],
+        findings_with(&r, "pci-unidentified")[0]["subject"],
         "/sys/bus/pci/devices"
     );
     assert_eq!(
@@ -258,10 +235,10 @@ fn proc_only_and_sys_only_are_incomplete_not_empty() {
         "unknown",
         "no /sys at all says nothing about RDMA"
     );
-    assert!(finding(&r, "rdma-no-device").is_empty());
+    assert!(findings_with(&r, "rdma-no-device").is_empty());
 
     let r = json(&run_on(&case("sys-only"), &["check", "--format", "json"]));
-    let f = &finding(&r, "gpu-driver-version-unknown")[0];
+    let f = &findings_with(&r, "gpu-driver-version-unknown")[0];
     assert!(
         f["message"]
             .as_str()
@@ -278,7 +255,7 @@ fn dangling_links_leave_devices_unidentified() {
         &case("dangling-links"),
         &["check", "--format", "json"],
     ));
-    assert_eq!(finding(&r, "pci-unidentified").len(), 5);
+    assert_eq!(findings_with(&r, "pci-unidentified").len(), 5);
     assert!(has_problem(&r, "/sys/class/infiniband/mlx5_0", "not found"));
     let dups = problems(&r).len() - {
         let mut p = problems(&r);
@@ -286,7 +263,7 @@ fn dangling_links_leave_devices_unidentified() {
         p.len()
     };
     assert_eq!(dups, 0, "each problem once");
-    assert!(finding(&r, "check-silent").is_empty());
+    assert!(findings_with(&r, "check-silent").is_empty());
 }
 
 #[test]
@@ -303,7 +280,7 @@ fn link_loops_end() {
         "too many levels of symbolic links"
     ));
     assert!(
-        !finding(&r, "rdma-port-unreadable").is_empty(),
+        !findings_with(&r, "rdma-port-unreadable").is_empty(),
         "mlx5_1's looping port directory"
     );
 }
@@ -342,7 +319,7 @@ fn escaping_links_stay_inside() {
         serde_json::Value::Null,
         "no driver named \"etc\""
     );
-    let gid = &finding(&r, "rdma-gid-unreadable")[0];
+    let gid = &findings_with(&r, "rdma-gid-unreadable")[0];
     assert!(
         gid["message"]
             .as_str()
@@ -380,7 +357,7 @@ fn absurd_values_are_bounded_and_named() {
         "/sys/class/infiniband/mlx5_0/ports/1/gids/4294967296",
         "not a GID index"
     ));
-    let f = &finding(&r, "gpu-driver-version-unknown")[0];
+    let f = &findings_with(&r, "gpu-driver-version-unknown")[0];
     assert!(
         f["message"]
             .as_str()
@@ -437,7 +414,7 @@ fn a_fifo_is_refused_without_blocking() {
             .success()
     );
     let r = json(&run_on(&root, &["check", "--format", "json"]));
-    let f = &finding(&r, "gpu-driver-version-unknown")[0];
+    let f = &findings_with(&r, "gpu-driver-version-unknown")[0];
     assert!(
         f["message"]
             .as_str()
@@ -479,47 +456,27 @@ fn unreadable_files_are_named() {
     let (d, root) = scratch();
     let target = root.join("proc/driver/nvidia/version");
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let root_user = effective_uid() == 0;
-    let out = if root_user {
+    if effective_uid() == 0 {
         // Root reads anything: run as nobody, with the tree itself readable.
         for p in [d.path(), &root] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let bin = env!("CARGO_BIN_EXE_gdrdoctor");
-        let o = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                bin,
-                "--root",
-            ])
-            .arg(&root)
-            .args(["check", "--format", "json"])
-            .output();
-        match o {
-            Ok(o) if o.status.code().is_some() && !o.stdout.is_empty() => o,
-            _ => {
-                eprintln!("setpriv unavailable: permission case not exercised as root");
-                return;
-            }
-        }
-    } else {
-        run_on(&root, &["check", "--format", "json"])
+    }
+    let Some(out) = Gdrdoctor::new()
+        .root_at(&root)
+        .args(["check", "--format", "json"])
+        .unprivileged()
+        .wall(Duration::from_secs(20))
+        .try_output()
+    else {
+        return;
     };
     let r = json(&out);
-    let f = &finding(&r, "gpu-driver-version-unknown")[0];
+    let f = &findings_with(&r, "gpu-driver-version-unknown")[0];
     assert!(
         f["message"].as_str().unwrap().contains("permission denied"),
         "{f}"
     );
-}
-
-/// The effective user, from /proc/self/status (no libc call needed in a test).
-fn effective_uid() -> u32 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
-    uid.split_whitespace().nth(2).unwrap().parse().unwrap()
 }
 
 #[test]

@@ -199,13 +199,6 @@ fn hostile_links_are_copied_as_links_never_followed() {
     assert!(walk.stdout.is_empty(), "host data in the copy");
 }
 
-/// The effective user, from /proc/self/status.
-fn effective_uid() -> u32 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
-    uid.split_whitespace().nth(2).unwrap().parse().unwrap()
-}
-
 /// Issue 25: `capture` without the rights to read part of the root said only "captured N
 /// files", and a check of the copy said "not found" (or nothing: an empty RDMA class) where the
 /// node said "permission denied". It lists what it could not read on standard error and records
@@ -222,20 +215,7 @@ fn what_capture_could_not_read_is_said_and_recorded() {
     mode(out.path(), 0o777);
     // Root reads anything: as root, run as nobody; otherwise, as ourselves.
     let as_root = effective_uid() == 0;
-    let run = |args: &[&str]| -> Option<std::process::Output> {
-        if !as_root {
-            return Some(gdrdoctor(args));
-        }
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
-            .args(args)
-            .current_dir(home())
-            .env("NO_COLOR", "1")
-            .output()
-            .ok()
-            .filter(|o| o.status.code().is_some())
-    };
+    let run = |args: &[&str]| Gdrdoctor::new().args(args).unprivileged().try_output();
     let denied = [
         (
             root.join("sys/class/infiniband"),
@@ -249,7 +229,6 @@ fn what_capture_could_not_read_is_said_and_recorded() {
     }
     let r = root.to_str().unwrap();
     let Some(live) = run(&["--root", r, "check", "--format", "json"]) else {
-        eprintln!("setpriv unavailable: permission case not exercised as root");
         return;
     };
     let mut live = json(&live);

@@ -674,81 +674,35 @@ fn reports_are_deterministic() {
 /// Every field a JSON report can carry is documented in docs/report-json.md.
 #[test]
 fn json_fields_are_documented() {
-    fn walk(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            serde_json::Value::Object(map) => {
-                for (k, child) in map {
-                    // Status-keyed maps (counts) are documented as "status -> number".
-                    if ["pass", "warn", "fail", "unknown", "skip"].contains(&k.as_str())
-                        && path.starts_with("counts")
-                    {
-                        continue;
-                    }
-                    let p = if path.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{path}.{k}")
-                    };
-                    out.insert(p.clone());
-                    walk(child, &p, out);
-                }
-            }
-            serde_json::Value::Array(items) => {
-                for item in items {
-                    walk(item, &format!("{path}[]"), out);
-                }
-            }
-            _ => {}
-        }
-    }
-    let doc = std::fs::read_to_string(crate_dir().join("docs/report-json.md")).unwrap();
-    let mut fields = std::collections::BTreeSet::new();
-    for case in CASES {
-        walk(&json(&run(case, "json")), "", &mut fields);
-    }
+    let mut reports: Vec<serde_json::Value> =
+        CASES.iter().map(|case| json(&run(case, "json"))).collect();
     // Fields that only appear in some reports.
     let cfg = crate_dir().join("tests/data/override.yaml");
-    walk(
-        &json(&gdrdoctor(&[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--root",
-            fixture("h200x2-vm"),
-            "check",
-            "--format",
-            "json",
-        ])),
-        "",
-        &mut fields,
-    );
-    walk(
-        &json(&gdrdoctor(&[
-            "--root",
-            fixture("h200x2-vm"),
-            "check",
-            "--format",
-            "json",
-            "--skip",
-            "iommu",
-        ])),
-        "",
-        &mut fields,
-    );
-    let checks_prefix = |f: &str| {
-        f.replacen("checks[].findings[].", "", 1)
-            .replacen("checks[].", "", 1)
+    reports.push(json(&gdrdoctor(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--root",
+        fixture("h200x2-vm"),
+        "check",
+        "--format",
+        "json",
+    ])));
+    reports.push(json(&gdrdoctor(&[
+        "--root",
+        fixture("h200x2-vm"),
+        "check",
+        "--format",
+        "json",
+        "--skip",
+        "iommu",
+    ])));
+    let fields = Fields {
+        // Status-keyed maps (counts) are documented as "status -> number".
+        data_keys: &[("counts.checks", None), ("counts.findings", None)],
+        short: &["checks[].findings[].", "checks[]."],
+        ..Fields::default()
     };
-    let undocumented: Vec<&String> = fields
-        .iter()
-        .filter(|f| {
-            let short = checks_prefix(f);
-            !doc.contains(&format!("| `{f}` |")) && !doc.contains(&format!("| `{short}` |"))
-        })
-        .collect();
-    assert!(
-        undocumented.is_empty(),
-        "fields missing from docs/report-json.md: {undocumented:?}"
-    );
+    let fields = assert_json_documented("docs/report-json.md", &fields, &reports);
     assert!(
         fields.contains("checks[].findings[].original_status")
             && fields.contains("checks[].skipped")

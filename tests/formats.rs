@@ -274,7 +274,7 @@ fn deadline_cuts_the_gpu_probe_short() {
     let (_dir, exe) = script("sleep 30");
     let bound = Duration::from_millis(1500);
     let (o, took) = in_time(bound, || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        Gdrdoctor::new()
             .args([
                 "--root",
                 ready(),
@@ -285,10 +285,8 @@ fn deadline_cuts_the_gpu_probe_short() {
                 "--format",
                 "json",
             ])
-            .current_dir(home())
             .env("GDRDOCTOR_PROBE_EXE", &exe)
             .output()
-            .unwrap()
     });
     assert!(took[took.len() - 1] < bound, "{took:?}");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -314,7 +312,7 @@ fn deadline_cuts_the_gpu_probe_short() {
 fn deadline_watchdog_ends_a_stuck_run() {
     let bound = Duration::from_millis(1000);
     let (o, took) = in_time(bound, || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        Gdrdoctor::new()
             .args([
                 "--root",
                 ready(),
@@ -324,10 +322,8 @@ fn deadline_watchdog_ends_a_stuck_run() {
                 "--format",
                 "reason",
             ])
-            .current_dir(home())
             .env("GDRDOCTOR_TEST_STALL_MS", "20000")
             .output()
-            .unwrap()
     });
     assert!(took[took.len() - 1] < bound, "{took:?}");
     assert_eq!(code(&o), 2);

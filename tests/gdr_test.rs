@@ -31,15 +31,12 @@ fn spec(memory: Memory) -> PairSpec {
 
 /// Runs one pair in the real child, with the stand-in libraries and `env`.
 fn pair(spec: &PairSpec, verbs: Option<PathBuf>, env: &[(&str, &str)]) -> PairResult {
-    let verbs = verbs.unwrap_or_else(|| stub("ibverbs", &[]));
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
-    c.args(["gdr-pair", "--spec", &serde_json::to_string(spec).unwrap()])
-        .env("GDRDOCTOR_LIBIBVERBS", verbs)
-        .env("GDRDOCTOR_LIBCUDA", stub("cuda", &[]));
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
+    let out = Gdrdoctor::new()
+        .args(["gdr-pair", "--spec", &serde_json::to_string(spec).unwrap()])
+        .lib("IBVERBS", verbs.unwrap_or_else(|| stub("ibverbs", &[])))
+        .lib("CUDA", stub("cuda", &[]))
+        .envs(env.iter().copied())
+        .output();
     assert!(out.status.success(), "{}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
 }
@@ -220,10 +217,11 @@ fn gpu_side_runs_without_a_nic() {
         r.memory_steps
     );
     // Missing CUDA is a memory failure, not a crash.
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
-    c.args(["gdr-pair", "--spec", &serde_json::to_string(&s).unwrap()])
-        .env("GDRDOCTOR_LIBCUDA", "/nonexistent/libcuda.so.1");
-    let r: PairResult = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+    let out = Gdrdoctor::new()
+        .args(["gdr-pair", "--spec", &serde_json::to_string(&s).unwrap()])
+        .lib("CUDA", "/nonexistent/libcuda.so.1")
+        .output();
+    let r: PairResult = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(failure(&r).0, FailureKind::Memory);
 }
 
@@ -436,18 +434,15 @@ fn the_run_deadline_cuts_pairs_short_as_unknown() {
 
 #[test]
 fn gdr_test_command_end_to_end() {
-    let verbs = stub("ibverbs", &[]);
     let run = |extra: &[(&str, &str)]| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
-        c.args([
-            "gdr-test", "--memory", "host", "--nic", "fake0:1", "--size", "64K", "--format", "json",
-        ])
-        .env("GDRDOCTOR_LIBIBVERBS", &verbs)
-        .env("NO_COLOR", "1");
-        for (k, v) in extra {
-            c.env(k, v);
-        }
-        c.output().unwrap()
+        Gdrdoctor::new()
+            .args([
+                "gdr-test", "--memory", "host", "--nic", "fake0:1", "--size", "64K", "--format",
+                "json",
+            ])
+            .verbs()
+            .envs(extra.iter().copied())
+            .output()
     };
     let out = run(&[]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
@@ -466,8 +461,7 @@ fn gdr_test_command_end_to_end() {
     );
     assert!(stdout(&out).contains("gdr-test-port-down"));
     // The same run as Prometheus gauges: the pair passed, and its bandwidth per direction.
-    let verbs2 = verbs.clone();
-    let prom = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+    let prom = Gdrdoctor::new()
         .args([
             "gdr-test",
             "--memory",
@@ -479,9 +473,8 @@ fn gdr_test_command_end_to_end() {
             "--format",
             "prometheus",
         ])
-        .env("GDRDOCTOR_LIBIBVERBS", &verbs2)
-        .output()
-        .unwrap();
+        .verbs()
+        .output();
     let text = stdout(&prom);
     assert!(
         text.contains(
@@ -510,44 +503,25 @@ fn gdr_test_command_end_to_end() {
 /// Every field of `inventory.gdr_test` that a pass or a failure produces is documented.
 #[test]
 fn gdr_test_fields_are_documented() {
-    fn walk(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            serde_json::Value::Object(map) => {
-                for (k, child) in map {
-                    let p = format!("{path}.{k}");
-                    out.insert(p.clone());
-                    walk(child, &p, out);
-                }
-            }
-            serde_json::Value::Array(items) => items
-                .iter()
-                .for_each(|i| walk(i, &format!("{path}[]"), out)),
-            _ => {}
-        }
-    }
-    let verbs = stub("ibverbs", &[]);
-    let mut fields = std::collections::BTreeSet::new();
-    for env in [vec![], vec![("FAKE_IBV_HOST_ERRNO", "12")]] {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
-        c.args([
-            "gdr-test", "--memory", "host", "--nic", "fake0", "--size", "64K", "--format", "json",
-        ])
-        .env("GDRDOCTOR_LIBIBVERBS", &verbs);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        walk(
-            &json(&c.output().unwrap())["inventory"]["gdr_test"],
-            "inventory.gdr_test",
-            &mut fields,
-        );
-    }
-    let doc = std::fs::read_to_string(crate_dir().join("docs/report-json.md")).unwrap();
-    let missing: Vec<_> = fields
-        .iter()
-        .filter(|f| !doc.contains(&format!("| `{f}` |")))
+    let runs: Vec<serde_json::Value> = [vec![], vec![("FAKE_IBV_HOST_ERRNO", "12")]]
+        .into_iter()
+        .map(|env| {
+            let out = Gdrdoctor::new()
+                .args([
+                    "gdr-test", "--memory", "host", "--nic", "fake0", "--size", "64K", "--format",
+                    "json",
+                ])
+                .verbs()
+                .envs(env)
+                .output();
+            json(&out)["inventory"]["gdr_test"].clone()
+        })
         .collect();
-    assert!(missing.is_empty(), "undocumented: {missing:#?}");
+    let fields = Fields {
+        prefix: "inventory.gdr_test",
+        ..Fields::default()
+    };
+    let fields = assert_json_documented("docs/report-json.md", &fields, &runs);
     assert!(fields.contains("inventory.gdr_test[].result.bandwidth.to_target_gbps"));
     assert!(fields.contains("inventory.gdr_test[].result.failure.kind"));
 }
@@ -800,13 +774,14 @@ fn a_hung_gpu_costs_only_its_own_results() {
 fn a_worker_without_its_library_answers_with_the_reason() {
     use std::io::Write as _;
     let pair = serde_json::to_string(&spec(Memory::Cuda)).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+    let mut child = Gdrdoctor::new()
         .args([
             "gpu-worker",
             "--spec",
             r#"{"gpu":"0000:00:06.0","runtime":"cuda","export":true}"#,
         ])
-        .env("GDRDOCTOR_LIBCUDA", "/nonexistent/libcuda.so.1")
+        .lib("CUDA", "/nonexistent/libcuda.so.1")
+        .command()
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

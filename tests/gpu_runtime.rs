@@ -9,62 +9,13 @@ use crate::common::*;
 use gdrdoctor::gpu::model::{Export, Lib, Probe};
 use gdrdoctor::gpu::{Ask, ProbeCommand, Runtime};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-const MISSING: &str = "/nonexistent/gdrdoctor-test/lib.so";
-
-/// The environment for a run: every library pointed somewhere (a stub, or nowhere), so that a
-/// machine that happens to have real GPU libraries gives the same answers.
-struct Libs {
-    nvml: PathBuf,
-    cuda: PathBuf,
-    hip: PathBuf,
-    hsa: PathBuf,
-    env: Vec<(&'static str, String)>,
-}
-
+// `Libs` (the stand-in GPU libraries) is common's; what these tests ask of it is here.
 impl Libs {
-    fn none() -> Libs {
-        Libs {
-            nvml: MISSING.into(),
-            cuda: MISSING.into(),
-            hip: MISSING.into(),
-            hsa: MISSING.into(),
-            env: Vec::new(),
-        }
-    }
-    fn nvidia() -> Libs {
-        Libs {
-            nvml: stub("nvml", &[]),
-            cuda: stub("cuda", &[]),
-            ..Libs::none()
-        }
-    }
-    fn amd() -> Libs {
-        Libs {
-            hip: stub("hip", &[]),
-            hsa: stub("hsa", &[]),
-            ..Libs::none()
-        }
-    }
-    fn set(mut self, k: &'static str, v: &str) -> Libs {
-        self.env.push((k, v.into()));
-        self
-    }
     fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
-        c.args(args)
-            .current_dir(home())
-            .env("NO_COLOR", "1")
-            .env("GDRDOCTOR_LIBNVML", &self.nvml)
-            .env("GDRDOCTOR_LIBCUDA", &self.cuda)
-            .env("GDRDOCTOR_LIBHIP", &self.hip)
-            .env("GDRDOCTOR_LIBHSA", &self.hsa);
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c
+        Gdrdoctor::new().libs(self).args(args).command()
     }
     /// `gdrdoctor probe-gpu` with everything asked: the child's own answer.
     fn probe(&self) -> Probe {
@@ -78,29 +29,8 @@ impl Libs {
     /// `gdrdoctor --root FIXTURE check --gpu-probe --format json`: a fixture's GPUs, with the
     /// probe run against these libraries.
     fn check(&self, name: &str) -> Value {
-        let out = self
-            .command(&[
-                "--root",
-                fixture(name),
-                "check",
-                "--gpu-probe",
-                "--format",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        code(&out);
-        json(&out)
+        self.check_at(fixture(name))
     }
-}
-
-fn check<'a>(report: &'a Value, id: &str) -> &'a Value {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id}"))
 }
 
 /// `(code, status, subject)` of every finding of a check.
@@ -420,89 +350,161 @@ fn a_hung_or_crashed_gpu_worker_costs_only_its_gpu() {
 }
 
 // -- findings, end to end: a fixture's GPUs, probed with stand-ins -------------------------
+//
+// Each case is the stand-in libraries (and their settings), a root, and what the report of
+// `check --gpu-probe` on it must say. A test is a table of cases; every case runs, and a
+// failure lists every claim that did not hold.
+
+/// One thing a report must say, of one check (`gpu`, `peer-memory`).
+enum Says {
+    /// The check's status.
+    Status(&'static str, &'static str),
+    /// A finding with this code and status.
+    Has(&'static str, &'static str, &'static str),
+    /// A finding with this code and status, of this subject.
+    Of(&'static str, &'static str, &'static str, &'static str),
+    /// Exactly this many findings with this code and status.
+    Count(&'static str, &'static str, &'static str, usize),
+    /// The messages of the findings with this code hold the text.
+    Message(&'static str, &'static str, &'static str),
+    /// ... do not hold it.
+    NotMessage(&'static str, &'static str, &'static str),
+    /// The fix of a finding with this code holds the text.
+    Fix(&'static str, &'static str, &'static str),
+    /// The verdict's `ready`.
+    Ready(bool),
+}
+
+/// `(what the case is, the libraries, the root, what its report must say)`; the root is a
+/// fixture's name, or a path.
+type GpuCase<'a> = (&'a str, Libs, &'a str, &'a [Says]);
+
+/// Runs every case and fails naming every claim that did not hold.
+fn judge_gpu_cases(cases: &[GpuCase]) {
+    let mut failed = Vec::new();
+    for (what, libs, root, says) in cases {
+        let root = if root.starts_with('/') {
+            (*root).to_owned()
+        } else {
+            fixture(root).to_owned()
+        };
+        let r = libs.check_at(&root);
+        for s in *says {
+            let (ok, claim) = match *s {
+                Says::Status(id, status) => (
+                    check(&r, id)["status"] == status,
+                    format!("{id} is {status}"),
+                ),
+                Says::Has(id, code, status) => (
+                    has(&r, id, code, status),
+                    format!("{id}: a {status} {code}"),
+                ),
+                Says::Of(id, code, status, subject) => (
+                    findings(&r, id).contains(&(code.into(), status.into(), subject.into())),
+                    format!("{id}: a {status} {code} of {subject}"),
+                ),
+                Says::Count(id, code, status, n) => (
+                    findings(&r, id)
+                        .iter()
+                        .filter(|(c, st, _)| c == code && st == status)
+                        .count()
+                        == n,
+                    format!("{id}: {n} {status} {code}"),
+                ),
+                Says::Message(id, code, text) => (
+                    message(&r, id, code).contains(text),
+                    format!("{id}: {code} says {text:?}: {:?}", message(&r, id, code)),
+                ),
+                Says::NotMessage(id, code, text) => (
+                    !message(&r, id, code).contains(text),
+                    format!(
+                        "{id}: {code} never says {text:?}: {:?}",
+                        message(&r, id, code)
+                    ),
+                ),
+                Says::Fix(id, code, text) => (
+                    check(&r, id)["findings"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|f| f["code"] == code && f["fix"].to_string().contains(text)),
+                    format!("{id}: the fix of {code} says {text:?}"),
+                ),
+                Says::Ready(ready) => (r["verdict"]["ready"] == ready, format!("ready: {ready}")),
+            };
+            if !ok {
+                failed.push(format!(
+                    "{what}: {claim}\n    gpu: {:?}",
+                    findings(&r, "gpu")
+                ));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "\n{}", failed.join("\n"));
+}
+
+impl Libs {
+    /// [`Libs::check`] on a root given by its path (or as `fixture` gives it).
+    fn check_at(&self, root: &str) -> Value {
+        let out = self
+            .command(&["--root", root, "check", "--gpu-probe", "--format", "json"])
+            .output()
+            .unwrap();
+        code(&out);
+        json(&out)
+    }
+}
+
+const H200: &str = "h200x2-vm";
+const MI300X: &str = "amd-mi300x-roce";
+const GPU0: &str = "GPU 0000:00:06.0 (NVIDIA H200)";
+const GPU1: &str = "GPU 0000:00:07.0 (NVIDIA H200)";
 
 #[test]
 fn missing_nvidia_libraries_are_failures_with_fixes() {
-    let r = Libs::none().check("h200x2-vm");
-    assert_eq!(check(&r, "gpu")["status"], "fail");
-    let f = findings(&r, "gpu");
-    assert!(
-        f.contains(&(
-            "nvidia-library-missing".into(),
-            "fail".into(),
-            MISSING.into()
-        )),
-        "{f:?}"
-    );
-    assert_eq!(
-        f.iter().filter(|x| x.0 == "nvidia-library-missing").count(),
-        2,
-        "NVML and CUDA"
-    );
-    let fix = &check(&r, "gpu")["findings"][0]["fix"];
-    assert!(fix.to_string().contains("libnvidia-compute-580"), "{fix}");
-    // The DMA-BUF path is still inferred from driver and kernel, and says it is unverified.
-    let m = message(&r, "peer-memory", "gdr-path-dmabuf");
-    assert!(m.contains("inferred, not verified"), "{m}");
-    assert_eq!(r["verdict"]["ready"], false);
+    use Says::*;
+    judge_gpu_cases(&[(
+        "no NVML, no CUDA",
+        Libs::none(),
+        H200,
+        &[
+            Status("gpu", "fail"),
+            Of("gpu", "nvidia-library-missing", "fail", MISSING),
+            // NVML and CUDA.
+            Count("gpu", "nvidia-library-missing", "fail", 2),
+            Fix("gpu", "nvidia-library-missing", "libnvidia-compute-580"),
+            // The DMA-BUF path is still inferred from driver and kernel, and says it is
+            // unverified.
+            Message("peer-memory", "gdr-path-dmabuf", "inferred, not verified"),
+            Ready(false),
+        ],
+    )]);
 }
 
 #[test]
 fn healthy_nvidia_stand_ins_pass_and_verify_dmabuf() {
-    let r = Libs::nvidia().check("h200x2-vm");
-    let f = findings(&r, "gpu");
-    assert_eq!(
-        f.iter()
-            .filter(|x| x.0 == "gpu-ready" && x.1 == "pass")
-            .count(),
-        2,
-        "{f:?}"
-    );
-    let m = message(&r, "peer-memory", "gdr-path-dmabuf");
-    assert!(
-        m.contains("verified: each of the 2 GPUs exported a dma-buf"),
-        "{m}"
-    );
-    assert!(!m.contains("not verified"), "{m}");
+    use Says::*;
+    judge_gpu_cases(&[(
+        "healthy",
+        Libs::nvidia(),
+        H200,
+        &[
+            Count("gpu", "gpu-ready", "pass", 2),
+            Message(
+                "peer-memory",
+                "gdr-path-dmabuf",
+                "verified: each of the 2 GPUs exported a dma-buf",
+            ),
+            NotMessage("peer-memory", "gdr-path-dmabuf", "not verified"),
+        ],
+    )]);
 }
 
 #[test]
 fn driver_state_failures() {
-    let r = Libs::nvidia().set("FAKE_NVML_INIT", "9").check("h200x2-vm");
-    assert!(
-        has(&r, "gpu", "nvidia-driver-not-loaded", "fail"),
-        "{:?}",
-        findings(&r, "gpu")
-    );
-    // NVML_ERROR_LIB_RM_VERSION_MISMATCH (18): upgraded without a reboot.
-    let r = Libs::nvidia()
-        .set("FAKE_NVML_INIT", "18")
-        .check("h200x2-vm");
-    assert!(
-        has(&r, "gpu", "nvidia-driver-mismatch", "fail"),
-        "{:?}",
-        findings(&r, "gpu")
-    );
-    let r = Libs::nvidia()
-        .set("FAKE_CUDA_INIT", "803")
-        .check("h200x2-vm");
-    assert!(
-        has(&r, "gpu", "nvidia-driver-mismatch", "fail"),
-        "{:?}",
-        findings(&r, "gpu")
-    );
-    // cuInit failing with nvidia_uvm loaded (as in the capture): device access is the suspect.
-    let r = Libs::nvidia()
-        .set("FAKE_CUDA_INIT", "999")
-        .check("h200x2-vm");
-    assert!(
-        has(&r, "gpu", "gpu-runtime-error", "fail"),
-        "{:?}",
-        findings(&r, "gpu")
-    );
-    assert!(message(&r, "gpu", "gpu-runtime-error").contains("/dev/nvidia"));
-    // The same on a copy of the capture without nvidia_uvm: the fix loads it.
-    let (_copy, node) = fixture_copy("h200x2-vm");
+    use Says::*;
+    // A copy of the capture without nvidia_uvm.
+    let (_copy, node) = fixture_copy(H200);
     let modules = std::fs::read_to_string(node.join("proc/modules")).unwrap();
     let kept: String = modules
         .lines()
@@ -511,144 +513,215 @@ fn driver_state_failures() {
         .collect();
     std::fs::write(node.join("proc/modules"), kept).unwrap();
     std::fs::remove_dir_all(node.join("sys/module/nvidia_uvm")).unwrap();
-    let out = Libs::nvidia()
-        .set("FAKE_CUDA_INIT", "999")
-        .command(&[
-            "--root",
-            node.to_str().unwrap(),
-            "check",
-            "--gpu-probe",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    let r = json(&out);
-    let m = message(&r, "gpu", "gpu-runtime-error");
-    assert!(m.contains("nvidia_uvm is not loaded"), "{m}");
-    let fix = check(&r, "gpu")["findings"][0]["fix"].to_string();
-    assert!(fix.contains("modprobe nvidia-uvm"), "{fix}");
+    let no_uvm = node.to_str().unwrap();
+    let nvidia = |k, v| Libs::nvidia().set(k, v);
+    judge_gpu_cases(&[
+        (
+            "NVML_ERROR_DRIVER_NOT_LOADED",
+            nvidia("FAKE_NVML_INIT", "9"),
+            H200,
+            &[Has("gpu", "nvidia-driver-not-loaded", "fail")],
+        ),
+        (
+            "NVML_ERROR_LIB_RM_VERSION_MISMATCH (18): upgraded without a reboot",
+            nvidia("FAKE_NVML_INIT", "18"),
+            H200,
+            &[Has("gpu", "nvidia-driver-mismatch", "fail")],
+        ),
+        (
+            "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+            nvidia("FAKE_CUDA_INIT", "803"),
+            H200,
+            &[Has("gpu", "nvidia-driver-mismatch", "fail")],
+        ),
+        (
+            "cuInit failing with nvidia_uvm loaded (as in the capture): device access is the suspect",
+            nvidia("FAKE_CUDA_INIT", "999"),
+            H200,
+            &[
+                Has("gpu", "gpu-runtime-error", "fail"),
+                Message("gpu", "gpu-runtime-error", "/dev/nvidia"),
+            ],
+        ),
+        (
+            "the same without nvidia_uvm: the fix loads it",
+            nvidia("FAKE_CUDA_INIT", "999"),
+            no_uvm,
+            &[
+                Message("gpu", "gpu-runtime-error", "nvidia_uvm is not loaded"),
+                Fix("gpu", "gpu-runtime-error", "modprobe nvidia-uvm"),
+            ],
+        ),
+    ]);
 }
 
 #[test]
 fn library_symbols_missing_are_failures() {
-    let r = Libs {
-        cuda: stub("cuda", &["cuInit"]),
+    use Says::*;
+    let cuda_without = |symbol| Libs {
+        cuda: stub("cuda", &[symbol]),
         ..Libs::nvidia()
-    }
-    .check("h200x2-vm");
-    assert!(
-        has(&r, "gpu", "nvidia-library-too-old", "fail"),
-        "{:?}",
-        findings(&r, "gpu")
-    );
-    assert!(message(&r, "gpu", "nvidia-library-too-old").contains("cuInit"));
-    // Without the export call, DMA-BUF is not available for these GPUs: no GDR path at all on
-    // this node (no peermem either).
-    let r = Libs {
-        cuda: stub("cuda", &["cuMemGetHandleForAddressRange"]),
-        ..Libs::nvidia()
-    }
-    .check("h200x2-vm");
-    assert_eq!(check(&r, "peer-memory")["status"], "fail");
-    let m = message(&r, "peer-memory", "peermem-not-loaded");
-    assert!(m.contains("older than 11.7"), "{m}");
+    };
+    judge_gpu_cases(&[
+        (
+            "no cuInit",
+            cuda_without("cuInit"),
+            H200,
+            &[
+                Has("gpu", "nvidia-library-too-old", "fail"),
+                Message("gpu", "nvidia-library-too-old", "cuInit"),
+            ],
+        ),
+        // Without the export call, DMA-BUF is not available for these GPUs: no GDR path at
+        // all on this node (no peermem either).
+        (
+            "no cuMemGetHandleForAddressRange",
+            cuda_without("cuMemGetHandleForAddressRange"),
+            H200,
+            &[
+                Status("peer-memory", "fail"),
+                Message("peer-memory", "peermem-not-loaded", "older than 11.7"),
+            ],
+        ),
+    ]);
 }
 
 #[test]
 fn a_gpu_the_driver_lost_is_a_failure() {
-    // NVML cannot get a handle for index 1 (GPU_IS_LOST) and CUDA lists one GPU.
-    let r = Libs::nvidia()
-        .set("FAKE_NVML_LOST", "1")
-        .set("FAKE_CUDA_COUNT", "1")
-        .check("h200x2-vm");
-    let f = findings(&r, "gpu");
-    assert!(
-        f.contains(&(
-            "gpu-not-seen-by-driver".into(),
-            "fail".into(),
-            "GPU 0000:00:07.0 (NVIDIA H200)".into()
-        )),
-        "{f:?}"
-    );
-    assert!(f.contains(&(
-        "gpu-ready".into(),
-        "pass".into(),
-        "GPU 0000:00:06.0 (NVIDIA H200)".into()
-    )));
-    let m = message(&r, "gpu", "gpu-not-seen-by-driver");
-    assert!(m.contains("NVML_ERROR_GPU_IS_LOST"), "{m}");
-    // The lost GPU cannot export either, so the DMA-BUF path is not there for it.
-    assert!(message(&r, "peer-memory", "peermem-not-loaded").contains("0000:00:07.0"));
+    use Says::*;
+    judge_gpu_cases(&[(
+        "NVML cannot get a handle for index 1 (GPU_IS_LOST) and CUDA lists one GPU",
+        Libs::nvidia()
+            .set("FAKE_NVML_LOST", "1")
+            .set("FAKE_CUDA_COUNT", "1"),
+        H200,
+        &[
+            Of("gpu", "gpu-not-seen-by-driver", "fail", GPU1),
+            Of("gpu", "gpu-ready", "pass", GPU0),
+            Message("gpu", "gpu-not-seen-by-driver", "NVML_ERROR_GPU_IS_LOST"),
+            // The lost GPU cannot export either, so the DMA-BUF path is not there for it.
+            Message("peer-memory", "peermem-not-loaded", "0000:00:07.0"),
+        ],
+    )]);
+}
+
+/// A GPU library that lists a GPU the PCI tree does not have: named, as a warning (sysfs is
+/// incomplete, or its address is one gdrdoctor cannot read), and the GPUs sysfs has still pass.
+#[test]
+fn a_gpu_only_a_library_lists_is_named() {
+    use Says::*;
+    judge_gpu_cases(&[(
+        "NVML lists a third GPU at 0000:00:09.0",
+        Libs::nvidia()
+            .set(
+                "FAKE_NVML_BUSIDS",
+                "00000000:00:06.0,00000000:00:07.0,00000000:00:09.0",
+            )
+            .set("FAKE_NVML_COUNT", "3"),
+        H200,
+        &[
+            Has("gpu", "gpu-not-in-sysfs", "warn"),
+            Message("gpu", "gpu-not-in-sysfs", "0000:00:09.0"),
+            Count("gpu", "gpu-ready", "pass", 2),
+        ],
+    )]);
 }
 
 #[test]
 fn gdr_unsupported_and_export_failures() {
-    let r = Libs::nvidia().set("FAKE_CUDA_GDR", "0").check("h200x2-vm");
-    assert!(
-        has(&r, "gpu", "gpu-gdr-unsupported", "fail"),
-        "{:?}",
-        findings(&r, "gpu")
-    );
-    let r = Libs::nvidia()
-        .set("FAKE_CUDA_EXPORT", "801")
-        .check("h200x2-vm");
-    let m = message(&r, "peer-memory", "peermem-not-loaded");
-    assert!(
-        m.contains("cuMemGetHandleForAddressRange failed with CUDA_ERROR_NOT_SUPPORTED"),
-        "{m}"
-    );
-    // BAR1 from NVML only counts when sysfs has none; here sysfs says 256 GiB.
-    let r = Libs::nvidia()
-        .set("FAKE_NVML_BAR1_MIB", "256")
-        .check("h200x2-vm");
-    assert_eq!(check(&r, "gpu")["status"], "pass");
+    use Says::*;
+    let nvidia = |k, v| Libs::nvidia().set(k, v);
+    judge_gpu_cases(&[
+        (
+            "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED 0",
+            nvidia("FAKE_CUDA_GDR", "0"),
+            H200,
+            &[Has("gpu", "gpu-gdr-unsupported", "fail")],
+        ),
+        (
+            "the export refused",
+            nvidia("FAKE_CUDA_EXPORT", "801"),
+            H200,
+            &[Message(
+                "peer-memory",
+                "peermem-not-loaded",
+                "cuMemGetHandleForAddressRange failed with CUDA_ERROR_NOT_SUPPORTED",
+            )],
+        ),
+        // BAR1 from NVML only counts when sysfs has none; here sysfs says 256 GiB.
+        (
+            "NVML's BAR1 256 MiB",
+            nvidia("FAKE_NVML_BAR1_MIB", "256"),
+            H200,
+            &[Status("gpu", "pass")],
+        ),
+    ]);
 }
 
 #[test]
 fn amd_paths() {
-    let r = Libs::amd().check("amd-mi300x-roce");
-    assert_eq!(
-        findings(&r, "gpu")
-            .iter()
-            .filter(|x| x.0 == "gpu-ready")
-            .count(),
-        4,
-        "{:?}",
-        findings(&r, "gpu")
-    );
-    assert!(message(&r, "peer-memory", "gdr-path-dmabuf").contains("verified: 4 GPU(s) exported"));
-    // No ROCm on the host: a warning (containers bring their own), and nothing verified.
-    let r = Libs::none().check("amd-mi300x-roce");
-    assert!(
-        has(&r, "gpu", "rocm-library-missing", "warn"),
-        "{:?}",
-        findings(&r, "gpu")
-    );
-    assert!(message(&r, "peer-memory", "gdr-path-dmabuf").contains("not verified"));
-    // HSA without the export call.
-    let r = Libs {
-        hsa: stub("hsa", &["hsa_amd_portable_export_dmabuf"]),
-        ..Libs::amd()
-    }
-    .check("amd-mi300x-roce");
-    assert!(message(&r, "gpu", "rocm-library-missing").contains("hsa_amd_portable_export_dmabuf"));
-    // hipInit failing with GPUs on the bus.
-    let r = Libs::amd()
-        .set("FAKE_HIP_INIT", "100")
-        .check("amd-mi300x-roce");
-    assert!(has(&r, "gpu", "gpu-runtime-error", "fail"));
-    assert!(message(&r, "gpu", "gpu-runtime-error").contains("hipErrorNoDevice"));
-    // HIP lists 3 of the 4.
-    let r = Libs::amd()
-        .set("FAKE_HIP_COUNT", "3")
-        .check("amd-mi300x-roce");
-    assert!(has(&r, "gpu", "gpu-not-seen-by-driver", "fail"));
-    // HSA export failing: the DMA-BUF path is not verified, it is refuted.
-    let r = Libs::amd()
-        .set("FAKE_HSA_EXPORT", "4097")
-        .check("amd-mi300x-roce");
-    assert_eq!(check(&r, "peer-memory")["status"], "fail");
+    use Says::*;
+    let amd = |k, v| Libs::amd().set(k, v);
+    judge_gpu_cases(&[
+        (
+            "ROCm",
+            Libs::amd(),
+            MI300X,
+            &[
+                Count("gpu", "gpu-ready", "pass", 4),
+                Message(
+                    "peer-memory",
+                    "gdr-path-dmabuf",
+                    "verified: 4 GPU(s) exported",
+                ),
+            ],
+        ),
+        // A warning (containers bring their own), and nothing verified.
+        (
+            "no ROCm on the host",
+            Libs::none(),
+            MI300X,
+            &[
+                Has("gpu", "rocm-library-missing", "warn"),
+                Message("peer-memory", "gdr-path-dmabuf", "not verified"),
+            ],
+        ),
+        (
+            "HSA without the export call",
+            Libs {
+                hsa: stub("hsa", &["hsa_amd_portable_export_dmabuf"]),
+                ..Libs::amd()
+            },
+            MI300X,
+            &[Message(
+                "gpu",
+                "rocm-library-missing",
+                "hsa_amd_portable_export_dmabuf",
+            )],
+        ),
+        (
+            "hipInit failing with GPUs on the bus",
+            amd("FAKE_HIP_INIT", "100"),
+            MI300X,
+            &[
+                Has("gpu", "gpu-runtime-error", "fail"),
+                Message("gpu", "gpu-runtime-error", "hipErrorNoDevice"),
+            ],
+        ),
+        (
+            "HIP lists 3 of the 4",
+            amd("FAKE_HIP_COUNT", "3"),
+            MI300X,
+            &[Has("gpu", "gpu-not-seen-by-driver", "fail")],
+        ),
+        // The DMA-BUF path is not verified, it is refuted.
+        (
+            "HSA export failing",
+            amd("FAKE_HSA_EXPORT", "4097"),
+            MI300X,
+            &[Status("peer-memory", "fail")],
+        ),
+    ]);
 }
 
 #[test]
@@ -749,22 +822,6 @@ fn real_h100_answers() {
 /// Every field of the probe's JSON (as `inventory.gpu_runtime` in a report) is documented.
 #[test]
 fn gpu_runtime_fields_are_documented() {
-    fn walk(v: &Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            Value::Object(map) => {
-                for (k, child) in map {
-                    let p = format!("{path}.{k}");
-                    out.insert(p.clone());
-                    walk(child, &p, out);
-                }
-            }
-            Value::Array(items) => items
-                .iter()
-                .for_each(|i| walk(i, &format!("{path}[]"), out)),
-            _ => {}
-        }
-    }
-    let mut fields = std::collections::BTreeSet::new();
     let variants = [
         Libs::nvidia()
             .set("FAKE_NVML_LINKS", "2")
@@ -785,22 +842,15 @@ fn gpu_runtime_fields_are_documented() {
         .probe(),
         Libs::nvidia().set("FAKE_NVML_INIT", "9").probe(),
     ];
-    for p in &variants {
-        walk(
-            &serde_json::to_value(p).unwrap(),
-            "inventory.gpu_runtime",
-            &mut fields,
-        );
-    }
-    let doc = std::fs::read_to_string(crate_dir().join("docs/report-json.md")).unwrap();
-    let missing: Vec<_> = fields
+    let values: Vec<Value> = variants
         .iter()
-        .filter(|f| !doc.contains(&format!("| `{f}` |")))
+        .map(|p| serde_json::to_value(p).unwrap())
         .collect();
-    assert!(
-        missing.is_empty(),
-        "undocumented in docs/report-json.md: {missing:#?}"
-    );
+    let fields = Fields {
+        prefix: "inventory.gpu_runtime",
+        ..Fields::default()
+    };
+    assert_json_documented("docs/report-json.md", &fields, &values);
 }
 
 // -- --deadline part way through the probe (issue 24) ----------------------------------------

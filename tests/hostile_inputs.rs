@@ -7,157 +7,23 @@
 #![allow(clippy::disallowed_methods)] // tests build inputs, they do not read a node
 
 use crate::common::*;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
 /// The address space a run may map (`prlimit --as`): far above what any case needs (the
 /// binary, its libraries and a few threads' stacks map a few hundred MiB), far below what
 /// would hurt the machine. A run that needs more fails its allocation and the test with it.
 const ADDRESS_SPACE: u64 = 2 << 30;
 
-/// What one bounded run gave.
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    /// Peak resident memory, MiB (wait4's ru_maxrss).
-    rss_mib: u64,
-    took: Duration,
-}
-
-/// How a case is run: its arguments, environment, standard input, and its bounds.
-struct Case<'a> {
-    args: Vec<&'a str>,
-    env: Vec<(&'a str, String)>,
-    stdin: Option<PathBuf>,
-    /// Killed at this (the test then fails), and asserted under it.
-    wall: Duration,
-    /// Asserted under this peak RSS.
-    rss_mib: u64,
-}
-
-impl<'a> Case<'a> {
-    fn new(args: &[&'a str]) -> Case<'a> {
-        Case {
-            args: args.to_vec(),
-            env: Vec::new(),
-            stdin: None,
-            wall: Duration::from_secs(20),
-            rss_mib: 200,
-        }
-    }
-
-    fn env(mut self, k: &'a str, v: impl Into<String>) -> Case<'a> {
-        self.env.push((k, v.into()));
-        self
-    }
-
-    fn stdin(mut self, p: &Path) -> Case<'a> {
-        self.stdin = Some(p.to_owned());
-        self
-    }
-
-    fn within(mut self, wall: Duration, rss_mib: u64) -> Case<'a> {
-        self.wall = wall;
-        self.rss_mib = rss_mib;
-        self
-    }
-
-    /// Runs it under `prlimit`, in the fixtures' home; fails the test on a signal, a panic, a
-    /// run past the wall bound (killed there) or over the memory bound.
-    #[allow(clippy::zombie_processes)] // reaped by wait4, which std's `Child` does not know of
-    fn run(&self) -> Ran {
-        let dir = tempfile::tempdir().unwrap();
-        let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
-        let mut c = Command::new("prlimit");
-        c.arg(format!("--as={ADDRESS_SPACE}"))
-            .arg(format!("--cpu={}", self.wall.as_secs() + 1))
-            .arg("--")
-            .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
-            .args(&self.args)
-            .current_dir(home())
-            .env("NO_COLOR", "1")
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .stdin(match &self.stdin {
-                Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
-                None => Stdio::null(),
-            });
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        let started = Instant::now();
-        // prlimit sets the limits and execs gdrdoctor: one process, whose usage wait4 reports.
-        let child = c.spawn().expect("prlimit (util-linux) runs gdrdoctor");
-        let pid = child.id() as libc::pid_t;
-        let mut status = 0;
-        // SAFETY: rusage is plain data, for which all zeroes is a valid value.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let killed = loop {
-            // SAFETY: pointers to live locals of the types wait4 fills; the child is ours and
-            // reaped here only.
-            let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-            assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
-            if r == pid {
-                break false;
-            }
-            if started.elapsed() > self.wall {
-                // SAFETY: kill and a blocking wait4 on our own child, not yet reaped.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::wait4(pid, &mut status, 0, &mut usage);
-                }
-                break true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let took = started.elapsed();
-        let stdout = String::from_utf8_lossy(&std::fs::read(&out).unwrap()).into_owned();
-        let stderr = String::from_utf8_lossy(&std::fs::read(&err).unwrap()).into_owned();
-        let head = |s: &str| s.chars().take(4000).collect::<String>();
-        // The arguments as a person can read them: some are 100 KB long.
-        let args: Vec<String> = self
-            .args
-            .iter()
-            .map(|a| match a.char_indices().nth(120) {
-                Some((cut, _)) => format!("{}... ({} bytes)", &a[..cut], a.len()),
-                None => (*a).to_owned(),
-            })
-            .collect();
-        assert!(
-            !killed,
-            "{args:?} did not end within {:?}; stderr:\n{}",
-            self.wall,
-            head(&stderr)
-        );
-        assert!(
-            libc::WIFEXITED(status),
-            "{args:?} was killed by signal {} (a crash, or a bound of prlimit); stderr:\n{}",
-            libc::WTERMSIG(status),
-            head(&stderr)
-        );
-        let code = libc::WEXITSTATUS(status);
-        assert!(
-            code != 101 && !stderr.contains("panicked at"),
-            "{args:?} panicked:\n{}",
-            head(&stderr)
-        );
-        // ru_maxrss is in KiB on Linux.
-        let rss_mib = usage.ru_maxrss as u64 / 1024;
-        assert!(
-            rss_mib <= self.rss_mib,
-            "{args:?} held {rss_mib} MiB, over the {} MiB bound",
-            self.rss_mib
-        );
-        Ran {
-            code,
-            stdout,
-            stderr,
-            rss_mib,
-            took,
-        }
-    }
+/// A run of gdrdoctor with `args` under the address-space bound and a CPU limit, held to 20 s
+/// and 200 MiB unless the case says otherwise ([`Gdrdoctor::within`]).
+fn case<A: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = A>) -> Gdrdoctor {
+    Gdrdoctor::new()
+        .args(args)
+        .within(Duration::from_secs(20), 200)
+        .address_space(ADDRESS_SPACE)
+        .cpu_limit()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -238,12 +104,12 @@ fn an_archive_with_a_path_or_link_past_path_max_is_refused() {
         ),
         (&deep, "a member name of 60010 bytes, over PATH_MAX (4096)"),
     ] {
-        let r = Case::new(&["--root", bad.to_str().unwrap(), "check"]).run();
+        let r = case(["--root", bad.to_str().unwrap(), "check"]).run();
         assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
         assert!(r.stderr.contains("capture refused"), "{}", r.stderr);
         assert!(r.stderr.contains(why), "{}", r.stderr);
 
-        let r = Case::new(&[
+        let r = case([
             "fleet",
             "--format",
             "json",
@@ -287,7 +153,7 @@ fn forty_links_of_two_thousand_components_resolve() {
     let entry = sys.join("bus/pci/devices/0000:18:00.0");
     std::fs::remove_file(&entry).unwrap();
     std::os::unix::fs::symlink("../../../n/d1/l", &entry).unwrap();
-    let r = Case::new(&[
+    let r = case([
         "--root",
         root.to_str().unwrap(),
         "check",
@@ -335,7 +201,7 @@ fn a_home_or_nccl_conf_file_of_ten_thousand_components_is_unreadable() {
         .unwrap();
         let config = d.path().join("config.yaml");
         std::fs::write(&config, format!("nccl:\n  user: alice\n{env}")).unwrap();
-        let r = Case::new(&[
+        let r = case([
             "--root",
             root.to_str().unwrap(),
             "--config",
@@ -364,14 +230,14 @@ fn fleet_globs_end_at_once() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("a".repeat(200)), "").unwrap();
     let stars = d.path().join("*".repeat(100_000));
-    let r = Case::new(&["fleet", stars.to_str().unwrap()])
+    let r = case(["fleet", stars.to_str().unwrap()])
         .within(Duration::from_secs(10), 100)
         .run();
     // Matched, and not a capture: one unreadable node.
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stdout.contains(&"a".repeat(200)), "{}", r.stdout);
     let backtracking = d.path().join(format!("{}*b", "*a".repeat(30)));
-    let r = Case::new(&["fleet", backtracking.to_str().unwrap()])
+    let r = case(["fleet", backtracking.to_str().unwrap()])
         .within(Duration::from_secs(10), 100)
         .run();
     assert_eq!(r.code, 1, "{}", r.stderr);
@@ -387,7 +253,7 @@ fn fleet_globs_end_at_once() {
 /// one name, and the pairing says what is wrong with it.
 #[test]
 fn a_slurm_node_list_of_thirty_thousand_groups_is_expanded_in_a_loop() {
-    let r = Case::new(&["gdr-test", "--slurm", "--token", "0123456789abcdef0123"])
+    let r = case(["gdr-test", "--slurm", "--token", "0123456789abcdef0123"])
         .env("SLURM_PROCID", "0")
         .env("SLURM_NTASKS", "2")
         .env("SLURM_JOB_NODELIST", "n[1]".repeat(30_000))
@@ -411,7 +277,7 @@ fn durations_past_their_range_are_usage_errors() {
         ("--wait", "86401", "0..=86400"),
         ("--duration-ms", "18446744073709551615", "1..=3600000"),
     ] {
-        let r = Case::new(&[
+        let r = case([
             "gdr-test",
             "--peer",
             "127.0.0.1:9",
@@ -475,9 +341,9 @@ fn nccl_explain_refuses_inputs_that_never_end() {
             "standard input",
         ),
     ] {
-        let mut case = Case::new(&args).within(Duration::from_secs(5), 50);
+        let mut case = case(&args).within(Duration::from_secs(5), 50);
         if let Some(p) = stdin {
-            case = case.stdin(p);
+            case = case.stdin(std::fs::File::open(p).unwrap());
         }
         let r = case.run();
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
@@ -519,7 +385,7 @@ fn nccl_verify_does_not_read_a_log_that_is_not_a_file() {
 
 /// `nccl verify --log-dir D` as root with the stand-in NCCL, within `bound`: the JSON report.
 fn nccl_verify_in(config: &Path, dir: &Path, bound: Duration) -> serde_json::Value {
-    let r = Case::new(&[
+    let r = case([
         "--root",
         fixture("h200x2-vm"),
         "--config",
@@ -531,13 +397,12 @@ fn nccl_verify_in(config: &Path, dir: &Path, bound: Duration) -> serde_json::Val
         "--log-dir",
         dir.to_str().unwrap(),
     ])
-    .env("GDRDOCTOR_LIBNCCL", stub("nccl", &[]).display().to_string())
-    .env("GDRDOCTOR_LIBCUDA", stub("cuda", &[]).display().to_string())
-    .env("GDRDOCTOR_LIBNVML", stub("nvml", &[]).display().to_string())
-    .env("GDRDOCTOR_LIBHIP", "/nonexistent/gdrdoctor-test/lib.so")
-    .env("GDRDOCTOR_LIBHSA", "/nonexistent/gdrdoctor-test/lib.so")
-    .env("FAKE_CUDA_BUSIDS", "0000:00:06.0,0000:00:07.0")
-    .env("FAKE_CUDA_COUNT", "2")
+    .libs(
+        &Libs::nvidia()
+            .set("FAKE_CUDA_BUSIDS", "0000:00:06.0,0000:00:07.0")
+            .set("FAKE_CUDA_COUNT", "2"),
+    )
+    .lib("NCCL", stub("nccl", &[]))
     .within(bound, 100)
     .run();
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr))
@@ -617,7 +482,7 @@ fn nccl_explain_keeps_host_names_bounded() {
     }
     w.flush().unwrap();
     drop(w);
-    let r = Case::new(&["nccl", "explain", "--format", "json", log.to_str().unwrap()])
+    let r = case(["nccl", "explain", "--format", "json", log.to_str().unwrap()])
         .within(Duration::from_secs(30), 64)
         .run();
     assert!(r.code <= 2, "{}", r.stderr);
@@ -707,9 +572,9 @@ fn the_deadline_names_what_was_waited_on() {
     for (args, stdin, waited, hint) in cases {
         let mut all = vec!["--deadline", "1"];
         all.extend(&args);
-        let mut case = Case::new(&all).within(Duration::from_secs(6), 100);
+        let mut case = case(&all).within(Duration::from_secs(6), 100);
         if let Some(p) = stdin {
-            case = case.stdin(p);
+            case = case.stdin(std::fs::File::open(p).unwrap());
         }
         let r = case.run();
         // The token file: refused at once, naming it, is as good as the deadline naming it.

@@ -14,7 +14,7 @@ use gdrdoctor::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "a-shared-token-for-hostile-tests";
@@ -30,97 +30,20 @@ const ADDRESS_SPACE: u64 = 2 << 30;
 /// The peak resident memory each run may reach.
 const RSS_MIB: u64 = 256;
 
-/// What one bounded run did.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-    rss_mib: u64,
-}
-
-/// Runs gdrdoctor with `args` and `env` under `prlimit --as`, stdout and stderr into files (a
-/// pipe nobody reads could stall it), and asserts that it ends within `wall`, on its own (not
-/// killed by a signal, no panic), within [`RSS_MIB`]. A run past `wall` is killed and fails the
-/// test naming the bound.
-fn bounded(args: &[&str], env: &[(&str, &str)], wall: Duration) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut cmd = Command::new("prlimit");
-    cmd.arg(format!("--as={ADDRESS_SPACE}"))
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
+/// Runs gdrdoctor with `args` and `env` under the address-space bound, with the stand-in
+/// libibverbs, and asserts that it ends within `wall`, on its own (not killed by a signal, no
+/// panic), within [`RSS_MIB`]. A run past `wall` is killed and fails the test naming the bound.
+fn bounded(args: &[&str], env: &[(&str, &str)], wall: Duration) -> Ran {
+    Gdrdoctor::new()
         .args(args)
-        .current_dir(home())
-        .env("NO_COLOR", "1")
         // One malloc arena per thread would reserve 64 MiB of address space each.
         .env("MALLOC_ARENA_MAX", "2")
-        .env("GDRDOCTOR_LIBIBVERBS", stub("ibverbs", &[]))
+        .verbs()
         .env_remove("NCCL_IB_HCA")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let t0 = Instant::now();
-    let child = cmd.spawn().expect("prlimit (util-linux) runs gdrdoctor");
-    let pid = child.id() as libc::pid_t;
-    let (mut status, mut killed) = (0, false);
-    // SAFETY: rusage is plain data, for which all zeroes is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: both pointers are to live locals of the types wait4 fills; the child is ours
-        // and is reaped here only (prlimit execs gdrdoctor in the same process).
-        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if reaped == pid {
-            break;
-        }
-        assert_eq!(reaped, 0, "wait4: {}", std::io::Error::last_os_error());
-        if t0.elapsed() > wall && !killed {
-            // SAFETY: kill(2) on our own child, not yet reaped.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            killed = true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let took = t0.elapsed();
-    std::mem::forget(child);
-    let run = Run {
-        code: if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
-        } else {
-            -libc::WTERMSIG(status)
-        },
-        stdout: String::from_utf8_lossy(&std::fs::read(&out).unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&std::fs::read(&err).unwrap()).into_owned(),
-        took,
-        // ru_maxrss is in KiB on Linux.
-        rss_mib: usage.ru_maxrss as u64 / 1024,
-    };
-    assert!(
-        !killed,
-        "gdrdoctor {args:?} ran past {wall:?}; stderr:\n{}",
-        run.stderr
-    );
-    assert!(
-        run.code >= 0,
-        "gdrdoctor {args:?} was killed by signal {} (out of its {} MiB of address space?); stderr:\n{}",
-        -run.code,
-        ADDRESS_SPACE >> 20,
-        tail(&run.stderr)
-    );
-    assert!(
-        run.code != 101 && !run.stderr.contains("panicked at"),
-        "gdrdoctor {args:?} panicked:\n{}",
-        run.stderr
-    );
-    assert!(
-        run.rss_mib <= RSS_MIB,
-        "gdrdoctor {args:?} took {} MiB (bound {RSS_MIB} MiB)",
-        run.rss_mib
-    );
-    run
+        .envs(env.iter().copied())
+        .within(wall, RSS_MIB)
+        .address_space(ADDRESS_SPACE)
+        .run()
 }
 
 fn tail(s: &str) -> &str {
@@ -131,16 +54,7 @@ fn tail(s: &str) -> &str {
 /// override, no line of its own that starts with the forged verdict; and that it is there,
 /// escaped.
 fn shown_escaped(text: &str) {
-    assert!(
-        !text.contains(['\u{1b}', '\u{202e}']),
-        "raw escape or override in:\n{text}"
-    );
-    assert!(
-        !text
-            .lines()
-            .any(|l| l.trim_start().starts_with("READY: every rail")),
-        "a forged line in:\n{text}"
-    );
+    never_raw(text);
     assert!(
         text.contains("evil\\n\\u{1b}[2J\\u{1b}[32mREADY"),
         "the escaped name is not shown in:\n{text}"
@@ -336,7 +250,7 @@ fn the_connector_shows_a_listeners_refusal_escaped() {
 
 /// Runs `gdr-test --peer` (nobody listens: a token accepted ends in a connect error) with
 /// `--token-file path`.
-fn with_token_file(path: &Path) -> Run {
+fn with_token_file(path: &Path) -> Ran {
     bounded(
         &[
             "gdr-test",
@@ -415,7 +329,7 @@ fn token_files_that_are_not_small_private_regular_files_are_refused() {
 
 /// `gdr-test --slurm` with Slurm's variables set to `env` (and a token, so that only the
 /// pairing can refuse).
-fn slurm(env: &[(&str, &str)]) -> Run {
+fn slurm(env: &[(&str, &str)]) -> Ran {
     bounded(
         &[
             "gdr-test", "--slurm", "--token", TOKEN, "--rails", "fake0", "--memory", "host",
@@ -540,7 +454,7 @@ fn write_json(path: &Path, r: &Report) {
     std::fs::write(path, serde_json::to_vec(r).unwrap()).unwrap();
 }
 
-fn fleet(args: &[&str]) -> Run {
+fn fleet(args: &[&str]) -> Ran {
     let mut a = vec!["fleet"];
     a.extend_from_slice(args);
     bounded(&a, &[], Duration::from_secs(20))

@@ -43,19 +43,6 @@ fn commands() -> Vec<(Vec<&'static str>, i32)> {
     ]
 }
 
-/// gdrdoctor with `args`, its standard output `out`, from the crate root.
-fn run_with_stdout(args: &[&str], out: Stdio) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
-        .args(args)
-        .current_dir(home())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run gdrdoctor")
-}
-
 /// The write end of a pipe whose read end is already closed: every write gets EPIPE, with no
 /// race against a reader that has yet to exit. A FIFO opened read-write (so that opening it
 /// does not wait), then for writing, then the read-write end closed.
@@ -83,7 +70,7 @@ fn no_panic(o: &Output, what: &str) {
 fn a_full_standard_output_is_an_error_that_never_hides_not_ready() {
     for (args, rc) in commands() {
         let full = File::options().write(true).open("/dev/full").unwrap();
-        let o = run_with_stdout(&args, full.into());
+        let o = Gdrdoctor::new().args(&args).stdout(full).output();
         let what = args.join(" ");
         no_panic(&o, &what);
         // A lost report is exit 2, except where the run found the node not ready: like a
@@ -103,7 +90,10 @@ fn a_full_standard_output_is_an_error_that_never_hides_not_ready() {
 fn a_reader_that_went_away_ends_the_output_quietly_with_the_run_s_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     for (args, rc) in commands() {
-        let o = run_with_stdout(&args, pipe_without_reader(dir.path()).into());
+        let o = Gdrdoctor::new()
+            .args(&args)
+            .stdout(pipe_without_reader(dir.path()))
+            .output();
         let what = args.join(" ");
         no_panic(&o, &what);
         assert_eq!(o.status.code(), Some(rc), "{what}: {}", stderr(&o));
@@ -167,61 +157,28 @@ fn a_full_standard_error_never_panics() {
 }
 
 /// gdrdoctor with `args`, killed if it runs past `secs` (a wait on a FIFO must fail the test,
-/// not hang it). Standard output and error go to files, so a large report cannot block it.
-fn run_within(secs: u64, args: &[&std::ffi::OsStr]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
-    cmd.args(args);
-    wait_within(secs, cmd)
-}
-
-/// Runs `cmd` from the crate root, killed if it runs past `secs`.
-fn wait_within(secs: u64, mut cmd: Command) -> Output {
-    let dir = tempfile::tempdir().unwrap();
-    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut child = cmd
-        .current_dir(home())
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(File::create(&out).unwrap())
-        .stderr(File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} still ran after {secs} s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: std::fs::read(&out).unwrap(),
-        stderr: std::fs::read(&err).unwrap(),
-    }
-}
-
-fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
-    args.iter().map(|a| a.into()).collect()
+/// not hang it).
+fn run_within<A: AsRef<std::ffi::OsStr>>(secs: u64, args: impl IntoIterator<Item = A>) -> Output {
+    Gdrdoctor::new()
+        .args(args)
+        .wall(std::time::Duration::from_secs(secs))
+        .output()
 }
 
 fn check_with_output(path: &Path, spec: &str) -> Output {
     let spec = format!("{spec}:{}", path.display());
-    let args = os(&[
-        "--root",
-        fixture("healthy-8gpu-roce"),
-        "check",
-        "--format",
-        "reason",
-        "--output",
-        &spec,
-    ]);
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    run_within(20, &args)
+    run_within(
+        20,
+        [
+            "--root",
+            fixture("healthy-8gpu-roce"),
+            "check",
+            "--format",
+            "reason",
+            "--output",
+            &spec,
+        ],
+    )
 }
 
 fn is_link(p: &Path) -> bool {
@@ -322,7 +279,7 @@ fn output_replaces_only_regular_files_and_writes_devices_in_place() {
     symlink("/dev/full", textfile.join("gdrdoctor.prom")).unwrap();
     let o = run_within(
         20,
-        &[
+        [
             "--root".as_ref(),
             fixture("healthy-8gpu-roce").as_ref(),
             "check".as_ref(),
@@ -361,14 +318,13 @@ fn fix_o_writes_a_fifo_in_place_and_never_waits_or_chmods_it() {
     mkfifo(&fifo);
     let mode = || fifo.metadata().unwrap().permissions().mode() & 0o777;
     let before = mode();
-    let args = |p: &Path| -> Vec<std::ffi::OsString> {
-        let mut a = os(&["--root", fixture("acs-redirect-on-path"), "fix", "-o"]);
-        a.push(p.into());
-        a
-    };
     let run = |p: &Path| {
-        let a = args(p);
-        run_within(20, &a.iter().map(|a| a.as_os_str()).collect::<Vec<_>>())
+        Gdrdoctor::new()
+            .root("acs-redirect-on-path")
+            .args(["fix", "-o"])
+            .arg(p)
+            .wall(std::time::Duration::from_secs(20))
+            .output()
     };
     // No reader: an error at once (before, the open waited for ever).
     let o = run(&fifo);
@@ -390,10 +346,11 @@ fn fix_o_writes_a_fifo_in_place_and_never_waits_or_chmods_it() {
 }
 
 fn check_with_config(config: &Path) -> Output {
-    let args = os(&["--root", h200(), "check", "--format", "reason", "--config"]);
-    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    args.push(config.as_os_str());
-    run_within(20, &args)
+    Gdrdoctor::new()
+        .args(["--root", h200(), "check", "--format", "reason", "--config"])
+        .arg(config)
+        .wall(std::time::Duration::from_secs(20))
+        .output()
 }
 
 #[test]
@@ -410,10 +367,7 @@ fn config_must_be_a_regular_file_of_at_most_one_mib() {
     // /dev/zero never ends: refused, not read. Under a 1 GiB address-space limit, so that the
     // code before this fix (which read it into memory until none was left) fails the test by
     // running out of it instead of taking the machine's memory.
-    let mut sh = Command::new("sh");
-    sh.arg("-c")
-        .arg(r#"ulimit -v 1048576; exec "$0" "$@""#)
-        .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
+    let ran = Gdrdoctor::new()
         .args([
             "--root",
             h200(),
@@ -421,13 +375,16 @@ fn config_must_be_a_regular_file_of_at_most_one_mib() {
             "--no-gpu-probe",
             "--config",
             "/dev/zero",
-        ]);
-    let o = wait_within(20, sh);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        ])
+        .within(std::time::Duration::from_secs(20), 1024)
+        .address_space(1 << 30)
+        .run();
+    assert_eq!(ran.code, 2, "{}", ran.stderr);
     assert!(
-        stderr(&o).contains("/dev/zero: cannot read config: a character device"),
+        ran.stderr
+            .contains("/dev/zero: cannot read config: a character device"),
         "{}",
-        stderr(&o)
+        ran.stderr
     );
     // Over 1 MiB, even of comments: refused with its size.
     let big = d.join("big.yaml");

@@ -202,55 +202,25 @@ fn json_for_a_few() {
 /// Every field of every fixture's JSON is in docs/nccl-explain-json.md.
 #[test]
 fn json_fields_are_documented() {
-    fn walk(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            serde_json::Value::Object(map) => {
-                for (k, child) in map {
-                    // Environment variable names are data, not fields.
-                    let p = if path.ends_with(".env") {
-                        format!("{path}.NAME")
-                    } else if path.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{path}.{k}")
-                    };
-                    out.insert(p.clone());
-                    walk(child, &p, out);
-                }
-            }
-            serde_json::Value::Array(items) => items
-                .iter()
-                .for_each(|i| walk(i, &format!("{path}[]"), out)),
-            _ => {}
-        }
-    }
-    let mut fields = std::collections::BTreeSet::new();
-    for case in CASES {
-        walk(
-            &json(&explain(&["--format", "json", &log(case.name)])),
-            "",
-            &mut fields,
-        );
-    }
+    let mut outputs: Vec<serde_json::Value> = CASES
+        .iter()
+        .map(|case| json(&explain(&["--format", "json", &log(case.name)])))
+        .collect();
     // No public log in the fixtures has GRAPH path lines: one from the one-GPU machine
     // (NCCL 2.28.9, REFERENCE.md section 9).
     let graph = temp_log(b"h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'\nh:1:2 [0] NCCL INFO GPU/0-60 :GPU/0-60 (0/5000.0/LOC) CPU/0-ffffffffffffff (1/48.0/PHB) NET/0-0 (3/1.2/PHB) \n");
-    walk(
-        &json(&explain(&[
-            "--format",
-            "json",
-            graph.path().to_str().unwrap(),
-        ])),
-        "",
-        &mut fields,
-    );
+    outputs.push(json(&explain(&[
+        "--format",
+        "json",
+        graph.path().to_str().unwrap(),
+    ])));
+    let fields = Fields {
+        // Environment variable names are data, not fields.
+        data_keys: &[(".env", Some("NAME"))],
+        ..Fields::default()
+    };
+    let fields = assert_json_documented("docs/nccl-explain-json.md", &fields, &outputs);
     assert!(fields.contains("nodes[].paths[].path"));
-    let doc = std::fs::read_to_string(crate_dir().join("docs/nccl-explain-json.md")).unwrap();
-    let missing: Vec<_> = fields
-        .iter()
-        .filter(|f| !doc.contains(&format!("| `{f}` |")))
-        .collect();
-    assert!(missing.is_empty(), "undocumented: {missing:#?}");
     assert!(fields.contains("nodes[].gpu_nic[].distance_name"));
     assert!(fields.contains("diagnoses[].see[].code"));
 }
@@ -285,8 +255,9 @@ fn several_files_stdin_and_gzip() {
     assert!(stdout(&zipped).lines().next().unwrap().contains(", gzip"));
 
     // Standard input.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+    let mut child = Gdrdoctor::new()
         .args(["nccl", "explain", "-"])
+        .command()
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

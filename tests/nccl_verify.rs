@@ -11,8 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-const MISSING: &str = "/nonexistent/gdrdoctor-test/lib.so";
-
 /// A PATH whose python3 answers with `sys_path` (none at all when `None`), so that the pip wheel
 /// search sees only what the test made.
 fn python(dir: &Path, sys_path: Option<&[&Path]>) -> String {
@@ -94,20 +92,15 @@ impl Run {
     }
     /// [`Run::command`] on a root given by its path.
     fn command_at(&self, root: &Path, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"));
-        c.arg("--root")
-            .arg(root)
+        Gdrdoctor::new()
+            .root_at(root)
             .args(args)
-            .current_dir(home())
-            .env("NO_COLOR", "1")
             .env_remove("GDRDOCTOR_LIBNCCL")
             .env_remove("LD_LIBRARY_PATH")
             .env_remove("NCCL_DEBUG")
-            .env_remove("NCCL_NVLS_ENABLE");
-        for (k, v) in &self.env {
-            c.env(k, v);
-        }
-        c
+            .env_remove("NCCL_NVLS_ENABLE")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .command()
     }
     /// `nccl verify --format json`: the exit code and the document.
     fn verify(&self, root: &str, extra: &[&str]) -> (i32, Value) {

@@ -43,18 +43,8 @@ impl Node {
     }
 }
 
-fn findings<'a>(report: &'a serde_json::Value, code: &str) -> Vec<&'a serde_json::Value> {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| c["findings"].as_array().unwrap())
-        .filter(|f| f["code"] == code)
-        .collect()
-}
-
 fn one<'a>(report: &'a serde_json::Value, code: &str, status: &str) -> &'a serde_json::Value {
-    let f = findings(report, code);
+    let f = findings_with(report, code);
     assert!(
         f.iter().any(|f| f["status"] == status),
         "no {status} {code}: {:#}",
@@ -73,7 +63,7 @@ fn text(f: &serde_json::Value) -> String {
 fn ndv4_without_and_with_the_image_files() {
     let (c, r) = Node::of("azure-ndv4-vm").check(&[]);
     assert_eq!(c, 1);
-    let far = findings(&r, "gpu-nic-too-far");
+    let far = findings_with(&r, "gpu-nic-too-far");
     assert_eq!(far.len(), 8);
     let f = text(far[0]);
     assert!(f.contains("hypervisor's picture"), "{f}");
@@ -86,7 +76,7 @@ fn ndv4_without_and_with_the_image_files() {
 
     let (c, r) = Node::of("azure-ndv4-vm-topo").check(&[]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
-    let near = findings(&r, "gpu-nic-near");
+    let near = findings_with(&r, "gpu-nic-near");
     assert_eq!(near.len(), 8);
     let f = text(near[0]);
     assert!(
@@ -113,7 +103,7 @@ fn stale_topology_file() {
     let missing = text(one(&r, "nccl-topo-file-incomplete", "warn"));
     assert!(missing.contains("GPU 0003:00:00.0"), "{missing}");
     // That GPU is placed from sysfs, as NCCL places it: under its NUMA node's CPU, no PIX.
-    let far = findings(&r, "gpu-nic-too-far");
+    let far = findings_with(&r, "gpu-nic-too-far");
     assert_eq!(far.len(), 1, "{far:?}");
     assert!(text(far[0]).contains("0003:00:00.0"));
 }
@@ -173,7 +163,7 @@ fn hostile_topology_files() {
             took.last().unwrap() < &Duration::from_secs(5),
             "{what}: {took:?}"
         );
-        let f = findings(&r, code);
+        let f = findings_with(&r, code);
         assert!(!f.is_empty(), "{what}: no {code}: {:#}", r["checks"]);
         assert!(text(f[0]).contains(TOPO_ABS), "{what}: {}", f[0]);
     }
@@ -231,8 +221,8 @@ fn hca_list_limits_the_nics() {
     );
     let (c, r) = n.check(&[]);
     assert_eq!(c, 1);
-    assert_eq!(findings(&r, "gpu-nic-near").len(), 2);
-    let far = findings(&r, "gpu-nic-too-far");
+    assert_eq!(findings_with(&r, "gpu-nic-near").len(), 2);
+    let far = findings_with(&r, "gpu-nic-too-far");
     assert_eq!(far.len(), 6);
     assert!(text(far[0]).contains("at SYS"), "{}", far[0]);
     let u = text(one(&r, "nccl-hca-unmatched", "warn"));
@@ -303,7 +293,7 @@ fn gid_choice_on_bond_and_vxlan() {
         n.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
     }
     let (_, r) = n.check(&[]);
-    let f = findings(&r, "roce-v2-ipv4")
+    let f = findings_with(&r, "roce-v2-ipv4")
         .into_iter()
         .find(|f| f["subject"] == "mlx5_0 port 1")
         .unwrap();
@@ -418,14 +408,14 @@ fn pinned_gid_index_on_a_stacked_netdev() {
     );
     let fix = f["fix"].to_string();
     assert!(fix.contains("NCCL_IB_GID_INDEX=5"), "{fix}");
-    assert!(findings(&r, "nccl-gid-index-ok").is_empty());
+    assert!(findings_with(&r, "nccl-gid-index-ok").is_empty());
 
     n.write(
         "etc/nccl.conf",
         "NCCL_IB_HCA==mlx5_0\nNCCL_IB_GID_INDEX=5\n",
     );
     let (_, r) = n.check(&[]);
-    assert!(findings(&r, "nccl-gid-index-stacked").is_empty());
+    assert!(findings_with(&r, "nccl-gid-index-stacked").is_empty());
     one(&r, "nccl-gid-index-ok", "pass");
 }
 

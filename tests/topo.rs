@@ -3,6 +3,7 @@
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
 use crate::common::*;
+use std::time::Duration;
 
 /// (fixture, GPU0-NIC0 level) as each fixture's FIXTURE.md states it.
 const KNOWN: &[(&str, &str)] = &[
@@ -174,33 +175,8 @@ fn human_output_has_nvidia_smi_shape() {
 
 #[test]
 fn json_fields_are_documented() {
-    let doc = std::fs::read_to_string(crate_dir().join("docs/topo-json.md")).unwrap();
     let t = topo("healthy-8gpu-roce");
-    let mut missing = Vec::new();
-    for key in t.as_object().unwrap().keys() {
-        if !doc.contains(&format!("| `{key}` |")) {
-            missing.push(key.clone());
-        }
-    }
-    for key in t["devices"][0].as_object().unwrap().keys() {
-        if !doc.contains(&format!("| `devices[].{key}` |")) {
-            missing.push(format!("devices[].{key}"));
-        }
-    }
-    let mut fields: Vec<(String, &serde_json::Value)> = vec![("gdr".into(), &t["gdr"])];
-    fields.push(("gdr.gpus[]".into(), &t["gdr"]["gpus"][0]));
-    fields.push(("gdr.gpus[].nics[]".into(), &t["gdr"]["gpus"][0]["nics"][0]));
-    for (prefix, obj) in fields {
-        for key in obj.as_object().expect(&prefix).keys() {
-            if !doc.contains(&format!("| `{prefix}.{key}` |")) {
-                missing.push(format!("{prefix}.{key}"));
-            }
-        }
-    }
-    assert!(
-        missing.is_empty(),
-        "undocumented in docs/topo-json.md: {missing:?}"
-    );
+    assert_json_documented("docs/topo-json.md", &Fields::default(), &[t]);
 }
 
 #[test]
@@ -436,23 +412,15 @@ fn topo_on_thousands_of_gpus_streams_the_matrix() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("large.tar.gz");
     let large = large_root(&root, GPUS, NICS);
-    let out = dir.path().join("topo.json");
-    let (code, peak_mib) = measured(
-        &["--root", root.to_str().unwrap(), "topo", "--format", "json"],
-        &out,
-    );
-    assert_eq!(
-        code,
-        0,
-        "{}",
-        std::fs::read_to_string(out.with_extension("stderr")).unwrap()
-    );
-    assert!(
-        peak_mib < 96,
-        "topo on {GPUS} GPUs peaked at {peak_mib} MiB: the matrix is held, not streamed"
-    );
-    let t: Topo = serde_json::from_slice(&std::fs::read(&out).unwrap())
-        .expect("topo's output is JSON of the documented shape");
+    // Under 96 MiB, or the matrix is held, not streamed.
+    let ran = Gdrdoctor::new()
+        .root_at(&root)
+        .args(["topo", "--format", "json"])
+        .within(Duration::from_secs(300), 95)
+        .run();
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let t: Topo =
+        serde_json::from_str(&ran.stdout).expect("topo's output is JSON of the documented shape");
     let n = GPUS + NICS;
     assert_eq!(t.devices.len(), n);
     assert_eq!(t.devices[GPUS].name, "NIC0");
@@ -475,13 +443,6 @@ fn topo_on_thousands_of_gpus_streams_the_matrix() {
     assert!(t.numa_assumed.is_empty(), "every NUMA node is known");
 }
 
-/// The effective user, from /proc/self/status.
-fn effective_uid() -> u32 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
-    uid.split_whitespace().nth(2).unwrap().parse().unwrap()
-}
-
 /// gdrdoctor with `args` as a user who cannot read what `deny` makes mode 0700 (root reads
 /// anything, so as root it runs as nobody; the rest of the tree stays readable). `None` when
 /// setpriv cannot run it.
@@ -495,26 +456,9 @@ fn denied(
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
     };
     mode(dir.path(), 0o755);
-    if effective_uid() != 0 {
-        mode(deny, 0o000);
-        let out = gdrdoctor(args);
-        mode(deny, 0o755);
-        return Some(out);
-    }
-    mode(deny, 0o700);
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_gdrdoctor"))
-        .args(args)
-        .current_dir(home())
-        .env("NO_COLOR", "1")
-        .output()
-        .ok()
-        .filter(|o| o.status.code().is_some());
+    mode(deny, if effective_uid() == 0 { 0o700 } else { 0o000 });
+    let out = Gdrdoctor::new().args(args).unprivileged().try_output();
     mode(deny, 0o755);
-    if out.is_none() {
-        eprintln!("setpriv unavailable: permission case not exercised as root");
-    }
     out
 }
 

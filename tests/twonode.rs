@@ -7,7 +7,7 @@
 #![allow(clippy::disallowed_methods)] // tests read their own files, not a node
 
 use crate::common::*;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "a-shared-token-for-tests";
@@ -21,11 +21,12 @@ fn free_port() -> u16 {
 }
 
 fn side(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+    Gdrdoctor::new()
         .arg("gdr-test")
         .args(args)
-        .env("GDRDOCTOR_LIBIBVERBS", stub("ibverbs", &[]))
+        .verbs()
         .env_remove("NCCL_IB_HCA")
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -187,16 +188,17 @@ fn slurm_mode_pairs_two_tasks_from_the_environment() {
     // Two tasks of one step on this node (as the lab's single-node Slurm runs them): the
     // pairing from SLURM_* alone; the RDMA part is the stand-in, as above.
     let run = |rank: &str| {
-        Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
+        Gdrdoctor::new()
             .args([
                 "gdr-test", "--slurm", "--token", TOKEN, "--rails", "fake0", "--memory", "host",
                 "--format", "json", "--wait", "20",
             ])
-            .env("GDRDOCTOR_LIBIBVERBS", stub("ibverbs", &[]))
+            .verbs()
             .env("SLURM_PROCID", rank)
             .env("SLURM_JOB_NODELIST", "localhost")
             .env("SLURM_NTASKS", "2")
             .env("SLURM_TASKS_PER_NODE", "2")
+            .command()
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

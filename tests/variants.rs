@@ -63,12 +63,7 @@ impl Variant {
 }
 
 fn finding<'a>(report: &'a serde_json::Value, code: &str) -> Option<&'a serde_json::Value> {
-    report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| c["findings"].as_array().unwrap())
-        .find(|f| f["code"] == code)
+    all_findings(report).find(|f| f["code"] == code)
 }
 
 fn has(report: &serde_json::Value, code: &str, status: &str) -> bool {

@@ -1,9 +1,14 @@
-//! Helpers shared by the integration tests: the fixtures (fixtures.rs), and the built binary run
-//! where they are.
+//! Helpers shared by the integration tests: the fixtures (fixtures.rs), the built binary run
+//! where they are (command.rs), the check that JSON fields are documented (documented.rs), and
+//! what a JSON report says.
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 #![allow(dead_code)]
 
+mod command;
+mod documented;
 mod fixtures;
+pub use command::*;
+pub use documented::*;
 pub use fixtures::*;
 
 use std::path::PathBuf;
@@ -13,19 +18,6 @@ use std::time::{Duration, Instant};
 
 pub fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs gdrdoctor with `args`, in the fixtures' [`home()`] (a root is named `fixtures/<name>`, see
-/// [`fixture`]), with colour off and no site config.
-pub fn gdrdoctor(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
-        .args(args)
-        .current_dir(home())
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .env_remove("FORCE_COLOR")
-        .output()
-        .expect("run gdrdoctor")
 }
 
 /// Runs `run` until it finishes within `bound`, at most three times; returns the last result and
@@ -88,13 +80,18 @@ pub fn statuses(report: &serde_json::Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Every finding code in a JSON report, with its status.
-pub fn codes(report: &serde_json::Value) -> Vec<(String, String)> {
+/// Every finding of every check in a JSON report.
+pub fn all_findings(report: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
     report["checks"]
         .as_array()
-        .unwrap()
+        .expect("checks array")
         .iter()
-        .flat_map(|c| c["findings"].as_array().unwrap().iter())
+        .flat_map(|c| c["findings"].as_array().unwrap())
+}
+
+/// Every finding code in a JSON report, with its status.
+pub fn codes(report: &serde_json::Value) -> Vec<(String, String)> {
+    all_findings(report)
         .map(|f| {
             (
                 f["code"].as_str().unwrap().to_owned(),
@@ -102,6 +99,11 @@ pub fn codes(report: &serde_json::Value) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// The findings with `code` in a JSON report, of whichever check.
+pub fn findings_with<'a>(report: &'a serde_json::Value, code: &str) -> Vec<&'a serde_json::Value> {
+    all_findings(report).filter(|f| f["code"] == code).collect()
 }
 
 /// A check's object in a JSON report, by ID.
@@ -155,46 +157,4 @@ pub fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     (dir, path)
-}
-
-/// Runs gdrdoctor with `args` in the fixtures' [`home()`], stdout into `out` and stderr into
-/// `out.stderr`; returns its exit code and its peak RSS in MiB.
-///
-/// The peak is the child's own maximum RSS as wait4(2) reports it, so other tests' children do
-/// not count. But Linux starts a child's figure at its parent's peak when it is spawned (the
-/// maximum is carried over `exec`), so a test that measures keeps its own process small: its
-/// inputs and outputs stay in files, and no test of the same binary holds much at once.
-#[allow(clippy::zombie_processes)] // reaped by wait4, which std's `Child` does not know of
-pub fn measured(args: &[&str], out: &std::path::Path) -> (i32, u64) {
-    let stdout = std::fs::File::create(out).unwrap();
-    let stderr = std::fs::File::create(out.with_extension("stderr")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_gdrdoctor"))
-        .args(args)
-        .current_dir(home())
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .spawn()
-        .expect("run gdrdoctor");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: rusage is plain data, for which all zeroes is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals of the types wait4 fills; the child is ours and
-    // is reaped here only (`Child::wait` is never called for it).
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
-    let err = std::fs::read_to_string(out.with_extension("stderr")).unwrap();
-    assert!(
-        libc::WIFEXITED(status),
-        "gdrdoctor was killed (status {status:#x}); stderr:\n{err}"
-    );
-    let code = libc::WEXITSTATUS(status);
-    assert!(
-        code != 101 && !err.contains("panicked at"),
-        "gdrdoctor panicked:\n{err}"
-    );
-    // ru_maxrss is in KiB on Linux.
-    (code, usage.ru_maxrss as u64 / 1024)
 }

@@ -19,6 +19,15 @@ out=${OUT:-/tmp/gdrdoctor-nccl-verify}
 mkdir -p "$out"
 failed=0
 claim() { if [ "$1" = 0 ]; then echo "PASS $2"; else echo "FAIL $2"; failed=$((failed + 1)); fi; }
+# claims_of FILE [PREFIX]: a claim for each PASS/FAIL line a judge (python below) wrote to FILE.
+claims_of() {
+  while IFS= read -r line; do
+    case $line in
+      PASS\ *) claim 0 "${2:-}${line#PASS }" ;;
+      FAIL\ *) claim 1 "${2:-}${line#FAIL }" ;;
+    esac
+  done < "$1"
+}
 
 echo "== machine"
 uname -r
@@ -77,12 +86,7 @@ if source:
 PY
   grep '^INFO' "$out/$label.judged"
   local line
-  while IFS= read -r line; do
-    case $line in
-      PASS\ *) claim 0 "$label: ${line#PASS }" ;;
-      FAIL\ *) claim 1 "$label: ${line#FAIL }" ;;
-    esac
-  done < "$out/$label.judged"
+  claims_of "$out/$label.judged" "$label: "
 }
 
 # verify LABEL [ARGS...]: one `nccl verify` run, human and JSON; the JSON run keeps NCCL's files.
@@ -131,12 +135,7 @@ print(("PASS" if any(os.path.realpath(c.get("library", "")) == real for c in fou
       "the default search finds the wheel's copy under python3's sys.path")
 PY
   grep '^INFO' "$out/libraries.judged"
-  while IFS= read -r line; do
-    case $line in
-      PASS\ *) claim 0 "${line#PASS }" ;;
-      FAIL\ *) claim 1 "${line#FAIL }" ;;
-    esac
-  done < "$out/libraries.judged"
+  claims_of "$out/libraries.judged"
 else
   claim 1 "python3 on PATH has nvidia.nccl with lib/libnccl.so.2 (PyTorch's wheel)"
 fi
@@ -171,12 +170,7 @@ say(("nccl-agrees", "pass") in codes(nv_on) and not any(c == "nccl-disagrees" fo
     "nccl-verify agrees with gdrdoctor's verdict (nccl-agrees, no nccl-disagrees)")
 PY
 grep '^INFO' "$out/check.judged"
-while IFS= read -r line; do
-  case $line in
-    PASS\ *) claim 0 "check: ${line#PASS }" ;;
-    FAIL\ *) claim 1 "check: ${line#FAIL }" ;;
-  esac
-done < "$out/check.judged"
+claims_of "$out/check.judged" "check: "
 
 echo
 echo "$failed claim(s) failed"

@@ -21,25 +21,13 @@ case $bin in /*) ;; *) bin=$repo/$bin ;; esac
 
 step() { printf '\n== ansible: %s\n' "$*"; }
 die() { echo "ansible: FAIL: $*" >&2; exit 1; }
+. tests/integrations/venv.sh
 
 [ -x "$bin" ] || die "$bin missing: cargo build --release, or set GDRDOCTOR_BIN"
 
 step "ansible-core $ansible_core_version in $venv"
-have=$("$venv/bin/python" -c 'import ansible.release as r; print(r.__version__)' 2>/dev/null || true)
-if [ "$have" = "$ansible_core_version" ]; then
-  echo "reusing it"
-else
-  rm -rf "$venv"
-  mkdir -p "$cache"
-  # python3 -m venv needs ensurepip, which Debian ships apart, in python3-venv.
-  if ! python3 -c 'import ensurepip' 2>/dev/null; then
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; } ||
-      die "apt-get install python3-venv"
-  fi
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "ansible-core==$ansible_core_version" ||
-    die "pip could not install ansible-core $ansible_core_version from PyPI (no network?)"
-fi
+venv_with "$venv" 'import ansible.release as r; print(r.__version__)' "$ansible_core_version" \
+  "ansible-core==$ansible_core_version"
 # Its first line only, taken after it has finished: through a pipe to head, ansible can still be
 # writing when head exits, and then fails with EPIPE (seen once, on a fresh Debian 12).
 version=$("$venv/bin/ansible" --version)

@@ -35,26 +35,13 @@ case $bin in /*) ;; *) bin=$repo/$bin ;; esac
 
 step() { printf '\n== kubernetes: %s\n' "$*"; }
 die() { echo "kubernetes: FAIL: $*" >&2; exit 1; }
+. tests/integrations/venv.sh
 
 [ -x "$bin" ] || die "$bin missing: cargo build --release, or set GDRDOCTOR_BIN"
 
 step "PyYAML and the Kubernetes API models (kubernetes==$k8s_client_version) in $venv"
-have=$("$venv/bin/python" -c 'import kubernetes, yaml; print(kubernetes.__version__)' 2>/dev/null || true)
-if [ "$have" = "$k8s_client_version" ]; then
-  echo "reusing it"
-else
-  rm -rf "$venv"
-  mkdir -p "$cache"
-  # python3 -m venv needs ensurepip, which Debian ships apart, in python3-venv.
-  if ! python3 -c 'import ensurepip' 2>/dev/null; then
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; } ||
-      die "apt-get install python3-venv"
-  fi
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    "kubernetes==$k8s_client_version" "PyYAML==$pyyaml_version" ||
-    die "pip could not install kubernetes $k8s_client_version and PyYAML from PyPI (no network?)"
-fi
+venv_with "$venv" 'import kubernetes, yaml; print(kubernetes.__version__)' "$k8s_client_version" \
+  "kubernetes==$k8s_client_version" "PyYAML==$pyyaml_version"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gdrdoctor-k8s.XXXXXX")
 loop_pid=

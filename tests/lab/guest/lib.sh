@@ -53,6 +53,14 @@ rxe_add() {
     log "rxe0 port 1: $(cat $p/state) / $(cat $p/phys_state), RoCE v2 GID index $(kernel_gid_index)"
 }
 
+# rxe_node: the lab node most scenarios start from: its modules, eth0 up with jumbo frames, and
+# rxe0 on it.
+rxe_node() {
+    modules
+    net_up eth0 9000
+    rxe_add eth0
+}
+
 # netdev_down IFACE: take IFACE down and wait until rxe0's port has seen it.
 netdev_down() {
     $IP link set dev "$1" down

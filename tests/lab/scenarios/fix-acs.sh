@@ -4,9 +4,7 @@
 TOPO=split
 IOMMU=pt
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
     ulimit -l unlimited
     gdrdoctor fix --class runtime > /tmp/fix-runtime.sh 2>&1
     gdrdoctor fix --apply --yes > /tmp/apply.txt 2>&1

@@ -3,9 +3,7 @@
 TOPO=switch
 IOMMU=lazy
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
     ulimit -l unlimited
     mkdir -p /etc/default
     cat > /etc/default/grub <<'GRUB'

@@ -14,9 +14,7 @@ host_prepare() {
     "$GDRDOCTOR" --root "$fixture" fix --class runtime -o "$1/root/peermem-fix.sh" 2>/dev/null
 }
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
     grep -c '^nvidia_peermem ' /proc/modules > /tmp/before.txt || true
     bash /root/peermem-fix.sh > /tmp/run1.txt 2>&1; echo "rc $?" >> /tmp/run1.txt
     grep '^nvidia_peermem ' /proc/modules > /tmp/after.txt || true

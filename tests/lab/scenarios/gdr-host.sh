@@ -7,9 +7,7 @@
 TOPO=switch
 IOMMU=pt
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
     ulimit -l unlimited
     gid=$(kernel_gid_index)
     log "gdrdoctor gdr-test --memory host"

@@ -3,9 +3,7 @@
 TOPO=switch
 IOMMU=pt
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
     ulimit -l unlimited
     netdev_down eth0
     read -r t0 _ < /proc/uptime

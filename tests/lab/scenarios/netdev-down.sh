@@ -2,9 +2,7 @@
 TOPO=switch
 IOMMU=pt
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
     netdev_down eth0
 }
 EXPECT='

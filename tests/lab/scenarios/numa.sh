@@ -5,9 +5,7 @@
 TOPO=numa
 IOMMU=pt
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
 }
 EXPECT='
 exit 1

@@ -3,9 +3,7 @@
 TOPO=split
 IOMMU=pt
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
     for rp in 00:01.0 00:02.0; do
         log "$rp ACSCtl before: $(setpci -s $rp ECAP_ACS+0x6.w)"
         setpci -s $rp ECAP_ACS+0x6.w=0000

@@ -4,9 +4,7 @@
 TOPO=split
 IOMMU=pt
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
 }
 EXPECT='
 exit 1

@@ -3,9 +3,7 @@
 TOPO=switch
 IOMMU=pt
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
 }
 EXPECT='
 exit 0

@@ -2,9 +2,7 @@
 TOPO=switch
 IOMMU=strict
 guest() {
-    modules
-    net_up eth0 9000
-    rxe_add eth0
+    rxe_node
 }
 EXPECT='
 exit 1
