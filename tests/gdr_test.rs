@@ -500,6 +500,102 @@ fn gdr_test_command_end_to_end() {
     assert_eq!(code(&out), 2);
 }
 
+/// What stops the write test before its first WRITE, or spoils a WRITE, end to end through
+/// `gdr-test` with the stand-in libibverbs: each its own finding, so that the operator is told
+/// which part of the stack to fix.
+#[test]
+fn each_broken_layer_is_its_own_finding() {
+    let verbs = || stub("ibverbs", &[]).display().to_string();
+    /// (what, libibverbs, the stand-in's settings, the finding's code)
+    type Case = (
+        &'static str,
+        String,
+        &'static [(&'static str, &'static str)],
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "no libibverbs",
+            MISSING.into(),
+            &[],
+            "gdr-test-no-libibverbs",
+        ),
+        (
+            "a libibverbs without ibv_create_qp",
+            stub("ibverbs", &["ibv_create_qp"]).display().to_string(),
+            &[],
+            "gdr-test-libibverbs-too-old",
+        ),
+        (
+            "no device listed: no provider for the NIC's driver",
+            verbs(),
+            &[("FAKE_IBV_NO_DEVICES", "1")],
+            "gdr-test-no-provider",
+        ),
+        (
+            "ibv_open_device: ENOSYS, no uverbs",
+            verbs(),
+            &[("FAKE_IBV_OPEN_ERRNO", "38")],
+            "gdr-test-no-uverbs",
+        ),
+        (
+            "ibv_open_device: EACCES",
+            verbs(),
+            &[("FAKE_IBV_OPEN_ERRNO", "13")],
+            "gdr-test-no-access",
+        ),
+        (
+            "ibv_open_device: EIO",
+            verbs(),
+            &[("FAKE_IBV_OPEN_ERRNO", "5")],
+            "gdr-test-setup-failed",
+        ),
+        (
+            "completions with IBV_WC_LOC_PROT_ERR",
+            verbs(),
+            &[("FAKE_IBV_WC_STATUS", "4")],
+            "gdr-test-completion-error",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, lib, env, want) in &cases {
+        let out = Gdrdoctor::new()
+            .args([
+                "gdr-test", "--memory", "host", "--nic", "fake0", "--size", "64K", "--format",
+                "json",
+            ])
+            .lib("IBVERBS", lib)
+            .envs(env.iter().copied())
+            .output();
+        let got = codes(&json(&out));
+        if !got.contains(&(want.to_string(), "fail".into())) {
+            wrong.push(format!("{what}: no failing {want} in {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    // The GPU side: a buffer that could not be allocated is the GPU runtime's to fix.
+    let s = spec(Memory::Cuda);
+    let r = pair(
+        &s,
+        None,
+        &[("GDRDOCTOR_LIBCUDA", "/nonexistent/libcuda.so.1")],
+    );
+    let f = judged(vec![outcome(s, Ok(r), None)]);
+    assert_eq!(f[0].code, "gdr-test-memory", "{f:?}");
+    // Asked not to run: skipped, and why.
+    let out = gdrdoctor(&[
+        "check",
+        "--select",
+        "gdr-test",
+        "--no-gdr-test",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let f = &findings_with(&r, "gdr-test-skipped")[0];
+    assert_eq!(f["message"], "not run: --no-gdr-test", "{f}");
+}
+
 /// Every field of `inventory.gdr_test` that a pass or a failure produces is documented.
 #[test]
 fn gdr_test_fields_are_documented() {

@@ -345,6 +345,26 @@ fn a_hang_is_killed_at_the_deadline_and_is_unknown() {
     assert!(kept.contains("stub: hanging in init"), "{kept}");
 }
 
+/// The same hang under `--deadline`: the run is cut short by the operator's bound, which is
+/// not a verdict on NCCL, and says so (`nccl-verify-cut-short`, not `nccl-verify-failed`).
+#[test]
+fn a_hang_cut_by_the_deadline_says_so() {
+    let run = Run::h200().set("FAKE_NCCL_HANG", "1");
+    let ((code, doc), took) = in_time(Duration::from_secs(6), || {
+        run.verify("h200x2-vm", &["--deadline", "2"])
+    });
+    assert!(took.last().unwrap() < &Duration::from_secs(6), "{took:?}");
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(
+        findings(&doc),
+        [("nccl-verify-cut-short".into(), "unknown".into())]
+    );
+    let m = finding(&doc, "nccl-verify-cut-short")["message"]
+        .as_str()
+        .unwrap();
+    assert!(m.contains("cut short by the --deadline of 2 s"), "{m}");
+}
+
 #[test]
 fn a_crash_is_reported_with_its_signal() {
     let (code, doc) = Run::h200()

@@ -263,6 +263,58 @@ fn conf_lines_nccl_ignores() {
     );
 }
 
+/// Each setting that takes GPUDirect RDMA away, or that NCCL reads otherwise than it looks,
+/// in /etc/nccl.conf of the healthy 8-GPU RoCE node (RDMA devices, no peer-memory module): its
+/// own finding. And an nccl.conf that cannot be read, and a topology file that turns GDR off for
+/// a GPU.
+#[test]
+fn settings_that_take_gdr_away() {
+    // (nccl.conf, code, status)
+    let cases = [
+        ("NCCL_IB_DISABLE=1", "nccl-ib-disabled", "fail"),
+        ("NCCL_NET=Socket", "nccl-net-not-ib", "fail"),
+        ("NCCL_NET=AWS-OFI", "nccl-net-not-ib", "warn"),
+        ("NCCL_NET_GDR_LEVEL=LOC", "nccl-gdr-level-off", "fail"),
+        ("NCCL_NET_GDR_LEVEL=phb", "nccl-gdr-level-ignored", "warn"),
+        ("NCCL_NET_GDR_READ=0", "nccl-gdr-read-off", "warn"),
+        ("NCCL_DMABUF_ENABLE=0", "nccl-dmabuf-disabled", "fail"),
+        (
+            "NCCL_TOPO_FILE=/nonexistent/topo.xml",
+            "nccl-topo-file-missing",
+            "warn",
+        ),
+    ];
+    let n = Node::of("healthy-8gpu-roce");
+    let mut wrong = Vec::new();
+    for (conf, code, status) in cases {
+        n.write("etc/nccl.conf", format!("{conf}\n"));
+        let (_, r) = n.check(&[]);
+        if findings_with(&r, code)
+            .iter()
+            .all(|f| f["status"] != status)
+        {
+            wrong.push(format!("{conf}: no {status} {code} in {:?}", codes(&r)));
+        }
+    }
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    // A directory where NCCL reads a file: unknown, never "not set".
+    std::fs::remove_file(n.root.join("etc/nccl.conf")).unwrap();
+    std::fs::create_dir(n.root.join("etc/nccl.conf")).unwrap();
+    let (_, r) = n.check(&[]);
+    let f = text(one(&r, "nccl-conf-unreadable", "unknown"));
+    assert!(f.contains("not a regular file (directory)"), "{f}");
+    // gdr="0" on a GPU of the topology file: NCCL keeps it.
+    let n = Node::of("azure-ndv4-vm-topo");
+    let gpu =
+        r#"<pci busid="0003:00:00.0" class="0x030200" link_speed="16 GT/s" link_width="16"/>"#;
+    assert!(NDV4.contains(gpu));
+    let off = r#"<pci busid="0003:00:00.0" class="0x030200" link_speed="16 GT/s" link_width="16"><gpu dev="0" sm="80" gdr="0"/></pci>"#;
+    n.write(TOPO, NDV4.replace(gpu, off));
+    let (_, r) = n.check(&[]);
+    let f = text(one(&r, "nccl-topo-file-gdr-off", "fail"));
+    assert!(f.contains("GPU 0003:00:00.0"), "{f}");
+}
+
 /// A RoCE port whose netdev is a bond with a vxlan stacked on it: the vxlan's IPv4 GID comes
 /// first in the table (index 3), the bond's own at 5. The bond's is chosen, with the candidates
 /// and why, by rdma-gid and by `gdrdoctor nccl` alike.

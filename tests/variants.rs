@@ -70,6 +70,78 @@ fn has(report: &serde_json::Value, code: &str, status: &str) -> bool {
     finding(report, code).is_some_and(|f| f["status"] == status)
 }
 
+/// Parts of a device that a check needs and cannot read, or a driver no check expects: each its
+/// own finding, never a pass by default.
+#[test]
+fn damaged_devices_are_named() {
+    const PORT: &str = "sys/class/infiniband/mlx5_0/ports/1";
+    /// (what, fixture, the change, code, status)
+    type Case = (
+        &'static str,
+        &'static str,
+        fn(&Variant),
+        &'static str,
+        &'static str,
+    );
+    let cases: [Case; 4] = [
+        (
+            "a GPU bound to pci-stub",
+            "h200x2-vm",
+            |v| {
+                v.link(
+                    "sys/devices/pci0000:00/0000:00:06.0/driver",
+                    "../../../bus/pci/drivers/pci-stub",
+                );
+            },
+            "gpu-unexpected-driver",
+            "warn",
+        ),
+        (
+            "an RDMA device without ports",
+            "healthy-8gpu-roce",
+            |v| {
+                v.remove("sys/class/infiniband/mlx5_0/ports");
+            },
+            "rdma-no-ports",
+            "unknown",
+        ),
+        (
+            "a RoCE port whose netdev's MTU cannot be read",
+            "healthy-8gpu-roce",
+            |v| {
+                v.remove("sys/class/net/ens1np0/mtu");
+            },
+            "roce-netdev-unknown",
+            "unknown",
+        ),
+        (
+            "a RoCE port whose GID table is all zeros",
+            "healthy-8gpu-roce",
+            |v| {
+                for e in std::fs::read_dir(v.path(&format!("{PORT}/gids"))).unwrap() {
+                    let name = e.unwrap().file_name().into_string().unwrap();
+                    v.write(
+                        &format!("{PORT}/gids/{name}"),
+                        "0000:0000:0000:0000:0000:0000:0000:0000\n",
+                    );
+                }
+            },
+            "roce-no-gid",
+            "fail",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, fixture, change, code, status) in cases {
+        let v = Variant::of(fixture);
+        change(&v);
+        let (_, r) = v.check(&[]);
+        if !has(&r, code, status) {
+            wrong.push(format!("{what}: no {status} {code} in {:?}", codes(&r)));
+        }
+    }
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
 /// Puts both H200s into IOMMU group `group` of type `kind`, with an Intel unit.
 fn with_iommu(v: &Variant, kind: &str, cmdline: &str) {
     v.link("sys/class/iommu/dmar0", "../../devices/virtual/iommu/dmar0");

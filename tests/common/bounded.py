@@ -1,37 +1,51 @@
 """Runs a command under limits and says how it ended: tests/common/command.rs's `Gdrdoctor::run`.
 
-Usage: bounded.py REPORT ADDRESS_SPACE CPU_S WALL_S -- COMMAND [ARG...]
+Usage: bounded.py --report FILE --wall SECONDS [--address-space BYTES] [--cpu SECONDS]
+                  [--memlock BYTES|unlimited] -- COMMAND [ARG...]
 
-Forks; the child sets RLIMIT_AS to ADDRESS_SPACE bytes and RLIMIT_CPU to CPU_S seconds (0: left
-as they are) and execs COMMAND, with this process's standard input, output and error. The child
-is killed (SIGKILL) once WALL_S seconds have passed. REPORT gets one line:
-`STATUS MAXRSS_KIB ELAPSED_S KILLED` (wait4's status and the child's ru_maxrss, the seconds from
-fork to reap, 1 if it was killed at WALL_S).
+Forks; the child sets the limits given (RLIMIT_AS, RLIMIT_CPU, RLIMIT_MEMLOCK: soft and hard) and
+execs COMMAND, with this process's standard input, output and error. The child is killed
+(SIGKILL) once the wall time has passed. FILE gets one line: `STATUS MAXRSS_KIB ELAPSED_S KILLED`
+(wait4's status and the child's ru_maxrss, the seconds from fork to reap, 1 if it was killed).
 
 Why a process between the test binary and gdrdoctor: Linux starts a child's ru_maxrss at the
 peak of the memory it was spawned from, and std's Command spawns with vfork (posix_spawn), so a
 child of the test binary, which runs every test in one process, would be measured from that
 binary's peak. A child forked from this small process starts at this process's few MiB.
 """
+import argparse
 import os
 import resource
 import signal
-import sys
 import time
 
-report, address_space, cpu, wall = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-assert sys.argv[5] == "--", sys.argv
-argv = sys.argv[6:]
+p = argparse.ArgumentParser()
+p.add_argument("--report", required=True)
+p.add_argument("--wall", type=float, required=True)
+p.add_argument("--address-space", type=int)
+p.add_argument("--cpu", type=int)
+p.add_argument("--memlock")
+p.add_argument("command", nargs="+")
+args = p.parse_args()
+
+limits = []
+if args.address_space:
+    limits.append((resource.RLIMIT_AS, args.address_space))
+if args.cpu:
+    limits.append((resource.RLIMIT_CPU, args.cpu))
+if args.memlock:
+    unlimited = args.memlock == "unlimited"
+    limits.append((resource.RLIMIT_MEMLOCK, resource.RLIM_INFINITY if unlimited else int(args.memlock)))
 
 start = time.monotonic()
 pid = os.fork()
 if pid == 0:
     try:
-        if address_space:
-            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-        if cpu:
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        os.execv(argv[0], argv)
+        for which, value in limits:
+            resource.setrlimit(which, (value, value))
+        os.execv(args.command[0], args.command)
+    except BaseException as e:
+        os.write(2, f"bounded.py: {e}\n".encode())
     finally:
         os._exit(127)
 
@@ -45,9 +59,9 @@ def kill(_signum, _frame):
 
 
 signal.signal(signal.SIGALRM, kill)
-signal.setitimer(signal.ITIMER_REAL, wall)
+signal.setitimer(signal.ITIMER_REAL, args.wall)
 _, status, usage = os.wait4(pid, 0)  # retried after the handler runs (PEP 475)
 signal.setitimer(signal.ITIMER_REAL, 0)
 elapsed = time.monotonic() - start
-with open(report, "w") as f:
+with open(args.report, "w") as f:
     f.write(f"{status} {usage.ru_maxrss} {elapsed:.6f} {int(killed)}\n")

@@ -62,8 +62,10 @@ impl Libs {
 struct Bounds {
     wall: Duration,
     rss_mib: u64,
-    address_space: u64,
+    address_space: Option<u64>,
     cpu: bool,
+    /// `Some(None)`: unlimited.
+    memlock: Option<Option<u64>>,
 }
 
 /// What a bounded run ([`Gdrdoctor::run`]) gave.
@@ -209,8 +211,9 @@ impl Gdrdoctor {
         let b = self.bounds.get_or_insert(Bounds {
             wall,
             rss_mib,
-            address_space: 0,
+            address_space: None,
             cpu: false,
+            memlock: None,
         });
         (b.wall, b.rss_mib) = (wall, rss_mib);
         self
@@ -219,7 +222,14 @@ impl Gdrdoctor {
     /// With at most `bytes` of address space (RLIMIT_AS): a run that would grow past it fails
     /// its allocation (and the test) instead of hurting the machine.
     pub fn address_space(mut self, bytes: u64) -> Self {
-        self.bounds.as_mut().expect("within() first").address_space = bytes;
+        self.bounds.as_mut().expect("within() first").address_space = Some(bytes);
+        self
+    }
+
+    /// With RLIMIT_MEMLOCK at `bytes` (`None`: unlimited), soft and hard: what the rdma-access
+    /// check judges. Only root may raise it.
+    pub fn memlock(mut self, bytes: Option<u64>) -> Self {
+        self.bounds.as_mut().expect("within() first").memlock = Some(bytes);
         self
     }
 
@@ -336,20 +346,28 @@ impl Gdrdoctor {
             dir.path().join("stderr"),
             dir.path().join("report"),
         );
-        let cpu = if bounds.cpu {
-            bounds.wall.as_secs() + 1
-        } else {
-            0
-        };
-        let runner: Vec<OsString> = vec![
+        let mut runner: Vec<OsString> = vec![
             python3().into(),
             super::crate_dir().join("tests/common/bounded.py").into(),
+            "--report".into(),
             report.clone().into(),
-            bounds.address_space.to_string().into(),
-            cpu.to_string().into(),
+            "--wall".into(),
             bounds.wall.as_secs_f64().to_string().into(),
-            "--".into(),
         ];
+        if let Some(bytes) = bounds.address_space {
+            runner.extend(["--address-space".into(), bytes.to_string().into()]);
+        }
+        if bounds.cpu {
+            runner.extend([
+                "--cpu".into(),
+                (bounds.wall.as_secs() + 1).to_string().into(),
+            ]);
+        }
+        if let Some(limit) = bounds.memlock {
+            let limit = limit.map_or("unlimited".to_owned(), |b| b.to_string());
+            runner.extend(["--memlock".into(), limit.into()]);
+        }
+        runner.push("--".into());
         self.stdin.get_or_insert_with(Stdio::null);
         self.stdout = Some(std::fs::File::create(&out).unwrap().into());
         let status = self
@@ -377,9 +395,9 @@ impl Gdrdoctor {
         );
         assert!(
             libc::WIFEXITED(wait_status),
-            "{shown:?} was killed by signal {} (a crash, or a limit: {} MiB of address space); stderr:\n{}",
+            "{shown:?} was killed by signal {} (a crash, or a limit: {:?} bytes of address space); stderr:\n{}",
             libc::WTERMSIG(wait_status),
-            bounds.address_space >> 20,
+            bounds.address_space,
             head(&stderr)
         );
         let code = libc::WEXITSTATUS(wait_status);
