@@ -37,7 +37,7 @@ pub const RUN_BUDGET_BYTES: u64 = 2 * MAX_TOTAL_BYTES;
 pub const BUDGET_STEP: u64 = 1 << 20;
 
 /// A grant at least this big is given back to the system too when it is dropped (see
-/// `ffi::malloc::trim`); smaller ones are not worth the walk over the allocator's arenas.
+/// `sys::malloc::trim`); smaller ones are not worth the walk over the allocator's arenas.
 const TRIM_ABOVE: u64 = 16 << 20;
 
 /// A byte budget shared by the archive reads of one run. A read reserves what it inflates as
@@ -170,7 +170,7 @@ impl Drop for Grant {
         if self.bytes >= TRIM_ABOVE {
             // What the bytes stood for is freed by now (a tree drops its nodes before its
             // grant); back to the system before anyone is told there is room.
-            crate::ffi::malloc::trim();
+            crate::sys::malloc::trim();
         }
         if self.bytes > 0 {
             self.budget.give_back(self.bytes, true);

@@ -45,7 +45,7 @@ pub fn gpu_worker(args: &SpecArgs) -> ExitCode {
     // kernel frees the GPU faster than the libraries' teardown would.
     use std::io::Write as _;
     let flushed = out.flush().is_ok();
-    crate::ffi::process::exit_without_teardown(if flushed { 0 } else { 2 })
+    crate::sys::process::exit_without_teardown(if flushed { 0 } else { 2 })
 }
 
 /// `probe-gpu`: the GPU libraries asked about every GPU, in one process.
@@ -63,5 +63,5 @@ pub fn probe_gpu(args: &ProbeArgs) -> ExitCode {
     if crate::stdio::failed() {
         return ExitCode::SUCCESS;
     }
-    crate::ffi::process::exit_without_teardown(0)
+    crate::sys::process::exit_without_teardown(0)
 }

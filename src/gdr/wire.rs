@@ -357,7 +357,7 @@ fn verify(key: &[u8], parts: &[&[u8]], got: &[u8]) -> bool {
 /// 32 bytes from the kernel's random source.
 pub fn nonce() -> Result<[u8; NONCE], WireError> {
     let mut n = [0u8; NONCE];
-    crate::ffi::random::fill(&mut n).map_err(|e| WireError::Io {
+    crate::sys::random::fill(&mut n).map_err(|e| WireError::Io {
         what: "getrandom".into(),
         error: e.to_string(),
     })?;

@@ -129,7 +129,7 @@ fn prepare_log_dir(d: &Path) -> Result<(), String> {
         return Err(format!("cannot use {}: not a directory", d.display()));
     }
     let mode = meta.permissions().mode();
-    let ours = meta.uid() == crate::ffi::fd::effective_uid();
+    let ours = meta.uid() == crate::sys::fd::effective_uid();
     if mode & 0o022 != 0 && !(mode & 0o1000 != 0 && ours) {
         return Err(format!(
             "refusing --log-dir {}: mode {:04o} lets others write there, and a link they plant as nccl.log or topo.xml would make NCCL overwrite its target as this user; use a directory only you can write to",
