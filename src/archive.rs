@@ -330,7 +330,7 @@ fn split(path: &str) -> (&str, &str) {
 /// A member name as a node path, or why it is refused: a path or a component longer than the
 /// kernel takes (PATH_MAX, NAME_MAX) is no file a capture copied.
 fn node_path(raw: &[u8]) -> Result<String, String> {
-    use crate::root::{NAME_MAX, PATH_MAX};
+    use crate::sys::{NAME_MAX, PATH_MAX};
     if raw.len() > PATH_MAX {
         return Err(format!(
             "a member name of {} bytes, over PATH_MAX ({PATH_MAX}): not a capture",
@@ -531,11 +531,11 @@ fn fill<R: Read>(mut archive: tar::Archive<Capped<'_, R>>) -> Result<Tree, Strin
                 let target = entry
                     .link_name_bytes()
                     .ok_or_else(|| format!("link {path} has no target"))?;
-                if target.len() > crate::root::PATH_MAX {
+                if target.len() > crate::sys::PATH_MAX {
                     return Err(format!(
                         "link {path} has a target of {} bytes, over PATH_MAX ({})",
                         target.len(),
-                        crate::root::PATH_MAX
+                        crate::sys::PATH_MAX
                     ));
                 }
                 let target = std::str::from_utf8(&target)

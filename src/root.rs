@@ -24,12 +24,10 @@ use std::sync::Mutex;
 /// Linux's limit on symbolic links followed in one lookup (MAXSYMLINKS, include/linux/namei.h),
 /// counted over the whole lookup as the kernel counts them.
 const MAX_LINKS: u32 = 40;
-/// Linux's PATH_MAX and NAME_MAX (include/uapi/linux/limits.h): the longest path or link target
-/// one lookup takes, and the longest component. Longer is refused as the kernel refuses it
-/// (ENAMETOOLONG). With MAX_LINKS, this bounds what one lookup can cost, whatever a capture's
-/// links or a path from a config or /etc/passwd say.
-pub(crate) const PATH_MAX: usize = 4096;
-pub(crate) const NAME_MAX: usize = 255;
+// Longer than PATH_MAX, or a component longer than NAME_MAX, is refused as the kernel refuses it
+// (ENAMETOOLONG). With MAX_LINKS, this bounds what one lookup can cost, whatever a capture's
+// links or a path from a config or /etc/passwd say. The archive holds its members to the same.
+use crate::sys::{NAME_MAX, PATH_MAX};
 /// Default cap on one file read: the limit a capture archive is held to as well.
 pub const DEFAULT_READ_LIMIT: u64 = crate::archive::FILE_READ_LIMIT;
 
