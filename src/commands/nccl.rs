@@ -84,7 +84,10 @@ fn settings(global: &Global) -> anyhow::Result<ExitCode> {
     let (root, display) = global.root()?;
     let inv = load_inventory(&root, &config, inventory::Options::default());
     let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level);
-    out!("{}", crate::nccl::render(&inv, &settings, &display));
+    out!(
+        "{}",
+        crate::report::nccl::settings::render(&inv, &settings, &display)
+    );
     // What the settings stand on and could not be read (the PCI tree, the RDMA devices and
     // their ports' GIDs, NCCL's own files) is said, and is not exit 0: the settings may miss or
     // contradict it (issue 25).
@@ -105,7 +108,8 @@ fn settings(global: &Global) -> anyhow::Result<ExitCode> {
 /// `gdrdoctor nccl explain`: the logs are read as streams, one after the other, into one
 /// explanation (a job's log is often one file per node or per rank).
 fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    use crate::nccl::{explain, render};
+    use crate::nccl::explain;
+    use crate::report::nccl::explain as render;
     if global.root.is_some() {
         bail!("nccl explain reads NCCL logs, not a node: leave out --root");
     }
@@ -150,7 +154,8 @@ fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
 /// `gdrdoctor nccl verify`: the node read as `check` reads it (with the GPU probe, whose
 /// workers end before NCCL starts), NCCL run on its GPUs, and the two compared.
 fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
-    use crate::nccl::{render, verify::NcclVerify};
+    use crate::nccl::verify::NcclVerify;
+    use crate::report::nccl::verify as render;
     let config = global.config()?;
     let (root, display) = global.root()?;
     // With --root, the root is this host's as a container sees it: NCCL and the probe run here.
@@ -172,8 +177,8 @@ fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let v = checks::nccl_verification(&inv, &config, run);
     watchdog::writing_report();
     let text = match args.format {
-        Format::Human => render::verify_human(run, &v, args.verbose),
-        Format::Json => render::verify_json(run, &v, &display, inv.kernel.hostname.as_deref()),
+        Format::Human => render::human(run, &v, args.verbose),
+        Format::Json => render::json(run, &v, &display, inv.kernel.hostname.as_deref()),
         other => bail!("nccl verify has no {other} format"),
     };
     out!("{text}");
