@@ -2,8 +2,11 @@
 //! the submodules, the answers of the runs the checks read (`gpu`: what the GPU libraries said;
 //! `gdr`: the write test's pairs).
 
+mod fact;
 pub mod gdr;
 pub mod gpu;
+
+pub use fact::{Fact, Problem, ReadError, UNSAFE_NAME};
 
 use serde::{Deserialize, Serialize};
 

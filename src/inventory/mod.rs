@@ -17,9 +17,8 @@ pub mod vm;
 
 use crate::config::Config;
 use crate::gpu::{GpuSession, Runtime, SkipReason};
-use crate::model::Evidence;
 use crate::parse::pci::Bdf;
-use crate::root::{ReadError, Root};
+use crate::root::Root;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use gdr::GdrTest;
@@ -28,124 +27,16 @@ pub use kernel::Kernel;
 pub use pci::{Gpu, GpuVendor, PciFunction};
 pub use rdma::{Port, RdmaDevice};
 
-/// A value read from one file: the path, the raw text (or why it could not be read), and the
-/// parsed value when the text made sense.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fact<T> {
-    pub path: String,
-    pub raw: Result<String, ReadError>,
-    pub value: Option<T>,
-}
+// A fact, a problem and a read error are model types (crate::model): the run results that keep
+// them (the access probe's) sit below the inventory. Reading one through the root is the
+// inventory's.
+pub use crate::model::{Fact, Problem, UNSAFE_NAME};
 
 impl<T> Fact<T> {
     pub fn read(root: &Root, path: String, parse: impl FnOnce(&str) -> Option<T>) -> Fact<T> {
         let raw = root.read_text(&path);
         let value = raw.as_ref().ok().and_then(|s| parse(s));
         Fact { path, raw, value }
-    }
-
-    pub fn value(&self) -> Option<&T> {
-        self.value.as_ref()
-    }
-
-    pub fn is_missing(&self) -> bool {
-        matches!(&self.raw, Err(e) if e.is_not_found())
-    }
-
-    /// What was read, for a report: the text (its first line, for multi-line files), or why
-    /// there is none.
-    pub fn shown(&self) -> String {
-        match &self.raw {
-            Ok(s) => match s.split_once('\n') {
-                Some((first, rest)) => format!(
-                    "{} (+{} more lines)",
-                    first.trim_end(),
-                    rest.lines().count()
-                ),
-                None => s.clone(),
-            },
-            Err(e) => format!("<{}>", e.reason()),
-        }
-    }
-
-    pub fn evidence(&self) -> Evidence {
-        Evidence {
-            path: self.path.clone(),
-            value: self.shown(),
-        }
-    }
-
-    /// Why there is no value: the read error, or that the text made no sense.
-    pub fn problem(&self) -> Option<String> {
-        match (&self.raw, &self.value) {
-            (_, Some(_)) => None,
-            (Err(e), None) => Some(e.to_string()),
-            (Ok(raw), None) => Some(format!(
-                "{}: cannot parse {}",
-                self.path,
-                crate::sanitize::quoted(raw)
-            )),
-        }
-    }
-
-    /// The same as a [`Problem`] naming this fact's file; `None` when it has a value or when the
-    /// file is simply absent (`missing_ok`).
-    pub fn as_problem(&self, missing_ok: bool) -> Option<Problem> {
-        if self.value.is_some() || (missing_ok && self.is_missing()) {
-            return None;
-        }
-        let message = match &self.raw {
-            Err(e) => e.reason(),
-            Ok(raw) => format!("cannot parse {}", crate::sanitize::quoted(raw)),
-        };
-        Some(Problem {
-            path: self.path.clone(),
-            message,
-        })
-    }
-}
-
-/// Something the inventory could not read at all (a directory, an unidentifiable device).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Problem {
-    pub path: String,
-    pub message: String,
-}
-
-/// How problems about names gdrdoctor refused start: names that would not be safe in a path or
-/// a shell command (`x;rm -rf ~`, `$(reboot)`). `gdrdoctor fix` refuses to write a script for a
-/// node that has any.
-pub const UNSAFE_NAME: &str = "unsafe name";
-
-impl Problem {
-    /// A directory entry or value that is not a valid name of its kind, and was ignored.
-    pub fn unsafe_name(path: impl Into<String>, what: &str) -> Problem {
-        Problem {
-            path: path.into(),
-            message: format!("{UNSAFE_NAME}: not a valid {what}; ignored"),
-        }
-    }
-
-    /// A file whose content should be a name, and is not one.
-    pub fn unsafe_value(path: impl Into<String>, what: &str, value: &str) -> Problem {
-        Problem {
-            path: path.into(),
-            message: format!(
-                "{UNSAFE_NAME}: {} is not a valid {what}; ignored",
-                crate::sanitize::quoted(value.trim())
-            ),
-        }
-    }
-
-    pub fn is_unsafe_name(&self) -> bool {
-        self.message.starts_with(UNSAFE_NAME)
-    }
-
-    pub fn from_error(e: &ReadError) -> Problem {
-        Problem {
-            path: e.path().to_owned(),
-            message: e.reason(),
-        }
     }
 }
 
