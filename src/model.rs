@@ -2,6 +2,7 @@
 //! the submodules, the answers of the runs the checks read (`gpu`: what the GPU libraries said;
 //! `gdr`: the write test's pairs).
 
+pub mod access;
 mod fact;
 pub mod gdr;
 pub mod gpu;

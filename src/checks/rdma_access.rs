@@ -2,8 +2,7 @@
 //! locked-memory limit, libibverbs and a provider for every device.
 
 use super::{Check, Context};
-use crate::ffi::verbs::{ListError, SONAME};
-use crate::inventory::access::{Access, CLASS_VERBS, DEV_INFINIBAND};
+use crate::model::access::{Access, CLASS_VERBS, DEV_INFINIBAND, ListError, SONAME};
 use crate::model::{Code, Finding, Fix};
 
 pub struct RdmaAccess;
@@ -241,10 +240,9 @@ mod tests {
     //! RDMA NIC on the test machine.
     use super::*;
     use crate::config::Config;
-    use crate::ffi::verbs::Probe;
-    use crate::inventory::access::UverbsNode;
     use crate::inventory::{Fact, Inventory, Options};
     use crate::model::Status;
+    use crate::model::access::{UverbsNode, Verbs as Probe};
     use crate::parse::kernel::Limit;
     use crate::root::{ReadError, Root};
 

@@ -3,70 +3,46 @@
 
 use super::{Fact, RdmaDevice};
 use crate::ffi::verbs;
+pub use crate::model::access::{Access, CLASS_VERBS, DEV_INFINIBAND, UverbsNode};
 use crate::parse::kernel::{Limit, proc_limit};
-use crate::root::{ReadError, Root};
+use crate::root::Root;
 
-pub const DEV_INFINIBAND: &str = "/dev/infiniband";
-pub const CLASS_VERBS: &str = "/sys/class/infiniband_verbs";
-
-#[derive(Debug)]
-pub struct UverbsNode {
-    /// `uverbs0`
-    pub name: String,
-    /// The RDMA device it serves, from `/sys/class/infiniband_verbs/uverbs0/ibdev`.
-    pub ibdev: Option<String>,
-    /// Opening `/dev/infiniband/uverbs0` read-write.
-    pub open: Result<(), ReadError>,
-}
-
-#[derive(Debug)]
-pub struct Access {
-    pub uverbs: Vec<UverbsNode>,
-    pub uverbs_error: Option<ReadError>,
-    pub rdma_cm: bool,
-    pub memlock: Fact<Limit>,
-    pub verbs: verbs::Probe,
-    /// The rdma-core release and the library file it came from, read off this process's
-    /// mappings once libibverbs is loaded: rdma-core names it `libibverbs.so.1.<abi>.<release>.0`.
-    pub rdma_core: Option<(u32, String)>,
-}
-
-impl Access {
-    pub fn load(root: &Root, rdma: &[RdmaDevice]) -> Access {
-        let mut uverbs = Vec::new();
-        let mut uverbs_error = None;
-        match root.read_dir(CLASS_VERBS) {
-            Ok(l) => {
-                for name in l.names.into_iter().filter(|n| n.starts_with("uverbs")) {
-                    let ibdev = root.read_text(&format!("{CLASS_VERBS}/{name}/ibdev")).ok();
-                    let open = root.probe_device(&format!("{DEV_INFINIBAND}/{name}"));
-                    uverbs.push(UverbsNode { name, ibdev, open });
-                }
+/// Probes this process's access to RDMA: the verbs device nodes, the locked-memory limit, and
+/// libibverbs with a provider for every device.
+pub fn load(root: &Root, rdma: &[RdmaDevice]) -> Access {
+    let mut uverbs = Vec::new();
+    let mut uverbs_error = None;
+    match root.read_dir(CLASS_VERBS) {
+        Ok(l) => {
+            for name in l.names.into_iter().filter(|n| n.starts_with("uverbs")) {
+                let ibdev = root.read_text(&format!("{CLASS_VERBS}/{name}/ibdev")).ok();
+                let open = root.probe_device(&format!("{DEV_INFINIBAND}/{name}"));
+                uverbs.push(UverbsNode { name, ibdev, open });
             }
-            Err(e) if e.is_not_found() => {}
-            Err(e) => uverbs_error = Some(e),
         }
-        let rdma_cm = root.kind(&format!("{DEV_INFINIBAND}/rdma_cm")).is_ok();
-        let memlock = memlock(root);
-        let verbs = if rdma.is_empty() {
-            verbs::Probe::load_only()
-        } else {
-            verbs::Probe::run()
-        };
-        let rdma_core = verbs
-            .library
-            .is_ok()
-            .then(|| root.read_text("/proc/self/maps").ok())
-            .flatten()
-            .and_then(|m| rdma_core_release(&m));
-        Access {
-            uverbs,
-            uverbs_error,
-            rdma_cm,
-            memlock,
-            verbs,
-            rdma_core,
-        }
+        Err(e) if e.is_not_found() => {}
+        Err(e) => uverbs_error = Some(e),
+    }
+    let rdma_cm = root.kind(&format!("{DEV_INFINIBAND}/rdma_cm")).is_ok();
+    let memlock = memlock(root);
+    let verbs = if rdma.is_empty() {
+        verbs::load_only()
+    } else {
+        verbs::probe()
+    };
+    let rdma_core = verbs
+        .library
+        .is_ok()
+        .then(|| root.read_text("/proc/self/maps").ok())
+        .flatten()
+        .and_then(|m| rdma_core_release(&m));
+    Access {
+        uverbs,
+        uverbs_error,
+        rdma_cm,
+        memlock,
+        verbs,
+        rdma_core,
     }
 }
 

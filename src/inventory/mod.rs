@@ -206,7 +206,7 @@ impl Inventory {
         }
         let iommu = Iommu::load(root, &pci);
         let virtual_pci = vm::detect(root, &pci, &gpus, &rdma, kernel.product.as_deref());
-        let access = (options.access && root.is_live()).then(|| access::Access::load(root, &rdma));
+        let access = (options.access && root.is_live()).then(|| access::load(root, &rdma));
         let (gpu_runtime, session) = match session {
             // A capture may hold NVML's answer on the node: its NVML facts stand offline.
             Err(SkipReason::Offline) if nvidia => match gpu::recorded_nvml(root, &mut problems) {
