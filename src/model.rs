@@ -6,6 +6,7 @@ pub mod access;
 mod fact;
 pub mod gdr;
 pub mod gpu;
+pub mod nccl;
 
 pub use fact::{Fact, Problem, ReadError, UNSAFE_NAME};
 

@@ -274,3 +274,14 @@ mod tests {
         assert_eq!(super::version_text(2407), "2.4.7");
     }
 }
+
+impl From<NcclError> for crate::model::nccl::Outcome {
+    fn from(e: NcclError) -> crate::model::nccl::Outcome {
+        crate::model::nccl::Outcome::NcclError {
+            call: e.call,
+            code: e.code,
+            error: e.error,
+            detail: e.detail,
+        }
+    }
+}

@@ -3,12 +3,12 @@
 
 use super::collector::{Collector, GpuAcc, NodeAcc};
 use super::diagnosis::{diagnose, warning_meaning};
-use super::model::{
+use super::release::{Known, level_source, names, narrow_by_level, tables_for, version_of};
+use super::{MAX_LINE, node_name};
+use crate::model::nccl::explain::{
     ConnGroup, Explanation, GpuNic, NcclVersion, NetPath, Nic, Node, NotNcclLog, Verdict, Warning,
     bus_id_of, nic_index,
 };
-use super::release::{Known, level_source, names, narrow_by_level, tables_for, version_of};
-use super::{MAX_LINE, node_name};
 use crate::parse::nccl_log::HcaVia;
 use std::collections::BTreeSet;
 
