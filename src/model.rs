@@ -7,6 +7,7 @@ mod fact;
 pub mod gdr;
 pub mod gpu;
 pub mod nccl;
+pub mod twonode;
 
 pub use fact::{Fact, Problem, ReadError, UNSAFE_NAME};
 
