@@ -34,6 +34,7 @@ pub mod nccl;
 pub mod output;
 pub mod parse;
 pub mod placement;
+pub mod probe;
 pub mod report;
 pub mod root;
 pub mod sanitize;

@@ -7,9 +7,11 @@ mod fact;
 pub mod gdr;
 pub mod gpu;
 pub mod nccl;
+mod runs;
 pub mod twonode;
 
 pub use fact::{Fact, Problem, ReadError, UNSAFE_NAME};
+pub use runs::Runs;
 
 use serde::{Deserialize, Serialize};
 

@@ -10,7 +10,7 @@ use common::*;
 use gdrdoctor::deadline::Deadline;
 use gdrdoctor::gdr::plan::Planned;
 use gdrdoctor::gdr::{FailureKind, Memory, NicSpec, PairResult, PairSpec};
-use gdrdoctor::inventory::gdr::GdrOutcome as Outcome;
+use gdrdoctor::model::gdr::GdrOutcome as Outcome;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -233,9 +233,9 @@ fn gpu_side_runs_without_a_nic() {
 fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
     let root = gdrdoctor::root::Root::open(&fixture_path("h200x2-vm")).unwrap();
     let config = gdrdoctor::config::Config::default();
-    let mut inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
+    let (mut inv, mut runs) = gdrdoctor::probe::load(&root, &config, Default::default());
     inv.live = true; // the check is live-only; these outcomes stand for a live run
-    inv.gdr_test = gdrdoctor::inventory::GdrTest::Ran {
+    runs.gdr_test = gdrdoctor::model::gdr::GdrTest::Ran {
         outcomes,
         not_planned: vec![],
     };
@@ -243,7 +243,7 @@ fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
         select: vec!["gdr-test".into()],
         skip: vec![],
     };
-    let results = gdrdoctor::checks::run(&inv, &config, &sel);
+    let results = gdrdoctor::checks::run(&inv, &runs, &config, &sel);
     results
         .into_iter()
         .find(|c| c.id == "gdr-test")
@@ -259,7 +259,7 @@ fn outcome(s: PairSpec, result: Result<PairResult, String>, expected: Option<f64
         nic_device: s.nic.as_ref().map(|n| n.device.clone()),
         memory: s.memory,
         level: Some(gdrdoctor::placement::Level::Pix),
-        expected: expected.map(|gbps| gdrdoctor::inventory::gdr::Expected {
+        expected: expected.map(|gbps| gdrdoctor::model::gdr::Expected {
             gbps,
             limited_by: "fake0 port rate".into(),
         }),
@@ -559,7 +559,7 @@ fn gdr_test_fields_are_documented() {
 fn pairs_follow_placement() {
     let root = gdrdoctor::root::Root::open(&fixture_path("healthy-8gpu-roce")).unwrap();
     let config = gdrdoctor::config::Config::default();
-    let inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
+    let inv = gdrdoctor::inventory::Inventory::load(&root, &config);
     let opts = gdrdoctor::gdr::plan::Options::default();
     let (near, not) = gdrdoctor::gdr::plan::plan(&inv, &opts);
     assert!(not.is_empty());
@@ -599,7 +599,7 @@ fn pairs_follow_placement() {
         &gdrdoctor::checks::NAMES,
     )
     .unwrap();
-    let inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
+    let inv = gdrdoctor::inventory::Inventory::load(&root, &config);
     let (planned, not) = gdrdoctor::gdr::plan::plan(&inv, &opts);
     assert!(planned.is_empty());
     assert!(not[0].reason.contains("--memory host"), "{not:?}");

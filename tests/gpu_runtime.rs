@@ -683,9 +683,9 @@ fn real_runtime(machine: &str) -> Runtime {
 fn real_h200_pair_answers() {
     let root = gdrdoctor::root::Root::open(&fixture_path("h200x2-vm")).unwrap();
     let config = gdrdoctor::config::Config::default();
-    let mut inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
-    inv.gpu_runtime = real_runtime("h200x2");
-    let results = gdrdoctor::checks::run(&inv, &config, &Default::default());
+    let (inv, mut runs) = gdrdoctor::probe::load(&root, &config, Default::default());
+    runs.gpu = real_runtime("h200x2");
+    let results = gdrdoctor::checks::run(&inv, &runs, &config, &Default::default());
     let gpu = results.iter().find(|c| c.id == "gpu").unwrap();
     assert_eq!(gpu.status, gdrdoctor::model::Status::Pass);
     assert_eq!(
@@ -710,7 +710,7 @@ fn real_h200_pair_answers() {
         "{}",
         pm.findings[0].message
     );
-    let m = gdrdoctor::placement::matrix(&inv);
+    let m = gdrdoctor::placement::matrix(&inv, &runs.gpu);
     assert_eq!(m.nvlinks(0, 1), Some(18));
     assert_eq!(m.nvlinks(1, 0), Some(18));
     let config = gdrdoctor::config::Config::default();

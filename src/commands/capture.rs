@@ -30,7 +30,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let root = root.recording();
     // Everything the checks read is read here: checks never touch files. The live-only access
     // probes (device nodes, this process's limits) have no place in a copy.
-    let inv = Inventory::load(&root, &config, inventory::Options::default());
+    let (inv, _) = crate::probe::load(&root, &config, crate::probe::Options::default());
     let mut recording = root.recorded();
     let nvml = if ask_nvml {
         record_nvml(&config, &inv, &mut recording.files)

@@ -5,7 +5,9 @@ use super::report::{self, OutputArgs};
 use super::watchdog::{Stage, deadline, stage};
 use super::{Global, gdr_test, gpu_probe, nccl};
 use crate::checks::Selection;
-use crate::inventory::{self, Inventory};
+use crate::model::gdr::GdrTest;
+use crate::model::nccl::NcclVerify;
+use crate::probe;
 use crate::report::Format;
 use std::process::ExitCode;
 
@@ -60,7 +62,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         crate::gpu::Ask::default()
     };
-    let options = inventory::Options {
+    let options = probe::Options {
         access: selection.runs("rdma-access", &config),
         gpu_probe: gpu_probe(
             &config,
@@ -80,13 +82,13 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
     // The GPU workers start as soon as the GPUs are known, while the rest is read.
-    let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
+    let (inv, mut runs, mut session) = probe::load_pending(&root, &config, options);
     stage(Stage::GdrTest);
     if inv.live && selection.runs("gdr-test", &config) {
-        inv.gdr_test = if args.no_gdr_test {
-            inventory::GdrTest::Skipped("--no-gdr-test".into())
+        runs.gdr_test = if args.no_gdr_test {
+            GdrTest::Skipped("--no-gdr-test".into())
         } else if args.no_gpu_probe && !inv.gpus.is_empty() {
-            inventory::GdrTest::Skipped(
+            GdrTest::Skipped(
                 "--no-gpu-probe: the write test needs the GPU libraries too (`gdrdoctor gdr-test --memory host` tests the NICs alone)".into(),
             )
         } else {
@@ -101,7 +103,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     stage(Stage::GpuProbe);
     if let Some(mut s) = session {
         if probe_wanted {
-            inv.gpu_runtime = s.probe();
+            runs.gpu = s.probe();
         }
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
@@ -109,8 +111,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     }
     // NCCL runs in its own child once the GPU workers have ended: it opens every GPU itself.
     if args.nccl_verify && selection.runs("nccl-verify", &config) {
-        use crate::nccl::verify::NcclVerify;
-        inv.nccl_verify = if !(root.is_live() || args.gpu_probe) {
+        runs.nccl_verify = if !(root.is_live() || args.gpu_probe) {
             NcclVerify::not_run(
                 "a captured root: NCCL runs on the live node (--gpu-probe runs it here, for a container that sees the host's root)",
             )
@@ -122,6 +123,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     }
     report::write(
         &inv,
+        &runs,
         &config,
         &selection,
         &report::Wanted {

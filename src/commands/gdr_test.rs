@@ -6,7 +6,9 @@ use super::watchdog::{Stage, deadline, stage};
 use super::{Global, gpu_probe, this_exe, two_node};
 use crate::checks::Selection;
 use crate::config::Config;
-use crate::inventory::{self, Inventory};
+use crate::inventory::Inventory;
+use crate::model::gdr::GdrTest;
+use crate::probe;
 use crate::report::Format;
 use anyhow::bail;
 use clap::ValueEnum;
@@ -110,11 +112,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         skip: Vec::new(),
     };
     // GPU workers only for the GPUs a pair needs, started when it does.
-    let options = inventory::Options {
+    let options = probe::Options {
         gpu_probe: gpu_probe(&config, crate::gpu::Ask::default(), false),
-        ..inventory::Options::default()
+        ..probe::Options::default()
     };
-    let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
+    let (inv, mut runs, mut session) = probe::load_pending(&root, &config, options);
     let opts = crate::gdr::plan::Options {
         memory: args.memory,
         all_pairs: args.pairs == Pairs::All,
@@ -127,7 +129,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         deadline_ms: 0,
     };
     stage(Stage::GdrTest);
-    inv.gdr_test = run_pairs(&inv, &config, opts, session.as_mut());
+    runs.gdr_test = run_pairs(&inv, &config, opts, session.as_mut());
     if let Some(s) = session {
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
@@ -135,6 +137,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     }
     report::write(
         &inv,
+        &runs,
         &config,
         &selection,
         &report::Wanted {
@@ -154,7 +157,7 @@ pub(super) fn run_pairs(
     config: &Config,
     mut opts: crate::gdr::plan::Options,
     mut session: Option<&mut crate::gpu::GpuSession>,
-) -> inventory::GdrTest {
+) -> GdrTest {
     opts.deadline_ms = (config.timeouts.gdr_pair_s * 1000.0) as u64;
     let (planned, not_planned) = crate::gdr::plan::plan(inv, &opts);
     // A worker for each GPU a pair needs (the probe started the rest already).
@@ -169,7 +172,7 @@ pub(super) fn run_pairs(
         .as_deref()
         .map(|s| s as &(dyn crate::gdr::PairRunner + Sync));
     let outcomes = crate::gdr::plan::run(planned, &this_exe(), deadline(), gpus);
-    inventory::GdrTest::Ran {
+    GdrTest::Ran {
         outcomes,
         not_planned,
     }

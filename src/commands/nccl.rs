@@ -2,10 +2,12 @@
 //! job's NCCL log says (`nccl explain`), and NCCL run on the node (`nccl verify`).
 
 use super::watchdog::{self, Stage, deadline, stage, stage_on};
-use super::{Formats, Global, gpu_probe, load_inventory, this_exe, write_problems};
+use super::{Formats, Global, gpu_probe, load_node, this_exe, write_problems};
 use crate::checks;
 use crate::config::Config;
 use crate::inventory::{self, Inventory};
+use crate::model::nccl::NcclVerify;
+use crate::probe;
 use crate::report::Format;
 use anyhow::bail;
 use clap::Subcommand;
@@ -82,7 +84,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
 fn settings(global: &Global) -> anyhow::Result<ExitCode> {
     let config = global.config()?;
     let (root, display) = global.root()?;
-    let inv = load_inventory(&root, &config, inventory::Options::default());
+    let (inv, _) = load_node(&root, &config, probe::Options::default());
     let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level);
     out!(
         "{}",
@@ -154,27 +156,26 @@ fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
 /// `gdrdoctor nccl verify`: the node read as `check` reads it (with the GPU probe, whose
 /// workers end before NCCL starts), NCCL run on its GPUs, and the two compared.
 fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
-    use crate::nccl::verify::NcclVerify;
     use crate::report::nccl::verify as render;
     let config = global.config()?;
     let (root, display) = global.root()?;
     // With --root, the root is this host's as a container sees it: NCCL and the probe run here.
-    let options = inventory::Options {
+    let options = probe::Options {
         access: false,
         gpu_probe: gpu_probe(&config, crate::gpu::Ask::FULL, args.no_gpu_probe),
         gpu_probe_on_root: true,
     };
-    let mut inv = load_inventory(&root, &config, options);
-    inv.nccl_verify = run_nccl(&inv, &config, args.library.clone(), args.log_dir.clone());
+    let (inv, mut runs) = load_node(&root, &config, options);
+    runs.nccl_verify = run_nccl(&inv, &config, args.library.clone(), args.log_dir.clone());
     stage(Stage::Judging);
-    let run = match &inv.nccl_verify {
+    let run = match &runs.nccl_verify {
         NcclVerify::Ran(run) => run,
         NcclVerify::NotRun { reason, .. } => {
             errln!("gdrdoctor: NCCL was not run: {reason}");
             return Ok(ExitCode::from(2));
         }
     };
-    let v = checks::nccl_verification(&inv, &config, run);
+    let v = checks::nccl_verification(&inv, &runs, &config, run);
     watchdog::writing_report();
     let text = match args.format {
         Format::Human => render::human(run, &v, args.verbose),
@@ -192,7 +193,7 @@ pub(super) fn run_nccl(
     config: &Config,
     library: Option<PathBuf>,
     log_dir: Option<PathBuf>,
-) -> crate::nccl::verify::NcclVerify {
+) -> NcclVerify {
     use crate::nccl::verify;
     let gpus: Vec<crate::parse::pci::Bdf> = inv
         .gpus

@@ -4,7 +4,7 @@ use super::report::OutputArgs;
 use super::watchdog::{Stage, stage, stage_on};
 use crate::config::Config;
 use crate::gdr::{slurm, twonode, wire};
-use crate::inventory;
+use crate::probe;
 use crate::report::{self, Format, format::Unsupported};
 use crate::root::Root;
 use anyhow::bail;
@@ -59,7 +59,7 @@ pub(super) fn run(config: &Config, root: &Root, args: &Request) -> anyhow::Resul
     let t = &args.two_node;
     let token = token(t)?;
     let sessions = sessions(t)?;
-    let inv = super::load_inventory(root, config, inventory::Options::default());
+    let (inv, _) = super::load_node(root, config, probe::Options::default());
     let opts = crate::gdr::plan::Options {
         memory: args.memory,
         nics: args.nics.clone(),

@@ -264,17 +264,7 @@ pub fn version_text(code: i32) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn version_codes() {
-        assert_eq!(super::version_text(22809), "2.28.9");
-        assert_eq!(super::version_text(21903), "2.19.3");
-        assert_eq!(super::version_text(2804), "2.8.4");
-        assert_eq!(super::version_text(2407), "2.4.7");
-    }
-}
-
+/// A failed NCCL call, as the run reports it.
 impl From<NcclError> for crate::model::nccl::Outcome {
     fn from(e: NcclError) -> crate::model::nccl::Outcome {
         crate::model::nccl::Outcome::NcclError {
@@ -283,5 +273,16 @@ impl From<NcclError> for crate::model::nccl::Outcome {
             error: e.error,
             detail: e.detail,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_codes() {
+        assert_eq!(super::version_text(22809), "2.28.9");
+        assert_eq!(super::version_text(21903), "2.19.3");
+        assert_eq!(super::version_text(2804), "2.8.4");
+        assert_eq!(super::version_text(2407), "2.4.7");
     }
 }

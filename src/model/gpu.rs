@@ -329,6 +329,12 @@ impl Runtime {
             _ => None,
         }
     }
+
+    /// NVLinks between two GPUs, by PCI address (both ways), as NVML reported them ([`nvlinks`]);
+    /// none without NVML's answer. The matrix and the pictures both read it.
+    pub fn nvlinks(&self) -> BTreeMap<(Bdf, Bdf), u32> {
+        self.probe().map(nvlinks).unwrap_or_default()
+    }
 }
 
 /// Where `gdrdoctor capture` puts NVML's answer inside the captured tree: a top-level name of

@@ -121,7 +121,7 @@ pub struct TopoDump {
 /// The topology dump kept: a node of 8 GPUs and 8 NICs writes about 10 KiB.
 pub const TOPO_KEPT: u64 = 1 << 20;
 
-/// Whether NCCL was run, and what it did: what the inventory holds for the `nccl-verify` check.
+/// Whether NCCL was run, and what it did: what the runs hand the `nccl-verify` check.
 #[derive(Debug, Clone)]
 pub enum NcclVerify {
     /// Not run, and why; `no_gpu`: there is no NVIDIA GPU (gpu-driver says why).

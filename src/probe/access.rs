@@ -1,9 +1,9 @@
 //! What this process may do with RDMA, probed on a live root only: the verbs device nodes, the
 //! locked-memory limit, and whether libibverbs and a provider for every device load.
 
-use super::{Fact, RdmaDevice};
 use crate::ffi::verbs;
-pub use crate::model::access::{Access, CLASS_VERBS, DEV_INFINIBAND, UverbsNode};
+use crate::inventory::{Fact, RdmaDevice};
+use crate::model::access::{Access, CLASS_VERBS, DEV_INFINIBAND, UverbsNode};
 use crate::parse::kernel::{Limit, proc_limit};
 use crate::root::Root;
 
