@@ -26,7 +26,6 @@ pub mod ffi;
 pub mod fixscript;
 pub mod fleet;
 pub mod gdr;
-pub mod gpu;
 pub mod input;
 pub mod inventory;
 pub mod model;

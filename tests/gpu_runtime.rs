@@ -7,8 +7,8 @@
 
 mod common;
 use common::*;
-use gdrdoctor::gpu::model::{Export, Lib, Probe};
-use gdrdoctor::gpu::{Ask, ProbeCommand, Runtime};
+use gdrdoctor::probe::gpu::model::{Export, Lib, Probe};
+use gdrdoctor::probe::gpu::{Ask, ProbeCommand, Runtime};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -286,7 +286,7 @@ fn gpu_hiding_variables_are_cleared_and_reported() {
 // -- the probe's failure modes -------------------------------------------------------------
 
 fn run_fake(exe: &Path, timeout: Duration) -> Runtime {
-    gdrdoctor::gpu::run(&ProbeCommand {
+    gdrdoctor::probe::gpu::run(&ProbeCommand {
         exe: exe.to_owned(),
         timeout,
         ask: Ask::FULL,
@@ -921,11 +921,11 @@ fn nvml_reads_persistence_link_states_and_the_fabric() {
         (a.persistence_mode, b.persistence_mode),
         (Some(true), Some(false))
     );
-    let fabric = |d: &gdrdoctor::gpu::model::NvmlDevice| {
+    let fabric = |d: &gdrdoctor::probe::gpu::model::NvmlDevice| {
         let f = d.fabric.as_ref().unwrap();
         (f.state, f.status.clone(), f.call.clone())
     };
-    use gdrdoctor::gpu::model::FabricState;
+    use gdrdoctor::probe::gpu::model::FabricState;
     assert_eq!(
         fabric(a),
         (

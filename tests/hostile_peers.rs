@@ -10,8 +10,8 @@
 
 mod common;
 use common::*;
-use gdrdoctor::gdr::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
 use gdrdoctor::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
+use gdrdoctor::probe::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

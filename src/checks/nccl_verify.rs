@@ -7,7 +7,7 @@
 use super::{Check, Context};
 use crate::model::{Code, Finding};
 use crate::nccl::compare::{OwnView, Verification};
-use crate::nccl::verify::{NcclVerify, Run};
+use crate::probe::nccl::{NcclVerify, Run};
 
 pub struct NcclVerifyCheck;
 

@@ -58,9 +58,9 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let probe_wanted = selection.runs("gpu", &config) || selection.runs("peer-memory", &config);
     let gdr_wanted = root.is_live() && selection.runs("gdr-test", &config) && !args.no_gdr_test;
     let ask = if probe_wanted {
-        crate::gpu::Ask::FULL
+        crate::probe::gpu::Ask::FULL
     } else {
-        crate::gpu::Ask::default()
+        crate::probe::gpu::Ask::default()
     };
     let options = probe::Options {
         access: selection.runs("rdma-access", &config),
@@ -95,7 +95,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
             gdr_test::run_pairs(
                 &inv,
                 &config,
-                crate::gdr::plan::Options::default(),
+                crate::probe::gdr_test::Options::default(),
                 session.as_mut(),
             )
         };
@@ -107,7 +107,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         }
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
-        s.finish(deadline().budget(crate::gpu::FINISH_GRACE).limit);
+        s.finish(deadline().budget(crate::probe::gpu::FINISH_GRACE).limit);
     }
     // NCCL runs in its own child once the GPU workers have ended: it opens every GPU itself.
     if args.nccl_verify && selection.runs("nccl-verify", &config) {

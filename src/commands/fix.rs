@@ -72,7 +72,7 @@ fn judged(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckResult>)
     };
     let options = probe::Options {
         access: root.is_live(),
-        gpu_probe: gpu_probe(config, crate::gpu::Ask::FULL, false),
+        gpu_probe: gpu_probe(config, crate::probe::gpu::Ask::FULL, false),
         gpu_probe_on_root: false,
     };
     let (inv, runs) = load_node(root, config, options);

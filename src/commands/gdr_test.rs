@@ -37,7 +37,7 @@ pub struct Args {
     gpus: Vec<String>,
     /// Only these NICs, optionally a port (`mlx5_0`, `mlx5_0:1`; repeatable).
     #[arg(long = "nic", value_name = "NAME[:PORT]")]
-    nics: Vec<crate::gdr::plan::NicArg>,
+    nics: Vec<crate::probe::gdr_test::NicArg>,
     /// The GID index to use on RoCE ports (default: the RoCE v2 IPv4 one).
     #[arg(long)]
     gid_index: Option<u32>,
@@ -113,11 +113,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     };
     // GPU workers only for the GPUs a pair needs, started when it does.
     let options = probe::Options {
-        gpu_probe: gpu_probe(&config, crate::gpu::Ask::default(), false),
+        gpu_probe: gpu_probe(&config, crate::probe::gpu::Ask::default(), false),
         ..probe::Options::default()
     };
     let (inv, mut runs, mut session) = probe::load_pending(&root, &config, options);
-    let opts = crate::gdr::plan::Options {
+    let opts = crate::probe::gdr_test::Options {
         memory: args.memory,
         all_pairs: args.pairs == Pairs::All,
         gpus,
@@ -133,7 +133,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(s) = session {
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
-        s.finish(deadline().budget(crate::gpu::FINISH_GRACE).limit);
+        s.finish(deadline().budget(crate::probe::gpu::FINISH_GRACE).limit);
     }
     report::write(
         &inv,
@@ -155,11 +155,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
 pub(super) fn run_pairs(
     inv: &Inventory,
     config: &Config,
-    mut opts: crate::gdr::plan::Options,
-    mut session: Option<&mut crate::gpu::GpuSession>,
+    mut opts: crate::probe::gdr_test::Options,
+    mut session: Option<&mut crate::probe::gpu::GpuSession>,
 ) -> GdrTest {
     opts.deadline_ms = (config.timeouts.gdr_pair_s * 1000.0) as u64;
-    let (planned, not_planned) = crate::gdr::plan::plan(inv, &opts);
+    let (planned, not_planned) = crate::probe::gdr_test::plan(inv, &opts);
     // A worker for each GPU a pair needs (the probe started the rest already).
     if let Some(s) = session.as_deref_mut() {
         for p in planned.iter().filter(|p| p.spec.memory.is_gpu()) {
@@ -171,7 +171,7 @@ pub(super) fn run_pairs(
     let gpus = session
         .as_deref()
         .map(|s| s as &(dyn crate::gdr::PairRunner + Sync));
-    let outcomes = crate::gdr::plan::run(planned, &this_exe(), deadline(), gpus);
+    let outcomes = crate::probe::gdr_test::run(planned, &this_exe(), deadline(), gpus);
     GdrTest::Ran {
         outcomes,
         not_planned,

@@ -79,7 +79,7 @@ fn load_node(root: &Root, config: &Config, options: probe::Options) -> (Inventor
     if let Some(mut s) = session {
         stage(Stage::GpuProbe);
         runs.gpu = s.probe();
-        s.finish(crate::gpu::FINISH_GRACE);
+        s.finish(crate::probe::gpu::FINISH_GRACE);
     }
     (inv, runs)
 }
@@ -87,15 +87,15 @@ fn load_node(root: &Root, config: &Config, options: probe::Options) -> (Inventor
 /// How to run the GPU probe: this very binary, with the config's deadline.
 fn gpu_probe(
     config: &Config,
-    ask: crate::gpu::Ask,
+    ask: crate::probe::gpu::Ask,
     disabled: bool,
-) -> Option<crate::gpu::ProbeCommand> {
+) -> Option<crate::probe::gpu::ProbeCommand> {
     if disabled {
         return None;
     }
     let d = deadline();
     let budget = d.budget(config.timeouts.gpu_probe());
-    Some(crate::gpu::ProbeCommand {
+    Some(crate::probe::gpu::ProbeCommand {
         exe: this_exe(),
         timeout: budget.limit,
         ask,

@@ -162,7 +162,7 @@ fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     // With --root, the root is this host's as a container sees it: NCCL and the probe run here.
     let options = probe::Options {
         access: false,
-        gpu_probe: gpu_probe(&config, crate::gpu::Ask::FULL, args.no_gpu_probe),
+        gpu_probe: gpu_probe(&config, crate::probe::gpu::Ask::FULL, args.no_gpu_probe),
         gpu_probe_on_root: true,
     };
     let (inv, mut runs) = load_node(&root, &config, options);
@@ -194,7 +194,7 @@ pub(super) fn run_nccl(
     library: Option<PathBuf>,
     log_dir: Option<PathBuf>,
 ) -> NcclVerify {
-    use crate::nccl::verify;
+    use crate::probe::nccl;
     let gpus: Vec<crate::parse::pci::Bdf> = inv
         .gpus
         .iter()
@@ -203,14 +203,14 @@ pub(super) fn run_nccl(
         .collect();
     let d = deadline();
     let budget = d.budget(config.timeouts.nccl_verify());
-    let opts = verify::Options {
+    let opts = nccl::Options {
         exe: this_exe(),
         library,
         timeout: budget.limit,
         cut_by_deadline: budget.cut.then(|| d.seconds()),
         log_dir,
-        elements: verify::ELEMENTS,
+        elements: nccl::ELEMENTS,
     };
     stage(Stage::RunningNccl);
-    verify::run_on(&gpus, &opts)
+    nccl::run_on(&gpus, &opts)
 }

@@ -33,7 +33,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let (root, display) = global.root()?;
     let options = probe::Options {
         access: false,
-        gpu_probe: gpu_probe(&config, crate::gpu::Ask::NVML, args.no_gpu_probe),
+        gpu_probe: gpu_probe(&config, crate::probe::gpu::Ask::NVML, args.no_gpu_probe),
         gpu_probe_on_root: false,
     };
     let (inv, runs) = load_node(&root, &config, options);

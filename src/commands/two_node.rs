@@ -3,8 +3,10 @@
 use super::report::OutputArgs;
 use super::watchdog::{Stage, stage, stage_on};
 use crate::config::Config;
-use crate::gdr::{slurm, twonode, wire};
+use crate::gdr::wire;
+use crate::parse::slurm;
 use crate::probe;
+use crate::probe::twonode;
 use crate::report::{self, Format, format::Unsupported};
 use crate::root::Root;
 use anyhow::bail;
@@ -35,7 +37,7 @@ pub struct TwoNodeArgs {
     /// The rails in order, this node's NICs (default: NCCL_IB_HCA's order, else by name);
     /// rail i is paired with the peer's rail i.
     #[arg(long, value_name = "NIC[:PORT],...", value_delimiter = ',')]
-    pub rails: Vec<crate::gdr::plan::NicArg>,
+    pub rails: Vec<crate::probe::gdr_test::NicArg>,
     /// How long to wait for the peer to connect or to listen, seconds (0 to 86400).
     // Bounded like --deadline: 2^64-1 used to panic adding it to the clock (issue 25).
     #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
@@ -46,7 +48,7 @@ pub struct TwoNodeArgs {
 pub(super) struct Request<'a> {
     pub two_node: &'a TwoNodeArgs,
     pub memory: Option<crate::gdr::Memory>,
-    pub nics: Vec<crate::gdr::plan::NicArg>,
+    pub nics: Vec<crate::probe::gdr_test::NicArg>,
     pub gid_index: Option<u32>,
     pub size: u64,
     pub iters: u32,
@@ -60,11 +62,11 @@ pub(super) fn run(config: &Config, root: &Root, args: &Request) -> anyhow::Resul
     let token = token(t)?;
     let sessions = sessions(t)?;
     let (inv, _) = super::load_node(root, config, probe::Options::default());
-    let opts = crate::gdr::plan::Options {
+    let opts = crate::probe::gdr_test::Options {
         memory: args.memory,
         nics: args.nics.clone(),
         gid_index: args.gid_index,
-        ..crate::gdr::plan::Options::default()
+        ..crate::probe::gdr_test::Options::default()
     };
     let order = if t.rails.is_empty() {
         twonode::nccl_order(std::env::var("NCCL_IB_HCA").ok().as_deref())

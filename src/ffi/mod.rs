@@ -63,7 +63,7 @@ pub(crate) fn open(names: &[String], probe_symbol: &[u8]) -> Result<Loaded, (Vec
     let mut last = String::from("no library names to try");
     for name in names {
         // SAFETY: loading a GPU vendor library runs its constructors, which set up only their
-        // own state. gdrdoctor loads them only in the probe child (see crate::gpu), so even a
+        // own state. gdrdoctor loads them only in the probe child (see crate::probe::gpu), so even a
         // constructor that misbehaves cannot take the report down with it.
         match unsafe { Library::new(name) } {
             Ok(lib) => {

@@ -145,7 +145,7 @@ pub struct PairResult {
 }
 
 /// Something that runs a pair on GPU memory: the GPU session, whose per-GPU workers keep CUDA
-/// or HIP open between pairs (crate::gpu::GpuSession). The write test's plan drives it without
+/// or HIP open between pairs (crate::probe::gpu::GpuSession). The write test's plan drives it without
 /// knowing what it is, so that the plan and the GPU session need not import each other.
 pub trait PairRunner {
     /// Runs one pair on its GPU; the answer must come within `timeout`. `Err`: why there is

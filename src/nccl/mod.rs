@@ -28,7 +28,6 @@ pub mod explain;
 pub mod levels;
 pub mod params;
 pub mod tree;
-pub mod verify;
 
 use crate::inventory::Inventory;
 use crate::placement::Level;

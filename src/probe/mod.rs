@@ -8,12 +8,16 @@
 //! it, so that a check offline says what it said live.
 
 pub mod access;
+pub mod gdr_test;
+pub mod gpu;
+pub mod nccl;
+pub mod twonode;
 
 use crate::config::Config;
-use crate::gpu::{GpuSession, ProbeCommand, Target};
 use crate::inventory::{GpuVendor, Inventory, Partial};
 use crate::model::Runs;
 use crate::model::gpu::{Runtime, SkipReason};
+use crate::probe::gpu::{GpuSession, ProbeCommand, Target};
 use crate::root::Root;
 
 /// What to run beside reading the node.
@@ -34,7 +38,7 @@ pub fn load(root: &Root, config: &Config, options: Options) -> (Inventory, Runs)
     let (inv, mut runs, session) = load_pending(root, config, options);
     if let Some(mut s) = session {
         runs.gpu = s.probe();
-        s.finish(crate::gpu::FINISH_GRACE);
+        s.finish(crate::probe::gpu::FINISH_GRACE);
     }
     (inv, runs)
 }
@@ -93,8 +97,8 @@ fn start_gpu(root: &Root, partial: &Partial, options: &Options) -> Result<GpuSes
                 .iter()
                 .filter_map(|g| {
                     let runtime = match g.vendor {
-                        GpuVendor::Nvidia => crate::gpu::worker::Runtime::Cuda,
-                        GpuVendor::Amd => crate::gpu::worker::Runtime::Hip,
+                        GpuVendor::Nvidia => crate::probe::gpu::worker::Runtime::Cuda,
+                        GpuVendor::Amd => crate::probe::gpu::worker::Runtime::Hip,
                         GpuVendor::Other => return None,
                     };
                     Some(Target {

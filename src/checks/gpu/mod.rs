@@ -1,7 +1,7 @@
 //! `gpu`: what the GPU driver itself says of each GPU on the bus. Does the driver see it (NVML
 //! and CUDA for NVIDIA; KFD and HIP for AMD), does it support GPUDirect RDMA, and is its BAR1
 //! large enough to map the memory NICs will register? The libraries are asked in a child
-//! process (crate::gpu); missing libraries and failed initialisation are findings here.
+//! process (crate::probe::gpu); missing libraries and failed initialisation are findings here.
 
 use super::{Check, Context};
 use crate::inventory::gpu::KFD_NODES;

@@ -7,7 +7,7 @@ use super::sides::Sides;
 use super::{Comparison, GpuUse, NcclAnswer, RunEvidence, SUBJECT, name_ranges};
 use crate::model::{Evidence, Finding, Fix};
 use crate::nccl::explain::{ConnGroup, Node};
-use crate::nccl::verify::{Outcome, Run};
+use crate::probe::nccl::{Outcome, Run};
 
 /// Per GPU: does NCCL use GDR? Its NET connections say so; failing those, its decisions for
 /// the GPU's pairs; on sockets, never.

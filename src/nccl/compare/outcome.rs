@@ -3,7 +3,7 @@
 
 use super::{RunEvidence, SUBJECT, install_fix};
 use crate::model::{Evidence, Finding, Fix};
-use crate::nccl::verify::{Outcome, Run};
+use crate::probe::nccl::{Outcome, Run};
 
 /// A run that says nothing about the node: the answer's text, and the one finding.
 pub(super) struct Stopped {

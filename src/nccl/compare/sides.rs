@@ -12,9 +12,9 @@ use crate::nccl::explain::{
     ConnGroup, Explanation, GpuNic, NetPath, Nic, Node, bus_id_of, nic_index,
 };
 use crate::nccl::params::{LevelValue, gdr_level};
-use crate::nccl::verify::{Run, TopoDump};
 use crate::parse::nccl_dump::{self, Dump};
 use crate::parse::pci::Bdf;
+use crate::probe::nccl::{Run, TopoDump};
 
 /// What each fact compares.
 pub(super) struct Sides<'a> {

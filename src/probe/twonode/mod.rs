@@ -25,9 +25,9 @@ mod verbs;
 pub use session::{HANDSHAKE, connect, listen, listen_addr, peer_addr, run};
 pub use verbs::Verbs;
 
-use super::engine::Failed;
-use super::wire::WireError;
-use super::{Failure, Memory, PairResult};
+use crate::gdr::engine::Failed;
+use crate::gdr::wire::WireError;
+use crate::model::gdr::{Failure, Memory, PairResult};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -186,7 +186,7 @@ pub trait Fabric {
 
 /// The rail order NCCL uses: NCCL_IB_HCA's list (`mlx5_0:1,mlx5_1:1`, `=` exact), or none
 /// (an exclusion list, `^mlx5_2`, or unset: the NICs in name order).
-pub fn nccl_order(value: Option<&str>) -> Result<Vec<super::plan::NicArg>, String> {
+pub fn nccl_order(value: Option<&str>) -> Result<Vec<super::gdr_test::NicArg>, String> {
     let Some(v) = value
         .map(str::trim)
         .filter(|v| !v.is_empty() && !v.starts_with('^'))
@@ -207,25 +207,25 @@ pub fn nccl_order(value: Option<&str>) -> Result<Vec<super::plan::NicArg>, Strin
 /// and the report says so.
 pub fn rails(
     inv: &crate::inventory::Inventory,
-    opts: &super::plan::Options,
-    order: &[super::plan::NicArg],
+    opts: &super::gdr_test::Options,
+    order: &[super::gdr_test::NicArg],
 ) -> Vec<Rail> {
     let mut o = opts.clone();
     if !order.is_empty() {
         o.nics = order.to_vec();
     }
-    let host = super::plan::Options {
+    let host = super::gdr_test::Options {
         memory: Some(match opts.memory {
             Some(m @ (Memory::Host | Memory::HostDmabuf)) => m,
             _ => Memory::Host,
         }),
         ..o.clone()
     };
-    let (on_host, _) = super::plan::plan(inv, &host);
+    let (on_host, _) = super::gdr_test::plan(inv, &host);
     let (on_gpu, _) = if opts.memory.is_some_and(|m| !m.is_gpu()) {
         (Vec::new(), Vec::new())
     } else {
-        super::plan::plan(inv, &o)
+        super::gdr_test::plan(inv, &o)
     };
     let mut rails: Vec<Rail> = Vec::new();
     for h in on_host {

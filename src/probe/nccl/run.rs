@@ -5,9 +5,9 @@
 use super::{
     Candidate, ChildAnswer, Log, NcclVerify, Options, Run, Search, Spec, TOPO_KEPT, TopoDump, ms,
 };
-use crate::gpu::model::HIDING_ENV;
 use crate::nccl::explain;
 use crate::parse::pci::Bdf;
+use crate::probe::gpu::model::HIDING_ENV;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
