@@ -6,6 +6,7 @@
 use super::OwnView;
 use crate::config::Config;
 use crate::inventory::Inventory;
+use crate::model::nccl::{Run, TopoDump};
 use crate::model::{Evidence, Finding, Level, Status};
 use crate::nccl::effective::{self, Candidate, Judgement, Policy, PolicySource};
 use crate::nccl::explain::{
@@ -14,7 +15,6 @@ use crate::nccl::explain::{
 use crate::nccl::params::{LevelValue, gdr_level};
 use crate::parse::nccl_dump::{self, Dump};
 use crate::parse::pci::Bdf;
-use crate::probe::nccl::{Run, TopoDump};
 
 /// What each fact compares.
 pub(super) struct Sides<'a> {

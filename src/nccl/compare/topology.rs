@@ -5,10 +5,10 @@
 use super::sides::{Sides, judged_pair, nccl_level, norm_bus, shown_level};
 use super::{Comparison, list};
 use crate::model::Evidence;
+use crate::model::nccl::TopoDump;
 use crate::nccl::effective;
 use crate::parse::nccl_dump::{self, Dump, DumpNet};
 use crate::parse::pci::Bdf;
-use crate::probe::nccl::TopoDump;
 use std::collections::BTreeSet;
 
 /// The dump and what it holds, when NCCL wrote one that can be read.
