@@ -45,6 +45,17 @@ pub struct Args {
     nccl_verify: bool,
 }
 
+impl Args {
+    fn wanted(&self) -> report::Wanted<'_> {
+        report::Wanted {
+            format: self.format,
+            output: &self.output,
+            verbose: self.verbose,
+            strict: self.strict,
+        }
+    }
+}
+
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let selection = Selection {
         select: args.select.clone(),
@@ -121,17 +132,5 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
             nccl::run_nccl(&inv, &config, None, None)
         };
     }
-    report::write(
-        &inv,
-        &runs,
-        &config,
-        &selection,
-        &report::Wanted {
-            format: args.format,
-            output: &args.output,
-            verbose: args.verbose,
-            strict: args.strict,
-        },
-        display,
-    )
+    report::write(&inv, &runs, &config, &selection, &args.wanted(), display)
 }

@@ -55,6 +55,17 @@ pub struct Args {
     two_node: two_node::TwoNodeArgs,
 }
 
+impl Args {
+    fn wanted(&self) -> report::Wanted<'_> {
+        report::Wanted {
+            format: self.format,
+            output: &self.output,
+            verbose: self.verbose,
+            strict: self.strict,
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Pairs {
     Nearest,
@@ -135,19 +146,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         // past it (the report must still be written).
         s.finish(deadline().budget(crate::probe::gpu::FINISH_GRACE).limit);
     }
-    report::write(
-        &inv,
-        &runs,
-        &config,
-        &selection,
-        &report::Wanted {
-            format: args.format,
-            output: &args.output,
-            verbose: args.verbose,
-            strict: args.strict,
-        },
-        display,
-    )
+    report::write(&inv, &runs, &config, &selection, &args.wanted(), display)
 }
 
 /// The write test on the planned pairs, with the config's limit per pair and the run's
