@@ -37,7 +37,7 @@ pub const RUN_BUDGET_BYTES: u64 = 2 * MAX_TOTAL_BYTES;
 pub const BUDGET_STEP: u64 = 1 << 20;
 
 /// A grant at least this big is given back to the system too when it is dropped (see
-/// `ffi::malloc::trim`); smaller ones are not worth the walk over the allocator's arenas.
+/// `sys::malloc::trim`); smaller ones are not worth the walk over the allocator's arenas.
 const TRIM_ABOVE: u64 = 16 << 20;
 
 /// A byte budget shared by the archive reads of one run. A read reserves what it inflates as
@@ -170,7 +170,7 @@ impl Drop for Grant {
         if self.bytes >= TRIM_ABOVE {
             // What the bytes stood for is freed by now (a tree drops its nodes before its
             // grant); back to the system before anyone is told there is room.
-            crate::ffi::malloc::trim();
+            crate::sys::malloc::trim();
         }
         if self.bytes > 0 {
             self.budget.give_back(self.bytes, true);
@@ -330,7 +330,7 @@ fn split(path: &str) -> (&str, &str) {
 /// A member name as a node path, or why it is refused: a path or a component longer than the
 /// kernel takes (PATH_MAX, NAME_MAX) is no file a capture copied.
 fn node_path(raw: &[u8]) -> Result<String, String> {
-    use crate::root::{NAME_MAX, PATH_MAX};
+    use crate::sys::{NAME_MAX, PATH_MAX};
     if raw.len() > PATH_MAX {
         return Err(format!(
             "a member name of {} bytes, over PATH_MAX ({PATH_MAX}): not a capture",
@@ -531,11 +531,11 @@ fn fill<R: Read>(mut archive: tar::Archive<Capped<'_, R>>) -> Result<Tree, Strin
                 let target = entry
                     .link_name_bytes()
                     .ok_or_else(|| format!("link {path} has no target"))?;
-                if target.len() > crate::root::PATH_MAX {
+                if target.len() > crate::sys::PATH_MAX {
                     return Err(format!(
                         "link {path} has a target of {} bytes, over PATH_MAX ({})",
                         target.len(),
-                        crate::root::PATH_MAX
+                        crate::sys::PATH_MAX
                     ));
                 }
                 let target = std::str::from_utf8(&target)

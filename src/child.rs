@@ -112,7 +112,7 @@ fn spawn(mut command: Command, exe: &Path, args: &[&str]) -> Result<Child, Strin
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     // The child dies with this process: the --deadline watchdog may end it while a child is
     // still inside a driver call, and no orphan may keep the GPU or a NIC busy after that.
-    crate::ffi::process::die_with_parent(&mut command);
+    crate::sys::process::die_with_parent(&mut command);
     // ETXTBSY: the program was just written and another thread's fork still holds the file
     // open for writing (it happens to freshly written test programs); it clears at once.
     let mut tries = 0;

@@ -4,7 +4,7 @@
 //! The config is the operator's, never the node's: with `--root`, the captured tree's
 //! `/etc/gdrdoctor/config.yaml` is ignored, so a capture cannot lower its own severities.
 
-use crate::model::Status;
+use crate::model::{Level, Status};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,7 +51,14 @@ pub struct NcclConfig {
     /// `--nccl-env FILE`: more of the job environment, read by the command line (it overrides
     /// `env`). Not a config key.
     #[serde(skip)]
-    pub env_file: Option<crate::inventory::nccl::DeclaredEnv>,
+    pub env_file: Option<DeclaredEnv>,
+}
+
+/// The job environment the operator declared in a file (`--nccl-env FILE`).
+#[derive(Debug, Clone, Default)]
+pub struct DeclaredEnv {
+    pub path: String,
+    pub lines: Vec<crate::parse::nccl_conf::EnvLine>,
 }
 
 /// A variable's value in the config: a string, or a number or boolean written unquoted.
@@ -148,7 +155,7 @@ pub struct Thresholds {
     pub roce_min_active_mtu: u32,
     /// The farthest a GPU's nearest NIC may be for `pcie-placement` to pass: the
     /// `NCCL_NET_GDR_LEVEL` the site runs NCCL with (NCCL's default is PXB).
-    pub gdr_level: crate::placement::Level,
+    pub gdr_level: Level,
     /// A GPU whose BAR1 (the aperture GPUDirect RDMA maps GPU memory through) is smaller than
     /// this (MiB) fails `gpu`.
     pub bar1_min_mib: u64,
@@ -167,7 +174,7 @@ impl Default for Thresholds {
             roce_min_active_mtu: 4096,
             // NCCL src/graph/paths.cc: GPUDirect RDMA is used up to PXB unless NCCL_NET_GDR_LEVEL
             // says otherwise.
-            gdr_level: crate::placement::Level::Pxb,
+            gdr_level: Level::Pxb,
             // Display-mode workstation and consumer GPUs expose 256 MiB; NCCL alone registers
             // 2 x NCCL_BUFFSIZE (4 MiB) per channel and peer, hundreds of MiB on one node.
             // Data-centre GPUs expose 16 GiB or more.
@@ -302,7 +309,7 @@ pub fn read_tool_input(path: &Path, what: &'static str, kind: &str) -> Result<St
 /// Reads `--nccl-env FILE`: the job environment the site sets (what a Slurm TaskProlog prints,
 /// `export NAME=value` lines). The operator's input, read like the config; a line that is not an
 /// assignment stops the run with the file, line and column.
-pub fn load_nccl_env(path: &Path) -> Result<crate::inventory::nccl::DeclaredEnv, ConfigError> {
+pub fn load_nccl_env(path: &Path) -> Result<DeclaredEnv, ConfigError> {
     let text = read_tool_input(path, "environment file", "a job environment")?;
     let lines = crate::parse::nccl_conf::parse_env(&text).map_err(|e| ConfigError::Syntax {
         path: path.to_owned(),
@@ -310,7 +317,7 @@ pub fn load_nccl_env(path: &Path) -> Result<crate::inventory::nccl::DeclaredEnv,
         column: e.column,
         message: e.message,
     })?;
-    Ok(crate::inventory::nccl::DeclaredEnv {
+    Ok(DeclaredEnv {
         path: path.display().to_string(),
         lines,
     })

@@ -101,7 +101,7 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
         return Err(InputError::NotRegular(kind(&ft)));
     };
     // A regular file never blocks: reads are the ordinary kind again.
-    crate::ffi::fd::set_blocking(&file).map_err(InputError::Open)?;
+    crate::sys::fd::set_blocking(&file).map_err(InputError::Open)?;
     Ok(Input {
         file: file.take(len),
         len,

@@ -2,8 +2,16 @@
 //! the submodules, the answers of the runs the checks read (`gpu`: what the GPU libraries said;
 //! `gdr`: the write test's pairs).
 
+pub mod access;
+mod fact;
 pub mod gdr;
 pub mod gpu;
+pub mod nccl;
+mod runs;
+pub mod twonode;
+
+pub use fact::{Fact, Problem, ReadError, UNSAFE_NAME};
+pub use runs::Runs;
 
 use serde::{Deserialize, Serialize};
 

@@ -160,7 +160,7 @@ fn in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             }
         })?;
     // Written in the ordinary way: a FIFO's reader may be slower than us.
-    crate::ffi::fd::set_blocking(&f)?;
+    crate::sys::fd::set_blocking(&f)?;
     f.write_all(bytes)?;
     f.flush()
 }

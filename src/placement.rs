@@ -11,6 +11,7 @@
 //! bridges below it as upstream/downstream pairs, which is NCCL's own assumption.
 
 use crate::inventory::Inventory;
+use crate::model::gpu::Runtime;
 use crate::parse::pci::{Bdf, PortType, path_functions};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -329,17 +330,9 @@ pub fn numa_affinity(inv: &Inventory, bdf: Bdf) -> Vec<u32> {
         .collect()
 }
 
-/// NVLinks between two GPUs, by PCI address (both ways), as NVML reported them in the GPU
-/// probe. The matrix and the pictures both read it: live today; offline too once a capture
-/// records NVML, as `gpu_runtime` then carries it.
-pub fn nvlinks(inv: &Inventory) -> BTreeMap<(Bdf, Bdf), u32> {
-    inv.gpu_runtime
-        .probe()
-        .map(crate::gpu::nvlinks)
-        .unwrap_or_default()
-}
-
-pub fn matrix(inv: &Inventory) -> Matrix {
+/// The distance matrix of `inv`'s GPUs and NICs, with the NVLinks between GPUs that NVML
+/// reported in the GPU probe (`gpu`): live, or as a capture recorded it.
+pub fn matrix(inv: &Inventory, gpu: &Runtime) -> Matrix {
     let detail = |b: Option<Bdf>| {
         b.and_then(|b| inv.function(b))
             .and_then(|f| f.detail.as_ref())
@@ -383,7 +376,7 @@ pub fn matrix(inv: &Inventory) -> Matrix {
     Matrix {
         devices,
         places,
-        nvlinks: nvlinks(inv),
+        nvlinks: gpu.nvlinks(),
     }
 }
 

@@ -24,58 +24,18 @@ use std::sync::Mutex;
 /// Linux's limit on symbolic links followed in one lookup (MAXSYMLINKS, include/linux/namei.h),
 /// counted over the whole lookup as the kernel counts them.
 const MAX_LINKS: u32 = 40;
-/// Linux's PATH_MAX and NAME_MAX (include/uapi/linux/limits.h): the longest path or link target
-/// one lookup takes, and the longest component. Longer is refused as the kernel refuses it
-/// (ENAMETOOLONG). With MAX_LINKS, this bounds what one lookup can cost, whatever a capture's
-/// links or a path from a config or /etc/passwd say.
-pub(crate) const PATH_MAX: usize = 4096;
-pub(crate) const NAME_MAX: usize = 255;
+// Longer than PATH_MAX, or a component longer than NAME_MAX, is refused as the kernel refuses it
+// (ENAMETOOLONG). With MAX_LINKS, this bounds what one lookup can cost, whatever a capture's
+// links or a path from a config or /etc/passwd say. The archive holds its members to the same.
+use crate::sys::{NAME_MAX, PATH_MAX};
 /// Default cap on one file read: the limit a capture archive is held to as well.
 pub const DEFAULT_READ_LIMIT: u64 = crate::archive::FILE_READ_LIMIT;
 
-/// Why a read failed, always with the node path it was for.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReadError {
-    #[error("{path}: not found")]
-    NotFound { path: String },
-    #[error("{path}: permission denied")]
-    PermissionDenied { path: String },
-    #[error("{path}: too many levels of symbolic links")]
-    Loop { path: String },
-    /// A path, link target or component over Linux's limits; `path` is shortened for display.
-    #[error("{path}: file name too long")]
-    NameTooLong { path: String },
-    #[error("{path}: not a regular file ({kind})")]
-    NotRegular { path: String, kind: &'static str },
-    #[error("{path}: not a directory")]
-    NotDir { path: String },
-    #[error("{path}: larger than {limit} bytes")]
-    TooLarge { path: String, limit: u64 },
-    #[error("{path}: not UTF-8 text")]
-    NotUtf8 { path: String },
-    #[error("{path}: {message}")]
-    Io {
-        path: String,
-        errno: Option<i32>,
-        message: String,
-    },
-}
+// What a read error is lives with the other model types (crate::model::ReadError): the facts
+// that keep one are model types too. How an I/O error becomes one is the root's.
+pub use crate::model::ReadError;
 
 impl ReadError {
-    pub fn path(&self) -> &str {
-        match self {
-            ReadError::NotFound { path }
-            | ReadError::PermissionDenied { path }
-            | ReadError::Loop { path }
-            | ReadError::NameTooLong { path }
-            | ReadError::NotRegular { path, .. }
-            | ReadError::NotDir { path }
-            | ReadError::TooLarge { path, .. }
-            | ReadError::NotUtf8 { path }
-            | ReadError::Io { path, .. } => path,
-        }
-    }
-
     /// The same error, reported for the path a caller asked about when the cause is absence.
     fn asked(self, path: &str) -> ReadError {
         match self {
@@ -87,19 +47,6 @@ impl ReadError {
             },
             other => other,
         }
-    }
-
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, ReadError::NotFound { .. })
-    }
-
-    /// The short reason without the path, for messages that name the path elsewhere.
-    pub fn reason(&self) -> String {
-        let full = self.to_string();
-        full.strip_prefix(self.path())
-            .and_then(|s| s.strip_prefix(": "))
-            .map(str::to_owned)
-            .unwrap_or(full)
     }
 
     fn from_io(path: &str, e: &std::io::Error) -> ReadError {

@@ -54,7 +54,7 @@ pub fn print_bytes(bytes: &[u8]) {
 /// lines and takes EBADF for success).
 fn open() -> std::io::Result<std::fs::File> {
     use std::os::fd::AsFd as _;
-    if crate::ffi::fd::stdout_closed_at_start() {
+    if crate::sys::fd::stdout_closed_at_start() {
         return Err(std::io::Error::from_raw_os_error(libc::EBADF));
     }
     Ok(std::io::stdout().as_fd().try_clone_to_owned()?.into())

@@ -550,9 +550,9 @@ fn fleet_compares_nccl_settings() {
 }
 
 /// `node-a`'s report of a test with `node-b` whose one rail failed both ways.
-fn failing_two_node_report() -> gdrdoctor::gdr::twonode::Report {
-    use gdrdoctor::gdr::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
+fn failing_two_node_report() -> gdrdoctor::probe::twonode::Report {
     use gdrdoctor::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
+    use gdrdoctor::probe::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
     let rail = Rail {
         nic: NicSpec {
             device: "mlx5_0".into(),

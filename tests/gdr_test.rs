@@ -7,9 +7,9 @@
 
 use crate::common::*;
 use gdrdoctor::deadline::Deadline;
-use gdrdoctor::gdr::plan::Planned;
 use gdrdoctor::gdr::{FailureKind, Memory, NicSpec, PairResult, PairSpec};
-use gdrdoctor::inventory::gdr::GdrOutcome as Outcome;
+use gdrdoctor::model::gdr::GdrOutcome as Outcome;
+use gdrdoctor::probe::gdr_test::Planned;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -230,9 +230,9 @@ fn gpu_side_runs_without_a_nic() {
 fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
     let root = gdrdoctor::root::Root::open(&fixture_path("h200x2-vm")).unwrap();
     let config = gdrdoctor::config::Config::default();
-    let mut inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
+    let (mut inv, mut runs) = gdrdoctor::probe::load(&root, &config, Default::default());
     inv.live = true; // the check is live-only; these outcomes stand for a live run
-    inv.gdr_test = gdrdoctor::inventory::GdrTest::Ran {
+    runs.gdr_test = gdrdoctor::model::gdr::GdrTest::Ran {
         outcomes,
         not_planned: vec![],
     };
@@ -240,7 +240,7 @@ fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
         select: vec!["gdr-test".into()],
         skip: vec![],
     };
-    let results = gdrdoctor::checks::run(&inv, &config, &sel);
+    let results = gdrdoctor::checks::run(&inv, &runs, &config, &sel);
     results
         .into_iter()
         .find(|c| c.id == "gdr-test")
@@ -256,7 +256,7 @@ fn outcome(s: PairSpec, result: Result<PairResult, String>, expected: Option<f64
         nic_device: s.nic.as_ref().map(|n| n.device.clone()),
         memory: s.memory,
         level: Some(gdrdoctor::placement::Level::Pix),
-        expected: expected.map(|gbps| gdrdoctor::inventory::gdr::Expected {
+        expected: expected.map(|gbps| gdrdoctor::model::gdr::Expected {
             gbps,
             limited_by: "fake0 port rate".into(),
         }),
@@ -360,7 +360,7 @@ fn a_hung_pair_is_killed_by_the_parent() {
         spec: s,
     };
     let start = Instant::now();
-    let out = gdrdoctor::gdr::plan::run(vec![p], &exe, Deadline::none(), None);
+    let out = gdrdoctor::probe::gdr_test::run(vec![p], &exe, Deadline::none(), None);
     assert!(
         start.elapsed() < Duration::from_secs(6),
         "{:?}",
@@ -397,7 +397,7 @@ fn the_run_deadline_cuts_pairs_short_as_unknown() {
     // has no time left.
     let bound = Duration::from_millis(1500);
     let (out, took) = in_time(bound, || {
-        gdrdoctor::gdr::plan::run(
+        gdrdoctor::probe::gdr_test::run(
             vec![
                 planned("0000:01:00.0", "fake0"),
                 planned("0000:02:00.0", "fake0"),
@@ -628,9 +628,9 @@ fn gdr_test_fields_are_documented() {
 fn pairs_follow_placement() {
     let root = gdrdoctor::root::Root::open(&fixture_path("healthy-8gpu-roce")).unwrap();
     let config = gdrdoctor::config::Config::default();
-    let inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
-    let opts = gdrdoctor::gdr::plan::Options::default();
-    let (near, not) = gdrdoctor::gdr::plan::plan(&inv, &opts);
+    let inv = gdrdoctor::inventory::Inventory::load(&root, &config);
+    let opts = gdrdoctor::probe::gdr_test::Options::default();
+    let (near, not) = gdrdoctor::probe::gdr_test::plan(&inv, &opts);
     assert!(not.is_empty());
     // Each switch holds two GPUs and two NICs: every GPU has two nearest NICs at PIX.
     assert_eq!(near.len(), 16, "{near:#?}");
@@ -642,18 +642,18 @@ fn pairs_follow_placement() {
         // 400 Gb/s ports behind Gen5 x16 links: the port is the limit.
         assert_eq!(p.expected.as_ref().unwrap().gbps, 400.0, "{:?}", p.expected);
     }
-    let all = gdrdoctor::gdr::plan::plan(
+    let all = gdrdoctor::probe::gdr_test::plan(
         &inv,
-        &gdrdoctor::gdr::plan::Options {
+        &gdrdoctor::probe::gdr_test::Options {
             all_pairs: true,
             ..Default::default()
         },
     )
     .0;
     assert_eq!(all.len(), 64);
-    let host = gdrdoctor::gdr::plan::plan(
+    let host = gdrdoctor::probe::gdr_test::plan(
         &inv,
-        &gdrdoctor::gdr::plan::Options {
+        &gdrdoctor::probe::gdr_test::Options {
             memory: Some(Memory::Host),
             ..Default::default()
         },
@@ -668,8 +668,8 @@ fn pairs_follow_placement() {
         &gdrdoctor::checks::NAMES,
     )
     .unwrap();
-    let inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
-    let (planned, not) = gdrdoctor::gdr::plan::plan(&inv, &opts);
+    let inv = gdrdoctor::inventory::Inventory::load(&root, &config);
+    let (planned, not) = gdrdoctor::probe::gdr_test::plan(&inv, &opts);
     assert!(planned.is_empty());
     assert!(not[0].reason.contains("--memory host"), "{not:?}");
 }
@@ -697,17 +697,17 @@ fn wrapped(dir: &std::path::Path, log: &std::path::Path, extra: &str) -> PathBuf
     exe
 }
 
-fn targets() -> Vec<gdrdoctor::gpu::Target> {
+fn targets() -> Vec<gdrdoctor::probe::gpu::Target> {
     use gdrdoctor::parse::pci::Bdf;
     vec![
-        gdrdoctor::gpu::Target {
+        gdrdoctor::probe::gpu::Target {
             bdf: Bdf::parse("0000:00:06.0").unwrap(),
-            runtime: gdrdoctor::gpu::worker::Runtime::Cuda,
+            runtime: gdrdoctor::probe::gpu::worker::Runtime::Cuda,
             visible: Some("GPU-c783c174-2489-07fb-69e0-b646a5b7d417".into()),
         },
-        gdrdoctor::gpu::Target {
+        gdrdoctor::probe::gpu::Target {
             bdf: Bdf::parse("0000:00:07.0").unwrap(),
-            runtime: gdrdoctor::gpu::worker::Runtime::Cuda,
+            runtime: gdrdoctor::probe::gpu::worker::Runtime::Cuda,
             visible: None,
         },
     ]
@@ -732,7 +732,7 @@ fn gpu_pair(gpu: &str) -> Planned {
 /// the probe and each pair started CUDA in processes of their own.
 #[test]
 fn one_cuda_start_per_gpu_for_the_probe_and_its_pairs() {
-    use gdrdoctor::gpu::{Ask, GpuSession, ProbeCommand, Runtime};
+    use gdrdoctor::probe::gpu::{Ask, GpuSession, ProbeCommand, Runtime};
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cuda.log");
     let exe = wrapped(dir.path(), &log, "");
@@ -753,7 +753,7 @@ fn one_cuda_start_per_gpu_for_the_probe_and_its_pairs() {
     .into_iter()
     .map(gpu_pair)
     .collect();
-    let outcomes = gdrdoctor::gdr::plan::run(planned, &exe, Deadline::none(), Some(&session));
+    let outcomes = gdrdoctor::probe::gdr_test::run(planned, &exe, Deadline::none(), Some(&session));
     assert_eq!(outcomes.len(), 4);
     for o in &outcomes {
         let r = o.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
@@ -814,7 +814,7 @@ fn one_cuda_start_per_gpu_for_the_probe_and_its_pairs() {
 /// and the hung one is unknown (killed at its deadline), never a pass.
 #[test]
 fn a_hung_gpu_costs_only_its_own_results() {
-    use gdrdoctor::gpu::{Ask, GpuSession, ProbeCommand, Runtime};
+    use gdrdoctor::probe::gpu::{Ask, GpuSession, ProbeCommand, Runtime};
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cuda.log");
     let exe = wrapped(
@@ -849,7 +849,7 @@ fn a_hung_gpu_costs_only_its_own_results() {
         p.failed
     );
     assert!(p.failed[0].error.contains("Xid"), "{:?}", p.failed);
-    let outcomes = gdrdoctor::gdr::plan::run(
+    let outcomes = gdrdoctor::probe::gdr_test::run(
         vec![gpu_pair("0000:00:06.0"), gpu_pair("0000:00:07.0")],
         &exe,
         Deadline::none(),
@@ -893,7 +893,8 @@ fn a_worker_without_its_library_answers_with_the_reason() {
         .map(|l| l.strip_prefix(gdrdoctor::child::ANSWER).expect(l))
         .collect();
     assert_eq!(answers.len(), 3, "{text}");
-    let probe: gdrdoctor::gpu::worker::WorkerProbe = serde_json::from_str(answers[0]).unwrap();
+    let probe: gdrdoctor::probe::gpu::worker::WorkerProbe =
+        serde_json::from_str(answers[0]).unwrap();
     assert!(
         matches!(
             probe.cuda,

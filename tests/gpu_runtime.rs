@@ -6,8 +6,8 @@
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
 use crate::common::*;
-use gdrdoctor::gpu::model::{Export, Lib, Probe};
-use gdrdoctor::gpu::{Ask, ProbeCommand, Runtime};
+use gdrdoctor::probe::gpu::model::{Export, Lib, Probe};
+use gdrdoctor::probe::gpu::{Ask, ProbeCommand, Runtime};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -215,7 +215,7 @@ fn gpu_hiding_variables_are_cleared_and_reported() {
 // -- the probe's failure modes -------------------------------------------------------------
 
 fn run_fake(exe: &Path, timeout: Duration) -> Runtime {
-    gdrdoctor::gpu::run(&ProbeCommand {
+    gdrdoctor::probe::gpu::run(&ProbeCommand {
         exe: exe.to_owned(),
         timeout,
         ask: Ask::FULL,
@@ -755,9 +755,9 @@ fn real_runtime(machine: &str) -> Runtime {
 fn real_h200_pair_answers() {
     let root = gdrdoctor::root::Root::open(&fixture_path("h200x2-vm")).unwrap();
     let config = gdrdoctor::config::Config::default();
-    let mut inv = gdrdoctor::inventory::Inventory::load(&root, &config, Default::default());
-    inv.gpu_runtime = real_runtime("h200x2");
-    let results = gdrdoctor::checks::run(&inv, &config, &Default::default());
+    let (inv, mut runs) = gdrdoctor::probe::load(&root, &config, Default::default());
+    runs.gpu = real_runtime("h200x2");
+    let results = gdrdoctor::checks::run(&inv, &runs, &config, &Default::default());
     let gpu = results.iter().find(|c| c.id == "gpu").unwrap();
     assert_eq!(gpu.status, gdrdoctor::model::Status::Pass);
     assert_eq!(
@@ -782,7 +782,7 @@ fn real_h200_pair_answers() {
         "{}",
         pm.findings[0].message
     );
-    let m = gdrdoctor::placement::matrix(&inv);
+    let m = gdrdoctor::placement::matrix(&inv, &runs.gpu);
     assert_eq!(m.nvlinks(0, 1), Some(18));
     assert_eq!(m.nvlinks(1, 0), Some(18));
     let config = gdrdoctor::config::Config::default();
@@ -970,11 +970,11 @@ fn nvml_reads_persistence_link_states_and_the_fabric() {
         (a.persistence_mode, b.persistence_mode),
         (Some(true), Some(false))
     );
-    let fabric = |d: &gdrdoctor::gpu::model::NvmlDevice| {
+    let fabric = |d: &gdrdoctor::probe::gpu::model::NvmlDevice| {
         let f = d.fabric.as_ref().unwrap();
         (f.state, f.status.clone(), f.call.clone())
     };
-    use gdrdoctor::gpu::model::FabricState;
+    use gdrdoctor::probe::gpu::model::FabricState;
     assert_eq!(
         fabric(a),
         (

@@ -9,8 +9,8 @@
 #![allow(clippy::disallowed_methods)] // tests build their own files, they do not read a node
 
 use crate::common::*;
-use gdrdoctor::gdr::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
 use gdrdoctor::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
+use gdrdoctor::probe::twonode::{Direction, Rail, RailResult, Report, Role, Settings};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -664,9 +664,8 @@ fn fleet_draws_the_first_node_of_each_model() {
 
 // -- several GPUs: one NUMA rule, NVLink groups, a legend of what is drawn (issue 24) ---------
 
-use gdrdoctor::gpu::Runtime;
-use gdrdoctor::gpu::model::Probe;
 use gdrdoctor::inventory::Inventory;
+use gdrdoctor::model::gpu::{Probe, Runtime};
 
 /// The GPUs of fixtures/healthy-4gpu-ib-peermem, as NVML names them.
 const FOUR: [&str; 4] = [
@@ -705,11 +704,7 @@ fn h200_pair_with_nodes() -> (tempfile::TempDir, PathBuf) {
 
 fn inventory(root: &Path) -> Inventory {
     let root = gdrdoctor::root::Root::open(root).unwrap();
-    Inventory::load(
-        &root,
-        &gdrdoctor::config::Config::default(),
-        Default::default(),
-    )
+    Inventory::load(&root, &gdrdoctor::config::Config::default())
 }
 
 /// A GPU probe whose NVML lists `gpus` (bus IDs), each with its active NVLinks as
@@ -744,26 +739,26 @@ fn to_switch(n: usize) -> Vec<(&'static str, &'static str)> {
 }
 
 /// `topo`'s human output for `inv`, as `topo` writes it.
-fn topo_human(inv: &Inventory) -> String {
+fn topo_human(inv: &Inventory, gpu: &Runtime) -> String {
     let config = gdrdoctor::config::Config::default();
     let gdr = gdrdoctor::report::topo::gdr(inv, &gdrdoctor::nccl::effective::judge(inv, &config));
-    gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(inv), &gdr)
+    gdrdoctor::report::topo::human(&gdrdoctor::placement::matrix(inv, gpu), &gdr)
 }
 
 /// The SVG of `inv` as `topo --format svg` draws it (the live path: the pictures read NVML's
-/// NVLinks from the inventory's GPU probe).
-fn svg_of(inv: &Inventory, root: &str) -> String {
+/// NVLinks from the GPU probe, `gpu`).
+fn svg_of(inv: &Inventory, gpu: &Runtime, root: &str) -> String {
     let config = gdrdoctor::config::Config::default();
-    let p = gdrdoctor::report::picture::picture(inv, &config, root);
+    let p = gdrdoctor::report::picture::picture(inv, gpu, &config, root);
     let mut out = Vec::new();
     gdrdoctor::report::svg::write(&p, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 
 /// The DOT of `inv`, as `topo --format dot` writes it.
-fn dot_of(inv: &Inventory, root: &str) -> String {
+fn dot_of(inv: &Inventory, gpu: &Runtime, root: &str) -> String {
     let config = gdrdoctor::config::Config::default();
-    let p = gdrdoctor::report::picture::picture(inv, &config, root);
+    let p = gdrdoctor::report::picture::picture(inv, gpu, &config, root);
     let mut out = Vec::new();
     gdrdoctor::report::dot::write(&p, &mut out).unwrap();
     let dot = String::from_utf8(out).unwrap();
@@ -945,14 +940,14 @@ fn legend_lists_only_what_is_drawn() {
 #[test]
 fn nvlink_groups_all_to_all_and_not() {
     let (_dir, root) = four_gpus_no_nic();
-    let mut inv = inventory(&root);
+    let inv = inventory(&root);
 
     // NV18 between every pair (the 4x H100 machine): one group, one bar, one label.
     let all: Vec<_> = FOUR.iter().map(|g| (*g, to_switch(18))).collect();
-    inv.gpu_runtime = nvml(&all);
-    let topo_m = topo_human(&inv);
+    let gpu = nvml(&all);
+    let topo_m = topo_human(&inv, &gpu);
     assert!(topo_m.contains("GPU0\t X \tNV18\tNV18\tNV18\t"), "{topo_m}");
-    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, NV18");
+    let svg = svg_of(&inv, &gpu, "healthy-4gpu-ib-peermem without RDMA, NV18");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         groups_of(&doc, "nvlink"),
@@ -966,7 +961,7 @@ fn nvlink_groups_all_to_all_and_not() {
     assert!(legend.iter().any(|t| t.starts_with("NVLink group:")));
     assert!(!legend.iter().any(|t| t.starts_with("a pair of an NVLink")));
     render_and_size(&svg, "4gpu-nv18");
-    let dot = dot_of(&inv, "healthy-4gpu-ib-peermem without RDMA, NV18");
+    let dot = dot_of(&inv, &gpu, "healthy-4gpu-ib-peermem without RDMA, NV18");
     assert!(dot.contains("\"nvlink0\" [label=\"NVLink group\\nNV18 between every pair\""));
     assert_eq!(dot.matches("\"nvlink0\" -- ").count(), 4);
     assert!(!dot.contains("nvlink1"));
@@ -974,10 +969,14 @@ fn nvlink_groups_all_to_all_and_not() {
     // GPU3 with 12 of its links up: its three pairs are NV12, drawn and named.
     let mut fewer = all.clone();
     fewer[3].1 = to_switch(12);
-    inv.gpu_runtime = nvml(&fewer);
-    let topo_m = topo_human(&inv);
+    let gpu = nvml(&fewer);
+    let topo_m = topo_human(&inv, &gpu);
     assert!(topo_m.contains("GPU3\tNV12\tNV12\tNV12\t X \t"), "{topo_m}");
-    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12");
+    let svg = svg_of(
+        &inv,
+        &gpu,
+        "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12",
+    );
     let doc = roxmltree::Document::parse(&svg).unwrap();
     let groups = groups_of(&doc, "nvlink");
     assert_eq!(groups.len(), 1);
@@ -995,7 +994,11 @@ fn nvlink_groups_all_to_all_and_not() {
             .any(|t| t.starts_with("a pair of an NVLink"))
     );
     render_and_size(&svg, "4gpu-nv18-one-nv12");
-    let dot = dot_of(&inv, "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12");
+    let dot = dot_of(
+        &inv,
+        &gpu,
+        "healthy-4gpu-ib-peermem without RDMA, GPU3 NV12",
+    );
     for gpu in ["0000:18:00.0", "0000:1a:00.0", "0000:3a:00.0"] {
         assert!(
             dot.contains(&format!("\"{gpu}\" -- \"0000:3c:00.0\" [xlabel=\"NV12\"")),
@@ -1008,8 +1011,12 @@ fn nvlink_groups_all_to_all_and_not() {
     let bridged: Vec<_> = (0..4)
         .map(|k| (bus(k), vec![("gpu", bus(k ^ 1)); 4]))
         .collect();
-    inv.gpu_runtime = nvml(&bridged);
-    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, bridged pairs");
+    let gpu = nvml(&bridged);
+    let svg = svg_of(
+        &inv,
+        &gpu,
+        "healthy-4gpu-ib-peermem without RDMA, bridged pairs",
+    );
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         groups_of(&doc, "nvlink"),
@@ -1027,8 +1034,12 @@ fn nvlink_groups_all_to_all_and_not() {
     render_and_size(&svg, "4gpu-bridged-pairs");
 
     // No NVLink: no group, no legend line.
-    inv.gpu_runtime = nvml(&FOUR.map(|g| (g, Vec::new())));
-    let svg = svg_of(&inv, "healthy-4gpu-ib-peermem without RDMA, no NVLink");
+    let gpu = nvml(&FOUR.map(|g| (g, Vec::new())));
+    let svg = svg_of(
+        &inv,
+        &gpu,
+        "healthy-4gpu-ib-peermem without RDMA, no NVLink",
+    );
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert!(groups_of(&doc, "nvlink").is_empty());
     assert!(!legend_of(&doc).iter().any(|t| t.contains("NVLink")));
@@ -1038,11 +1049,11 @@ fn nvlink_groups_all_to_all_and_not() {
 fn nvlink_groups_on_the_real_pair_and_the_8_gpu_node() {
     // The 2x H200 VM with what its NVML said (tests/data/gpu-runtime-h200x2.json).
     let (_dir, root) = h200_pair_with_nodes();
-    let mut inv = inventory(&root);
+    let inv = inventory(&root);
     let text =
         std::fs::read_to_string(crate_dir().join("tests/data/gpu-runtime-h200x2.json")).unwrap();
-    inv.gpu_runtime = Runtime::Probed(Box::new(serde_json::from_str(&text).unwrap()));
-    let svg = svg_of(&inv, "fixtures/h200x2-vm");
+    let gpu = Runtime::Probed(Box::new(serde_json::from_str(&text).unwrap()));
+    let svg = svg_of(&inv, &gpu, "fixtures/h200x2-vm");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     assert_eq!(
         groups_of(&doc, "nvlink"),
@@ -1054,19 +1065,19 @@ fn nvlink_groups_on_the_real_pair_and_the_8_gpu_node() {
     render_and_size(&svg, "h200x2-nv18");
 
     // Eight GPUs on NVSwitches and their NICs: one group over the eight, the GDR pairs kept.
-    let mut inv = inventory(&fixture_path("healthy-8gpu-roce"));
+    let inv = inventory(&fixture_path("healthy-8gpu-roce"));
     let gpus: Vec<String> = inv
         .gpus
         .iter()
         .map(|g| format!("0000{}", g.bdf).to_uppercase())
         .collect();
-    inv.gpu_runtime = nvml(
+    let gpu = nvml(
         &gpus
             .iter()
             .map(|g| (g.as_str(), to_switch(18)))
             .collect::<Vec<_>>(),
     );
-    let svg = svg_of(&inv, "fixtures/healthy-8gpu-roce");
+    let svg = svg_of(&inv, &gpu, "fixtures/healthy-8gpu-roce");
     let doc = roxmltree::Document::parse(&svg).unwrap();
     let groups = groups_of(&doc, "nvlink");
     assert_eq!(groups.len(), 1);

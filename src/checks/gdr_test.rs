@@ -1,11 +1,11 @@
 //! `gdr-test` (live only): RDMA WRITEs between GPU memory and host memory through each GPU's
 //! nearest NIC, every byte verified, bandwidth measured (src/gdr). The check judges the
-//! outcomes the engine recorded in the inventory.
+//! outcomes the write test left in the runs (crate::model::Runs).
 
 use super::{Check, Context};
 use crate::gdr::{FailureKind, PairResult};
-use crate::inventory::GdrTest;
-use crate::inventory::gdr::{Expected, GdrOutcome as Outcome};
+
+use crate::model::gdr::{Expected, GdrOutcome as Outcome, GdrTest};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 
 pub struct GdrTestCheck;
@@ -116,7 +116,7 @@ impl Check for GdrTestCheck {
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let fraction = cx.config.thresholds.gdr_min_bw_fraction;
-        match &cx.inv.gdr_test {
+        match &cx.runs.gdr_test {
             GdrTest::Skipped(reason) => vec![
                 Finding::skip("gdr-test-skipped", "node", format!("not run: {reason}"))
                     .evidence("gdrdoctor gdr-pair", format!("<not run: {reason}>")),

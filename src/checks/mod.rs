@@ -20,13 +20,14 @@ mod rdma_link;
 
 use crate::config::Config;
 use crate::inventory::Inventory;
-use crate::model::{Code, Finding, Status};
+use crate::model::{Code, Finding, Runs, Status};
 use serde::Serialize;
 
-/// What a check sees: the node's facts, the site's policy, and the results of the checks it
-/// reads ([`Check::reads`]).
+/// What a check sees: the node's facts, what the runs above them found, the site's policy, and
+/// the results of the checks it reads ([`Check::reads`]).
 pub struct Context<'a> {
     pub inv: &'a Inventory,
+    pub runs: &'a Runs,
     pub config: &'a Config,
     /// The results of this run that the check reads, as the engine produced them.
     pub earlier: &'a [CheckResult],
@@ -201,12 +202,14 @@ pub static ALL: &[&dyn Check] = &[
 /// `gdrdoctor nccl verify` prints): the checks `nccl-verify` reads run first, as in a report.
 pub fn nccl_verification(
     inv: &Inventory,
+    runs: &Runs,
     config: &Config,
-    run: &crate::nccl::verify::Run,
+    run: &crate::model::nccl::Run,
 ) -> crate::nccl::compare::Verification {
-    let earlier = read_by(&nccl_verify::NcclVerifyCheck, inv, config, &[]);
+    let earlier = read_by(&nccl_verify::NcclVerifyCheck, inv, runs, config, &[]);
     let cx = Context {
         inv,
+        runs,
         config,
         earlier: &earlier,
     };
@@ -218,6 +221,7 @@ pub fn nccl_verification(
 fn read_by(
     check: &dyn Check,
     inv: &Inventory,
+    runs: &Runs,
     config: &Config,
     results: &[CheckResult],
 ) -> Vec<CheckResult> {
@@ -232,6 +236,7 @@ fn read_by(
             (inv.live || !c.live_only()).then(|| {
                 let cx = Context {
                     inv,
+                    runs,
                     config,
                     earlier: &[],
                 };
@@ -245,12 +250,14 @@ fn read_by(
 fn run_reading(
     check: &dyn Check,
     inv: &Inventory,
+    runs: &Runs,
     config: &Config,
     results: &[CheckResult],
 ) -> CheckResult {
-    let earlier = read_by(check, inv, config, results);
+    let earlier = read_by(check, inv, runs, config, results);
     let cx = Context {
         inv,
+        runs,
         config,
         earlier: &earlier,
     };
@@ -343,7 +350,12 @@ pub struct CheckResult {
 /// the selection left the prerequisite out, it runs anyway, marked `prerequisite_of`, so that
 /// `--select rdma-gid` on a node without an RDMA NIC fails on `rdma-link` instead of passing on
 /// nothing. Prerequisites of prerequisites follow.
-pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<CheckResult> {
+pub fn run(
+    inv: &Inventory,
+    runs: &Runs,
+    config: &Config,
+    selection: &Selection,
+) -> Vec<CheckResult> {
     let mut results: Vec<CheckResult> = Vec::with_capacity(ALL.len());
     // Left out by the selection (not by being live-only): may still run as a prerequisite.
     let mut left_out: Vec<bool> = Vec::with_capacity(ALL.len());
@@ -363,7 +375,7 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
                 prerequisite_of: Vec::new(),
                 findings: Vec::new(),
             },
-            None => run_reading(*check, inv, config, &results),
+            None => run_reading(*check, inv, runs, config, &results),
         });
     }
     loop {
@@ -388,7 +400,7 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
         }
         for (i, by) in wanted {
             if results[i].skipped.is_some() {
-                let result = run_reading(ALL[i], inv, config, &results);
+                let result = run_reading(ALL[i], inv, runs, config, &results);
                 results[i] = result;
             }
             if !results[i].prerequisite_of.contains(&by) {
@@ -399,9 +411,9 @@ pub fn run(inv: &Inventory, config: &Config, selection: &Selection) -> Vec<Check
     // nccl-verify is off by default (it runs NCCL for seconds): a report that did not ask for it
     // leaves it out rather than counting one more skipped check on every node. Named in
     // --select, it stays, saying how to run it.
-    let not_asked = matches!(&inv.nccl_verify,
-        crate::nccl::verify::NcclVerify::NotRun { reason, .. }
-            if reason == crate::nccl::verify::NcclVerify::NOT_ASKED);
+    let not_asked = matches!(&runs.nccl_verify,
+        crate::model::nccl::NcclVerify::NotRun { reason, .. }
+            if reason == crate::model::nccl::NcclVerify::NOT_ASKED);
     if not_asked && !selection.select.iter().any(|s| s == "nccl-verify") {
         results.retain(|r| r.id != "nccl-verify");
     }
@@ -603,9 +615,10 @@ mod tests {
         ))
         .unwrap();
         let config = Config::default();
-        let inv = Inventory::load(&root, &config, crate::inventory::Options::default());
+        let inv = Inventory::load(&root, &config);
+        let runs = Runs::none(false);
         // Neither ran: both run for the reader alone.
-        let fresh = read_by(&Reads, &inv, &config, &[]);
+        let fresh = read_by(&Reads, &inv, &runs, &config, &[]);
         let ids: Vec<&str> = fresh.iter().map(|r| r.id).collect();
         assert_eq!(ids, ["rdma-link", "peer-memory"]);
         // rdma-link ran in the report, a site override on it: handed over as the check gave it.
@@ -614,10 +627,11 @@ mod tests {
         report[0].findings[0].original_status = Some(own);
         report[0].findings[0].status = Status::Fail;
         report[0].summary = "from the report".into();
-        let earlier = read_by(&Reads, &inv, &config, &report);
+        let earlier = read_by(&Reads, &inv, &runs, &config, &report);
         assert_eq!(earlier[0].summary, "from the report");
         let cx = Context {
             inv: &inv,
+            runs: &runs,
             config: &config,
             earlier: &earlier,
         };

@@ -1,13 +1,13 @@
 //! `nccl-verify` (off by default: `check --nccl-verify`): NCCL itself, run on the node's GPUs,
 //! says whether it uses GPUDirect RDMA, and whether it sees the node as gdrdoctor does
 //! (src/nccl/verify/ runs it, src/nccl/compare/ compares). This check judges what the run
-//! recorded in the inventory, against the findings `rdma-link` and `peer-memory` produced in
+//! left in the runs (crate::model::Runs), against the findings `rdma-link` and `peer-memory` produced in
 //! the same report.
 
 use super::{Check, Context};
 use crate::model::{Code, Finding};
 use crate::nccl::compare::{OwnView, Verification};
-use crate::nccl::verify::{NcclVerify, Run};
+use crate::probe::nccl::{NcclVerify, Run};
 
 pub struct NcclVerifyCheck;
 
@@ -78,7 +78,7 @@ impl Check for NcclVerifyCheck {
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
-        match &cx.inv.nccl_verify {
+        match &cx.runs.nccl_verify {
             NcclVerify::NotRun { reason, no_gpu } => {
                 let f = Finding::skip("nccl-verify-not-run", "node", reason.clone())
                     .evidence("gdrdoctor nccl-child", format!("<not run: {reason}>"));

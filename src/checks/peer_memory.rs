@@ -9,10 +9,10 @@
 //! host memory.
 
 use super::{Check, Context};
-use crate::gpu::{Runtime, SkipReason};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
 use crate::model::gpu::{Export, Lib};
+use crate::model::gpu::{Runtime, SkipReason};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::kernel::KernelVersion;
 
@@ -87,12 +87,12 @@ impl Check for PeerMemory {
 
         let mut dmabuf_relied_on = false;
         if nvidia > 0 {
-            let (finding, uses_dmabuf) = judge_nvidia(inv, nvidia, &peermem);
+            let (finding, uses_dmabuf) = judge_nvidia(inv, &cx.runs.gpu, nvidia, &peermem);
             dmabuf_relied_on |= uses_dmabuf;
             out.push(finding);
         }
         if amd > 0 {
-            let (finding, uses_dmabuf) = judge_amd(inv, amd);
+            let (finding, uses_dmabuf) = judge_amd(inv, &cx.runs.gpu, amd);
             dmabuf_relied_on |= uses_dmabuf;
             out.push(finding);
         }
@@ -296,7 +296,7 @@ fn no_rdma_note(inv: &Inventory) -> &'static str {
 }
 
 /// The NVIDIA verdict, and whether it relies on DMA-BUF.
-fn judge_nvidia(inv: &Inventory, n: usize, peermem: &Peermem) -> (Finding, bool) {
+fn judge_nvidia(inv: &Inventory, gpu: &Runtime, n: usize, peermem: &Peermem) -> (Finding, bool) {
     let gpus = plural(n, "NVIDIA GPU");
     let subject = "NVIDIA GPUs";
     let mut evidence = vec![
@@ -307,7 +307,7 @@ fn judge_nvidia(inv: &Inventory, n: usize, peermem: &Peermem) -> (Finding, bool)
     ];
     let mut dmabuf = nvidia_dmabuf(inv);
     // The inference from driver and kernel, confirmed or overturned by the export probe.
-    match (&mut dmabuf, nvidia_verified(inv)) {
+    match (&mut dmabuf, nvidia_verified(inv, gpu)) {
         (Possible::Yes(why), Verified::Yes(ev, how)) => {
             why.push_str(&format!("; verified: {how}"));
             evidence.extend(ev);
@@ -372,8 +372,8 @@ enum Verified {
     Unverified(String),
 }
 
-fn nvidia_verified(inv: &Inventory) -> Verified {
-    let probe = match &inv.gpu_runtime {
+fn nvidia_verified(inv: &Inventory, gpu: &Runtime) -> Verified {
+    let probe = match gpu {
         Runtime::Skipped { reason } => {
             return Verified::Unverified(format!("GPU probe not run: {}", reason.describe()));
         }
@@ -415,7 +415,7 @@ fn nvidia_verified(inv: &Inventory) -> Verified {
         let d = cuda
             .devices
             .iter()
-            .find(|d| crate::gpu::bdf(d.bus_id.as_ref()) == Some(g.bdf));
+            .find(|d| crate::model::gpu::bdf(d.bus_id.as_ref()) == Some(g.bdf));
         let Some(d) = d else {
             no.push(format!("{}: CUDA does not list it (see gpu)", g.bdf));
             continue;
@@ -469,8 +469,8 @@ fn not_usable<T>(l: &Lib<T>) -> Option<String> {
 }
 
 /// What the HIP/HSA dma-buf export probe showed for the AMD GPUs.
-fn amd_verified(inv: &Inventory) -> Verified {
-    let probe = match &inv.gpu_runtime {
+fn amd_verified(inv: &Inventory, gpu: &Runtime) -> Verified {
+    let probe = match gpu {
         Runtime::Skipped { reason } => {
             return Verified::Unverified(format!("GPU probe not run: {}", reason.describe()));
         }
@@ -507,7 +507,7 @@ fn amd_verified(inv: &Inventory) -> Verified {
         let Some(d) = hip
             .devices
             .iter()
-            .find(|d| crate::gpu::bdf(d.bus_id.as_ref()) == Some(g.bdf))
+            .find(|d| crate::model::gpu::bdf(d.bus_id.as_ref()) == Some(g.bdf))
         else {
             no.push(format!("{}: HIP does not list it (see gpu)", g.bdf));
             continue;
@@ -603,7 +603,7 @@ fn config_evidence(c: Option<&KernelConfig>, options: &[&str]) -> Vec<Evidence> 
     .unwrap_or_default()
 }
 
-fn judge_amd(inv: &Inventory, n: usize) -> (Finding, bool) {
+fn judge_amd(inv: &Inventory, gpu: &Runtime, n: usize) -> (Finding, bool) {
     let gpus = plural(n, "AMD GPU");
     let subject = "AMD GPUs";
     let mut evidence = vec![kernel_evidence(inv)];
@@ -616,7 +616,7 @@ fn judge_amd(inv: &Inventory, n: usize) -> (Finding, bool) {
         .into_iter()
         .find(|m| inv.kernel.module(m).is_some_and(|m| m.live()));
     let mut dmabuf = amd_dmabuf(inv);
-    match (&mut dmabuf, amd_verified(inv)) {
+    match (&mut dmabuf, amd_verified(inv, gpu)) {
         (Possible::Yes(why), Verified::Yes(ev, how)) => {
             why.push_str(&format!("; verified: {how}"));
             evidence.extend(ev);

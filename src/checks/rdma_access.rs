@@ -2,8 +2,7 @@
 //! locked-memory limit, libibverbs and a provider for every device.
 
 use super::{Check, Context};
-use crate::ffi::verbs::{ListError, SONAME};
-use crate::inventory::access::{Access, CLASS_VERBS, DEV_INFINIBAND};
+use crate::model::access::{Access, CLASS_VERBS, DEV_INFINIBAND, ListError, SONAME};
 use crate::model::{Code, Finding, Fix};
 
 pub struct RdmaAccess;
@@ -73,7 +72,7 @@ impl Check for RdmaAccess {
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
-        let Some(access) = &cx.inv.access else {
+        let Some(access) = &cx.runs.access else {
             // The engine probes access whenever this check runs on a live root; reaching this is a bug.
             return vec![
                 Finding::unknown("memlock-unknown", "node", "access facts were not probed")
@@ -241,10 +240,10 @@ mod tests {
     //! RDMA NIC on the test machine.
     use super::*;
     use crate::config::Config;
-    use crate::ffi::verbs::Probe;
-    use crate::inventory::access::UverbsNode;
-    use crate::inventory::{Fact, Inventory, Options};
+    use crate::inventory::{Fact, Inventory};
+    use crate::model::Runs;
     use crate::model::Status;
+    use crate::model::access::{UverbsNode, Verbs as Probe};
     use crate::parse::kernel::Limit;
     use crate::root::{ReadError, Root};
 
@@ -252,10 +251,12 @@ mod tests {
         let dir = crate::test_fixtures::fixture_path("healthy-4gpu-ib-peermem");
         let root = Root::captured(&dir).unwrap();
         let config = Config::default();
-        let mut inv = Inventory::load(&root, &config, Options::default());
-        inv.access = Some(access);
+        let inv = Inventory::load(&root, &config);
+        let mut runs = Runs::none(false);
+        runs.access = Some(access);
         RdmaAccess.run(&Context {
             inv: &inv,
+            runs: &runs,
             config: &config,
             earlier: &[],
         })

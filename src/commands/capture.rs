@@ -30,7 +30,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let root = root.recording();
     // Everything the checks read is read here: checks never touch files. The live-only access
     // probes (device nodes, this process's limits) have no place in a copy.
-    let inv = Inventory::load(&root, &config, inventory::Options::default());
+    let (inv, _) = crate::probe::load(&root, &config, crate::probe::Options::default());
     let mut recording = root.recorded();
     let nvml = if ask_nvml {
         record_nvml(&config, &inv, &mut recording.files)
@@ -76,7 +76,7 @@ fn record_nvml(
     inv: &Inventory,
     files: &mut std::collections::BTreeMap<String, Vec<u8>>,
 ) -> String {
-    use crate::gpu::model::Lib;
+    use crate::probe::gpu::model::Lib;
     let nvidia = inv
         .gpus
         .iter()
@@ -85,10 +85,10 @@ fn record_nvml(
     if !nvidia {
         return nvml;
     }
-    let Some(cmd) = gpu_probe(config, crate::gpu::Ask::NVML, false) else {
+    let Some(cmd) = gpu_probe(config, crate::probe::gpu::Ask::NVML, false) else {
         return nvml;
     };
-    let answer = crate::gpu::run(&cmd);
+    let answer = crate::probe::gpu::run(&cmd);
     let what = match answer.probe().and_then(|p| p.nvml.as_ref()) {
         // No libnvidia-ml where capture runs (a container without NVIDIA's libraries) says
         // nothing of the node: recorded, it would read as a node without them.
@@ -100,9 +100,12 @@ fn record_nvml(
         Some(_) => Some("NVML's answer (it could not be used)".into()),
         None => Some("NVML's lack of an answer".into()),
     };
-    if let (Some(what), Some(text)) = (what, crate::gpu::Recorded::text(&answer)) {
-        nvml = format!("; {what} in {}", crate::gpu::RECORDED_NVML);
-        files.insert(crate::gpu::RECORDED_NVML.to_owned(), text.into_bytes());
+    if let (Some(what), Some(text)) = (what, crate::probe::gpu::Recorded::text(&answer)) {
+        nvml = format!("; {what} in {}", crate::probe::gpu::RECORDED_NVML);
+        files.insert(
+            crate::probe::gpu::RECORDED_NVML.to_owned(),
+            text.into_bytes(),
+        );
     }
     nvml
 }

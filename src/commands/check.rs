@@ -5,7 +5,9 @@ use super::report::{self, OutputArgs};
 use super::watchdog::{Stage, deadline, stage};
 use super::{Global, gdr_test, gpu_probe, nccl};
 use crate::checks::Selection;
-use crate::inventory::{self, Inventory};
+use crate::model::gdr::GdrTest;
+use crate::model::nccl::NcclVerify;
+use crate::probe;
 use crate::report::Format;
 use std::process::ExitCode;
 
@@ -43,6 +45,17 @@ pub struct Args {
     nccl_verify: bool,
 }
 
+impl Args {
+    fn wanted(&self) -> report::Wanted<'_> {
+        report::Wanted {
+            format: self.format,
+            output: &self.output,
+            verbose: self.verbose,
+            strict: self.strict,
+        }
+    }
+}
+
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let selection = Selection {
         select: args.select.clone(),
@@ -56,11 +69,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let probe_wanted = selection.runs("gpu", &config) || selection.runs("peer-memory", &config);
     let gdr_wanted = root.is_live() && selection.runs("gdr-test", &config) && !args.no_gdr_test;
     let ask = if probe_wanted {
-        crate::gpu::Ask::FULL
+        crate::probe::gpu::Ask::FULL
     } else {
-        crate::gpu::Ask::default()
+        crate::probe::gpu::Ask::default()
     };
-    let options = inventory::Options {
+    let options = probe::Options {
         access: selection.runs("rdma-access", &config),
         gpu_probe: gpu_probe(
             &config,
@@ -80,20 +93,20 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
     // The GPU workers start as soon as the GPUs are known, while the rest is read.
-    let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
+    let (inv, mut runs, mut session) = probe::load_pending(&root, &config, options);
     stage(Stage::GdrTest);
     if inv.live && selection.runs("gdr-test", &config) {
-        inv.gdr_test = if args.no_gdr_test {
-            inventory::GdrTest::Skipped("--no-gdr-test".into())
+        runs.gdr_test = if args.no_gdr_test {
+            GdrTest::Skipped("--no-gdr-test".into())
         } else if args.no_gpu_probe && !inv.gpus.is_empty() {
-            inventory::GdrTest::Skipped(
+            GdrTest::Skipped(
                 "--no-gpu-probe: the write test needs the GPU libraries too (`gdrdoctor gdr-test --memory host` tests the NICs alone)".into(),
             )
         } else {
             gdr_test::run_pairs(
                 &inv,
                 &config,
-                crate::gdr::plan::Options::default(),
+                crate::probe::gdr_test::Options::default(),
                 session.as_mut(),
             )
         };
@@ -101,16 +114,15 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     stage(Stage::GpuProbe);
     if let Some(mut s) = session {
         if probe_wanted {
-            inv.gpu_runtime = s.probe();
+            runs.gpu = s.probe();
         }
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
-        s.finish(deadline().budget(crate::gpu::FINISH_GRACE).limit);
+        s.finish(deadline().budget(crate::probe::gpu::FINISH_GRACE).limit);
     }
     // NCCL runs in its own child once the GPU workers have ended: it opens every GPU itself.
     if args.nccl_verify && selection.runs("nccl-verify", &config) {
-        use crate::nccl::verify::NcclVerify;
-        inv.nccl_verify = if !(root.is_live() || args.gpu_probe) {
+        runs.nccl_verify = if !(root.is_live() || args.gpu_probe) {
             NcclVerify::not_run(
                 "a captured root: NCCL runs on the live node (--gpu-probe runs it here, for a container that sees the host's root)",
             )
@@ -120,16 +132,5 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
             nccl::run_nccl(&inv, &config, None, None)
         };
     }
-    report::write(
-        &inv,
-        &config,
-        &selection,
-        &report::Wanted {
-            format: args.format,
-            output: &args.output,
-            verbose: args.verbose,
-            strict: args.strict,
-        },
-        display,
-    )
+    report::write(&inv, &runs, &config, &selection, &args.wanted(), display)
 }

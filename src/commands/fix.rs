@@ -1,11 +1,12 @@
 //! `gdrdoctor fix`: the fixes for the current warnings and failures as one reviewed bash
 //! script, or, with `--apply`, their runtime part run now.
 
-use super::{Global, gpu_probe, load_inventory};
+use super::{Global, gpu_probe, load_node};
 use crate::checks::{self, Selection};
 use crate::config::Config;
 use crate::fixscript;
-use crate::inventory::{self, Inventory};
+use crate::inventory::Inventory;
+use crate::probe;
 use crate::root::Root;
 use anyhow::{Context as _, bail};
 use std::path::PathBuf;
@@ -69,13 +70,13 @@ fn judged(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckResult>)
         select: Vec::new(),
         skip: vec!["gdr-test".into()],
     };
-    let options = inventory::Options {
+    let options = probe::Options {
         access: root.is_live(),
-        gpu_probe: gpu_probe(config, crate::gpu::Ask::FULL, false),
+        gpu_probe: gpu_probe(config, crate::probe::gpu::Ask::FULL, false),
         gpu_probe_on_root: false,
     };
-    let inv = load_inventory(root, config, options);
-    let results = checks::run(&inv, config, &selection);
+    let (inv, runs) = load_node(root, config, options);
+    let results = checks::run(&inv, &runs, config, &selection);
     (inv, results)
 }
 

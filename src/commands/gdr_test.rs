@@ -6,11 +6,12 @@ use super::watchdog::{Stage, deadline, stage};
 use super::{Global, gpu_probe, this_exe, two_node};
 use crate::checks::Selection;
 use crate::config::Config;
-use crate::inventory::{self, Inventory};
+use crate::inventory::Inventory;
+use crate::model::gdr::GdrTest;
+use crate::probe;
 use crate::report::Format;
 use anyhow::bail;
 use clap::ValueEnum;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -18,7 +19,7 @@ pub struct Args {
     #[arg(long, default_value_t = Format::Human, value_parser = report::FORMATS)]
     pub format: Format,
     #[command(flatten)]
-    pub output: OutputArgs,
+    output: OutputArgs,
     #[arg(short, long)]
     verbose: bool,
     /// Count warnings and unknowns as failures in the exit code.
@@ -27,7 +28,7 @@ pub struct Args {
     /// The buffer under test: each GPU's own (default), host (the NIC's baseline), host-dmabuf
     /// (host memory as a dma-buf, via /dev/udmabuf), cuda, hip.
     #[arg(long, value_enum)]
-    pub memory: Option<crate::gdr::Memory>,
+    memory: Option<crate::gdr::Memory>,
     /// nearest: each GPU with its nearest NIC(s); all: every GPU with every NIC.
     #[arg(long, value_enum, default_value_t = Pairs::Nearest)]
     pairs: Pairs,
@@ -36,52 +37,33 @@ pub struct Args {
     gpus: Vec<String>,
     /// Only these NICs, optionally a port (`mlx5_0`, `mlx5_0:1`; repeatable).
     #[arg(long = "nic", value_name = "NAME[:PORT]")]
-    pub nics: Vec<crate::gdr::plan::NicArg>,
+    nics: Vec<crate::probe::gdr_test::NicArg>,
     /// The GID index to use on RoCE ports (default: the RoCE v2 IPv4 one).
     #[arg(long)]
-    pub gid_index: Option<u32>,
+    gid_index: Option<u32>,
     /// Buffer and message size in bytes (suffixes K, M).
     #[arg(long, default_value = "1M", value_parser = parse_size)]
-    pub size: u64,
+    size: u64,
     /// Most WRITEs per direction in the bandwidth run.
     #[arg(long, default_value_t = 5000)]
-    pub iters: u32,
+    iters: u32,
     /// Longest bandwidth run, both directions together, in milliseconds (1 to 3600000).
     // Bounded as the config's timeouts are (an hour): a duration is never taken unchecked.
     #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
-    pub duration_ms: u64,
+    duration_ms: u64,
     #[command(flatten)]
-    pub two_node: TwoNodeArgs,
+    two_node: two_node::TwoNodeArgs,
 }
 
-/// Between two nodes (docs/two-node.md): one side `--listen`, the other `--peer`, or both
-/// `--slurm` under srun.
-#[derive(clap::Args, Debug)]
-pub struct TwoNodeArgs {
-    /// Wait for one peer on ADDR:PORT (default 0.0.0.0:18516), test with it, and end.
-    #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["peer", "slurm"])]
-    pub listen: Option<String>,
-    /// Test with the node listening at HOST[:PORT].
-    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "slurm")]
-    pub peer: Option<String>,
-    /// Pair the tasks of a Slurm step (SLURM_PROCID, SLURM_JOB_NODELIST): task 0 listens,
-    /// task 1 connects; with more tasks, a ring.
-    #[arg(long)]
-    pub slurm: bool,
-    /// The shared secret, the same file on both nodes (at least 16 bytes).
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
-    /// The shared secret on the command line (visible in ps: for tests).
-    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
-    pub token: Option<String>,
-    /// The rails in order, this node's NICs (default: NCCL_IB_HCA's order, else by name);
-    /// rail i is paired with the peer's rail i.
-    #[arg(long, value_name = "NIC[:PORT],...", value_delimiter = ',')]
-    pub rails: Vec<crate::gdr::plan::NicArg>,
-    /// How long to wait for the peer to connect or to listen, seconds (0 to 86400).
-    // Bounded like --deadline: 2^64-1 used to panic adding it to the clock (issue 25).
-    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
-    pub wait: u64,
+impl Args {
+    fn wanted(&self) -> report::Wanted<'_> {
+        report::Wanted {
+            format: self.format,
+            output: &self.output,
+            verbose: self.verbose,
+            strict: self.strict,
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,7 +99,18 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let t = &args.two_node;
     if t.listen.is_some() || t.peer.is_some() || t.slurm {
-        return two_node::run(&config, &root, args);
+        let request = two_node::Request {
+            two_node: t,
+            memory: args.memory,
+            nics: args.nics.clone(),
+            gid_index: args.gid_index,
+            size: args.size,
+            iters: args.iters,
+            duration_ms: args.duration_ms,
+            format: args.format,
+            output: &args.output,
+        };
+        return two_node::run(&config, &root, &request);
     }
     let mut gpus = Vec::new();
     for g in &args.gpus {
@@ -130,12 +123,12 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         skip: Vec::new(),
     };
     // GPU workers only for the GPUs a pair needs, started when it does.
-    let options = inventory::Options {
-        gpu_probe: gpu_probe(&config, crate::gpu::Ask::default(), false),
-        ..inventory::Options::default()
+    let options = probe::Options {
+        gpu_probe: gpu_probe(&config, crate::probe::gpu::Ask::default(), false),
+        ..probe::Options::default()
     };
-    let (mut inv, mut session) = Inventory::load_pending(&root, &config, options);
-    let opts = crate::gdr::plan::Options {
+    let (inv, mut runs, mut session) = probe::load_pending(&root, &config, options);
+    let opts = crate::probe::gdr_test::Options {
         memory: args.memory,
         all_pairs: args.pairs == Pairs::All,
         gpus,
@@ -147,24 +140,13 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         deadline_ms: 0,
     };
     stage(Stage::GdrTest);
-    inv.gdr_test = run_pairs(&inv, &config, opts, session.as_mut());
+    runs.gdr_test = run_pairs(&inv, &config, opts, session.as_mut());
     if let Some(s) = session {
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
-        s.finish(deadline().budget(crate::gpu::FINISH_GRACE).limit);
+        s.finish(deadline().budget(crate::probe::gpu::FINISH_GRACE).limit);
     }
-    report::write(
-        &inv,
-        &config,
-        &selection,
-        &report::Wanted {
-            format: args.format,
-            output: &args.output,
-            verbose: args.verbose,
-            strict: args.strict,
-        },
-        display,
-    )
+    report::write(&inv, &runs, &config, &selection, &args.wanted(), display)
 }
 
 /// The write test on the planned pairs, with the config's limit per pair and the run's
@@ -172,11 +154,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
 pub(super) fn run_pairs(
     inv: &Inventory,
     config: &Config,
-    mut opts: crate::gdr::plan::Options,
-    mut session: Option<&mut crate::gpu::GpuSession>,
-) -> inventory::GdrTest {
+    mut opts: crate::probe::gdr_test::Options,
+    mut session: Option<&mut crate::probe::gpu::GpuSession>,
+) -> GdrTest {
     opts.deadline_ms = (config.timeouts.gdr_pair_s * 1000.0) as u64;
-    let (planned, not_planned) = crate::gdr::plan::plan(inv, &opts);
+    let (planned, not_planned) = crate::probe::gdr_test::plan(inv, &opts);
     // A worker for each GPU a pair needs (the probe started the rest already).
     if let Some(s) = session.as_deref_mut() {
         for p in planned.iter().filter(|p| p.spec.memory.is_gpu()) {
@@ -188,8 +170,8 @@ pub(super) fn run_pairs(
     let gpus = session
         .as_deref()
         .map(|s| s as &(dyn crate::gdr::PairRunner + Sync));
-    let outcomes = crate::gdr::plan::run(planned, &this_exe(), deadline(), gpus);
-    inventory::GdrTest::Ran {
+    let outcomes = crate::probe::gdr_test::run(planned, &this_exe(), deadline(), gpus);
+    GdrTest::Ran {
         outcomes,
         not_planned,
     }

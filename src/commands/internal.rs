@@ -30,7 +30,7 @@ pub fn gdr_pair(args: &SpecArgs) -> ExitCode {
 
 /// `nccl-child --spec`: NCCL on the spec's GPUs (src/nccl/verify.rs).
 pub fn nccl_child(args: &SpecArgs) -> ExitCode {
-    outln!("{}", crate::nccl::verify::child_main(&args.spec));
+    outln!("{}", crate::probe::nccl::child_main(&args.spec));
     ExitCode::SUCCESS
 }
 
@@ -40,28 +40,28 @@ pub fn gpu_worker(args: &SpecArgs) -> ExitCode {
     let mut input = stdin.lock();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    crate::gpu::worker::worker_main(&args.spec, &mut input, &mut out);
+    crate::probe::gpu::worker::worker_main(&args.spec, &mut input, &mut out);
     // Its answers are written and flushed (a parent that is gone ends it the same way): the
     // kernel frees the GPU faster than the libraries' teardown would.
     use std::io::Write as _;
     let flushed = out.flush().is_ok();
-    crate::ffi::process::exit_without_teardown(if flushed { 0 } else { 2 })
+    crate::sys::process::exit_without_teardown(if flushed { 0 } else { 2 })
 }
 
 /// `probe-gpu`: the GPU libraries asked about every GPU, in one process.
 pub fn probe_gpu(args: &ProbeArgs) -> ExitCode {
-    let ask = crate::gpu::Ask {
+    let ask = crate::probe::gpu::Ask {
         nvml: args.nvml,
         cuda: args.cuda,
         hip: args.hip,
         export: args.export,
     };
-    outln!("{}", crate::gpu::child_main(ask));
+    outln!("{}", crate::probe::gpu::child_main(ask));
     // Standard output is written unbuffered: the answer is out. NVML's shutdown and CUDA's exit
     // handlers would only delay the parent's report. (An answer that could not be written goes
     // the usual way, so that `main` says why.)
     if crate::stdio::failed() {
         return ExitCode::SUCCESS;
     }
-    crate::ffi::process::exit_without_teardown(0)
+    crate::sys::process::exit_without_teardown(0)
 }

@@ -26,6 +26,8 @@ pub mod watchdog;
 use crate::checks;
 use crate::config::Config;
 use crate::inventory::{self, Inventory};
+use crate::model::Runs;
+use crate::probe;
 use crate::report::Format;
 use crate::root::Root;
 use anyhow::Context as _;
@@ -66,33 +68,34 @@ impl Global {
     }
 }
 
-/// `Inventory::load`, its stages told to the watchdog: reading the node, then waiting for the
-/// GPU probe (whose limit follows the deadline), not one for both.
-fn load_inventory(root: &Root, config: &Config, options: inventory::Options) -> Inventory {
+/// The node read and the runs `options` asks (`probe::load`), its stages told to the watchdog:
+/// reading the node, then waiting for the GPU probe (whose limit follows the deadline), not
+/// one for both.
+fn load_node(root: &Root, config: &Config, options: probe::Options) -> (Inventory, Runs) {
     stage(Stage::ReadingNode {
         live: root.is_live(),
     });
-    let (mut inv, session) = Inventory::load_pending(root, config, options);
+    let (inv, mut runs, session) = probe::load_pending(root, config, options);
     if let Some(mut s) = session {
         stage(Stage::GpuProbe);
-        inv.gpu_runtime = s.probe();
-        s.finish(crate::gpu::FINISH_GRACE);
+        runs.gpu = s.probe();
+        s.finish(crate::probe::gpu::FINISH_GRACE);
     }
-    inv
+    (inv, runs)
 }
 
 /// How to run the GPU probe: this very binary, with the config's deadline.
 fn gpu_probe(
     config: &Config,
-    ask: crate::gpu::Ask,
+    ask: crate::probe::gpu::Ask,
     disabled: bool,
-) -> Option<crate::gpu::ProbeCommand> {
+) -> Option<crate::probe::gpu::ProbeCommand> {
     if disabled {
         return None;
     }
     let d = deadline();
     let budget = d.budget(config.timeouts.gpu_probe());
-    Some(crate::gpu::ProbeCommand {
+    Some(crate::probe::gpu::ProbeCommand {
         exe: this_exe(),
         timeout: budget.limit,
         ask,

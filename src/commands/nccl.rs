@@ -2,10 +2,12 @@
 //! job's NCCL log says (`nccl explain`), and NCCL run on the node (`nccl verify`).
 
 use super::watchdog::{self, Stage, deadline, stage, stage_on};
-use super::{Formats, Global, gpu_probe, load_inventory, this_exe, write_problems};
+use super::{Formats, Global, gpu_probe, load_node, this_exe, write_problems};
 use crate::checks;
 use crate::config::Config;
 use crate::inventory::{self, Inventory};
+use crate::model::nccl::NcclVerify;
+use crate::probe;
 use crate::report::Format;
 use anyhow::bail;
 use clap::Subcommand;
@@ -82,9 +84,12 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
 fn settings(global: &Global) -> anyhow::Result<ExitCode> {
     let config = global.config()?;
     let (root, display) = global.root()?;
-    let inv = load_inventory(&root, &config, inventory::Options::default());
+    let (inv, _) = load_node(&root, &config, probe::Options::default());
     let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level);
-    out!("{}", crate::nccl::render(&inv, &settings, &display));
+    out!(
+        "{}",
+        crate::report::nccl::settings::render(&inv, &settings, &display)
+    );
     // What the settings stand on and could not be read (the PCI tree, the RDMA devices and
     // their ports' GIDs, NCCL's own files) is said, and is not exit 0: the settings may miss or
     // contradict it (issue 25).
@@ -105,7 +110,8 @@ fn settings(global: &Global) -> anyhow::Result<ExitCode> {
 /// `gdrdoctor nccl explain`: the logs are read as streams, one after the other, into one
 /// explanation (a job's log is often one file per node or per rank).
 fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    use crate::nccl::{explain, render};
+    use crate::nccl::explain;
+    use crate::report::nccl::explain as render;
     if global.root.is_some() {
         bail!("nccl explain reads NCCL logs, not a node: leave out --root");
     }
@@ -150,30 +156,30 @@ fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
 /// `gdrdoctor nccl verify`: the node read as `check` reads it (with the GPU probe, whose
 /// workers end before NCCL starts), NCCL run on its GPUs, and the two compared.
 fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
-    use crate::nccl::{render, verify::NcclVerify};
+    use crate::report::nccl::verify as render;
     let config = global.config()?;
     let (root, display) = global.root()?;
     // With --root, the root is this host's as a container sees it: NCCL and the probe run here.
-    let options = inventory::Options {
+    let options = probe::Options {
         access: false,
-        gpu_probe: gpu_probe(&config, crate::gpu::Ask::FULL, args.no_gpu_probe),
+        gpu_probe: gpu_probe(&config, crate::probe::gpu::Ask::FULL, args.no_gpu_probe),
         gpu_probe_on_root: true,
     };
-    let mut inv = load_inventory(&root, &config, options);
-    inv.nccl_verify = run_nccl(&inv, &config, args.library.clone(), args.log_dir.clone());
+    let (inv, mut runs) = load_node(&root, &config, options);
+    runs.nccl_verify = run_nccl(&inv, &config, args.library.clone(), args.log_dir.clone());
     stage(Stage::Judging);
-    let run = match &inv.nccl_verify {
+    let run = match &runs.nccl_verify {
         NcclVerify::Ran(run) => run,
         NcclVerify::NotRun { reason, .. } => {
             errln!("gdrdoctor: NCCL was not run: {reason}");
             return Ok(ExitCode::from(2));
         }
     };
-    let v = checks::nccl_verification(&inv, &config, run);
+    let v = checks::nccl_verification(&inv, &runs, &config, run);
     watchdog::writing_report();
     let text = match args.format {
-        Format::Human => render::verify_human(run, &v, args.verbose),
-        Format::Json => render::verify_json(run, &v, &display, inv.kernel.hostname.as_deref()),
+        Format::Human => render::human(run, &v, args.verbose),
+        Format::Json => render::json(run, &v, &display, inv.kernel.hostname.as_deref()),
         other => bail!("nccl verify has no {other} format"),
     };
     out!("{text}");
@@ -187,8 +193,8 @@ pub(super) fn run_nccl(
     config: &Config,
     library: Option<PathBuf>,
     log_dir: Option<PathBuf>,
-) -> crate::nccl::verify::NcclVerify {
-    use crate::nccl::verify;
+) -> NcclVerify {
+    use crate::probe::nccl;
     let gpus: Vec<crate::parse::pci::Bdf> = inv
         .gpus
         .iter()
@@ -197,14 +203,14 @@ pub(super) fn run_nccl(
         .collect();
     let d = deadline();
     let budget = d.budget(config.timeouts.nccl_verify());
-    let opts = verify::Options {
+    let opts = nccl::Options {
         exe: this_exe(),
         library,
         timeout: budget.limit,
         cut_by_deadline: budget.cut.then(|| d.seconds()),
         log_dir,
-        elements: verify::ELEMENTS,
+        elements: nccl::ELEMENTS,
     };
     stage(Stage::RunningNccl);
-    verify::run_on(&gpus, &opts)
+    nccl::run_on(&gpus, &opts)
 }

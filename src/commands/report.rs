@@ -6,6 +6,7 @@ use super::watchdog::{self, Stage, stage};
 use crate::checks::{self, Selection};
 use crate::config::Config;
 use crate::inventory::Inventory;
+use crate::model::Runs;
 use crate::report::{self, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,6 +85,7 @@ pub struct Wanted<'a> {
 /// output. The exit code is the verdict's, or 2 on a ready node whose file was not written.
 pub fn write(
     inv: &Inventory,
+    runs: &Runs,
     config: &Config,
     selection: &Selection,
     wanted: &Wanted,
@@ -96,9 +98,10 @@ pub fn write(
         strict,
     } = *wanted;
     stage(Stage::Judging);
-    let results = checks::run(inv, config, selection);
+    let results = checks::run(inv, runs, config, selection);
     let report = report::build(
         inv,
+        runs,
         results,
         &report::Options {
             strict,

@@ -1,8 +1,8 @@
 //! `gdrdoctor topo`: the GPU and NIC PCIe matrix (`nvidia-smi topo -m`'s), or the PCIe tree as
 //! a picture.
 
-use super::{Formats, Global, gpu_probe, load_inventory, write_problems};
-use crate::inventory;
+use super::{Formats, Global, gpu_probe, load_node, write_problems};
+use crate::probe;
 use crate::report::{self, Format};
 use anyhow::bail;
 use std::io::Write as _;
@@ -31,12 +31,12 @@ const FORMATS: Formats = Formats(&[
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let config = global.config()?;
     let (root, display) = global.root()?;
-    let options = inventory::Options {
+    let options = probe::Options {
         access: false,
-        gpu_probe: gpu_probe(&config, crate::gpu::Ask::NVML, args.no_gpu_probe),
+        gpu_probe: gpu_probe(&config, crate::probe::gpu::Ask::NVML, args.no_gpu_probe),
         gpu_probe_on_root: false,
     };
-    let inv = load_inventory(&root, &config, options);
+    let (inv, runs) = load_node(&root, &config, options);
     // What the matrix and the pictures stand on and could not be read: said, as `check` says
     // it, and never exit 0 on a picture that may leave things out (issue 25: a user who cannot
     // read sys/ got "no GPU and no RDMA device found").
@@ -54,11 +54,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let gdr = || report::topo::gdr(&inv, &crate::nccl::effective::judge(&inv, &config));
     match args.format {
         Format::Human => {
-            let m = crate::placement::matrix(&inv);
+            let m = crate::placement::matrix(&inv, &runs.gpu);
             report::topo::write_human(&m, &gdr(), &mut out)?
         }
         Format::Json => {
-            let m = crate::placement::matrix(&inv);
+            let m = crate::placement::matrix(&inv, &runs.gpu);
             let info = report::RootInfo {
                 path: display,
                 live: root.is_live(),
@@ -67,7 +67,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         }
         // The pictures need the tree and each GPU's nearest NICs, not the matrix.
         Format::Svg | Format::Dot => {
-            let p = report::picture::picture(&inv, &config, &display);
+            let p = report::picture::picture(&inv, &runs.gpu, &config, &display);
             if args.format == Format::Svg {
                 report::svg::write(&p, &mut out)?
             } else {

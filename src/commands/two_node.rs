@@ -1,26 +1,72 @@
 //! `gdr-test --listen | --peer | --slurm`: the write test between two nodes (docs/two-node.md).
 
-use super::gdr_test::{Args, TwoNodeArgs};
+use super::report::OutputArgs;
 use super::watchdog::{Stage, stage, stage_on};
 use crate::config::Config;
-use crate::gdr::{slurm, twonode, wire};
-use crate::inventory;
+use crate::gdr::wire;
+use crate::parse::slurm;
+use crate::probe;
+use crate::probe::twonode;
 use crate::report::{self, Format, format::Unsupported};
 use crate::root::Root;
 use anyhow::bail;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub(super) fn run(config: &Config, root: &Root, args: &Args) -> anyhow::Result<ExitCode> {
+/// Between two nodes (docs/two-node.md): one side `--listen`, the other `--peer`, or both
+/// `--slurm` under srun.
+#[derive(clap::Args, Debug)]
+pub struct TwoNodeArgs {
+    /// Wait for one peer on ADDR:PORT (default 0.0.0.0:18516), test with it, and end.
+    #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["peer", "slurm"])]
+    pub listen: Option<String>,
+    /// Test with the node listening at HOST[:PORT].
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "slurm")]
+    pub peer: Option<String>,
+    /// Pair the tasks of a Slurm step (SLURM_PROCID, SLURM_JOB_NODELIST): task 0 listens,
+    /// task 1 connects; with more tasks, a ring.
+    #[arg(long)]
+    pub slurm: bool,
+    /// The shared secret, the same file on both nodes (at least 16 bytes).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The shared secret on the command line (visible in ps: for tests).
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
+    pub token: Option<String>,
+    /// The rails in order, this node's NICs (default: NCCL_IB_HCA's order, else by name);
+    /// rail i is paired with the peer's rail i.
+    #[arg(long, value_name = "NIC[:PORT],...", value_delimiter = ',')]
+    pub rails: Vec<crate::probe::gdr_test::NicArg>,
+    /// How long to wait for the peer to connect or to listen, seconds (0 to 86400).
+    // Bounded like --deadline: 2^64-1 used to panic adding it to the clock (issue 25).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub wait: u64,
+}
+
+/// What the two-node test takes of `gdr-test`'s arguments.
+pub(super) struct Request<'a> {
+    pub two_node: &'a TwoNodeArgs,
+    pub memory: Option<crate::gdr::Memory>,
+    pub nics: Vec<crate::probe::gdr_test::NicArg>,
+    pub gid_index: Option<u32>,
+    pub size: u64,
+    pub iters: u32,
+    pub duration_ms: u64,
+    pub format: Format,
+    pub output: &'a OutputArgs,
+}
+
+pub(super) fn run(config: &Config, root: &Root, args: &Request) -> anyhow::Result<ExitCode> {
     let t = &args.two_node;
     let token = token(t)?;
     let sessions = sessions(t)?;
-    let inv = super::load_inventory(root, config, inventory::Options::default());
-    let opts = crate::gdr::plan::Options {
+    let (inv, _) = super::load_node(root, config, probe::Options::default());
+    let opts = crate::probe::gdr_test::Options {
         memory: args.memory,
         nics: args.nics.clone(),
         gid_index: args.gid_index,
-        ..crate::gdr::plan::Options::default()
+        ..crate::probe::gdr_test::Options::default()
     };
     let order = if t.rails.is_empty() {
         twonode::nccl_order(std::env::var("NCCL_IB_HCA").ok().as_deref())
@@ -149,7 +195,7 @@ impl Test {
 
 /// The reports on standard output, then into the `--output` files; the worst session's exit
 /// code.
-fn write(reports: &[twonode::Report], args: &Args) -> anyhow::Result<ExitCode> {
+fn write(reports: &[twonode::Report], args: &Request) -> anyhow::Result<ExitCode> {
     // The check report's formats but NFD, which has no two-node test's labels: refused here,
     // as `gdr-test` offers it for the one-node test.
     let text = |f: Format| {

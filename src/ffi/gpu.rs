@@ -2,7 +2,7 @@
 //! ([`GpuLibrary`]: CUDA's and HIP's sessions), one GPU opened for the write test
 //! ([`OpenedGpu`]), and memory on it ([`DeviceMemory`]: allocate, export a dma-buf, write,
 //! read, free on drop). The write engine (crate::gdr::engine), the GPU worker
-//! (crate::gpu::worker) and the peer-memory registration use these and never name a vendor.
+//! (crate::probe::gpu::worker) and the peer-memory registration use these and never name a vendor.
 
 use super::ibverbs::Registrable;
 use crate::model::gdr::Memory;

@@ -11,7 +11,7 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::mem::offset_of;
 
 pub const ENV: &str = "GDRDOCTOR_LIBIBVERBS";
-pub const SONAME: &str = "libibverbs.so.1";
+pub use crate::model::access::SONAME;
 
 // -- the structures --------------------------------------------------------------------------
 

@@ -1,7 +1,6 @@
 //! Libraries loaded at run time, never linked: a fresh node has none of them, and gdrdoctor
-//! must still start there and say so. This is the only module with `unsafe` code, so the two
-//! descriptor calls the standard library lacks live here too (`fd`), and the C allocator's
-//! trim (`malloc`).
+//! must still start there and say so. With `sys/` (the system calls the standard library
+//! lacks), the only code allowed `unsafe`.
 //!
 //! Every function pointer is looked up before anything is called, so a missing symbol is a
 //! finding (an older library), never a crash.
@@ -30,16 +29,12 @@ macro_rules! optional {
 }
 
 pub mod cuda;
-pub mod fd;
 pub mod gpu;
 pub mod hip;
 pub mod hostmem;
 pub mod ibverbs;
-pub mod malloc;
 pub mod nccl;
 pub mod nvml;
-pub mod process;
-pub mod random;
 pub mod udmabuf;
 pub mod verbs;
 
@@ -68,7 +63,7 @@ pub(crate) fn open(names: &[String], probe_symbol: &[u8]) -> Result<Loaded, (Vec
     let mut last = String::from("no library names to try");
     for name in names {
         // SAFETY: loading a GPU vendor library runs its constructors, which set up only their
-        // own state. gdrdoctor loads them only in the probe child (see crate::gpu), so even a
+        // own state. gdrdoctor loads them only in the probe child (see crate::probe::gpu), so even a
         // constructor that misbehaves cannot take the report down with it.
         match unsafe { Library::new(name) } {
             Ok(lib) => {

@@ -264,6 +264,18 @@ pub fn version_text(code: i32) -> String {
     }
 }
 
+/// A failed NCCL call, as the run reports it.
+impl From<NcclError> for crate::model::nccl::Outcome {
+    fn from(e: NcclError) -> crate::model::nccl::Outcome {
+        crate::model::nccl::Outcome::NcclError {
+            call: e.call,
+            code: e.code,
+            error: e.error,
+            detail: e.detail,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

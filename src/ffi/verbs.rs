@@ -4,81 +4,47 @@
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-pub const SONAME: &str = "libibverbs.so.1";
-
-/// What loading libibverbs showed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Probe {
-    /// `Ok(())` when `libibverbs.so.1` loaded; else the loader's message.
-    pub library: Result<(), String>,
-    /// The `ibv_reg_dmabuf_mr` symbol (IBVERBS_1.12, rdma-core 34) is exported.
-    pub reg_dmabuf_mr: bool,
-    /// Devices `ibv_get_device_list` returned (each one has a provider that loaded); `None` when
-    /// the list was not asked for.
-    pub devices: Option<Result<Vec<String>, ListError>>,
-}
-
-/// Why `ibv_get_device_list` returned nothing at all.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListError {
-    /// ENOSYS: libibverbs found no `/sys/class/infiniband_verbs` (ib_uverbs not loaded, or no
-    /// RDMA subsystem in this kernel). Seen on a machine without RDMA devices.
-    NoVerbsSubsystem,
-    Other(String),
-}
+use super::chain;
+use crate::model::access::{ListError, SONAME, Verbs};
 
 type GetDeviceList = unsafe extern "C" fn(*mut c_int) -> *mut *mut c_void;
 type FreeDeviceList = unsafe extern "C" fn(*mut *mut c_void);
 type GetDeviceName = unsafe extern "C" fn(*mut c_void) -> *const c_char;
 
-impl Probe {
-    /// Loads the library and looks up symbols, without asking for devices.
-    pub fn load_only() -> Probe {
-        Self::load(false)
-    }
-
-    /// Loads the library and lists the devices its providers claim.
-    pub fn run() -> Probe {
-        Self::load(true)
-    }
-
-    fn load(list: bool) -> Probe {
-        // SAFETY: loading libibverbs runs its constructors, which only initialise its own state
-        // (rdma-core does not spawn threads or touch ours at load time).
-        let lib = match unsafe { Library::new(SONAME) } {
-            Ok(lib) => lib,
-            Err(e) => {
-                return Probe {
-                    library: Err(chain(&e)),
-                    reg_dmabuf_mr: false,
-                    devices: None,
-                };
-            }
-        };
-        // SAFETY: only the symbol's presence is tested; the pointer is never called.
-        let reg_dmabuf_mr = unsafe { lib.get::<*const c_void>(b"ibv_reg_dmabuf_mr\0") }.is_ok();
-        let devices = list.then(|| device_names(&lib));
-        // Keep the library (and the providers it loaded) mapped: unloading rdma-core providers
-        // at exit has crashed processes before, and the probe runs once.
-        std::mem::forget(lib);
-        Probe {
-            library: Ok(()),
-            reg_dmabuf_mr,
-            devices,
-        }
-    }
+/// Loads the library and looks up symbols, without asking for devices.
+pub fn load_only() -> Verbs {
+    load(false)
 }
 
-/// libloading's message is "dlopen failed"; the loader's own words are in the source.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
+/// Loads the library and lists the devices its providers claim.
+pub fn probe() -> Verbs {
+    load(true)
+}
+
+fn load(list: bool) -> Verbs {
+    // SAFETY: loading libibverbs runs its constructors, which only initialise its own state
+    // (rdma-core does not spawn threads or touch ours at load time).
+    let lib = match unsafe { Library::new(SONAME) } {
+        Ok(lib) => lib,
+        Err(e) => {
+            return Verbs {
+                library: Err(chain(&e)),
+                reg_dmabuf_mr: false,
+                devices: None,
+            };
+        }
+    };
+    // SAFETY: only the symbol's presence is tested; the pointer is never called.
+    let reg_dmabuf_mr = unsafe { lib.get::<*const c_void>(b"ibv_reg_dmabuf_mr\0") }.is_ok();
+    let devices = list.then(|| device_names(&lib));
+    // Keep the library (and the providers it loaded) mapped: unloading rdma-core providers
+    // at exit has crashed processes before, and the probe runs once.
+    std::mem::forget(lib);
+    Verbs {
+        library: Ok(()),
+        reg_dmabuf_mr,
+        devices,
     }
-    text
 }
 
 fn device_names(lib: &Library) -> Result<Vec<String>, ListError> {
@@ -137,7 +103,7 @@ mod tests {
     /// (possibly none) without crashing; without it, say why and list nothing.
     #[test]
     fn probe_this_machine() {
-        let p = Probe::run();
+        let p = probe();
         match &p.library {
             Ok(()) => {
                 match &p.devices {
@@ -157,6 +123,6 @@ mod tests {
                 assert!(!p.reg_dmabuf_mr);
             }
         }
-        assert_eq!(Probe::load_only().devices, None);
+        assert_eq!(load_only().devices, None);
     }
 }

@@ -25,23 +25,29 @@ pub fn analyse(
     if root.is_live() {
         return Err("/ is the live system, not a capture".into());
     }
-    let inv = Inventory::load(&root, config, crate::inventory::Options::default());
+    let (inv, runs) = crate::probe::load(&root, config, crate::probe::Options::default());
     let picture = draw
         .filter(|(p, index)| p.claim(&model_of(inv.kernel.product.as_deref()), *index))
         .map(|_| {
-            let p = crate::report::picture::picture(&inv, config, &path.display().to_string());
+            let p = crate::report::picture::picture(
+                &inv,
+                &runs.gpu,
+                config,
+                &path.display().to_string(),
+            );
             let mut svg = Vec::new();
             // Writing into memory cannot fail.
             let _ = crate::report::svg::write(&p, &mut svg);
             String::from_utf8_lossy(&svg).into_owned()
         });
-    // Everything the checks need is in the inventory now. An archive's tree is the biggest
-    // thing a job holds (up to `archive::MAX_TOTAL_BYTES`): it goes before the checks run, so
-    // that a job never holds the tree, the inventory and the report at once (issue 14).
+    // Everything the checks need is in the inventory and the runs now. An archive's tree is the
+    // biggest thing a job holds (up to `archive::MAX_TOTAL_BYTES`): it goes before the checks
+    // run, so that a job never holds the tree, the inventory and the report at once (issue 14).
     drop(root);
-    let results = checks::run(&inv, config, &Selection::default());
+    let results = checks::run(&inv, &runs, config, &Selection::default());
     let report = crate::report::build(
         &inv,
+        &runs,
         results,
         &crate::report::Options {
             strict: false,
@@ -78,7 +84,7 @@ pub fn analyse(
         problems,
         gid_indices,
         roce,
-        placement: placement(&inv),
+        placement: placement(&inv, &runs.gpu),
         peermem: peermem(&inv).to_owned(),
         gdr_path,
         nccl: nccl_settings(&inv.nccl),
@@ -152,8 +158,8 @@ fn roce(inv: &Inventory) -> (Vec<String>, Option<String>) {
 }
 
 /// The GPU x NIC levels, row by row (`PIX PIX NODE ...|...`); none without GPUs or NICs.
-fn placement(inv: &Inventory) -> Option<String> {
-    let m = crate::placement::matrix(inv);
+fn placement(inv: &Inventory, gpu: &crate::model::gpu::Runtime) -> Option<String> {
+    let m = crate::placement::matrix(inv, gpu);
     let gpu_rows: Vec<usize> = (0..m.devices.len())
         .filter(|&i| m.devices[i].kind == crate::placement::Kind::Gpu)
         .collect();

@@ -7,13 +7,13 @@
 //! once to its sessions and the directions the judgement needs; the judgement is near-linear in
 //! directions (issue 25: 30,000 rails once took over 20 s).
 
-use crate::gdr::twonode::{Report, Role};
+use crate::probe::twonode::{Report, Role};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read as _;
 use std::path::Path;
 
-/// The schema of a two-node report (`gdrdoctor::gdr::twonode::Report::schema`).
+/// The schema of a two-node report (`gdrdoctor::probe::twonode::Report::schema`).
 pub const SCHEMA: &str = "gdrdoctor.two-node";
 /// The largest report file read. A report is a few KiB per rail and a hello carries at most a
 /// few thousand rails (256 KiB), so a real one stays far below; a bigger file is refused by its
@@ -440,8 +440,8 @@ pub fn json(t: &TwoNode) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gdr::twonode::{Direction, Rail, RailResult, Settings};
     use crate::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
+    use crate::probe::twonode::{Direction, Rail, RailResult, Settings};
 
     fn rail(nic: &str) -> Rail {
         Rail {

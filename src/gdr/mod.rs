@@ -3,15 +3,12 @@
 //! the bandwidth measured. What `ib_write_bw --use_cuda` proves, automatic and per pair.
 //!
 //! Each pair runs in a child process with a deadline, like the GPU probe: on GPU memory in the
-//! GPU's worker (crate::gpu::worker), on host memory in a child of its own (`gdrdoctor
+//! GPU's worker (crate::probe::gpu::worker), on host memory in a child of its own (`gdrdoctor
 //! gdr-pair`). A peer-memory module that hangs an `ibv_reg_mr`, or a provider that never
 //! completes a WRITE, costs the deadline and becomes a finding; the child's exit frees every
 //! resource.
 
 pub mod engine;
-pub mod plan;
-pub mod slurm;
-pub mod twonode;
 pub mod wire;
 
 // What a pair is asked and what it finds are model types (crate::model::gdr): the GPU worker,

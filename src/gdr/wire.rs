@@ -207,57 +207,66 @@ fn read_by(
     waited_from: Instant,
     started: bool,
 ) -> Result<(), WireError> {
+    let len = buf.len();
+    let timeout = || what.to_owned();
+    let closed = |off: usize| started || off > 0;
+    timed(
+        len,
+        until,
+        waited_from,
+        what,
+        timeout,
+        closed,
+        |off, left| {
+            s.set_read_timeout(Some(left))?;
+            s.read(&mut buf[off..])
+        },
+    )
+}
+
+fn write_by(s: &mut TcpStream, data: &[u8], until: Instant, what: &str) -> Result<(), WireError> {
+    let timeout = || format!("room to send the {what} (the peer does not read)");
+    timed(
+        data.len(),
+        until,
+        Instant::now(),
+        what,
+        timeout,
+        |_| false,
+        |off, left| {
+            s.set_write_timeout(Some(left))?;
+            s.write(&data[off..])
+        },
+    )
+}
+
+/// Moves `len` bytes by `step(offset, time left)` before `until`, going on after a timeout or
+/// an interrupted call while time is left. `timeout` names what was waited for when time runs
+/// out; `partial(offset)` says whether an end of stream cut a frame.
+fn timed(
+    len: usize,
+    until: Instant,
+    waited_from: Instant,
+    what: &str,
+    timeout: impl Fn() -> String,
+    partial: impl Fn(usize) -> bool,
+    mut step: impl FnMut(usize, Duration) -> std::io::Result<usize>,
+) -> Result<(), WireError> {
     let mut off = 0;
-    while off < buf.len() {
+    while off < len {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(WireError::Timeout {
-                what: what.to_owned(),
+                what: timeout(),
                 waited: waited_from.elapsed(),
             });
         }
         // A zero timeout means "block forever" to the socket: at least a millisecond.
-        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
-            .map_err(|e| io_error(what, &e))?;
-        match s.read(&mut buf[off..]) {
+        match step(off, left.max(Duration::from_millis(1))) {
             Ok(0) => {
                 return Err(WireError::Closed {
                     what: what.to_owned(),
-                    partial: started || off > 0,
-                });
-            }
-            Ok(n) => off += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(io_error(what, &e)),
-        }
-    }
-    Ok(())
-}
-
-fn write_by(s: &mut TcpStream, data: &[u8], until: Instant, what: &str) -> Result<(), WireError> {
-    let start = Instant::now();
-    let mut off = 0;
-    while off < data.len() {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(WireError::Timeout {
-                what: format!("room to send the {what} (the peer does not read)"),
-                waited: start.elapsed(),
-            });
-        }
-        s.set_write_timeout(Some(left.max(Duration::from_millis(1))))
-            .map_err(|e| io_error(what, &e))?;
-        match s.write(&data[off..]) {
-            Ok(0) => {
-                return Err(WireError::Closed {
-                    what: what.to_owned(),
-                    partial: false,
+                    partial: partial(off),
                 });
             }
             Ok(n) => off += n,
@@ -357,7 +366,7 @@ fn verify(key: &[u8], parts: &[&[u8]], got: &[u8]) -> bool {
 /// 32 bytes from the kernel's random source.
 pub fn nonce() -> Result<[u8; NONCE], WireError> {
     let mut n = [0u8; NONCE];
-    crate::ffi::random::fill(&mut n).map_err(|e| WireError::Io {
+    crate::sys::random::fill(&mut n).map_err(|e| WireError::Io {
         what: "getrandom".into(),
         error: e.to_string(),
     })?;

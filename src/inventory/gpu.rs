@@ -3,7 +3,7 @@
 //! interface ROCm uses) exposes.
 
 use super::{Fact, Problem, list};
-use crate::gpu::{RECORDED_NVML, Recorded};
+use crate::model::gpu::{RECORDED_NVML, Recorded};
 use crate::parse::pci::Bdf;
 use crate::root::Root;
 use std::collections::BTreeMap;

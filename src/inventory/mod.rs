@@ -4,8 +4,6 @@
 //! path it came from and the raw text, so every finding can show its evidence, and a file that
 //! could not be read or parsed stays visible as such instead of turning into a default.
 
-pub mod access;
-pub mod gdr;
 pub mod gpu;
 pub mod iommu;
 pub mod kernel;
@@ -16,26 +14,19 @@ pub mod rdma;
 pub mod vm;
 
 use crate::config::Config;
-use crate::gpu::{GpuSession, Runtime, SkipReason};
-use crate::model::Evidence;
 use crate::parse::pci::Bdf;
-use crate::root::{ReadError, Root};
+use crate::root::Root;
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use gdr::GdrTest;
 pub use iommu::Iommu;
 pub use kernel::Kernel;
 pub use pci::{Gpu, GpuVendor, PciFunction};
 pub use rdma::{Port, RdmaDevice};
 
-/// A value read from one file: the path, the raw text (or why it could not be read), and the
-/// parsed value when the text made sense.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fact<T> {
-    pub path: String,
-    pub raw: Result<String, ReadError>,
-    pub value: Option<T>,
-}
+// A fact, a problem and a read error are model types (crate::model): the run results that keep
+// them (the access probe's) sit below the inventory. Reading one through the root is the
+// inventory's.
+pub use crate::model::{Fact, Problem, UNSAFE_NAME};
 
 impl<T> Fact<T> {
     pub fn read(root: &Root, path: String, parse: impl FnOnce(&str) -> Option<T>) -> Fact<T> {
@@ -43,123 +34,6 @@ impl<T> Fact<T> {
         let value = raw.as_ref().ok().and_then(|s| parse(s));
         Fact { path, raw, value }
     }
-
-    pub fn value(&self) -> Option<&T> {
-        self.value.as_ref()
-    }
-
-    pub fn is_missing(&self) -> bool {
-        matches!(&self.raw, Err(e) if e.is_not_found())
-    }
-
-    /// What was read, for a report: the text (its first line, for multi-line files), or why
-    /// there is none.
-    pub fn shown(&self) -> String {
-        match &self.raw {
-            Ok(s) => match s.split_once('\n') {
-                Some((first, rest)) => format!(
-                    "{} (+{} more lines)",
-                    first.trim_end(),
-                    rest.lines().count()
-                ),
-                None => s.clone(),
-            },
-            Err(e) => format!("<{}>", e.reason()),
-        }
-    }
-
-    pub fn evidence(&self) -> Evidence {
-        Evidence {
-            path: self.path.clone(),
-            value: self.shown(),
-        }
-    }
-
-    /// Why there is no value: the read error, or that the text made no sense.
-    pub fn problem(&self) -> Option<String> {
-        match (&self.raw, &self.value) {
-            (_, Some(_)) => None,
-            (Err(e), None) => Some(e.to_string()),
-            (Ok(raw), None) => Some(format!(
-                "{}: cannot parse {}",
-                self.path,
-                crate::sanitize::quoted(raw)
-            )),
-        }
-    }
-
-    /// The same as a [`Problem`] naming this fact's file; `None` when it has a value or when the
-    /// file is simply absent (`missing_ok`).
-    pub fn as_problem(&self, missing_ok: bool) -> Option<Problem> {
-        if self.value.is_some() || (missing_ok && self.is_missing()) {
-            return None;
-        }
-        let message = match &self.raw {
-            Err(e) => e.reason(),
-            Ok(raw) => format!("cannot parse {}", crate::sanitize::quoted(raw)),
-        };
-        Some(Problem {
-            path: self.path.clone(),
-            message,
-        })
-    }
-}
-
-/// Something the inventory could not read at all (a directory, an unidentifiable device).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Problem {
-    pub path: String,
-    pub message: String,
-}
-
-/// How problems about names gdrdoctor refused start: names that would not be safe in a path or
-/// a shell command (`x;rm -rf ~`, `$(reboot)`). `gdrdoctor fix` refuses to write a script for a
-/// node that has any.
-pub const UNSAFE_NAME: &str = "unsafe name";
-
-impl Problem {
-    /// A directory entry or value that is not a valid name of its kind, and was ignored.
-    pub fn unsafe_name(path: impl Into<String>, what: &str) -> Problem {
-        Problem {
-            path: path.into(),
-            message: format!("{UNSAFE_NAME}: not a valid {what}; ignored"),
-        }
-    }
-
-    /// A file whose content should be a name, and is not one.
-    pub fn unsafe_value(path: impl Into<String>, what: &str, value: &str) -> Problem {
-        Problem {
-            path: path.into(),
-            message: format!(
-                "{UNSAFE_NAME}: {} is not a valid {what}; ignored",
-                crate::sanitize::quoted(value.trim())
-            ),
-        }
-    }
-
-    pub fn is_unsafe_name(&self) -> bool {
-        self.message.starts_with(UNSAFE_NAME)
-    }
-
-    pub fn from_error(e: &ReadError) -> Problem {
-        Problem {
-            path: e.path().to_owned(),
-            message: e.reason(),
-        }
-    }
-}
-
-/// What to read beyond the static facts.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    /// Probe this process's access to RDMA (device nodes, memlock, libibverbs). Live roots only.
-    pub access: bool,
-    /// Ask the GPU libraries (NVML, CUDA, HIP) in a child process. Live roots only; `None`
-    /// skips it (`--no-gpu-probe`, `capture`).
-    pub gpu_probe: Option<crate::gpu::ProbeCommand>,
-    /// Run the GPU probe with a captured root too (`check --gpu-probe`): the root is the
-    /// host's, seen from a container that has the host's GPUs.
-    pub gpu_probe_on_root: bool,
 }
 
 #[derive(Debug)]
@@ -174,13 +48,8 @@ pub struct Inventory {
     /// PCI functions that could not be identified (no readable vendor/device/class).
     pub unidentified: Vec<Problem>,
     pub problems: Vec<Problem>,
-    pub access: Option<access::Access>,
     /// The KFD topology, read when there is an AMD GPU.
     pub kfd: Option<Result<gpu::Kfd, Problem>>,
-    /// What the GPU libraries said (live), or why they were not asked.
-    pub gpu_runtime: crate::gpu::Runtime,
-    /// The GDR write test's outcomes (live), filled in after loading, since it needs placement.
-    pub gdr_test: GdrTest,
     /// Network interfaces, `/sys/class/net`.
     pub netdevs: Vec<net::NetIf>,
     /// What NCCL reads besides sysfs: its configuration files, the declared environment, the
@@ -188,33 +57,40 @@ pub struct Inventory {
     pub nccl: nccl::Nccl,
     /// The GPUs and NICs are virtual PCI (a VM that hides the host's switches), and how.
     pub virtual_pci: Option<vm::Virtual>,
-    /// NCCL's own run (`--nccl-verify`, `nccl verify`), filled in after loading, once the GPU
-    /// workers have ended.
-    pub nccl_verify: crate::nccl::verify::NcclVerify,
 }
 
-/// The GPU probe, still running in its child.
+/// The node read as far as its GPUs ([`Inventory::begin`]): what the GPU probe needs to start,
+/// so that it runs while the rest is read ([`Partial::finish`]).
+#[derive(Debug)]
+pub struct Partial {
+    pub gpus: Vec<Gpu>,
+    live: bool,
+    kernel: Kernel,
+    pci: BTreeMap<Bdf, PciFunction>,
+    rdma: Vec<RdmaDevice>,
+    rdma_class: Result<(), Problem>,
+    unidentified: Vec<Problem>,
+    problems: Vec<Problem>,
+    kfd: Option<Result<gpu::Kfd, Problem>>,
+    netdevs: Vec<net::NetIf>,
+    nccl: nccl::Nccl,
+}
+
 impl Inventory {
-    pub fn load(root: &Root, config: &Config, options: Options) -> Inventory {
-        let (mut inv, session) = Inventory::load_pending(root, config, options);
-        if let Some(mut s) = session {
-            inv.gpu_runtime = s.probe();
-            s.finish(crate::gpu::FINISH_GRACE);
-        }
-        inv
+    /// Everything the checks judge, read through `root`. Nothing is run: what only a run can
+    /// learn is the probe stage's (`crate::probe`).
+    pub fn load(root: &Root, config: &Config) -> Inventory {
+        Inventory::begin(root, config).finish(root)
     }
 
-    /// Like [`Inventory::load`], but returns the GPU session as it runs: the caller runs the
-    /// GDR write test on its workers, then asks it for the probe ([`GpuSession::probe`]) and
-    /// ends it. Until then `gpu_runtime` reads as not asked.
-    pub fn load_pending(
-        root: &Root,
-        config: &Config,
-        options: Options,
-    ) -> (Inventory, Option<GpuSession>) {
+    /// The first half of [`Inventory::load`]: the kernel, RDMA, the network, NCCL's files and
+    /// the PCI bus, up to which GPUs there are. The GPU probe starts from it, and takes from
+    /// milliseconds to seconds (CUDA creates a context per GPU): it runs in its own process
+    /// while [`Partial::finish`] reads the rest.
+    pub fn begin(root: &Root, config: &Config) -> Partial {
         // A check's time is almost all system calls (about 1200 files on a large node), so the
         // two independent halves are read on two threads: kernel and RDMA, and the PCI bus.
-        let (mut problems, kernel, ((rdma, rdma_class), netdevs, nccl), (mut pci, unidentified)) =
+        let (mut problems, kernel, ((rdma, rdma_class), netdevs, nccl), (pci, unidentified)) =
             std::thread::scope(|s| {
                 let other = s.spawn(|| {
                     let mut problems = Vec::new();
@@ -240,40 +116,113 @@ impl Inventory {
         }
         problems.sort_by(|a, b| a.path.cmp(&b.path));
         let gpus = pci::classify_gpus(root, &pci, config, &kernel);
-        let has = |v: GpuVendor| gpus.iter().any(|g| g.vendor == v);
-        let (nvidia, amd) = (has(GpuVendor::Nvidia), has(GpuVendor::Amd));
+        let amd = gpus.iter().any(|g| g.vendor == GpuVendor::Amd);
         let kfd = amd.then(|| gpu::kfd(root, &mut problems));
-        // The GPU probe takes from milliseconds to seconds (CUDA creates a context per GPU);
-        // it runs in its own process while the rest of the details are read.
-        let here = root.is_live() || options.gpu_probe_on_root;
-        let session = match (&options.gpu_probe, nvidia || amd, here) {
-            (_, false, _) => Err(SkipReason::NoGpu),
-            (_, true, false) => Err(SkipReason::Offline),
-            (None, true, true) => Err(SkipReason::Disabled),
-            (Some(cmd), true, true) => {
-                let mut cmd = cmd.clone();
-                cmd.ask.nvml &= nvidia;
-                cmd.ask.cuda &= nvidia;
-                cmd.ask.hip &= amd;
-                let targets = gpus
-                    .iter()
-                    .filter_map(|g| {
-                        let runtime = match g.vendor {
-                            GpuVendor::Nvidia => crate::gpu::worker::Runtime::Cuda,
-                            GpuVendor::Amd => crate::gpu::worker::Runtime::Hip,
-                            GpuVendor::Other => return None,
-                        };
-                        Some(crate::gpu::Target {
-                            bdf: g.bdf,
-                            runtime,
-                            visible: g.uuid.clone(),
-                        })
-                    })
-                    .collect();
-                Ok(GpuSession::start(&cmd, targets))
-            }
-        };
+        Partial {
+            gpus,
+            live: root.is_live(),
+            kernel,
+            pci,
+            rdma,
+            rdma_class,
+            unidentified,
+            problems,
+            kfd,
+            netdevs,
+            nccl,
+        }
+    }
 
+    /// Every problem the inventory recorded: its own, the unidentified functions', and each
+    /// RDMA device's and port's; sorted, without repeats.
+    pub fn all_problems(&self) -> Vec<Problem> {
+        let mut problems = self.problems.clone();
+        problems.extend(self.unidentified.iter().cloned());
+        problems.extend(self.nccl.problems.iter().cloned());
+        for d in &self.rdma {
+            problems.extend(d.problems.iter().cloned());
+            for p in &d.ports {
+                problems.extend(p.problems.iter().cloned());
+            }
+        }
+        problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
+        problems.dedup();
+        problems
+    }
+
+    /// What the placement and NCCL's GDR decision (`topo`, the pictures) stand on and could not
+    /// be read: the PCI tree and NUMA nodes (anything under /sys but the PCIe link files, which
+    /// `pcie-link` judges), the RDMA class, the RDMA devices left without a PCI function by it,
+    /// NCCL's configuration and topology files, and the NVML answer a capture records. Sorted,
+    /// without repeats.
+    pub fn placement_problems(&self) -> Vec<Problem> {
+        use nccl::{SourceState, TopoState};
+        const LINK: &[&str] = &[
+            "current_link_speed",
+            "current_link_width",
+            "max_link_speed",
+            "max_link_width",
+        ];
+        let mut problems: Vec<Problem> = self
+            .problems
+            .iter()
+            .filter(|p| {
+                let sys = p.path == "/sys" || p.path.starts_with("/sys/");
+                let link = p.path.rsplit('/').next().is_some_and(|f| LINK.contains(&f));
+                (sys && !link) || p.path == crate::model::gpu::RECORDED_NVML
+            })
+            .cloned()
+            .collect();
+        problems.extend(self.unidentified.iter().cloned());
+        if let Err(p) = &self.rdma_class {
+            problems.push(p.clone());
+        }
+        for d in self.rdma.iter().filter(|d| d.pci.is_none()) {
+            problems.extend(d.problems.iter().cloned());
+        }
+        problems.extend(self.nccl.problems.iter().cloned());
+        for s in &self.nccl.sources {
+            match &s.state {
+                SourceState::Unreadable(e) => problems.push(Problem::from_error(e)),
+                SourceState::NotRead(why) => problems.push(Problem {
+                    path: s.path.clone(),
+                    message: why.clone(),
+                }),
+                SourceState::Absent | SourceState::Read(_) => {}
+            }
+        }
+        if let Some(t) = &self.nccl.topology {
+            if let TopoState::Unreadable(e) = &t.state {
+                problems.push(Problem::from_error(e));
+            }
+        }
+        problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
+        problems.dedup();
+        problems
+    }
+
+    pub fn function(&self, bdf: Bdf) -> Option<&PciFunction> {
+        self.pci.get(&bdf)
+    }
+}
+
+impl Partial {
+    /// The second half of [`Inventory::load`]: the details of the functions the checks look
+    /// at, the IOMMU, and whether the PCI is virtual.
+    pub fn finish(self, root: &Root) -> Inventory {
+        let Partial {
+            gpus,
+            live,
+            kernel,
+            mut pci,
+            rdma,
+            rdma_class,
+            unidentified,
+            mut problems,
+            kfd,
+            netdevs,
+            nccl,
+        } = self;
         // Details (full config space, NUMA, link, IOMMU group) only for the functions a check
         // looks at: GPUs, RDMA NICs and every bridge above them. Reading 4 KiB of config space
         // costs about a millisecond per function on real hardware; a node has hundreds.
@@ -315,28 +264,8 @@ impl Inventory {
         }
         let iommu = Iommu::load(root, &pci);
         let virtual_pci = vm::detect(root, &pci, &gpus, &rdma, kernel.product.as_deref());
-        let access = (options.access && root.is_live()).then(|| access::Access::load(root, &rdma));
-        let (gpu_runtime, session) = match session {
-            // A capture may hold NVML's answer on the node: its NVML facts stand offline.
-            Err(SkipReason::Offline) if nvidia => match gpu::recorded_nvml(root, &mut problems) {
-                Some(r) => (Runtime::Recorded(Box::new(r)), None),
-                None => (
-                    Runtime::Skipped {
-                        reason: SkipReason::Offline,
-                    },
-                    None,
-                ),
-            },
-            Err(reason) => (Runtime::Skipped { reason }, None),
-            Ok(session) => (
-                Runtime::Skipped {
-                    reason: SkipReason::Disabled,
-                },
-                Some(session),
-            ),
-        };
-        let inv = Inventory {
-            live: root.is_live(),
+        Inventory {
+            live,
             kernel,
             pci,
             gpus,
@@ -345,94 +274,11 @@ impl Inventory {
             iommu,
             unidentified,
             problems,
-            access,
             kfd,
-            gpu_runtime,
             netdevs,
             nccl,
             virtual_pci,
-            nccl_verify: crate::nccl::verify::NcclVerify::not_run(
-                crate::nccl::verify::NcclVerify::NOT_ASKED,
-            ),
-            gdr_test: GdrTest::Skipped(if root.is_live() {
-                "not asked".into()
-            } else {
-                "a captured root: the test moves bytes on the live node".into()
-            }),
-        };
-        (inv, session)
-    }
-
-    /// Every problem the inventory recorded: its own, the unidentified functions', and each
-    /// RDMA device's and port's; sorted, without repeats.
-    pub fn all_problems(&self) -> Vec<Problem> {
-        let mut problems = self.problems.clone();
-        problems.extend(self.unidentified.iter().cloned());
-        problems.extend(self.nccl.problems.iter().cloned());
-        for d in &self.rdma {
-            problems.extend(d.problems.iter().cloned());
-            for p in &d.ports {
-                problems.extend(p.problems.iter().cloned());
-            }
         }
-        problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
-        problems.dedup();
-        problems
-    }
-
-    /// What the placement and NCCL's GDR decision (`topo`, the pictures) stand on and could not
-    /// be read: the PCI tree and NUMA nodes (anything under /sys but the PCIe link files, which
-    /// `pcie-link` judges), the RDMA class, the RDMA devices left without a PCI function by it,
-    /// NCCL's configuration and topology files, and the NVML answer a capture records. Sorted,
-    /// without repeats.
-    pub fn placement_problems(&self) -> Vec<Problem> {
-        use nccl::{SourceState, TopoState};
-        const LINK: &[&str] = &[
-            "current_link_speed",
-            "current_link_width",
-            "max_link_speed",
-            "max_link_width",
-        ];
-        let mut problems: Vec<Problem> = self
-            .problems
-            .iter()
-            .filter(|p| {
-                let sys = p.path == "/sys" || p.path.starts_with("/sys/");
-                let link = p.path.rsplit('/').next().is_some_and(|f| LINK.contains(&f));
-                (sys && !link) || p.path == crate::gpu::RECORDED_NVML
-            })
-            .cloned()
-            .collect();
-        problems.extend(self.unidentified.iter().cloned());
-        if let Err(p) = &self.rdma_class {
-            problems.push(p.clone());
-        }
-        for d in self.rdma.iter().filter(|d| d.pci.is_none()) {
-            problems.extend(d.problems.iter().cloned());
-        }
-        problems.extend(self.nccl.problems.iter().cloned());
-        for s in &self.nccl.sources {
-            match &s.state {
-                SourceState::Unreadable(e) => problems.push(Problem::from_error(e)),
-                SourceState::NotRead(why) => problems.push(Problem {
-                    path: s.path.clone(),
-                    message: why.clone(),
-                }),
-                SourceState::Absent | SourceState::Read(_) => {}
-            }
-        }
-        if let Some(t) = &self.nccl.topology {
-            if let TopoState::Unreadable(e) = &t.state {
-                problems.push(Problem::from_error(e));
-            }
-        }
-        problems.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
-        problems.dedup();
-        problems
-    }
-
-    pub fn function(&self, bdf: Bdf) -> Option<&PciFunction> {
-        self.pci.get(&bdf)
     }
 }
 

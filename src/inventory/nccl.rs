@@ -14,7 +14,7 @@
 //! node's: gdrdoctor runs in a prolog or a unit, whose own environment is not the job's.
 
 use super::Problem;
-use crate::parse::nccl_conf::{self, ConfFile, EnvLine, OddLine};
+use crate::parse::nccl_conf::{self, ConfFile, OddLine};
 use crate::parse::nccl_topo::{self as topo, ParseError, Topology};
 use crate::root::{ReadError, Root};
 use std::collections::BTreeMap;
@@ -24,13 +24,6 @@ pub const PASSWD: &str = "/etc/passwd";
 /// Where NCCL looks for a topology when `NCCL_TOPO_FILE` is unset (src/graph/topo.cc
 /// `ncclTopoGetSystem`, 2.19 and later): what NVIDIA's topology daemon writes in some VMs.
 pub const DEFAULT_TOPO: &str = "/var/run/nvidia-topologyd/virtualTopology.xml";
-
-/// The job environment the operator declared in a file (`--nccl-env FILE`).
-#[derive(Debug, Clone, Default)]
-pub struct DeclaredEnv {
-    pub path: String,
-    pub lines: Vec<EnvLine>,
-}
 
 /// Which of NCCL's configuration files a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -437,7 +430,7 @@ mod tests {
                 "NCCL_NET_GDR_LEVEL=PHB\nNCCL_IB_GID_INDEX=3\nNCCL_IB_GID_INDEX=5\nNCCL_IB_HCA=mlx5_0\n",
             ),
         ]);
-        let declared = DeclaredEnv {
+        let declared = crate::config::DeclaredEnv {
             path: "/site/env.sh".into(),
             lines: crate::parse::nccl_conf::parse_env("export NCCL_IB_HCA==mlx5_2\n").unwrap(),
         };

@@ -1,8 +1,11 @@
 //! The GDR write test's pairs, as plain data: what one pair is asked to do ([`PairSpec`]) and
-//! what it found ([`PairResult`]). The child that runs a pair writes its result as JSON, the
-//! parent reads it back, and the checks and reports read it: every field is documented in
-//! docs/report-json.md. Nothing here knows how a pair runs.
+//! what it found ([`PairResult`]); and the whole test's outcome per pair ([`GdrTest`]). The
+//! child that runs a pair writes its result as JSON, the parent reads it back, and the checks
+//! and reports read it: every field is documented in docs/report-json.md. Nothing here knows how
+//! a pair runs.
 
+use super::Level;
+use crate::parse::pci::Bdf;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -142,10 +145,55 @@ pub struct PairResult {
 }
 
 /// Something that runs a pair on GPU memory: the GPU session, whose per-GPU workers keep CUDA
-/// or HIP open between pairs (crate::gpu::GpuSession). The write test's plan drives it without
+/// or HIP open between pairs (crate::probe::gpu::GpuSession). The write test's plan drives it without
 /// knowing what it is, so that the plan and the GPU session need not import each other.
 pub trait PairRunner {
     /// Runs one pair on its GPU; the answer must come within `timeout`. `Err`: why there is
     /// no answer (the worker hung, crashed, or could not be started).
     fn pair(&self, spec: &PairSpec, timeout: Duration) -> Result<PairResult, String>;
+}
+
+/// Whether the GDR write test ran, and what it found.
+#[derive(Debug, Clone)]
+pub enum GdrTest {
+    Skipped(String),
+    Ran {
+        outcomes: Vec<GdrOutcome>,
+        not_planned: Vec<NotPlanned>,
+    },
+}
+
+/// One pair: what was tested, and what its child said (or why it said nothing).
+#[derive(Debug, Clone)]
+pub struct GdrOutcome {
+    pub gpu: Option<Bdf>,
+    /// How reports name the GPU (`GPU 0000:3b:00.0 (NVIDIA H100)`) or the buffer (`host memory`).
+    pub subject: String,
+    /// `mlx5_0 port 1`.
+    pub nic: Option<String>,
+    /// The RDMA device's name alone (`mlx5_0`), for the fixes' commands.
+    pub nic_device: Option<String>,
+    pub memory: Memory,
+    pub level: Option<Level>,
+    pub expected: Option<Expected>,
+    /// A software RDMA device (rxe, siw): its bandwidth is the CPU's, not judged.
+    pub software: bool,
+    pub result: Result<PairResult, String>,
+    /// `--deadline` shortened this pair's time limit (or left none): a timeout then says
+    /// nothing about the pair.
+    pub cut_short: bool,
+}
+
+/// The rate a pair should reach, and what limits it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expected {
+    pub gbps: f64,
+    pub limited_by: String,
+}
+
+/// Why there is nothing to run for a GPU.
+#[derive(Debug, Clone)]
+pub struct NotPlanned {
+    pub subject: String,
+    pub reason: String,
 }

@@ -28,15 +28,6 @@ pub mod explain;
 pub mod levels;
 pub mod params;
 pub mod tree;
-pub mod verify;
-
-/// The renderers live in `report::nccl` (issue 26); these names keep the paths cli.rs calls
-/// until its wiring moves to `commands/`, which then names `report::nccl` itself.
-pub mod render {
-    pub use crate::report::nccl::explain::{human, json};
-    pub use crate::report::nccl::verify::{human as verify_human, json as verify_json};
-}
-pub use crate::report::nccl::settings::render;
 
 use crate::inventory::Inventory;
 use crate::placement::Level;

@@ -9,6 +9,7 @@ pub mod nccl_log;
 pub mod nccl_topo;
 pub mod pci;
 pub mod rdma;
+pub mod slurm;
 
 /// `0x10de` or `10de` (sysfs writes hex with `0x`; configs may not).
 pub fn hex_u32(s: &str) -> Option<u32> {

@@ -19,7 +19,8 @@ pub use format::Format;
 
 use crate::checks::CheckResult;
 use crate::inventory::{GpuVendor, Inventory, Problem};
-use crate::model::Status;
+use crate::model::gdr::GdrTest;
+use crate::model::{Runs, Status};
 use crate::parse::pci::Bdf;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -119,7 +120,7 @@ pub struct Counts {
 pub struct InventorySummary {
     pub gpus: Vec<GpuSummary>,
     /// What the GPU libraries said (live), or why they were not asked.
-    pub gpu_runtime: crate::gpu::Runtime,
+    pub gpu_runtime: crate::model::gpu::Runtime,
     /// The GDR write test's pairs and what each child measured; null when it did not run.
     pub gdr_test: Option<Vec<GdrSummary>>,
     /// NCCL's own run (`--nccl-verify`); absent when it did not run.
@@ -170,11 +171,11 @@ pub struct GdrSummary {
     pub gpu: Option<Bdf>,
     /// `mlx5_0 port 1`.
     pub nic: Option<String>,
-    pub memory: crate::gdr::Memory,
-    pub level: Option<crate::placement::Level>,
+    pub memory: crate::model::gdr::Memory,
+    pub level: Option<crate::model::Level>,
     pub expected_gbps: Option<f64>,
     /// What the test child reported.
-    pub result: Option<crate::gdr::PairResult>,
+    pub result: Option<crate::model::gdr::PairResult>,
     /// Why the child reported nothing (killed at its deadline, crashed).
     pub error: Option<String>,
 }
@@ -216,7 +217,7 @@ pub struct Options {
     pub root_display: String,
 }
 
-pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Report {
+pub fn build(inv: &Inventory, runs: &Runs, checks: Vec<CheckResult>, options: &Options) -> Report {
     let blocks = |s: Status| {
         s == Status::Fail || (options.strict && matches!(s, Status::Warn | Status::Unknown))
     };
@@ -294,7 +295,7 @@ pub fn build(inv: &Inventory, checks: Vec<CheckResult>, options: &Options) -> Re
             blocking,
             summary,
         },
-        inventory: summarise(inv, &checks),
+        inventory: summarise(inv, runs, &checks),
         counts,
         checks,
     }
@@ -358,7 +359,7 @@ fn summary_line(
     }
 }
 
-fn summarise(inv: &Inventory, checks: &[CheckResult]) -> InventorySummary {
+fn summarise(inv: &Inventory, runs: &Runs, checks: &[CheckResult]) -> InventorySummary {
     let gpus = inv
         .gpus
         .iter()
@@ -433,10 +434,10 @@ fn summarise(inv: &Inventory, checks: &[CheckResult]) -> InventorySummary {
     let problems = inv.all_problems();
     InventorySummary {
         gpus,
-        gpu_runtime: inv.gpu_runtime.clone(),
-        gdr_test: match &inv.gdr_test {
-            crate::inventory::GdrTest::Skipped(_) => None,
-            crate::inventory::GdrTest::Ran { outcomes, .. } => Some(
+        gpu_runtime: runs.gpu.clone(),
+        gdr_test: match &runs.gdr_test {
+            GdrTest::Skipped(_) => None,
+            GdrTest::Ran { outcomes, .. } => Some(
                 outcomes
                     .iter()
                     .map(|o| GdrSummary {
@@ -451,7 +452,7 @@ fn summarise(inv: &Inventory, checks: &[CheckResult]) -> InventorySummary {
                     .collect(),
             ),
         },
-        nccl_verify: inv.nccl_verify.run().map(|r| NcclVerifySummary {
+        nccl_verify: runs.nccl_verify.run().map(|r| NcclVerifySummary {
             library: r
                 .library_file
                 .clone()

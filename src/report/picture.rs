@@ -3,7 +3,7 @@
 //! uses for GPUDirect RDMA with their level, and the bridges whose ACS redirects peer-to-peer
 //! traffic on a GPU-NIC path, and the GPUs joined by NVLink. It is worked out once here, from
 //! the placement and the ACS judgement the checks use (`nccl::effective::judge`,
-//! `placement::roles`, `acs::redirecting`, `placement::numa_affinity`, `placement::nvlinks`);
+//! `placement::roles`, `acs::redirecting`, `placement::numa_affinity`, `Runtime::nvlinks`);
 //! `svg/` lays it out and draws it, `dot.rs` writes it for Graphviz.
 //!
 //! It is linear in the devices: only the functions on a GPU's or NIC's sysfs path are in the
@@ -14,6 +14,7 @@
 use crate::checks::acs;
 use crate::config::Config;
 use crate::inventory::Inventory;
+use crate::model::gpu::Runtime;
 use crate::nccl::effective::{self, Basis, Nearest, Verdict};
 use crate::nccl::params::GdrLimit;
 use crate::parse::cpulist;
@@ -261,8 +262,9 @@ impl Picture {
 }
 
 /// The picture of the node in `inv`, as NCCL runs it under `config` (the GDR level, unless the
-/// node's NCCL settings name one); `root` is the root as the operator named it.
-pub fn picture(inv: &Inventory, config: &Config, root: &str) -> Picture {
+/// node's NCCL settings name one), with the NVLinks the GPU probe (`gpu`) reported; `root` is
+/// the root as the operator named it.
+pub fn picture(inv: &Inventory, gpu: &Runtime, config: &Config, root: &str) -> Picture {
     let judged = effective::judge(inv, config);
     let mut b = Builder::default();
     for (i, g) in inv.gpus.iter().enumerate() {
@@ -427,7 +429,7 @@ pub fn picture(inv: &Inventory, config: &Config, root: &str) -> Picture {
         .filter(|(_, n)| matches!(n.what, What::Gpu { .. }))
         .map(|(i, n)| (n.bdf, i))
         .collect();
-    let nvlink_groups = nvlink_groups(&gpus, &placement::nvlinks(inv));
+    let nvlink_groups = nvlink_groups(&gpus, &gpu.nvlinks());
     Picture {
         title: Title {
             root: root.to_owned(),
@@ -540,7 +542,7 @@ impl Builder {
 }
 
 /// The GPUs joined by NVLink: the connected sets of `links` (NVLinks per pair of GPUs, by
-/// address, as `placement::nvlinks` gives them) among the GPUs on the tree (`gpus`: address to
+/// address, as `Runtime::nvlinks` gives them) among the GPUs on the tree (`gpus`: address to
 /// index into the nodes). A pair's count is the first GPU's view of it (the upper triangle of
 /// `topo`'s matrix), or the second's where the first has none.
 fn nvlink_groups(gpus: &BTreeMap<Bdf, usize>, links: &BTreeMap<(Bdf, Bdf), u32>) -> Vec<NvGroup> {

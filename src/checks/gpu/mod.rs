@@ -1,14 +1,14 @@
 //! `gpu`: what the GPU driver itself says of each GPU on the bus. Does the driver see it (NVML
 //! and CUDA for NVIDIA; KFD and HIP for AMD), does it support GPUDirect RDMA, and is its BAR1
 //! large enough to map the memory NICs will register? The libraries are asked in a child
-//! process (crate::gpu); missing libraries and failed initialisation are findings here.
+//! process (crate::probe::gpu); missing libraries and failed initialisation are findings here.
 
 use super::{Check, Context};
-use crate::gpu::{RECORDED_NVML, Runtime, SkipReason, bdf};
 use crate::inventory::gpu::KFD_NODES;
 use crate::inventory::kernel::NVIDIA_VERSION;
 use crate::inventory::{Gpu, GpuVendor, Inventory};
 use crate::model::gpu::{CudaDevice, HipDevice, Lib, NvmlDevice, Probe};
+use crate::model::gpu::{RECORDED_NVML, Runtime, SkipReason, bdf};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::bytes;
 use crate::parse::pci::Bdf;
@@ -132,8 +132,9 @@ impl Check for GpuCheck {
                 .prerequisites(&["gpu-driver"]),
             ];
         }
-        let probe = inv.gpu_runtime.probe();
-        match &inv.gpu_runtime {
+        let runtime = &cx.runs.gpu;
+        let probe = runtime.probe();
+        match runtime {
             Runtime::Skipped { reason } if *reason != SkipReason::NoGpu => {
                 let mut f = Finding::skip(
                     "gpu-probe-skipped",
@@ -199,7 +200,9 @@ impl Check for GpuCheck {
         }
         for g in &inv.gpus {
             match g.vendor {
-                GpuVendor::Nvidia | GpuVendor::Amd => out.push(judge(inv, g, probe, min_bar)),
+                GpuVendor::Nvidia | GpuVendor::Amd => {
+                    out.push(judge(inv, runtime, g, probe, min_bar))
+                }
                 GpuVendor::Other => {}
             }
         }
@@ -530,7 +533,13 @@ fn short(b: Bdf) -> String {
 }
 
 /// One GPU: every problem found, or a pass that says what was verified.
-fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Finding {
+fn judge(
+    inv: &Inventory,
+    runtime: &Runtime,
+    g: &Gpu,
+    probe: Option<&Probe>,
+    min_bar: u64,
+) -> Finding {
     let subject = g.subject();
     let mut evidence = Vec::new();
     let mut facts: Vec<String> = Vec::new();
@@ -689,7 +698,7 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
             .evidence("gdrdoctor gpu-worker", format!("<{e}>")),
         );
     }
-    if let Runtime::Failed { error } = &inv.gpu_runtime {
+    if let Runtime::Failed { error } = runtime {
         // Nothing answered (hung, crashed, or cut short by --deadline): what sysfs says of the
         // GPU stands, but the driver's view is unknown, never a pass.
         problems.push(
@@ -747,7 +756,7 @@ fn judge(inv: &Inventory, g: &Gpu, probe: Option<&Probe>, min_bar: u64) -> Findi
                     " (its driver libraries could not be used: see above)"
                 }
             };
-            let verified = match (&inv.gpu_runtime, g.vendor) {
+            let verified = match (runtime, g.vendor) {
                 (Runtime::Probed(p), GpuVendor::Nvidia) => asked(
                     p.nvml.as_ref().is_some_and(|l| l.ready().is_some())
                         && p.cuda.as_ref().is_some_and(|l| l.ready().is_some()),

@@ -112,7 +112,7 @@ impl Run {
     }
 }
 
-/// The GPU a pair's buffer lives on, opened once: a worker (crate::gpu::worker) keeps it open
+/// The GPU a pair's buffer lives on, opened once: a worker (crate::probe::gpu::worker) keeps it open
 /// between its pairs, so that CUDA (or HIP) starts once per GPU, not once per pair.
 pub enum GpuSide<'a> {
     /// Host memory, or nothing opened.

@@ -5,9 +5,9 @@
 use super::facts::check_of;
 use super::sides::Sides;
 use super::{Comparison, GpuUse, NcclAnswer, RunEvidence, SUBJECT, name_ranges};
+use crate::model::nccl::{Outcome, Run};
 use crate::model::{Evidence, Finding, Fix};
 use crate::nccl::explain::{ConnGroup, Node};
-use crate::nccl::verify::{Outcome, Run};
 
 /// Per GPU: does NCCL use GDR? Its NET connections say so; failing those, its decisions for
 /// the GPU's pairs; on sockets, never.

@@ -25,9 +25,9 @@ mod outcome;
 mod sides;
 mod topology;
 
-use super::verify::Run;
 use crate::config::Config;
 use crate::inventory::Inventory;
+use crate::model::nccl::Run;
 use crate::model::{Evidence, Finding, Fix};
 use serde::Serialize;
 use std::collections::BTreeSet;

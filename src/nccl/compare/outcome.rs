@@ -2,8 +2,8 @@
 //! the node (exit 2); a failed NCCL call or a wrong sum is a finding of its own (exit 1).
 
 use super::{RunEvidence, SUBJECT, install_fix};
+use crate::model::nccl::{Outcome, Run};
 use crate::model::{Evidence, Finding, Fix};
-use crate::nccl::verify::{Outcome, Run};
 
 /// A run that says nothing about the node: the answer's text, and the one finding.
 pub(super) struct Stopped {

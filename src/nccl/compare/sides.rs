@@ -6,13 +6,13 @@
 use super::OwnView;
 use crate::config::Config;
 use crate::inventory::Inventory;
+use crate::model::nccl::{Run, TopoDump};
 use crate::model::{Evidence, Finding, Level, Status};
 use crate::nccl::effective::{self, Candidate, Judgement, Policy, PolicySource};
 use crate::nccl::explain::{
     ConnGroup, Explanation, GpuNic, NetPath, Nic, Node, bus_id_of, nic_index,
 };
 use crate::nccl::params::{LevelValue, gdr_level};
-use crate::nccl::verify::{Run, TopoDump};
 use crate::parse::nccl_dump::{self, Dump};
 use crate::parse::pci::Bdf;
 

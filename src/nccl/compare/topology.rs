@@ -5,8 +5,8 @@
 use super::sides::{Sides, judged_pair, nccl_level, norm_bus, shown_level};
 use super::{Comparison, list};
 use crate::model::Evidence;
+use crate::model::nccl::TopoDump;
 use crate::nccl::effective;
-use crate::nccl::verify::TopoDump;
 use crate::parse::nccl_dump::{self, Dump, DumpNet};
 use crate::parse::pci::Bdf;
 use std::collections::BTreeSet;

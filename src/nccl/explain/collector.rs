@@ -1,10 +1,10 @@
 //! Collecting: what each NCCL line says, kept per node (NICs, GDR decisions, connection
 //! groups, paths, settings), in memory bounded by what the log names, never by its length.
+//! What it kept becomes an explanation in `explanation.rs` ([`Collector::finish`]).
 
-use super::explanation::build;
 use super::{
-    ENV_KEPT, Explanation, Input, MAX_KEPT, MAX_LIST, MAX_SAMPLES, MAX_TEXT, MAX_WARNINGS,
-    NotNcclLog, Unrecognised, clean, host_key, node_name,
+    ENV_KEPT, Input, MAX_KEPT, MAX_LIST, MAX_SAMPLES, MAX_TEXT, MAX_WARNINGS, Unrecognised, clean,
+    host_key, node_name,
 };
 use crate::parse::nccl_log::{self as log, Dir, Era, Event, HcaVia, Level, Version};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -487,15 +487,5 @@ impl Collector {
         if w.nodes.len() < MAX_LIST {
             w.nodes.insert(node_name(host));
         }
-    }
-
-    /// The explanation, or `NotNcclLog` when no input had an NCCL line.
-    pub fn finish(self) -> Result<Explanation, NotNcclLog> {
-        if self.inputs.iter().all(|i| i.nccl_lines == 0) {
-            return Err(NotNcclLog {
-                inputs: self.inputs,
-            });
-        }
-        Ok(build(self))
     }
 }

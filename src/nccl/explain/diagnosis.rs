@@ -3,8 +3,8 @@
 //! code that explain it, and the fix.
 
 use super::collector::{GpuAcc, HcaAcc, HcaKey, NodeAcc};
-use super::model::{ConnGroup, Diagnosis, Node, See, nic_index, see};
 use super::release::{Known, level_source, names, tables_for};
+use crate::model::nccl::explain::{ConnGroup, Diagnosis, Node, See, nic_index, see};
 use crate::nccl::levels;
 use crate::parse::nccl_log::{Era, HcaVia, Version};
 use std::collections::BTreeSet;

@@ -3,18 +3,30 @@
 
 use super::collector::{Collector, GpuAcc, NodeAcc};
 use super::diagnosis::{diagnose, warning_meaning};
-use super::model::{
-    ConnGroup, Explanation, GpuNic, NcclVersion, NetPath, Nic, Node, Verdict, Warning, bus_id_of,
-    nic_index,
-};
 use super::release::{Known, level_source, names, narrow_by_level, tables_for, version_of};
 use super::{MAX_LINE, node_name};
+use crate::model::nccl::explain::{
+    ConnGroup, Explanation, GpuNic, NcclVersion, NetPath, Nic, Node, NotNcclLog, Verdict, Warning,
+    bus_id_of, nic_index,
+};
 use crate::parse::nccl_log::HcaVia;
 use std::collections::BTreeSet;
 
+impl Collector {
+    /// The explanation, or `NotNcclLog` when no input had an NCCL line.
+    pub fn finish(self) -> Result<Explanation, NotNcclLog> {
+        if self.inputs.iter().all(|i| i.nccl_lines == 0) {
+            return Err(NotNcclLog {
+                inputs: self.inputs,
+            });
+        }
+        Ok(build(self))
+    }
+}
+
 /// The explanation of everything collected: each node (in name order) with its diagnoses,
 /// then the hints, the warnings and the verdict.
-pub(super) fn build(c: Collector) -> Explanation {
+fn build(c: Collector) -> Explanation {
     let single_bare = (c.bare_versions.len() == 1)
         .then(|| c.bare_versions.iter().next().map(|(v, t)| (*v, t.clone())))
         .flatten();

@@ -19,17 +19,16 @@
 mod collector;
 mod diagnosis;
 mod explanation;
-mod model;
 mod reader;
 mod release;
 
-pub use collector::Collector;
 #[cfg(test)]
-use model::see;
-pub use model::{
+use crate::model::nccl::explain::see;
+pub use crate::model::nccl::explain::{
     ConnGroup, Diagnosis, Explanation, GpuNic, Input, NcclVersion, NetPath, Nic, Node, NotNcclLog,
     See, Unrecognised, Verdict, Warning, bus_id_of, nic_index,
 };
+pub use collector::Collector;
 
 /// Longest line kept. NCCL's own lines are at most 1 KiB plus the launcher's prefix (its
 /// message buffer is 1024 bytes, src/debug.cc); longer lines are counted and skipped, never held.

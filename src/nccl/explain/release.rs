@@ -2,7 +2,7 @@
 //! number is a different level in different releases (`nccl::levels`).
 
 use super::collector::{GpuAcc, NodeAcc};
-use super::model::NcclVersion;
+use crate::model::nccl::explain::NcclVersion;
 use crate::nccl::levels::{self, Table};
 use crate::parse::nccl_log::{Era, Version};
 

@@ -3,7 +3,7 @@
 use super::plural;
 use crate::nccl::compare::{Comparison, NcclAnswer, Verification};
 use crate::nccl::explain::Explanation;
-use crate::nccl::verify::{Outcome, Run};
+use crate::probe::nccl::{Outcome, Run};
 use serde::Serialize;
 use std::fmt::Write;
 

@@ -25,80 +25,19 @@ mod verbs;
 pub use session::{HANDSHAKE, connect, listen, listen_addr, peer_addr, run};
 pub use verbs::Verbs;
 
-use super::engine::Failed;
-use super::wire::WireError;
-use super::{Failure, Memory, NicSpec, PairResult};
+use crate::gdr::engine::Failed;
+use crate::gdr::wire::WireError;
+use crate::model::gdr::{Failure, Memory, PairResult};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
+// What a run reports is model data (crate::model::twonode): the reports and fleet read it.
+pub use crate::model::twonode::{
+    Direction, Rail, RailResult, Report, Role, SCHEMA_VERSION, Settings,
+};
+
 /// perftest listens on 18515; one above it, so that both can run on a node at once.
 pub const DEFAULT_PORT: u16 = 18516;
-/// Bumped when the report's JSON changes incompatibly.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// One rail of this node: a NIC port and the buffer the other node writes into.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rail {
-    pub nic: NicSpec,
-    /// The GPU whose memory is the buffer (its PCI address), when it is GPU memory.
-    pub gpu: Option<String>,
-    pub memory: Memory,
-    /// How reports name the buffer: `GPU 0000:3b:00.0 (NVIDIA H100)`, `host memory`.
-    pub subject: String,
-}
-
-impl Rail {
-    /// `mlx5_0 port 1`.
-    pub fn label(&self) -> String {
-        format!("{} port {}", self.nic.device, self.nic.port)
-    }
-}
-
-/// What the run moves, and how long a rail may take. Each side has its own (its command line
-/// and config); the session's are [`Settings::bounded_by`] the peer's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Settings {
-    /// Buffer and message size, bytes.
-    pub size: u64,
-    /// Most WRITEs per direction in the bandwidth run.
-    pub iters: u32,
-    /// Longest bandwidth run per direction, milliseconds.
-    pub duration_ms: u64,
-    /// Single WRITEs timed one after the other for the latency figure.
-    pub latency_iters: u32,
-    /// Everything on one rail, from opening the NIC to the last message, within this.
-    pub rail_timeout_ms: u64,
-}
-
-impl Settings {
-    /// The session's settings: the smaller of this side's and the peer's, field by field, so
-    /// that a peer's values only ever lower this side's limits. A peer that authenticated may
-    /// still be wrong or hostile: one that asked for a rail timeout of days held the listener
-    /// until --deadline when the listener adopted the connector's settings (issue 25). Both
-    /// sides compute the same, so they stay in step. The size stays a multiple of 4 KiB of at
-    /// least 4 KiB, as `--size` is.
-    pub fn bounded_by(&self, peer: &Settings) -> Settings {
-        Settings {
-            size: (self.size.min(peer.size) / 4096 * 4096).max(4096),
-            iters: self.iters.min(peer.iters),
-            duration_ms: self.duration_ms.min(peer.duration_ms),
-            latency_iters: self.latency_iters.min(peer.latency_iters),
-            rail_timeout_ms: self.rail_timeout_ms.min(peer.rail_timeout_ms),
-        }
-    }
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            size: 1 << 20,
-            iters: 5000,
-            duration_ms: 400,
-            latency_iters: 100,
-            rail_timeout_ms: 30_000,
-        }
-    }
-}
 
 /// The first message each way: who is speaking and what it brings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -155,21 +94,7 @@ impl Step {
     }
 }
 
-/// One direction of one rail.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Direction {
-    /// `node-a mlx5_0 port 1`.
-    pub from: String,
-    pub to: String,
-    /// Bytes written and verified in the target's buffer.
-    pub verified_bytes: Option<u64>,
-    pub gbps: Option<f64>,
-    /// The time from posting one small WRITE to its completion (the remote NIC's
-    /// acknowledgement: one round trip), median, microseconds.
-    pub latency_us: Option<f64>,
-    pub failure: Option<Failure>,
-}
-
+// The steps of the session build the model's results: these constructors are the session's.
 impl Direction {
     fn new(from: String, to: String) -> Direction {
         Direction {
@@ -181,37 +106,9 @@ impl Direction {
             failure: None,
         }
     }
-    pub fn passed(&self) -> bool {
-        self.failure.is_none() && self.verified_bytes.is_some()
-    }
-}
-
-/// One rail: this node's NIC port and the peer's of the same index, both directions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RailResult {
-    pub index: usize,
-    pub local: Rail,
-    pub peer: Option<Rail>,
-    /// What opening this side's NIC and registering its buffer did (memory steps,
-    /// registrations, the path that worked, the port).
-    pub setup: PairResult,
-    /// The peer's registration path (dmabuf, peermem, host).
-    pub peer_path: Option<String>,
-    /// The MTU the queue pairs were connected at, bytes.
-    pub path_mtu: Option<u32>,
-    /// What an operator should know that is not a failure (an MTU that differs, host memory).
-    pub notes: Vec<String>,
-    /// This node writing into the peer.
-    pub outgoing: Direction,
-    /// The peer writing into this node.
-    pub incoming: Direction,
 }
 
 impl RailResult {
-    pub fn passed(&self) -> bool {
-        self.outgoing.passed() && self.incoming.passed()
-    }
-
     /// A rail without a partner on the other node: both directions fail with `why`.
     fn unpaired(
         index: usize,
@@ -238,57 +135,7 @@ impl RailResult {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    Listener,
-    Connector,
-}
-
-/// What one side of a two-node run found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    pub schema: String,
-    pub schema_version: u32,
-    pub host: String,
-    pub role: Role,
-    /// The other node: its name as it says it, and its address.
-    pub peer: Option<String>,
-    pub peer_addr: Option<String>,
-    pub settings: Settings,
-    pub rails: Vec<RailResult>,
-    /// The control connection failed (could not connect, authenticate, or lost it): the test
-    /// did not run, or not to its end.
-    pub error: Option<String>,
-    /// `lost`, `auth`, `protocol`, `setup`: the kind of `error`.
-    pub error_class: Option<String>,
-}
-
 impl Report {
-    pub fn new(host: &str, role: Role, settings: Settings) -> Report {
-        Report {
-            schema: "gdrdoctor.two-node".into(),
-            schema_version: SCHEMA_VERSION,
-            host: host.into(),
-            role,
-            peer: None,
-            peer_addr: None,
-            settings,
-            rails: Vec::new(),
-            error: None,
-            error_class: None,
-        }
-    }
-    /// 0: every direction of every rail passed; 1: one failed; 2: the test could not run.
-    pub fn exit_code(&self) -> u8 {
-        if self.error.is_some() || self.rails.is_empty() {
-            2
-        } else if self.rails.iter().all(RailResult::passed) {
-            0
-        } else {
-            1
-        }
-    }
     /// The report of a run whose control connection never came up.
     pub fn failed(host: &str, role: Role, settings: Settings, addr: &str, e: &WireError) -> Report {
         let mut r = Report::new(host, role, settings);
@@ -339,7 +186,7 @@ pub trait Fabric {
 
 /// The rail order NCCL uses: NCCL_IB_HCA's list (`mlx5_0:1,mlx5_1:1`, `=` exact), or none
 /// (an exclusion list, `^mlx5_2`, or unset: the NICs in name order).
-pub fn nccl_order(value: Option<&str>) -> Result<Vec<super::plan::NicArg>, String> {
+pub fn nccl_order(value: Option<&str>) -> Result<Vec<super::gdr_test::NicArg>, String> {
     let Some(v) = value
         .map(str::trim)
         .filter(|v| !v.is_empty() && !v.starts_with('^'))
@@ -360,25 +207,25 @@ pub fn nccl_order(value: Option<&str>) -> Result<Vec<super::plan::NicArg>, Strin
 /// and the report says so.
 pub fn rails(
     inv: &crate::inventory::Inventory,
-    opts: &super::plan::Options,
-    order: &[super::plan::NicArg],
+    opts: &super::gdr_test::Options,
+    order: &[super::gdr_test::NicArg],
 ) -> Vec<Rail> {
     let mut o = opts.clone();
     if !order.is_empty() {
         o.nics = order.to_vec();
     }
-    let host = super::plan::Options {
+    let host = super::gdr_test::Options {
         memory: Some(match opts.memory {
             Some(m @ (Memory::Host | Memory::HostDmabuf)) => m,
             _ => Memory::Host,
         }),
         ..o.clone()
     };
-    let (on_host, _) = super::plan::plan(inv, &host);
+    let (on_host, _) = super::gdr_test::plan(inv, &host);
     let (on_gpu, _) = if opts.memory.is_some_and(|m| !m.is_gpu()) {
         (Vec::new(), Vec::new())
     } else {
-        super::plan::plan(inv, &o)
+        super::gdr_test::plan(inv, &o)
     };
     let mut rails: Vec<Rail> = Vec::new();
     for h in on_host {

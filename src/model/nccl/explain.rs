@@ -1,5 +1,6 @@
 //! What `nccl explain` answers: the types the explanation is made of, as `report::nccl`
-//! prints them and docs/nccl-explain-json.md documents their JSON.
+//! prints them and docs/nccl-explain-json.md documents their JSON. The explanation of a log is
+//! built in `nccl::explain`; `nccl verify`'s run keeps one of NCCL's own log.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -36,7 +37,7 @@ pub struct Input {
     pub lines: u64,
     /// `NCCL INFO` and `NCCL WARN` lines.
     pub nccl_lines: u64,
-    /// Lines longer than [`super::MAX_LINE`], skipped.
+    /// Lines longer than `nccl::explain::MAX_LINE`, skipped.
     pub long_lines_skipped: u64,
     /// Why reading stopped early, if it did (a corrupt gzip stream, a read error).
     pub error: Option<String>,
@@ -209,7 +210,7 @@ pub struct See {
     pub code: &'static str,
 }
 
-pub(super) const fn see(check: &'static str, code: &'static str) -> See {
+pub const fn see(check: &'static str, code: &'static str) -> See {
     See { check, code }
 }
 

@@ -1,51 +1,13 @@
-//! `gdrdoctor nccl verify`: NCCL itself, run on this node's GPUs, says whether it uses
-//! GPUDirect RDMA here; what it says is then compared with gdrdoctor's own view ([`compare`]).
-//!
-//! Two sides, as for the GPU probe (src/gpu): this process never loads a vendor library. It
-//! finds the libnccl to use (`--library`, the dynamic loader's `libnccl.so.2`, the NVIDIA pip
-//! wheel of the python3 on PATH), and starts `gdrdoctor nccl-child` with a deadline and NCCL's
-//! log sent to a file: `NCCL_DEBUG=INFO`, `NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,ENV` (the network,
-//! each NIC's GDR decision, the GPU-NIC paths, the settings NCCL read), `NCCL_TOPO_DUMP_FILE`,
-//! and always `NCCL_NVLS_ENABLE=0` (never NVLink multicast). The child loads NCCL and CUDA,
-//! takes the GPUs by PCI address, and makes one communicator over all of them: with one GPU a
-//! one-rank communicator, which still makes NCCL load its network, judge each NIC and compute its
-//! GPU-NIC paths; with two or more, `ncclCommInitAll` and an all-reduce with P2P and SHM off, so
-//! that NCCL's network carries it, the sum checked element by element. The parent then reads
-//! NCCL's log through the `nccl explain` parser and keeps the topology dump's text.
-//!
-//! [`compare`]: super::compare
-//!
-//! The run is in two files: [`run`] is the parent (finding the library, starting the child,
-//! reading what NCCL wrote), `child` the child (loading NCCL and CUDA, the all-reduce). This
-//! file holds what they hand each other and what the run leaves for the comparison.
+//! NCCL's own run, as `nccl verify` and the `nccl-verify` check read it: what the child did and
+//! saw ([`ChildAnswer`]), where the library came from ([`Search`]), NCCL's log with its
+//! explanation, and the topology dump ([`Run`]); or why NCCL was not run ([`NcclVerify`]). The
+//! run is `probe::nccl`'s; nothing here knows how it runs.
 
-mod child;
-mod run;
+pub mod explain;
 
-pub use child::child_main;
-pub use run::{WHEEL_PATH, run, run_on, search};
-
-use super::explain::Explanation;
-use crate::ffi::nccl::NcclError;
+use explain::Explanation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::time::Duration;
-
-/// What the child is asked to do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Spec {
-    /// Libraries to try in order; the first that loads is used.
-    pub libraries: Vec<String>,
-    /// The GPUs by PCI address, in rank order.
-    pub gpus: Vec<String>,
-    /// int32 elements per rank in the all-reduce.
-    pub elements: u64,
-}
-
-/// The all-reduce's buffer: 4 MiB of int32 per rank, enough for NCCL to split it over its
-/// channels and chunks, small next to any GPU's memory.
-pub const ELEMENTS: u64 = 1 << 20;
 
 /// One library the child tried and could not load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,17 +57,6 @@ pub enum Outcome {
     BadSpec { error: String },
 }
 
-impl From<NcclError> for Outcome {
-    fn from(e: NcclError) -> Outcome {
-        Outcome::NcclError {
-            call: e.call,
-            code: e.code,
-            error: e.error,
-            detail: e.detail,
-        }
-    }
-}
-
 /// What the child did and saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChildAnswer {
@@ -126,10 +77,6 @@ pub struct ChildAnswer {
     pub cleanup_errors: Vec<String>,
 }
 
-fn ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e5).round() / 100.0
-}
-
 /// Where a candidate library came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Candidate {
@@ -147,20 +94,6 @@ pub struct Search {
     /// How the pip wheel was looked for: the python3 that answered and what it had, or why
     /// it was not looked for.
     pub python: String,
-}
-
-/// How to run NCCL.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// This binary (the child is `gdrdoctor nccl-child`).
-    pub exe: PathBuf,
-    pub library: Option<PathBuf>,
-    pub timeout: Duration,
-    /// `--deadline` (seconds) when it made `timeout` shorter than configured.
-    pub cut_by_deadline: Option<f64>,
-    /// Keep NCCL's log and topology dump here instead of a temporary directory.
-    pub log_dir: Option<PathBuf>,
-    pub elements: u64,
 }
 
 /// NCCL's log, as read.
@@ -188,7 +121,7 @@ pub struct TopoDump {
 /// The topology dump kept: a node of 8 GPUs and 8 NICs writes about 10 KiB.
 pub const TOPO_KEPT: u64 = 1 << 20;
 
-/// Whether NCCL was run, and what it did: what the inventory holds for the `nccl-verify` check.
+/// Whether NCCL was run, and what it did: what the runs hand the `nccl-verify` check.
 #[derive(Debug, Clone)]
 pub enum NcclVerify {
     /// Not run, and why; `no_gpu`: there is no NVIDIA GPU (gpu-driver says why).

@@ -4,7 +4,7 @@ use super::explanation::{failure, gid_family, gid_text};
 use super::session::bounded_name;
 use super::*;
 use crate::gdr::engine::{self, Failed};
-use crate::gdr::{FailureKind, wire};
+use crate::gdr::{FailureKind, NicSpec, wire};
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};

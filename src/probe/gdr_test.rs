@@ -1,9 +1,9 @@
 //! The parent's side of the write test: which pairs, with what, and running them (pairs that
 //! share no device at the same time, each in a child with a deadline).
 
-use super::{Memory, NicSpec, PairResult, PairRunner, PairSpec};
-pub use crate::inventory::gdr::{Expected, GdrOutcome, NotPlanned};
 use crate::inventory::{Gpu, GpuVendor, Inventory, RdmaDevice};
+use crate::model::gdr::{Expected, GdrOutcome, NotPlanned};
+use crate::model::gdr::{Memory, NicSpec, PairResult, PairRunner, PairSpec};
 use crate::parse::pci::Bdf;
 use crate::placement::Level;
 use std::path::PathBuf;

@@ -5,9 +5,9 @@
 use super::{
     Candidate, ChildAnswer, Log, NcclVerify, Options, Run, Search, Spec, TOPO_KEPT, TopoDump, ms,
 };
-use crate::gpu::model::HIDING_ENV;
 use crate::nccl::explain;
 use crate::parse::pci::Bdf;
+use crate::probe::gpu::model::HIDING_ENV;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -129,7 +129,7 @@ fn prepare_log_dir(d: &Path) -> Result<(), String> {
         return Err(format!("cannot use {}: not a directory", d.display()));
     }
     let mode = meta.permissions().mode();
-    let ours = meta.uid() == crate::ffi::fd::effective_uid();
+    let ours = meta.uid() == crate::sys::fd::effective_uid();
     if mode & 0o022 != 0 && !(mode & 0o1000 != 0 && ours) {
         return Err(format!(
             "refusing --log-dir {}: mode {:04o} lets others write there, and a link they plant as nccl.log or topo.xml would make NCCL overwrite its target as this user; use a directory only you can write to",

@@ -5,7 +5,7 @@
 use super::{ChildAnswer, Outcome, RankGpu, Spec, Tried, ms};
 use crate::ffi::cuda::{DeviceBuffer, Gpu, GpuStream, Session};
 use crate::ffi::nccl::{Comm, LoadError, Nccl, NcclError, version_text};
-use crate::gpu::model::Lib;
+use crate::probe::gpu::model::Lib;
 use std::time::Instant;
 
 /// Rank `rank`'s value at `index`: a ramp, so that a chunk put in the wrong place or summed

@@ -1,0 +1,40 @@
+//! What the runs above the facts found: the GPU probe, the access probe, the GDR write test and
+//! NCCL's own run. The probe stage (`crate::probe`) runs them and fills this in; the checks and
+//! the reports read it beside the inventory, which holds only what was read off the node.
+
+use super::access::Access;
+use super::gdr::GdrTest;
+use super::gpu::{Runtime, SkipReason};
+use super::nccl::NcclVerify;
+
+#[derive(Debug)]
+pub struct Runs {
+    /// What the GPU libraries said (live), NVML's answer as a capture recorded it, or why
+    /// neither.
+    pub gpu: Runtime,
+    /// This process's access to RDMA: live roots only, when `rdma-access` runs.
+    pub access: Option<Access>,
+    /// The GDR write test's outcomes (live); it needs the placement, so it runs after loading.
+    pub gdr_test: GdrTest,
+    /// NCCL's own run (`--nccl-verify`, `nccl verify`), once the GPU workers have ended.
+    pub nccl_verify: NcclVerify,
+}
+
+impl Runs {
+    /// Nothing run yet, each run saying why as a report shows it; `live`: the root is the
+    /// running system.
+    pub fn none(live: bool) -> Runs {
+        Runs {
+            gpu: Runtime::Skipped {
+                reason: SkipReason::Disabled,
+            },
+            access: None,
+            gdr_test: GdrTest::Skipped(if live {
+                "not asked".into()
+            } else {
+                "a captured root: the test moves bytes on the live node".into()
+            }),
+            nccl_verify: NcclVerify::not_run(NcclVerify::NOT_ASKED),
+        }
+    }
+}
