@@ -23,6 +23,7 @@ mod hostile;
 mod hostile_inputs;
 mod hostile_peers;
 mod io;
+mod layers;
 mod nccl_explain;
 mod nccl_verify;
 mod nccl_view;

@@ -5,9 +5,9 @@
 //! the same report.
 
 use super::{Check, Context};
+use crate::model::nccl::{NcclVerify, Run};
 use crate::model::{Code, Finding};
 use crate::nccl::compare::{OwnView, Verification};
-use crate::probe::nccl::{NcclVerify, Run};
 
 pub struct NcclVerifyCheck;
 
