@@ -302,7 +302,7 @@ impl Matrix {
 /// The NUMA nodes a PCI function is local to, by the rule of nvidia-smi's "NUMA Affinity"
 /// column: the kernel's `numa_node` when it gives one (>= 0), else the nodes whose CPUs the
 /// function's `local_cpulist` touches (VMs and some one-socket boards say -1: nvidia-smi on the
-/// 2x H200 VM, tests/gpu-machine/results/h200x2, showed NUMA Affinity 0 for CPU Affinity 0-31).
+/// 2x H200 VM, docs/verified/gpu-machine/h200x2, showed NUMA Affinity 0 for CPU Affinity 0-31).
 /// Sorted; empty when neither is known.
 ///
 /// `topo`'s NUMA Affinity column and the pictures' NUMA bands both ask this, so that they

@@ -748,7 +748,7 @@ fn real_runtime(machine: &str) -> Runtime {
     Runtime::Probed(Box::new(serde_json::from_str(&text).unwrap()))
 }
 
-/// The H200 pair's probe output (tests/gpu-machine/results/h200x2) judged against the capture
+/// The H200 pair's probe output (docs/verified/gpu-machine/h200x2) judged against the capture
 /// of that same VM: both GPUs ready, DMA-BUF verified, and NVLink NV18 both ways, as
 /// `nvidia-smi topo -m` showed it there.
 #[test]
@@ -789,7 +789,7 @@ fn real_h200_pair_answers() {
     let gdr = gdrdoctor::report::topo::gdr(&inv, &gdrdoctor::nccl::effective::judge(&inv, &config));
     let topo = gdrdoctor::report::topo::human(&m, &gdr);
     let smi = std::fs::read_to_string(
-        crate_dir().join("tests/gpu-machine/results/h200x2/nvidia-smi-topo.txt"),
+        crate_dir().join("docs/verified/gpu-machine/h200x2/nvidia-smi-topo.txt"),
     )
     .unwrap();
     for (ours, theirs) in [
