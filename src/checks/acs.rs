@@ -3,7 +3,7 @@
 //! are those NCCL uses, as `pcie-placement` judges them (`effective::judge`: among the NICs
 //! NCCL_IB_HCA selects, nearest on NCCL's tree); the bridges are those of their sysfs paths.
 
-use super::{Check, Context, sh};
+use super::{Check, Context, Meta, sh};
 use crate::inventory::Inventory;
 use crate::model::{Code, Finding, Fix};
 use crate::parse::pci::{Bdf, acs, acs_flags, extended_readable};
@@ -38,18 +38,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "acs",
+    title: "No ACS redirect on the GPU-NIC paths",
+    codes: CODES,
+    readme: include_str!("../../checks/acs/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for Acs {
-    fn id(&self) -> &'static str {
-        "acs"
-    }
-    fn title(&self) -> &'static str {
-        "No ACS redirect on the GPU-NIC paths"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/acs/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {

@@ -2,7 +2,7 @@
 //! nearest NIC, every byte verified, bandwidth measured (src/gdr). The check judges the
 //! outcomes the write test left in the runs (crate::model::Runs).
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::gdr::{FailureKind, PairResult};
 
 use crate::model::gdr::{Expected, GdrOutcome as Outcome, GdrTest};
@@ -97,21 +97,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "gdr-test",
+    title: "GPUDirect RDMA WRITEs per GPU-NIC pair, verified",
+    codes: CODES,
+    readme: include_str!("../../checks/gdr-test/README.md"),
+    live_only: true,
+    reads: &[],
+};
+
 impl Check for GdrTestCheck {
-    fn id(&self) -> &'static str {
-        "gdr-test"
-    }
-    fn title(&self) -> &'static str {
-        "GPUDirect RDMA WRITEs per GPU-NIC pair, verified"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/gdr-test/README.md")
-    }
-    fn live_only(&self) -> bool {
-        true
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! `gpu-driver`: every GPU has the driver GDR needs bound to it.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::kernel::NVIDIA_VERSION;
 use crate::inventory::{Gpu, GpuVendor};
 use crate::model::{Code, Finding, Fix};
@@ -46,18 +46,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "gpu-driver",
+    title: "GPU driver bound to every GPU",
+    codes: CODES,
+    readme: include_str!("../../checks/gpu-driver/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for GpuDriver {
-    fn id(&self) -> &'static str {
-        "gpu-driver"
-    }
-    fn title(&self) -> &'static str {
-        "GPU driver bound to every GPU"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/gpu-driver/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! `iommu`: the IOMMU lets GPU<->NIC peer-to-peer DMA through untranslated.
 
-use super::{Check, Context, grub_fix};
+use super::{Check, Context, Meta, grub_fix};
 use crate::inventory::Inventory;
 use crate::inventory::iommu::CLASS_IOMMU;
 use crate::model::{Code, Evidence, Finding, Fix};
@@ -41,18 +41,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "iommu",
+    title: "IOMMU passthrough (or off) for GPUs and NICs",
+    codes: CODES,
+    readme: include_str!("../../checks/iommu/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for IommuCheck {
-    fn id(&self) -> &'static str {
-        "iommu"
-    }
-    fn title(&self) -> &'static str {
-        "IOMMU passthrough (or off) for GPUs and NICs"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/iommu/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {

@@ -2,7 +2,7 @@
 //! `NCCL_CONF_FILE` or `~/.nccl.conf`, `/etc/nccl.conf`, the topology file), shown with where
 //! each setting comes from, and judged where it turns GPUDirect RDMA off or points at nothing.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
 use crate::inventory::nccl::{Origin, Setting, SourceState, TopoState};
 use crate::model::{Code, Evidence, Finding, Fix, FixClass};
@@ -103,18 +103,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "nccl-config",
+    title: "NCCL's own settings keep GPUDirect RDMA on",
+    codes: CODES,
+    readme: include_str!("../../checks/nccl-config/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for NcclConfig {
-    fn id(&self) -> &'static str {
-        "nccl-config"
-    }
-    fn title(&self) -> &'static str {
-        "NCCL's own settings keep GPUDirect RDMA on"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/nccl-config/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     /// `NCCL's defaults (...)`, or the settings in force and the topology file in a line.

@@ -4,7 +4,7 @@
 //! left in the runs (crate::model::Runs), against the findings `rdma-link` and `peer-memory` produced in
 //! the same report.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::model::{Code, Finding};
 use crate::nccl::compare::{OwnView, Verification};
 use crate::probe::nccl::{NcclVerify, Run};
@@ -58,23 +58,20 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "nccl-verify",
+    title: "NCCL itself uses GPUDirect RDMA, and sees the node as gdrdoctor does",
+    codes: CODES,
+    readme: include_str!("../../checks/nccl-verify/README.md"),
+    live_only: false,
+    // gdrdoctor's side of the comparison: the network and NICs (`rdma-link`), the GPU memory
+    // path (`peer-memory`).
+    reads: &["rdma-link", "peer-memory"],
+};
+
 impl Check for NcclVerifyCheck {
-    fn id(&self) -> &'static str {
-        "nccl-verify"
-    }
-    fn title(&self) -> &'static str {
-        "NCCL itself uses GPUDirect RDMA, and sees the node as gdrdoctor does"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/nccl-verify/README.md")
-    }
-    /// gdrdoctor's side of the comparison: the network and NICs (`rdma-link`), the GPU memory
-    /// path (`peer-memory`).
-    fn reads(&self) -> &'static [&'static str] {
-        &["rdma-link", "peer-memory"]
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {

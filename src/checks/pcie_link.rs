@@ -1,6 +1,6 @@
 //! `pcie-link`: every GPU and NIC trained its PCIe link at its maximum speed and width.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::pci::PciFunction;
 use crate::inventory::{Fact, Inventory};
 use crate::model::{Code, Evidence, Finding, Fix};
@@ -31,18 +31,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "pcie-link",
+    title: "GPU and NIC PCIe links at full speed and width",
+    codes: CODES,
+    readme: include_str!("../../checks/pcie-link/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for PcieLink {
-    fn id(&self) -> &'static str {
-        "pcie-link"
-    }
-    fn title(&self) -> &'static str {
-        "GPU and NIC PCIe links at full speed and width"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/pcie-link/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {

@@ -1,7 +1,7 @@
 //! `pcie-placement`: each GPU has a NIC close enough on the PCIe tree for NCCL to use
 //! GPUDirect RDMA, and GPUs do not crowd onto one NIC while a usable one sits idle.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::nccl::effective::{self, Basis, Nearest, Policy, PolicySource, Verdict};
@@ -34,18 +34,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "pcie-placement",
+    title: "Each GPU has a NIC within NCCL's GDR distance",
+    codes: CODES,
+    readme: include_str!("../../checks/pcie-placement/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for PciePlacement {
-    fn id(&self) -> &'static str {
-        "pcie-placement"
-    }
-    fn title(&self) -> &'static str {
-        "Each GPU has a NIC within NCCL's GDR distance"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/pcie-placement/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.

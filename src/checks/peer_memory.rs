@@ -8,7 +8,7 @@
 //! DMA-BUF, falling through to the peermem path otherwise. Neither: NCCL silently stages through
 //! host memory.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
 use crate::model::gpu::{Export, Lib};
@@ -60,18 +60,18 @@ const DMABUF_NVIDIA_MAJOR: u32 = 515;
 /// cuMemGetHandleForAddressRange and CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: CUDA 11.7.
 const DMABUF_CUDA: i32 = 11070;
 
+const META: Meta = Meta {
+    id: "peer-memory",
+    title: "A GPU memory path for the NIC (DMA-BUF or peermem)",
+    codes: CODES,
+    readme: include_str!("../../checks/peer-memory/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for PeerMemory {
-    fn id(&self) -> &'static str {
-        "peer-memory"
-    }
-    fn title(&self) -> &'static str {
-        "A GPU memory path for the NIC (DMA-BUF or peermem)"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/peer-memory/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {

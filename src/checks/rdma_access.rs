@@ -1,7 +1,7 @@
 //! `rdma-access` (live only): can a process on this node actually use RDMA? Device nodes,
 //! locked-memory limit, libibverbs and a provider for every device.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::model::access::{Access, CLASS_VERBS, DEV_INFINIBAND, ListError, SONAME};
 use crate::model::{Code, Finding, Fix};
 
@@ -54,21 +54,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "rdma-access",
+    title: "RDMA usable from a process: device nodes, memlock, libibverbs",
+    codes: CODES,
+    readme: include_str!("../../checks/rdma-access/README.md"),
+    live_only: true,
+    reads: &[],
+};
+
 impl Check for RdmaAccess {
-    fn id(&self) -> &'static str {
-        "rdma-access"
-    }
-    fn title(&self) -> &'static str {
-        "RDMA usable from a process: device nodes, memlock, libibverbs"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/rdma-access/README.md")
-    }
-    fn live_only(&self) -> bool {
-        true
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {

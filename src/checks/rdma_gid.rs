@@ -1,7 +1,7 @@
 //! `rdma-gid`: every RoCE port has a RoCE v2 IPv4 GID (the `NCCL_IB_GID_INDEX` to use) and
 //! every InfiniBand port a LID from a subnet manager.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::Port;
 use crate::inventory::rdma::GidEntry;
 use crate::model::{Code, Evidence, Finding, Fix};
@@ -53,18 +53,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "rdma-gid",
+    title: "RoCE v2 GID index per port; InfiniBand LID and SM",
+    codes: CODES,
+    readme: include_str!("../../checks/rdma-gid/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for RdmaGid {
-    fn id(&self) -> &'static str {
-        "rdma-gid"
-    }
-    fn title(&self) -> &'static str {
-        "RoCE v2 GID index per port; InfiniBand LID and SM"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/rdma-gid/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     /// `8 ports: RoCE v2 IPv4 GID at index 3 (NCCL_IB_GID_INDEX=3)`; InfiniBand ports counted

@@ -1,6 +1,6 @@
 //! `rdma-link`: RDMA devices exist and every port is up, at its rate, with a RoCE MTU that fits.
 
-use super::{Check, Context, sh};
+use super::{Check, Context, Meta, sh};
 use crate::inventory::rdma::CLASS_INFINIBAND;
 use crate::inventory::{Inventory, Port, RdmaDevice};
 use crate::model::{Code, Evidence, Finding, Fix};
@@ -59,18 +59,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "rdma-link",
+    title: "RDMA devices present, ports ACTIVE, RoCE MTU",
+    codes: CODES,
+    readme: include_str!("../../checks/rdma-link/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for RdmaLink {
-    fn id(&self) -> &'static str {
-        "rdma-link"
-    }
-    fn title(&self) -> &'static str {
-        "RDMA devices present, ports ACTIVE, RoCE MTU"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/rdma-link/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     /// `8 ports: ACTIVE, LinkUp, 400 Gb/s, RoCE`: what the passing ports share.

@@ -3,7 +3,7 @@
 //! large enough to map the memory NICs will register? The libraries are asked in a child
 //! process (crate::probe::gpu); missing libraries and failed initialisation are findings here.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::gpu::KFD_NODES;
 use crate::inventory::kernel::NVIDIA_VERSION;
 use crate::inventory::{Gpu, GpuVendor, Inventory};
@@ -100,18 +100,18 @@ const CODES: &[Code] = &[
     },
 ];
 
+const META: Meta = Meta {
+    id: "gpu",
+    title: "GPUs as their driver sees them: present, GDR-capable, BAR1",
+    codes: CODES,
+    readme: include_str!("../../../checks/gpu/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for GpuCheck {
-    fn id(&self) -> &'static str {
-        "gpu"
-    }
-    fn title(&self) -> &'static str {
-        "GPUs as their driver sees them: present, GDR-capable, BAR1"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../../checks/gpu/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
