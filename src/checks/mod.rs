@@ -291,6 +291,13 @@ pub const NAMES: crate::config::Names = crate::config::Names {
     code: |code| find_code(code).is_some(),
 };
 
+/// The finding the engine gives a check that returned none: a bug in gdrdoctor, never a pass.
+/// No check declares it; the engine alone emits it.
+pub const CHECK_SILENT: Code = Code {
+    id: "check-silent",
+    summary: "a check produced no finding: a bug in gdrdoctor",
+};
+
 pub const NOT_SELECTED: &str = "not selected (--select)";
 
 /// Which checks to run: `--select` (only these), `--skip` and the config's `skip`.
@@ -438,14 +445,19 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
     if findings.is_empty() {
         // A check that says nothing has a bug; never let that read as a pass.
         findings.push(Finding::unknown(
-            "check-silent",
+            CHECK_SILENT,
             "gdrdoctor",
             format!("check {} produced no finding", meta.id),
         ));
     }
     for f in &mut findings {
+        // A misspelt code no longer compiles, and a check's code constants are private to its
+        // file; what this still catches is a constant the check uses but left out of its
+        // `CODES` (so `gdrdoctor list`, `--config` and the README test never see it), or a
+        // `pub(crate)` code of another check (the comparison's `nccl-verify` codes). Every test
+        // run on a fixture goes through here.
         debug_assert!(
-            f.code == "check-silent" || meta.codes.iter().any(|c| c.id == f.code),
+            f.code == CHECK_SILENT.id || meta.codes.iter().any(|c| c.id == f.code),
             "{} emits undeclared code {}",
             meta.id,
             f.code
@@ -567,7 +579,7 @@ mod tests {
                 assert!(!code.summary.is_empty());
             }
         }
-        assert!(!codes.contains("check-silent"));
+        assert!(!codes.contains(CHECK_SILENT.id));
     }
 
     #[test]
@@ -722,7 +734,11 @@ mod tests {
 
     #[test]
     fn summaries() {
-        let f = |subject: &str, message: &str| Finding::pass("x", subject, message);
+        const X: Code = Code {
+            id: "x",
+            summary: "",
+        };
+        let f = |subject: &str, message: &str| Finding::pass(X, subject, message);
         let gpus = [
             f("GPU 0000:18:00.0 (NVIDIA H100)", "32 GT/s x16, its maximum"),
             f("GPU 0000:1a:00.0 (NVIDIA H100)", "32 GT/s x16, its maximum"),

@@ -12,95 +12,139 @@ use crate::parse::rdma::{GidFamily, GidType};
 
 pub struct NcclConfig;
 
+const DEFAULTS: Code = Code {
+    id: "nccl-defaults",
+    summary: "NCCL is given none of the settings that change GPUDirect RDMA: its defaults apply",
+};
+
+const SETTING: Code = Code {
+    id: "nccl-setting",
+    summary: "a setting that changes GPUDirect RDMA, its value and where NCCL reads it",
+};
+
+const IB_DISABLED: Code = Code {
+    id: "nccl-ib-disabled",
+    summary: "NCCL_IB_DISABLE turns InfiniBand/RoCE off: NCCL uses sockets and no GPUDirect RDMA",
+};
+
+const NET_NOT_IB: Code = Code {
+    id: "nccl-net-not-ib",
+    summary: "NCCL_NET names a network other than NCCL's InfiniBand/RoCE one",
+};
+
+const GDR_LEVEL_OFF: Code = Code {
+    id: "nccl-gdr-level-off",
+    summary: "NCCL_NET_GDR_LEVEL is below PIX: NCCL never uses GPUDirect RDMA",
+};
+
+const GDR_LEVEL_IGNORED: Code = Code {
+    id: "nccl-gdr-level-ignored",
+    summary: "NCCL_NET_GDR_LEVEL holds a value NCCL does not read: it keeps its default",
+};
+
+const GDR_READ_OFF: Code = Code {
+    id: "nccl-gdr-read-off",
+    summary: "NCCL_NET_GDR_READ=0: sends never read GPU memory directly",
+};
+
+const DMABUF_DISABLED: Code = Code {
+    id: "nccl-dmabuf-disabled",
+    summary: "NCCL_DMABUF_ENABLE=0 on a node whose only GPUDirect RDMA path is DMA-BUF",
+};
+
+const HCA_UNMATCHED: Code = Code {
+    id: "nccl-hca-unmatched",
+    summary: "NCCL_IB_HCA names RDMA devices the node lacks (or selects none of its devices)",
+};
+
+const GID_INDEX_OK: Code = Code {
+    id: "nccl-gid-index-ok",
+    summary: "the pinned NCCL_IB_GID_INDEX is a RoCE v2 GID on every RoCE port NCCL uses",
+};
+
+const GID_INDEX_BAD: Code = Code {
+    id: "nccl-gid-index-bad",
+    summary: "the pinned NCCL_IB_GID_INDEX is empty, beyond the table or RoCE v1 on a port NCCL uses",
+};
+
+const GID_INDEX_STACKED: Code = Code {
+    id: "nccl-gid-index-stacked",
+    summary: "the pinned NCCL_IB_GID_INDEX is the RoCE v2 GID of a netdev stacked on a port's own (a vxlan on a bond), not the port's own",
+};
+
+const CONF_LINE_IGNORED: Code = Code {
+    id: "nccl-conf-line-ignored",
+    summary: "a line of an NCCL configuration file does not set what it looks like it sets",
+};
+
+const CONF_UNREADABLE: Code = Code {
+    id: "nccl-conf-unreadable",
+    summary: "an NCCL configuration file (or the user whose file it is) could not be read",
+};
+
+const TOPO_FILE_OK: Code = Code {
+    id: "nccl-topo-file-ok",
+    summary: "the topology file NCCL reads parses, and names the node's GPUs and NICs",
+};
+
+const TOPO_FILE_MISSING: Code = Code {
+    id: "nccl-topo-file-missing",
+    summary: "NCCL_TOPO_FILE names a file that is not there: NCCL quietly reads sysfs instead",
+};
+
+const TOPO_FILE_INVALID: Code = Code {
+    id: "nccl-topo-file-invalid",
+    summary: "NCCL cannot load the topology file: every job's communicator fails to start",
+};
+
+const TOPO_FILE_UNREADABLE: Code = Code {
+    id: "nccl-topo-file-unreadable",
+    summary: "gdrdoctor cannot read or judge the topology file (permissions, size, nesting, bytes)",
+};
+
+const TOPO_FILE_STALE: Code = Code {
+    id: "nccl-topo-file-stale",
+    summary: "the topology file names GPUs or NICs this node does not have",
+};
+
+const TOPO_FILE_INCOMPLETE: Code = Code {
+    id: "nccl-topo-file-incomplete",
+    summary: "the topology file misses GPUs or NICs of this node: NCCL places those from sysfs",
+};
+
+const TOPO_FILE_GDR_OFF: Code = Code {
+    id: "nccl-topo-file-gdr-off",
+    summary: "the topology file says gdr=\"0\" for a GPU or NIC: NCCL keeps it and never uses GPUDirect RDMA there",
+};
+
+const NO_GPU: Code = Code {
+    id: "nccl-no-gpu",
+    summary: "no GPU, so no NCCL setting to judge",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "nccl-defaults",
-        summary: "NCCL is given none of the settings that change GPUDirect RDMA: its defaults apply",
-    },
-    Code {
-        id: "nccl-setting",
-        summary: "a setting that changes GPUDirect RDMA, its value and where NCCL reads it",
-    },
-    Code {
-        id: "nccl-ib-disabled",
-        summary: "NCCL_IB_DISABLE turns InfiniBand/RoCE off: NCCL uses sockets and no GPUDirect RDMA",
-    },
-    Code {
-        id: "nccl-net-not-ib",
-        summary: "NCCL_NET names a network other than NCCL's InfiniBand/RoCE one",
-    },
-    Code {
-        id: "nccl-gdr-level-off",
-        summary: "NCCL_NET_GDR_LEVEL is below PIX: NCCL never uses GPUDirect RDMA",
-    },
-    Code {
-        id: "nccl-gdr-level-ignored",
-        summary: "NCCL_NET_GDR_LEVEL holds a value NCCL does not read: it keeps its default",
-    },
-    Code {
-        id: "nccl-gdr-read-off",
-        summary: "NCCL_NET_GDR_READ=0: sends never read GPU memory directly",
-    },
-    Code {
-        id: "nccl-dmabuf-disabled",
-        summary: "NCCL_DMABUF_ENABLE=0 on a node whose only GPUDirect RDMA path is DMA-BUF",
-    },
-    Code {
-        id: "nccl-hca-unmatched",
-        summary: "NCCL_IB_HCA names RDMA devices the node lacks (or selects none of its devices)",
-    },
-    Code {
-        id: "nccl-gid-index-ok",
-        summary: "the pinned NCCL_IB_GID_INDEX is a RoCE v2 GID on every RoCE port NCCL uses",
-    },
-    Code {
-        id: "nccl-gid-index-bad",
-        summary: "the pinned NCCL_IB_GID_INDEX is empty, beyond the table or RoCE v1 on a port NCCL uses",
-    },
-    Code {
-        id: "nccl-gid-index-stacked",
-        summary: "the pinned NCCL_IB_GID_INDEX is the RoCE v2 GID of a netdev stacked on a port's own (a vxlan on a bond), not the port's own",
-    },
-    Code {
-        id: "nccl-conf-line-ignored",
-        summary: "a line of an NCCL configuration file does not set what it looks like it sets",
-    },
-    Code {
-        id: "nccl-conf-unreadable",
-        summary: "an NCCL configuration file (or the user whose file it is) could not be read",
-    },
-    Code {
-        id: "nccl-topo-file-ok",
-        summary: "the topology file NCCL reads parses, and names the node's GPUs and NICs",
-    },
-    Code {
-        id: "nccl-topo-file-missing",
-        summary: "NCCL_TOPO_FILE names a file that is not there: NCCL quietly reads sysfs instead",
-    },
-    Code {
-        id: "nccl-topo-file-invalid",
-        summary: "NCCL cannot load the topology file: every job's communicator fails to start",
-    },
-    Code {
-        id: "nccl-topo-file-unreadable",
-        summary: "gdrdoctor cannot read or judge the topology file (permissions, size, nesting, bytes)",
-    },
-    Code {
-        id: "nccl-topo-file-stale",
-        summary: "the topology file names GPUs or NICs this node does not have",
-    },
-    Code {
-        id: "nccl-topo-file-incomplete",
-        summary: "the topology file misses GPUs or NICs of this node: NCCL places those from sysfs",
-    },
-    Code {
-        id: "nccl-topo-file-gdr-off",
-        summary: "the topology file says gdr=\"0\" for a GPU or NIC: NCCL keeps it and never uses GPUDirect RDMA there",
-    },
-    Code {
-        id: "nccl-no-gpu",
-        summary: "no GPU, so no NCCL setting to judge",
-    },
+    DEFAULTS,
+    SETTING,
+    IB_DISABLED,
+    NET_NOT_IB,
+    GDR_LEVEL_OFF,
+    GDR_LEVEL_IGNORED,
+    GDR_READ_OFF,
+    DMABUF_DISABLED,
+    HCA_UNMATCHED,
+    GID_INDEX_OK,
+    GID_INDEX_BAD,
+    GID_INDEX_STACKED,
+    CONF_LINE_IGNORED,
+    CONF_UNREADABLE,
+    TOPO_FILE_OK,
+    TOPO_FILE_MISSING,
+    TOPO_FILE_INVALID,
+    TOPO_FILE_UNREADABLE,
+    TOPO_FILE_STALE,
+    TOPO_FILE_INCOMPLETE,
+    TOPO_FILE_GDR_OFF,
+    NO_GPU,
 ];
 
 const META: Meta = Meta {
@@ -121,10 +165,10 @@ impl Check for NcclConfig {
     fn summary(&self, _cx: &Context, passed: &[&Finding]) -> String {
         let mut parts: Vec<String> = passed
             .iter()
-            .filter(|f| f.code == "nccl-setting")
+            .filter(|f| f.code == SETTING.id)
             .map(|f| f.subject.clone())
             .collect();
-        if let Some(d) = passed.iter().find(|f| f.code == "nccl-defaults") {
+        if let Some(d) = passed.iter().find(|f| f.code == DEFAULTS.id) {
             return d.message.clone();
         }
         let settings = match parts.len() {
@@ -139,7 +183,7 @@ impl Check for NcclConfig {
         parts.extend(
             passed
                 .iter()
-                .filter(|f| f.code != "nccl-setting")
+                .filter(|f| f.code != SETTING.id)
                 .map(|f| f.message.split(':').next().unwrap_or("").to_owned()),
         );
         if parts.is_empty() {
@@ -155,7 +199,7 @@ impl Check for NcclConfig {
         let inv = cx.inv;
         if inv.gpus.is_empty() {
             return vec![
-                Finding::skip("nccl-no-gpu", "node", "no GPU (see gpu-driver)")
+                Finding::skip(NO_GPU, "node", "no GPU (see gpu-driver)")
                     .evidence(crate::inventory::pci::PCI_DEVICES, "no GPU")
                     .prerequisites(&["gpu-driver"]),
             ];
@@ -173,7 +217,7 @@ impl Check for NcclConfig {
         if !out.iter().any(|f| f.status != crate::model::Status::Pass)
             && !out
                 .iter()
-                .any(|f| f.code == "nccl-setting" || f.code == "nccl-topo-file-ok")
+                .any(|f| f.code == SETTING.id || f.code == TOPO_FILE_OK.id)
         {
             out.push(defaults(inv));
         }
@@ -203,7 +247,7 @@ fn defaults(inv: &Inventory) -> Finding {
     } else {
         format!("NCCL's defaults: {}", read.join(", "))
     };
-    let mut f = Finding::pass("nccl-defaults", "node", message);
+    let mut f = Finding::pass(DEFAULTS, "node", message);
     for s in &inv.nccl.sources {
         let value = match &s.state {
             SourceState::Absent => "<not there>".to_owned(),
@@ -234,7 +278,7 @@ fn shown(s: &Setting, what: &str, inv: &Inventory) -> Finding {
         )
     };
     let mut f = Finding::pass(
-        "nccl-setting",
+        SETTING,
         format!("{}={}", s.name, s.value),
         format!(
             "{}={} from {}: {what}{also}",
@@ -294,7 +338,7 @@ fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
     match s.name.as_str() {
         "NCCL_IB_DISABLE" if n != 0 && !inv.rdma.is_empty() => out.push(
             Finding::fail(
-                "nccl-ib-disabled",
+                IB_DISABLED,
                 subject,
                 format!(
                     "NCCL reads {n} from {}: it does not use the node's {} RDMA device{}, falls back to sockets and never uses GPUDirect RDMA",
@@ -308,7 +352,7 @@ fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
         ),
         "NCCL_IB_DISABLE" if !whole && !s.value.is_empty() => out.push(
             Finding::warn(
-                "nccl-conf-line-ignored",
+                CONF_LINE_IGNORED,
                 subject,
                 format!("NCCL reads {:?} as the number {n} (strtoll): InfiniBand stays {}", s.value, if n == 0 { "on" } else { "off" }),
             )
@@ -317,7 +361,7 @@ fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
         ),
         "NCCL_NET" if s.value.eq_ignore_ascii_case("Socket") && !inv.rdma.is_empty() => out.push(
             Finding::fail(
-                "nccl-net-not-ib",
+                NET_NOT_IB,
                 subject,
                 format!("NCCL must use its socket network ({}): no GPUDirect RDMA over the node's RDMA devices", s.origin.describe()),
             )
@@ -326,7 +370,7 @@ fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
         ),
         "NCCL_NET" if !s.value.eq_ignore_ascii_case("IB") && !s.value.eq_ignore_ascii_case("Socket") => out.push(
             Finding::warn(
-                "nccl-net-not-ib",
+                NET_NOT_IB,
                 subject,
                 format!("NCCL must use the network plugin named {:?}: whether it uses GPUDirect RDMA is the plugin's matter, which gdrdoctor cannot see; if no loaded plugin has that name, NCCL fails to start", s.value),
             )
@@ -336,7 +380,7 @@ fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
         "NCCL_NET_GDR_LEVEL" => match params::gdr_level(&s.value) {
             LevelValue::Ignored => out.push(
                 Finding::warn(
-                    "nccl-gdr-level-ignored",
+                    GDR_LEVEL_IGNORED,
                     subject,
                     format!("NCCL compares {:?} with its path type names exactly (upper case: LOC, PIX, PXB, PHB, SYS) and otherwise reads a number only if it starts with a digit: it ignores this value and keeps its default (PXB)", s.value),
                 )
@@ -345,7 +389,7 @@ fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
             ),
             LevelValue::Named(GdrLimit::Never) | LevelValue::Numbered(GdrLimit::Never) => out.push(
                 Finding::fail(
-                    "nccl-gdr-level-off",
+                    GDR_LEVEL_OFF,
                     subject,
                     format!("NCCL_NET_GDR_LEVEL={} is nearer than any NIC can be (PIX is the nearest): NCCL never uses GPUDirect RDMA", s.value),
                 )
@@ -356,7 +400,7 @@ fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
         },
         "NCCL_NET_GDR_READ" if whole && n == 0 => out.push(
             Finding::warn(
-                "nccl-gdr-read-off",
+                GDR_READ_OFF,
                 subject,
                 "NCCL's sends stage GPU memory through host memory (GPUDirect RDMA only for receives)",
             )
@@ -365,7 +409,7 @@ fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
         ),
         "NCCL_DMABUF_ENABLE" if n == 0 && !has_peermem(inv) => out.push(
             Finding::fail(
-                "nccl-dmabuf-disabled",
+                DMABUF_DISABLED,
                 subject,
                 "NCCL does not register GPU memory through DMA-BUF, and this node has no peer-memory module (nvidia_peermem) either: no GPUDirect RDMA path is left (see peer-memory)",
             )
@@ -391,7 +435,7 @@ fn hca(s: &Setting, inv: &Inventory) -> Option<Finding> {
     if selected.is_empty() {
         return Some(
             Finding::fail(
-                "nccl-hca-unmatched",
+                HCA_UNMATCHED,
                 format!("{}={}", s.name, s.value),
                 format!("selects none of the node's RDMA devices ({node}): NCCL finds no InfiniBand device, falls back to sockets and never uses GPUDirect RDMA"),
             )
@@ -410,7 +454,7 @@ fn hca(s: &Setting, inv: &Inventory) -> Option<Finding> {
             .collect();
         return Some(
             Finding::warn(
-                "nccl-hca-unmatched",
+                HCA_UNMATCHED,
                 format!("{}={}", s.name, s.value),
                 format!(
                     "names {} that the node lacks ({node}); NCCL uses {} of them",
@@ -554,7 +598,7 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
     if !bad.is_empty() {
         return vec![
             Finding::fail(
-                "nccl-gid-index-bad",
+                GID_INDEX_BAD,
                 subject,
                 format!(
                     "NCCL uses GID {index} on every RoCE port ({}), and it is not a RoCE v2 GID on {} of them: {}. NCCL's queue pairs there fail to connect or go unrouted",
@@ -590,7 +634,7 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
         };
         return vec![
             Finding::warn(
-                "nccl-gid-index-stacked",
+                GID_INDEX_STACKED,
                 subject,
                 format!(
                     "NCCL uses GID {index} on every RoCE port ({}); on {} of them it belongs to a netdev stacked on the port's own, whose address differs from node to node, so jobs across nodes may not agree on it: {}",
@@ -617,7 +661,7 @@ fn gid_pin(inv: &Inventory) -> Vec<Finding> {
     }
     vec![
         Finding::pass(
-            "nccl-gid-index-ok",
+            GID_INDEX_OK,
             subject,
             format!(
                 "GID {index} is RoCE v2 on every RoCE port NCCL uses: {}",
@@ -636,7 +680,7 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
         if let SourceState::Unreadable(e) = &s.state {
             out.push(
                 Finding::unknown(
-                    "nccl-conf-unreadable",
+                    CONF_UNREADABLE,
                     s.path.clone(),
                     format!(
                         "NCCL reads {}, and gdrdoctor cannot: {}",
@@ -650,7 +694,7 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
         if let SourceState::NotRead(why) = &s.state {
             out.push(
                 Finding::unknown(
-                    "nccl-conf-unreadable",
+                    CONF_UNREADABLE,
                     s.path.clone(),
                     format!(
                         "NCCL_CONF_FILE names {}: {why}; what it sets is unknown",
@@ -664,7 +708,7 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
     for p in &n.problems {
         out.push(
             Finding::unknown(
-                "nccl-conf-unreadable",
+                CONF_UNREADABLE,
                 p.path.clone(),
                 format!("{}: {}", p.path, p.message),
             )
@@ -703,7 +747,7 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
         };
         out.push(
             Finding::warn(
-                "nccl-conf-line-ignored",
+                CONF_LINE_IGNORED,
                 format!("{path} line {}", o.line),
                 format!(
                     "{}: {}{meant}",
@@ -724,7 +768,7 @@ fn sources(inv: &Inventory) -> Vec<Finding> {
     {
         out.push(
             Finding::warn(
-                "nccl-conf-line-ignored",
+                CONF_LINE_IGNORED,
                 format!("{}={}", s.name, s.value),
                 format!(
                     "set in {}: NCCL reads NCCL_CONF_FILE from the environment only, before any file, so this line changes nothing",
@@ -752,7 +796,7 @@ fn topology(inv: &Inventory) -> Vec<Finding> {
     match &t.state {
         TopoState::Missing => vec![
             Finding::warn(
-                "nccl-topo-file-missing",
+                TOPO_FILE_MISSING,
                 subject,
                 format!("{by} names {}, which is not there: NCCL logs that at INFO only and builds its tree from sysfs (see pcie-placement)", t.path),
             )
@@ -762,7 +806,7 @@ fn topology(inv: &Inventory) -> Vec<Finding> {
         ],
         TopoState::Relative => vec![
             Finding::unknown(
-                "nccl-topo-file-unreadable",
+                TOPO_FILE_UNREADABLE,
                 subject,
                 format!("{by} names the relative path {}: NCCL opens it from each job's working directory, so what it reads is unknown", t.path),
             )
@@ -770,7 +814,7 @@ fn topology(inv: &Inventory) -> Vec<Finding> {
         ],
         TopoState::Unreadable(e) => vec![
             Finding::unknown(
-                "nccl-topo-file-unreadable",
+                TOPO_FILE_UNREADABLE,
                 subject,
                 format!("{by} names {}, which gdrdoctor cannot read: {}", t.path, e.reason()),
             )
@@ -779,7 +823,7 @@ fn topology(inv: &Inventory) -> Vec<Finding> {
         ],
         TopoState::Invalid(e) if e.nccl_refuses => vec![
             Finding::fail(
-                "nccl-topo-file-invalid",
+                TOPO_FILE_INVALID,
                 subject,
                 format!("{by} names {}, which NCCL cannot load ({e}): communicator initialisation fails, so every NCCL job on the node fails to start", t.path),
             )
@@ -789,7 +833,7 @@ fn topology(inv: &Inventory) -> Vec<Finding> {
         ],
         TopoState::Invalid(e) => vec![
             Finding::unknown(
-                "nccl-topo-file-unreadable",
+                TOPO_FILE_UNREADABLE,
                 subject,
                 format!("{by} names {}, which gdrdoctor will not judge ({e})", t.path),
             )
@@ -805,7 +849,7 @@ fn topology(inv: &Inventory) -> Vec<Finding> {
                 });
                 return vec![
                     Finding::fail(
-                        "nccl-topo-file-invalid",
+                        TOPO_FILE_INVALID,
                         subject,
                         format!("{by} names {}, which NCCL refuses: {why}; communicator initialisation fails, so every NCCL job on the node fails to start", t.path),
                     )
@@ -934,7 +978,7 @@ fn matched(
     if !off.is_empty() {
         out.push(
             Finding::fail(
-                "nccl-topo-file-gdr-off",
+                TOPO_FILE_GDR_OFF,
                 t.path.clone(),
                 format!("the file says gdr=\"0\" for {}: NCCL keeps a value the file sets, so it never uses GPUDirect RDMA with them (a dump taken where peer memory was missing carries this)", off.join(", ")),
             )
@@ -946,7 +990,7 @@ fn matched(
     if !stale.is_empty() {
         out.push(
             Finding::warn(
-                "nccl-topo-file-stale",
+                TOPO_FILE_STALE,
                 t.path.clone(),
                 format!("the file names {} that this node does not have: it was written for another node or VM size (NCCL drops what it cannot find, and places this node's devices from sysfs)", stale.join(", ")),
             )
@@ -958,7 +1002,7 @@ fn matched(
     if !missing.is_empty() {
         out.push(
             Finding::warn(
-                "nccl-topo-file-incomplete",
+                TOPO_FILE_INCOMPLETE,
                 t.path.clone(),
                 format!("the file misses {}: NCCL places {} from sysfs (see pcie-placement for where that puts them)", missing.join(", "), if missing.len() == 1 { "it" } else { "them" }),
             )
@@ -972,7 +1016,7 @@ fn matched(
         let nics = used.len();
         out.push(
             Finding::pass(
-                "nccl-topo-file-ok",
+                TOPO_FILE_OK,
                 t.path.clone(),
                 format!(
                     "topology file {}: NCCL loads it ({by}) and finds {gpus} GPU{} and {nics} NIC{} of this node in it",

@@ -10,47 +10,67 @@ use std::collections::BTreeMap;
 
 pub struct RdmaGid;
 
+const ROCE_V2_IPV4: Code = Code {
+    id: "roce-v2-ipv4",
+    summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names",
+};
+
+const IB_LID_ASSIGNED: Code = Code {
+    id: "ib-lid-assigned",
+    summary: "the InfiniBand port has a LID and a subnet manager",
+};
+
+const ROCE_V1_ONLY: Code = Code {
+    id: "roce-v1-only",
+    summary: "the RoCE port has only RoCE v1 GIDs: not routable, and NCCL prefers v2",
+};
+
+const ROCE_NO_IPV4_GID: Code = Code {
+    id: "roce-no-ipv4-gid",
+    summary: "the RoCE port has RoCE v2 GIDs only for IPv6 addresses",
+};
+
+const ROCE_NO_IP_GID: Code = Code {
+    id: "roce-no-ip-gid",
+    summary: "the RoCE port has only link-local GIDs: its netdev has no IP address",
+};
+
+const ROCE_NO_GID: Code = Code {
+    id: "roce-no-gid",
+    summary: "the RoCE port's GID table is empty",
+};
+
+const ROCE_GID_INDEX_DIFFERS: Code = Code {
+    id: "roce-gid-index-differs",
+    summary: "the RoCE v2 IPv4 GID index differs between ports, so one NCCL_IB_GID_INDEX cannot fit all",
+};
+
+const IB_NO_LID: Code = Code {
+    id: "ib-no-lid",
+    summary: "the InfiniBand port has no LID (or no SM LID): no subnet manager configured it",
+};
+
+const UNREADABLE: Code = Code {
+    id: "rdma-gid-unreadable",
+    summary: "the port's link layer or GID table could not be read",
+};
+
+const NO_DEVICE: Code = Code {
+    id: "rdma-gid-no-device",
+    summary: "no RDMA device, so no GID table to judge",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "roce-v2-ipv4",
-        summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names",
-    },
-    Code {
-        id: "ib-lid-assigned",
-        summary: "the InfiniBand port has a LID and a subnet manager",
-    },
-    Code {
-        id: "roce-v1-only",
-        summary: "the RoCE port has only RoCE v1 GIDs: not routable, and NCCL prefers v2",
-    },
-    Code {
-        id: "roce-no-ipv4-gid",
-        summary: "the RoCE port has RoCE v2 GIDs only for IPv6 addresses",
-    },
-    Code {
-        id: "roce-no-ip-gid",
-        summary: "the RoCE port has only link-local GIDs: its netdev has no IP address",
-    },
-    Code {
-        id: "roce-no-gid",
-        summary: "the RoCE port's GID table is empty",
-    },
-    Code {
-        id: "roce-gid-index-differs",
-        summary: "the RoCE v2 IPv4 GID index differs between ports, so one NCCL_IB_GID_INDEX cannot fit all",
-    },
-    Code {
-        id: "ib-no-lid",
-        summary: "the InfiniBand port has no LID (or no SM LID): no subnet manager configured it",
-    },
-    Code {
-        id: "rdma-gid-unreadable",
-        summary: "the port's link layer or GID table could not be read",
-    },
-    Code {
-        id: "rdma-gid-no-device",
-        summary: "no RDMA device, so no GID table to judge",
-    },
+    ROCE_V2_IPV4,
+    IB_LID_ASSIGNED,
+    ROCE_V1_ONLY,
+    ROCE_NO_IPV4_GID,
+    ROCE_NO_IP_GID,
+    ROCE_NO_GID,
+    ROCE_GID_INDEX_DIFFERS,
+    IB_NO_LID,
+    UNREADABLE,
+    NO_DEVICE,
 ];
 
 const META: Meta = Meta {
@@ -92,13 +112,9 @@ impl Check for RdmaGid {
         let inv = cx.inv;
         if inv.rdma.is_empty() {
             return vec![
-                Finding::skip(
-                    "rdma-gid-no-device",
-                    "node",
-                    "no RDMA device (see rdma-link)",
-                )
-                .evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>")
-                .prerequisites(&["rdma-link"]),
+                Finding::skip(NO_DEVICE, "node", "no RDMA device (see rdma-link)")
+                    .evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>")
+                    .prerequisites(&["rdma-link"]),
             ];
         }
         let mut out = Vec::new();
@@ -113,7 +129,7 @@ impl Check for RdmaGid {
                     .unwrap_or_default();
                 out.push(
                     Finding::unknown(
-                        "rdma-gid-unreadable",
+                        UNREADABLE,
                         dev.name.clone(),
                         format!("{} shows no ports{why}", dev.name),
                     )
@@ -133,7 +149,7 @@ impl Check for RdmaGid {
                 } else {
                     out.push(
                         Finding::unknown(
-                            "rdma-gid-unreadable",
+                            UNREADABLE,
                             subject,
                             format!(
                                 "unknown link layer: {}",
@@ -157,7 +173,7 @@ impl Check for RdmaGid {
                 .collect();
             out.push(
                 Finding::warn(
-                    "roce-gid-index-differs",
+                    ROCE_GID_INDEX_DIFFERS,
                     "RoCE ports",
                     format!(
                         "the RoCE v2 IPv4 GID sits at different indices ({}): a single NCCL_IB_GID_INDEX is wrong for some ports. Leave it unset (NCCL then picks the RoCE v2 IPv4 GID per port) or make the tables match",
@@ -213,7 +229,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             .map(|p| format!(" ({}: {})", p.path, p.message))
             .unwrap_or_default();
         let finding = if port.problems.is_empty() {
-            Finding::fail("roce-no-gid", subject.to_owned(), format!("the GID table has no entries ({} slots, all zero): RoCE cannot address this port", port.gid_slots))
+            Finding::fail(ROCE_NO_GID, subject.to_owned(), format!("the GID table has no entries ({} slots, all zero): RoCE cannot address this port", port.gid_slots))
                 .evidence(format!("{}/gids", port.dir), format!("{} slots, all zero", port.gid_slots))
                 .fix(
                     Fix::new("Bring the port's netdev up and give it an IP address; the kernel fills the GID table from it", "Bringing an interface up and addressing it changes this host's network configuration.")
@@ -221,7 +237,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
                 )
         } else {
             Finding::unknown(
-                "rdma-gid-unreadable",
+                UNREADABLE,
                 subject.to_owned(),
                 format!("cannot read the GID table{why}"),
             )
@@ -243,7 +259,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         let Some(best) = v2_ipv4.iter().find(|g| g.index == choice.index) else {
             return (
                 Finding::unknown(
-                    "rdma-gid-unreadable",
+                    UNREADABLE,
                     subject.to_owned(),
                     "the chosen GID is not in the table",
                 )
@@ -270,7 +286,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             }
         };
         let finding = Finding::pass(
-            "roce-v2-ipv4",
+            ROCE_V2_IPV4,
             subject.to_owned(),
             format!(
                 "RoCE v2 IPv4 GID at {}: NCCL_IB_GID_INDEX={}{others}",
@@ -287,7 +303,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         let readable: Vec<String> = port.gids.iter().map(describe).collect();
         return (
             Finding::unknown(
-                "rdma-gid-unreadable",
+                UNREADABLE,
                 subject.to_owned(),
                 format!(
                     "no RoCE v2 IPv4 GID among the readable entries ({}), and the table is not fully readable: {}: {}",
@@ -326,7 +342,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         };
         return (
             Finding::warn(
-                "roce-no-ipv4-gid",
+                ROCE_NO_IPV4_GID,
                 subject.to_owned(),
                 format!("no RoCE v2 IPv4 GID; the RoCE v2 GIDs are IPv6: {}. NCCL needs {how}", describe(best)),
             )
@@ -344,7 +360,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         let listed: Vec<String> = port.gids.iter().map(describe).collect();
         return (
             Finding::fail(
-                "roce-v1-only",
+                ROCE_V1_ONLY,
                 subject.to_owned(),
                 format!("only RoCE v1 GIDs ({}): RoCE v1 is not IP-routable and NCCL looks for v2; RoCE v2 is disabled in the NIC or its driver", listed.join("; ")),
             )
@@ -368,7 +384,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             .map(|n| n.name.clone())
             .unwrap_or_else(|| "its netdev".into());
         return (
-            Finding::fail("roce-no-ip-gid", subject.to_owned(), format!("only link-local GIDs: {netdev} has no IP address, so there is no routable RoCE v2 GID"))
+            Finding::fail(ROCE_NO_IP_GID, subject.to_owned(), format!("only link-local GIDs: {netdev} has no IP address, so there is no routable RoCE v2 GID"))
                 .with(table_evidence)
                 .fix(Fix::new(format!("Give {netdev} its IP address (netplan / NetworkManager / ifcfg)"), "Changes this host's network configuration.").manual(format!("ip -br addr show {netdev}"))),
             None,
@@ -376,7 +392,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
     }
     (
         Finding::unknown(
-            "rdma-gid-unreadable",
+            UNREADABLE,
             subject.to_owned(),
             format!(
                 "GID entries whose types could not be read: {}",
@@ -396,10 +412,10 @@ fn judge_ib(port: &Port, subject: &str) -> Finding {
     let evidence = [port.lid.evidence(), port.sm_lid.evidence()];
     match (port.lid.value(), port.sm_lid.value()) {
         (Some(&lid), Some(&sm)) if lid != 0 && sm != 0 => {
-            Finding::pass("ib-lid-assigned", subject.to_owned(), format!("LID {lid:#x}, subnet manager at LID {sm:#x}")).with(evidence)
+            Finding::pass(IB_LID_ASSIGNED, subject.to_owned(), format!("LID {lid:#x}, subnet manager at LID {sm:#x}")).with(evidence)
         }
         (Some(&lid), Some(&sm)) => Finding::fail(
-            "ib-no-lid",
+            IB_NO_LID,
             subject.to_owned(),
             format!("LID {lid:#x}, SM LID {sm:#x}: no subnet manager has configured this port, so no InfiniBand traffic can reach it"),
         )
@@ -409,6 +425,6 @@ fn judge_ib(port: &Port, subject: &str) -> Finding {
                 .manual("sminfo")
                 .manual("systemctl enable --now opensm   # only if this fabric has no SM"),
         ),
-        _ => Finding::unknown("rdma-gid-unreadable", subject.to_owned(), format!("cannot read the LID: {}", port.lid.problem().or_else(|| port.sm_lid.problem()).unwrap_or_default())).with(evidence),
+        _ => Finding::unknown(UNREADABLE, subject.to_owned(), format!("cannot read the LID: {}", port.lid.problem().or_else(|| port.sm_lid.problem()).unwrap_or_default())).with(evidence),
     }
 }

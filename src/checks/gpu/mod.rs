@@ -17,87 +17,127 @@ mod nvml;
 
 pub struct GpuCheck;
 
+const READY: Code = Code {
+    id: "gpu-ready",
+    summary: "the driver sees the GPU, it supports GPUDirect RDMA, and its BAR1 is large enough",
+};
+
+const NOT_SEEN_BY_DRIVER: Code = Code {
+    id: "gpu-not-seen-by-driver",
+    summary: "a GPU on the PCI bus that the driver's libraries (NVML, CUDA, KFD, HIP) do not list: fell off the bus, or failed to initialise",
+};
+
+const NOT_RESPONDING: Code = Code {
+    id: "gpu-not-responding",
+    summary: "the GPU's config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus",
+};
+
+const GDR_UNSUPPORTED: Code = Code {
+    id: "gpu-gdr-unsupported",
+    summary: "CUDA says the GPU does not support GPUDirect RDMA",
+};
+
+const BAR_SMALL: Code = Code {
+    id: "gpu-bar-small",
+    summary: "BAR1 (the window NICs reach GPU memory through) is below the threshold",
+};
+
+const BAR_UNKNOWN: Code = Code {
+    id: "gpu-bar-unknown",
+    summary: "the GPU's BARs could not be read",
+};
+
+const PERSISTENCE_OFF: Code = Code {
+    id: "gpu-persistence-off",
+    summary: "NVML says persistence mode is off: the driver tears the GPU down whenever no process holds it, so every CUDA start (each job, each prolog) initialises it again",
+};
+
+const NVLINK_DOWN: Code = Code {
+    id: "gpu-nvlink-down",
+    summary: "a GPU has fewer active NVLinks than another GPU of its model: NCCL runs at the lower NVLink bandwidth",
+};
+
+const FABRIC_NOT_READY: Code = Code {
+    id: "gpu-fabric-not-ready",
+    summary: "NVML's NVLink fabric state is not Completed with Success (NVSwitch systems): Fabric Manager has not set the GPU up, so NCCL hangs or falls back",
+};
+
+const NOT_IN_SYSFS: Code = Code {
+    id: "gpu-not-in-sysfs",
+    summary: "a GPU library lists a GPU that the PCI inventory does not have",
+};
+
+const NVIDIA_LIBRARY_MISSING: Code = Code {
+    id: "nvidia-library-missing",
+    summary: "libnvidia-ml.so.1 or libcuda.so.1 is not installed: the driver's user-space half is missing",
+};
+
+const NVIDIA_LIBRARY_TOO_OLD: Code = Code {
+    id: "nvidia-library-too-old",
+    summary: "an NVIDIA library lacks a function gdrdoctor needs",
+};
+
+const NVIDIA_DRIVER_NOT_LOADED: Code = Code {
+    id: "nvidia-driver-not-loaded",
+    summary: "NVIDIA GPUs are present but NVML says the kernel driver is not loaded",
+};
+
+const NVIDIA_DRIVER_MISMATCH: Code = Code {
+    id: "nvidia-driver-mismatch",
+    summary: "the NVIDIA user-space libraries and the loaded kernel module are different versions",
+};
+
+const RUNTIME_ERROR: Code = Code {
+    id: "gpu-runtime-error",
+    summary: "a GPU library failed to initialise (no device visible to it, no permission, ...)",
+};
+
+const ROCM_LIBRARY_MISSING: Code = Code {
+    id: "rocm-library-missing",
+    summary: "AMD GPUs are present but HIP or HSA (ROCm) cannot be loaded or lacks a function, so nothing was verified",
+};
+
+const PROBE_SKIPPED: Code = Code {
+    id: "gpu-probe-skipped",
+    summary: "the GPU libraries were not asked (a captured root, or --no-gpu-probe)",
+};
+
+const PROBE_FAILED: Code = Code {
+    id: "gpu-probe-failed",
+    summary: "the GPU probe hung, crashed or gave no readable answer",
+};
+
+const NO_RUNTIME_RULES: Code = Code {
+    id: "gpu-no-runtime-rules",
+    summary: "declared accelerators of a vendor gdrdoctor has no runtime rules for",
+};
+
+const RUNTIME_NO_GPU: Code = Code {
+    id: "gpu-runtime-no-gpu",
+    summary: "no GPU, so nothing to ask the GPU libraries",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "gpu-ready",
-        summary: "the driver sees the GPU, it supports GPUDirect RDMA, and its BAR1 is large enough",
-    },
-    Code {
-        id: "gpu-not-seen-by-driver",
-        summary: "a GPU on the PCI bus that the driver's libraries (NVML, CUDA, KFD, HIP) do not list: fell off the bus, or failed to initialise",
-    },
-    Code {
-        id: "gpu-not-responding",
-        summary: "the GPU's config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus",
-    },
-    Code {
-        id: "gpu-gdr-unsupported",
-        summary: "CUDA says the GPU does not support GPUDirect RDMA",
-    },
-    Code {
-        id: "gpu-bar-small",
-        summary: "BAR1 (the window NICs reach GPU memory through) is below the threshold",
-    },
-    Code {
-        id: "gpu-bar-unknown",
-        summary: "the GPU's BARs could not be read",
-    },
-    Code {
-        id: "gpu-persistence-off",
-        summary: "NVML says persistence mode is off: the driver tears the GPU down whenever no process holds it, so every CUDA start (each job, each prolog) initialises it again",
-    },
-    Code {
-        id: "gpu-nvlink-down",
-        summary: "a GPU has fewer active NVLinks than another GPU of its model: NCCL runs at the lower NVLink bandwidth",
-    },
-    Code {
-        id: "gpu-fabric-not-ready",
-        summary: "NVML's NVLink fabric state is not Completed with Success (NVSwitch systems): Fabric Manager has not set the GPU up, so NCCL hangs or falls back",
-    },
-    Code {
-        id: "gpu-not-in-sysfs",
-        summary: "a GPU library lists a GPU that the PCI inventory does not have",
-    },
-    Code {
-        id: "nvidia-library-missing",
-        summary: "libnvidia-ml.so.1 or libcuda.so.1 is not installed: the driver's user-space half is missing",
-    },
-    Code {
-        id: "nvidia-library-too-old",
-        summary: "an NVIDIA library lacks a function gdrdoctor needs",
-    },
-    Code {
-        id: "nvidia-driver-not-loaded",
-        summary: "NVIDIA GPUs are present but NVML says the kernel driver is not loaded",
-    },
-    Code {
-        id: "nvidia-driver-mismatch",
-        summary: "the NVIDIA user-space libraries and the loaded kernel module are different versions",
-    },
-    Code {
-        id: "gpu-runtime-error",
-        summary: "a GPU library failed to initialise (no device visible to it, no permission, ...)",
-    },
-    Code {
-        id: "rocm-library-missing",
-        summary: "AMD GPUs are present but HIP or HSA (ROCm) cannot be loaded or lacks a function, so nothing was verified",
-    },
-    Code {
-        id: "gpu-probe-skipped",
-        summary: "the GPU libraries were not asked (a captured root, or --no-gpu-probe)",
-    },
-    Code {
-        id: "gpu-probe-failed",
-        summary: "the GPU probe hung, crashed or gave no readable answer",
-    },
-    Code {
-        id: "gpu-no-runtime-rules",
-        summary: "declared accelerators of a vendor gdrdoctor has no runtime rules for",
-    },
-    Code {
-        id: "gpu-runtime-no-gpu",
-        summary: "no GPU, so nothing to ask the GPU libraries",
-    },
+    READY,
+    NOT_SEEN_BY_DRIVER,
+    NOT_RESPONDING,
+    GDR_UNSUPPORTED,
+    BAR_SMALL,
+    BAR_UNKNOWN,
+    PERSISTENCE_OFF,
+    NVLINK_DOWN,
+    FABRIC_NOT_READY,
+    NOT_IN_SYSFS,
+    NVIDIA_LIBRARY_MISSING,
+    NVIDIA_LIBRARY_TOO_OLD,
+    NVIDIA_DRIVER_NOT_LOADED,
+    NVIDIA_DRIVER_MISMATCH,
+    RUNTIME_ERROR,
+    ROCM_LIBRARY_MISSING,
+    PROBE_SKIPPED,
+    PROBE_FAILED,
+    NO_RUNTIME_RULES,
+    RUNTIME_NO_GPU,
 ];
 
 const META: Meta = Meta {
@@ -120,16 +160,12 @@ impl Check for GpuCheck {
         let mut out = Vec::new();
         if inv.gpus.is_empty() {
             return vec![
-                Finding::skip(
-                    "gpu-runtime-no-gpu",
-                    "node",
-                    "no GPU found (see gpu-driver)",
-                )
-                .evidence(
-                    crate::inventory::pci::PCI_DEVICES,
-                    format!("{} PCI functions, none a GPU", inv.pci.len()),
-                )
-                .prerequisites(&["gpu-driver"]),
+                Finding::skip(RUNTIME_NO_GPU, "node", "no GPU found (see gpu-driver)")
+                    .evidence(
+                        crate::inventory::pci::PCI_DEVICES,
+                        format!("{} PCI functions, none a GPU", inv.pci.len()),
+                    )
+                    .prerequisites(&["gpu-driver"]),
             ];
         }
         let runtime = &cx.runs.gpu;
@@ -137,7 +173,7 @@ impl Check for GpuCheck {
         match runtime {
             Runtime::Skipped { reason } if *reason != SkipReason::NoGpu => {
                 let mut f = Finding::skip(
-                    "gpu-probe-skipped",
+                    PROBE_SKIPPED,
                     "node",
                     format!(
                         "GPU libraries not asked ({}): the driver's view of each GPU, its GPUDirect RDMA support and its dma-buf export are unverified",
@@ -158,7 +194,7 @@ impl Check for GpuCheck {
             }
             Runtime::Recorded(r) => out.push(
                 Finding::skip(
-                    "gpu-probe-skipped",
+                    PROBE_SKIPPED,
                     "node",
                     format!(
                         "CUDA not asked ({}): each GPU's GPUDirect RDMA support and dma-buf export are unverified; NVML's answer is the one `gdrdoctor capture` recorded on the node",
@@ -190,7 +226,7 @@ impl Check for GpuCheck {
             for f in p.failed.iter().filter(|f| f.part == "nvml") {
                 out.push(
                     Finding::unknown(
-                        "gpu-probe-failed",
+                        PROBE_FAILED,
                         "node",
                         format!("NVML gave no answer: {}", f.error),
                     )
@@ -214,7 +250,7 @@ impl Check for GpuCheck {
         if !other.is_empty() {
             out.push(
                 Finding::skip(
-                    "gpu-no-runtime-rules",
+                    NO_RUNTIME_RULES,
                     "declared accelerators",
                     format!(
                         "{} declared in the config: gdrdoctor has no driver library to ask for this vendor",
@@ -304,7 +340,7 @@ fn library_findings(inv: &Inventory, p: &Probe) -> Vec<Finding> {
         let f = match state {
             State::Ready => continue,
             State::NotFound { tried, message } => Finding::fail(
-                "nvidia-library-missing",
+                NVIDIA_LIBRARY_MISSING,
                 tried.first().cloned().unwrap_or_default(),
                 format!("{purpose} cannot be loaded ({message}), yet NVIDIA GPUs are on the bus"),
             )
@@ -312,7 +348,7 @@ fn library_findings(inv: &Inventory, p: &Probe) -> Vec<Finding> {
             .with([driver_evidence.clone()])
             .fix(install_fix(inv, "then run gdrdoctor again")),
             State::MissingSymbol { library, symbol } => Finding::fail(
-                "nvidia-library-too-old",
+                NVIDIA_LIBRARY_TOO_OLD,
                 library.to_owned(),
                 format!("{library} does not export {symbol}: a driver older than the API gdrdoctor and NCCL use"),
             )
@@ -336,19 +372,19 @@ fn library_findings(inv: &Inventory, p: &Probe) -> Vec<Finding> {
             let f = match state {
                 State::Ready => continue,
                 State::NotFound { tried, message } => Finding::warn(
-                    "rocm-library-missing",
+                    ROCM_LIBRARY_MISSING,
                     tried.first().cloned().unwrap_or_default(),
                     format!("{what} cannot be loaded ({message}): the AMD GPUs' dma-buf export and the ROCm runtime's view of them are not verified. Nodes that run ROCm only inside containers have no host ROCm"),
                 )
                 .evidence(tried.join(", "), format!("<{message}>")),
                 State::MissingSymbol { library, symbol } => Finding::warn(
-                    "rocm-library-missing",
+                    ROCM_LIBRARY_MISSING,
                     library.to_owned(),
                     format!("{library} does not export {symbol}: a ROCm older than the dma-buf export API (ROCm 5.6+)"),
                 )
                 .evidence(library.to_owned(), format!("<no symbol {symbol}>")),
                 State::Failed { library, call, error } => Finding::fail(
-                    "gpu-runtime-error",
+                    RUNTIME_ERROR,
                     library.to_owned(),
                     format!("{call} failed with {error}: no ROCm program can use the AMD GPUs. hipErrorNoDevice with GPUs on the bus usually means /dev/kfd or /dev/dri/renderD* is not accessible (the render and video groups) or a device cgroup hides them"),
                 )
@@ -426,7 +462,7 @@ fn nvidia_init_failure(inv: &Inventory, library: &str, call: &str, error: &str) 
     let uvm_loaded = inv.kernel.module("nvidia_uvm").is_some_and(|m| m.live());
     match error {
         "NVML_ERROR_DRIVER_NOT_LOADED" => Finding::fail(
-            "nvidia-driver-not-loaded",
+            NVIDIA_DRIVER_NOT_LOADED,
             library,
             format!("{call} says the NVIDIA kernel driver is not loaded ({NVIDIA_VERSION} is what it reads), yet NVIDIA GPUs are on the bus"),
         )
@@ -440,14 +476,14 @@ fn nvidia_init_failure(inv: &Inventory, library: &str, call: &str, error: &str) 
             .manual("dmesg | grep -i -E 'nvrm|nvidia' | tail -20"),
         ),
         "NVML_ERROR_LIB_RM_VERSION_MISMATCH" | "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" | "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE" => Finding::fail(
-            "nvidia-driver-mismatch",
+            NVIDIA_DRIVER_MISMATCH,
             library,
             format!("{call} failed with {error}: {library} is of another version than the loaded kernel module ({}): the driver was upgraded without a reboot, or a container brought its own libraries", inv.kernel.nvidia.shown()),
         )
         .with(evidence)
         .fix(mismatch_fix()),
         "CUDA_ERROR_UNKNOWN" | "CUDA_ERROR_NO_DEVICE" if !uvm_loaded => Finding::fail(
-            "gpu-runtime-error",
+            RUNTIME_ERROR,
             library,
             format!("{call} failed with {error}, and nvidia_uvm is not loaded: CUDA needs it (and /dev/nvidia-uvm) to initialise"),
         )
@@ -463,7 +499,7 @@ fn nvidia_init_failure(inv: &Inventory, library: &str, call: &str, error: &str) 
             .load_at_boot("nvidia-uvm"),
         ),
         _ => Finding::fail(
-            "gpu-runtime-error",
+            RUNTIME_ERROR,
             library,
             format!("{call} failed with {error}: CUDA and NVML programs cannot use the GPUs. With GPUs on the bus this is usually access: /dev/nvidia* permissions, or a device cgroup (a container without the GPUs, Slurm's ConstrainDevices)"),
         )
@@ -555,7 +591,7 @@ fn judge(
     if let Some(dead) = inv.function(g.bdf).and_then(|f| f.not_responding()) {
         problems.push(
             Finding::fail(
-                "gpu-not-responding",
+                NOT_RESPONDING,
                 subject.clone(),
                 "its config space reads all ones (vendor ID 0xffff) while sysfs still lists it: the GPU does not answer on the PCIe bus (fell off the bus, or held in reset), so nothing can use its memory",
             )
@@ -578,7 +614,7 @@ fn judge(
                     let unassigned = ap.size == 0;
                     problems.push(
                         Finding::fail(
-                            "gpu-bar-small",
+                            BAR_SMALL,
                             subject.clone(),
                             if unassigned {
                                 format!("no prefetchable BAR assigned: the platform did not map {bar_name}, so no NIC can reach its memory")
@@ -596,7 +632,7 @@ fn judge(
             None => problems.push(match a.nonsense() {
                 // A region misread would put another region in BAR1's place: unknown.
                 Some(bad) => Finding::unknown(
-                    "gpu-bar-unknown",
+                    BAR_UNKNOWN,
                     subject.clone(),
                     format!(
                         "cannot tell its {bar_name}: {} makes no sense, {bad}",
@@ -605,7 +641,7 @@ fn judge(
                 )
                 .evidence(a.path.clone(), bad),
                 None => Finding::unknown(
-                    "gpu-bar-unknown",
+                    BAR_UNKNOWN,
                     subject.clone(),
                     format!("cannot read its BARs: {}", a.problem().unwrap_or_default()),
                 )
@@ -631,7 +667,7 @@ fn judge(
                 }
                 None => problems.push(
                     Finding::fail(
-                        "gpu-not-seen-by-driver",
+                        NOT_SEEN_BY_DRIVER,
                         subject.clone(),
                         "bound to amdgpu but it has no render node (renderD*): amdgpu did not finish bringing it up, and ROCm cannot open it".to_string(),
                     )
@@ -641,7 +677,7 @@ fn judge(
             },
             Some(Err(e)) if e.is_not_found() => problems.push(
                 Finding::fail(
-                    "gpu-not-seen-by-driver",
+                    NOT_SEEN_BY_DRIVER,
                     subject.clone(),
                     "bound to amdgpu but it has no DRM device: amdgpu did not finish bringing it up, and ROCm cannot open it".to_string(),
                 )
@@ -649,7 +685,7 @@ fn judge(
                 .fix(not_seen_fix(g.vendor, g.bdf)),
             ),
             Some(Err(e)) => problems.push(
-                Finding::unknown("gpu-not-seen-by-driver", subject.clone(), format!("cannot read its DRM nodes: {}", e.reason()))
+                Finding::unknown(NOT_SEEN_BY_DRIVER, subject.clone(), format!("cannot read its DRM nodes: {}", e.reason()))
                     .evidence(e.path(), format!("<{}>", e.reason())),
             ),
             None => {}
@@ -665,7 +701,7 @@ fn judge(
                 }
                 None => problems.push(
                     Finding::fail(
-                        "gpu-not-seen-by-driver",
+                        NOT_SEEN_BY_DRIVER,
                         subject.clone(),
                         "bound to amdgpu but not in the KFD topology: ROCm cannot use it".to_string(),
                     )
@@ -675,7 +711,7 @@ fn judge(
             },
             Some(Err(e)) => problems.push(
                 Finding::fail(
-                    "gpu-not-seen-by-driver",
+                    NOT_SEEN_BY_DRIVER,
                     subject.clone(),
                     format!("bound to amdgpu but there is no KFD topology ({}): the kernel's compute interface (CONFIG_HSA_AMD) is off or failed, so ROCm sees no GPU", e.message),
                 )
@@ -691,7 +727,7 @@ fn judge(
         // alone is unknown; the rest of the probe stands.
         problems.push(
             Finding::unknown(
-                "gpu-probe-failed",
+                PROBE_FAILED,
                 subject.clone(),
                 format!("the GPU libraries gave no answer for it: {e}"),
             )
@@ -703,7 +739,7 @@ fn judge(
         // GPU stands, but the driver's view is unknown, never a pass.
         problems.push(
             Finding::unknown(
-                "gpu-probe-failed",
+                PROBE_FAILED,
                 subject.clone(),
                 format!("the GPU libraries gave no answer: {error}"),
             )
@@ -776,7 +812,7 @@ fn judge(
                 }
             };
             Finding::pass(
-                "gpu-ready",
+                READY,
                 subject.clone(),
                 format!("{}{verified}", facts.join("; ")),
             )
@@ -839,7 +875,7 @@ fn nvidia_runtime(
                     if let Some(t) = d.bar1_total.filter(|t| *t < min_bar) {
                         problems.push(
                             Finding::fail(
-                                "gpu-bar-small",
+                                BAR_SMALL,
                                 subject.clone(),
                                 format!("BAR1 is {} (NVML), below the {} threshold: GPUDirect RDMA maps every registered GPU buffer through it", bytes(t), bytes(min_bar)),
                             )
@@ -863,7 +899,7 @@ fn nvidia_runtime(
                     .collect();
                 problems.push(
                     Finding::fail(
-                        "gpu-not-seen-by-driver",
+                        NOT_SEEN_BY_DRIVER,
                         subject.clone(),
                         format!(
                             "bound to nvidia but NVML does not list it ({} devices listed{}): the driver failed to initialise it or lost it",
@@ -906,7 +942,7 @@ fn nvidia_runtime(
                     Some(true) => facts.push("GPUDirect RDMA supported (CUDA)".into()),
                     Some(false) => problems.push(
                         Finding::fail(
-                            "gpu-gdr-unsupported",
+                            GDR_UNSUPPORTED,
                             subject.clone(),
                             "CUDA says it does not support GPUDirect RDMA (CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 0): NICs cannot reach its memory, whatever else is set up. GeForce GPUs, and GPUs under some vGPU profiles, do not offer it".to_string(),
                         )
@@ -924,7 +960,7 @@ fn nvidia_runtime(
             }
             None if bound => problems.push(
                 Finding::fail(
-                    "gpu-not-seen-by-driver",
+                    NOT_SEEN_BY_DRIVER,
                     subject.clone(),
                     format!(
                         "bound to nvidia but CUDA does not list it ({} devices)",
@@ -986,7 +1022,7 @@ fn amd_runtime(
         }
         None => problems.push(
             Finding::fail(
-                "gpu-not-seen-by-driver",
+                NOT_SEEN_BY_DRIVER,
                 subject.clone(),
                 format!(
                     "on the bus but HIP does not list it ({} devices)",
@@ -1019,7 +1055,7 @@ fn unmatched(inv: &Inventory, p: &Probe) -> Vec<Finding> {
             let bus = bus.clone().unwrap_or_default();
             out.push(
                 Finding::warn(
-                    "gpu-not-in-sysfs",
+                    NOT_IN_SYSFS,
                     bus.clone(),
                     format!("{what} at {bus} is not a GPU in {}: sysfs is incomplete, or the address is one gdrdoctor cannot read", crate::inventory::pci::PCI_DEVICES),
                 )
