@@ -3,7 +3,7 @@
 //! outcomes the write test left in the runs (crate::model::Runs).
 
 use super::{Check, Context, Meta};
-use crate::gdr::{FailureKind, PairResult};
+use crate::gdr::{Failure, FailureKind, PairResult};
 
 use crate::model::gdr::{Expected, GdrOutcome as Outcome, GdrTest};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
@@ -327,114 +327,135 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
             && a.errno.is_none()
             && !a.ok
     });
-    let mut out = Vec::new();
     match &r.failure {
-        None => {
-            let path = r.path.as_deref().unwrap_or("?");
-            let bw = r.bandwidth.as_ref();
-            let speeds = bw
-                .map(|b| {
-                    format!(
-                        "{} Gb/s into the buffer, {} Gb/s out ({} WRITEs of {})",
-                        b.to_target_gbps,
-                        b.from_target_gbps,
-                        b.messages,
-                        crate::parse::bytes(b.message_bytes)
-                    )
-                })
-                .unwrap_or_default();
-            let verified = r
-                .verified_bytes
-                .map(crate::parse::bytes)
-                .unwrap_or_default();
-            let base = format!("{path} path{level}: {verified} verified both ways; {speeds}");
-            let slowest = bw.map(|b| b.to_target_gbps.min(b.from_target_gbps));
-            match (&o.expected, slowest, o.software) {
-                (_, _, true) => out.push(Finding::pass(PASS, subject.clone(), format!("{base}; bandwidth not judged: a software RDMA device runs at the CPU's pace")).with(ev.clone())),
-                (Some(Expected { gbps, limited_by }), Some(got), false) if got < gbps * fraction => out.push(
-                    Finding::warn(
-                        SLOW,
-                        subject.clone(),
-                        format!("{base}; below {:.0}% of the {gbps:.0} Gb/s expected ({limited_by})", fraction * 100.0),
-                    )
-                    .with(ev.clone())
-                    .fix(
-                        Fix::new(
-                            "Find what slows the pair: placement (pcie-placement, acs), link training (pcie-link), IOMMU translation (iommu), or a NIC or GPU throttled; compare with the host-memory baseline",
-                            "Read-only commands; the test only moves its own buffers.",
-                        )
-                        .manual(format!("gdrdoctor gdr-test --memory host --nic {}", o.nic_device.as_deref().unwrap_or("")))
-                        .manual("gdrdoctor check --select pcie-placement,acs,pcie-link,iommu -v"),
-                    ),
-                ),
-                (Some(Expected { gbps, limited_by }), Some(_), false) => out.push(Finding::pass(PASS, subject.clone(), format!("{base}; expected {gbps:.0} Gb/s ({limited_by})")).with(ev.clone())),
-                _ => out.push(Finding::pass(PASS, subject.clone(), format!("{base}; no expected rate known")).with(ev.clone())),
-            }
-            if dmabuf_symbol_missing {
-                out.push(no_reg_dmabuf(
-                    &subject,
-                    Status::Warn,
-                    "the peer-memory path worked instead",
-                    ev,
-                ));
-            }
-        }
-        Some(f) => {
-            let step = &f.step;
-            let message = format!("{step}: {}", f.message);
-            let finding = match f.kind {
-                FailureKind::NoRdmaDevice => Finding::skip(NO_RDMA_DEVICE, subject, format!("{}; the GPU side ran: {}", f.message, r.memory_steps.join("; "))).with(ev),
-                FailureKind::Memory if o.memory == crate::gdr::Memory::HostDmabuf => Finding::fail(MEMORY, subject, message).with(ev).fix(
-                    Fix::new("Give the node a source of host dma-bufs: the udmabuf driver (CONFIG_UDMABUF), or a DRM device that exports dumb buffers", "Loading udmabuf only adds a character device.")
-                        .modprobe("udmabuf"),
-                ),
-                FailureKind::Memory => Finding::fail(MEMORY, subject, message).with(ev).fix(
-                    Fix::new("Fix the GPU runtime first (see the gpu check)", "Read-only commands.").manual("gdrdoctor check --select gpu -v"),
-                ),
-                FailureKind::VerbsMissing => Finding::fail(NO_LIBIBVERBS, subject, message).with(ev).fix(
-                    Fix::new("Install rdma-core's libibverbs and the providers", "Installs user-space packages only.")
-                        .manual("apt-get install libibverbs1 ibverbs-providers   # Debian/Ubuntu")
-                        .manual("dnf install libibverbs   # RHEL and derivatives"),
-                ),
-                FailureKind::VerbsSymbolMissing => Finding::fail(LIBIBVERBS_TOO_OLD, subject, message).with(ev).fix(
-                    Fix::new("Update rdma-core (libibverbs)", "Installs user-space packages only.").manual("apt-get install --only-upgrade libibverbs1 ibverbs-providers"),
-                ),
-                FailureKind::DeviceList => Finding::fail(NO_UVERBS, subject, message).with(ev).fix(
-                    Fix::new("Load the verbs user-space interface", "Loading a module does not disturb running traffic.")
-                        .modprobe("ib_uverbs")
-                        .load_at_boot("ib_uverbs"),
-                ),
-                FailureKind::ProviderMissing => Finding::fail(NO_PROVIDER, subject, message).with(ev).fix(
-                    Fix::new("Install the libibverbs provider for the NIC's driver (rdma-core's ibverbs-providers, or the vendor's)", "Installs user-space packages only.")
-                        .manual("apt-get install ibverbs-providers; ls /etc/libibverbs.d/"),
-                ),
-                FailureKind::NoAccess => Finding::fail(NO_ACCESS, subject, message).with(ev).fix(
-                    Fix::new("Let the process open /dev/infiniband/uverbs* (rdma-core's udev rules make them 0666), or run as root", "Changes device permissions for every user of the node.")
-                        .manual("ls -l /dev/infiniband/")
-                        .runtime("chmod 0666 /dev/infiniband/uverbs*"),
-                ),
-                FailureKind::OpenFailed | FailureKind::QpFailed => Finding::fail(SETUP_FAILED, subject, message).with(ev).fix(dmesg_fix()),
-                FailureKind::PortNotActive => Finding::fail(PORT_DOWN, subject, message).with(ev).fix(
-                    Fix::new("Bring the port up (see rdma-link: cable, switch port, subnet manager, netdev)", "Read-only commands.").manual("rdma link show; ibstat"),
-                ),
-                FailureKind::RegisterFailed if dmabuf_symbol_missing && r.registrations.iter().all(|a| !a.ok) => {
-                    no_reg_dmabuf(&subject, Status::Fail, "and no other path worked", ev)
-                }
-                FailureKind::RegisterFailed => Finding::fail(REGISTER_FAILED, subject, message).with(ev).fix(register_fix(r)),
-                FailureKind::CompletionError => Finding::fail(COMPLETION_ERROR, subject, message).with(ev).fix(dmesg_fix()),
-                FailureKind::Timeout => Finding::fail(TIMEOUT, subject, message).with(ev).fix(dmesg_fix()),
-                FailureKind::DataMismatch => Finding::fail(DATA_MISMATCH, subject, message).with(ev).fix(
-                    Fix::new(
-                        "Do not run GPU jobs over this pair: data is corrupted in flight. Check ACS/IOMMU (acs, iommu), PCIe errors (AER in dmesg), and update the NIC firmware and GPU driver",
-                        "Read-only commands.",
-                    )
-                    .manual("dmesg | grep -i -E 'aer|pcie bus error|xid' | tail -30"),
-                ),
-            };
-            out.push(finding);
-        }
+        None => passed(o, r, &subject, &level, fraction, ev, dmabuf_symbol_missing),
+        Some(f) => vec![failed(o, r, f, subject, ev, dmabuf_symbol_missing)],
+    }
+}
+
+/// A pair whose WRITEs all completed and verified: its bandwidth against the rate expected of
+/// it, and a note when the dma-buf path was missing but peer memory worked.
+fn passed(
+    o: &Outcome,
+    r: &PairResult,
+    subject: &str,
+    level: &str,
+    fraction: f64,
+    ev: Vec<Evidence>,
+    dmabuf_symbol_missing: bool,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let path = r.path.as_deref().unwrap_or("?");
+    let bw = r.bandwidth.as_ref();
+    let speeds = bw
+        .map(|b| {
+            format!(
+                "{} Gb/s into the buffer, {} Gb/s out ({} WRITEs of {})",
+                b.to_target_gbps,
+                b.from_target_gbps,
+                b.messages,
+                crate::parse::bytes(b.message_bytes)
+            )
+        })
+        .unwrap_or_default();
+    let verified = r
+        .verified_bytes
+        .map(crate::parse::bytes)
+        .unwrap_or_default();
+    let base = format!("{path} path{level}: {verified} verified both ways; {speeds}");
+    let slowest = bw.map(|b| b.to_target_gbps.min(b.from_target_gbps));
+    match (&o.expected, slowest, o.software) {
+        (_, _, true) => out.push(Finding::pass(PASS, subject, format!("{base}; bandwidth not judged: a software RDMA device runs at the CPU's pace")).with(ev.clone())),
+        (Some(Expected { gbps, limited_by }), Some(got), false) if got < gbps * fraction => out.push(
+            Finding::warn(
+                SLOW,
+                subject,
+                format!("{base}; below {:.0}% of the {gbps:.0} Gb/s expected ({limited_by})", fraction * 100.0),
+            )
+            .with(ev.clone())
+            .fix(
+                Fix::new(
+                    "Find what slows the pair: placement (pcie-placement, acs), link training (pcie-link), IOMMU translation (iommu), or a NIC or GPU throttled; compare with the host-memory baseline",
+                    "Read-only commands; the test only moves its own buffers.",
+                )
+                .manual(format!("gdrdoctor gdr-test --memory host --nic {}", o.nic_device.as_deref().unwrap_or("")))
+                .manual("gdrdoctor check --select pcie-placement,acs,pcie-link,iommu -v"),
+            ),
+        ),
+        (Some(Expected { gbps, limited_by }), Some(_), false) => out.push(Finding::pass(PASS, subject, format!("{base}; expected {gbps:.0} Gb/s ({limited_by})")).with(ev.clone())),
+        _ => out.push(Finding::pass(PASS, subject, format!("{base}; no expected rate known")).with(ev.clone())),
+    }
+    if dmabuf_symbol_missing {
+        out.push(no_reg_dmabuf(
+            subject,
+            Status::Warn,
+            "the peer-memory path worked instead",
+            ev,
+        ));
     }
     out
+}
+
+/// A pair that failed at a step of the test: the finding for that step, with its fix.
+fn failed(
+    o: &Outcome,
+    r: &PairResult,
+    f: &Failure,
+    subject: String,
+    ev: Vec<Evidence>,
+    dmabuf_symbol_missing: bool,
+) -> Finding {
+    let step = &f.step;
+    let message = format!("{step}: {}", f.message);
+    match f.kind {
+        FailureKind::NoRdmaDevice => Finding::skip(NO_RDMA_DEVICE, subject, format!("{}; the GPU side ran: {}", f.message, r.memory_steps.join("; "))).with(ev),
+        FailureKind::Memory if o.memory == crate::gdr::Memory::HostDmabuf => Finding::fail(MEMORY, subject, message).with(ev).fix(
+            Fix::new("Give the node a source of host dma-bufs: the udmabuf driver (CONFIG_UDMABUF), or a DRM device that exports dumb buffers", "Loading udmabuf only adds a character device.")
+                .modprobe("udmabuf"),
+        ),
+        FailureKind::Memory => Finding::fail(MEMORY, subject, message).with(ev).fix(
+            Fix::new("Fix the GPU runtime first (see the gpu check)", "Read-only commands.").manual("gdrdoctor check --select gpu -v"),
+        ),
+        FailureKind::VerbsMissing => Finding::fail(NO_LIBIBVERBS, subject, message).with(ev).fix(
+            Fix::new("Install rdma-core's libibverbs and the providers", "Installs user-space packages only.")
+                .manual("apt-get install libibverbs1 ibverbs-providers   # Debian/Ubuntu")
+                .manual("dnf install libibverbs   # RHEL and derivatives"),
+        ),
+        FailureKind::VerbsSymbolMissing => Finding::fail(LIBIBVERBS_TOO_OLD, subject, message).with(ev).fix(
+            Fix::new("Update rdma-core (libibverbs)", "Installs user-space packages only.").manual("apt-get install --only-upgrade libibverbs1 ibverbs-providers"),
+        ),
+        FailureKind::DeviceList => Finding::fail(NO_UVERBS, subject, message).with(ev).fix(
+            Fix::new("Load the verbs user-space interface", "Loading a module does not disturb running traffic.")
+                .modprobe("ib_uverbs")
+                .load_at_boot("ib_uverbs"),
+        ),
+        FailureKind::ProviderMissing => Finding::fail(NO_PROVIDER, subject, message).with(ev).fix(
+            Fix::new("Install the libibverbs provider for the NIC's driver (rdma-core's ibverbs-providers, or the vendor's)", "Installs user-space packages only.")
+                .manual("apt-get install ibverbs-providers; ls /etc/libibverbs.d/"),
+        ),
+        FailureKind::NoAccess => Finding::fail(NO_ACCESS, subject, message).with(ev).fix(
+            Fix::new("Let the process open /dev/infiniband/uverbs* (rdma-core's udev rules make them 0666), or run as root", "Changes device permissions for every user of the node.")
+                .manual("ls -l /dev/infiniband/")
+                .runtime("chmod 0666 /dev/infiniband/uverbs*"),
+        ),
+        FailureKind::OpenFailed | FailureKind::QpFailed => Finding::fail(SETUP_FAILED, subject, message).with(ev).fix(dmesg_fix()),
+        FailureKind::PortNotActive => Finding::fail(PORT_DOWN, subject, message).with(ev).fix(
+            Fix::new("Bring the port up (see rdma-link: cable, switch port, subnet manager, netdev)", "Read-only commands.").manual("rdma link show; ibstat"),
+        ),
+        FailureKind::RegisterFailed if dmabuf_symbol_missing && r.registrations.iter().all(|a| !a.ok) => {
+            no_reg_dmabuf(&subject, Status::Fail, "and no other path worked", ev)
+        }
+        FailureKind::RegisterFailed => Finding::fail(REGISTER_FAILED, subject, message).with(ev).fix(register_fix(r)),
+        FailureKind::CompletionError => Finding::fail(COMPLETION_ERROR, subject, message).with(ev).fix(dmesg_fix()),
+        FailureKind::Timeout => Finding::fail(TIMEOUT, subject, message).with(ev).fix(dmesg_fix()),
+        FailureKind::DataMismatch => Finding::fail(DATA_MISMATCH, subject, message).with(ev).fix(
+            Fix::new(
+                "Do not run GPU jobs over this pair: data is corrupted in flight. Check ACS/IOMMU (acs, iommu), PCIe errors (AER in dmesg), and update the NIC firmware and GPU driver",
+                "Read-only commands.",
+            )
+            .manual("dmesg | grep -i -E 'aer|pcie bus error|xid' | tail -30"),
+        ),
+    }
 }
 
 fn no_reg_dmabuf(subject: &str, status: Status, consequence: &str, ev: Vec<Evidence>) -> Finding {

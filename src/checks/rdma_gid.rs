@@ -3,7 +3,7 @@
 
 use super::{Check, Context, Meta};
 use crate::inventory::Port;
-use crate::inventory::rdma::GidEntry;
+use crate::inventory::rdma::{GidChoice, GidEntry};
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::rdma::{GidFamily, GidType};
 use std::collections::BTreeMap;
@@ -221,30 +221,10 @@ fn gid_evidence(port: &Port, g: &GidEntry) -> Evidence {
 }
 
 fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) {
-    let table_evidence: Vec<Evidence> = port.gids.iter().map(|g| gid_evidence(port, g)).collect();
     if port.gids.is_empty() {
-        let why = port
-            .problems
-            .first()
-            .map(|p| format!(" ({}: {})", p.path, p.message))
-            .unwrap_or_default();
-        let finding = if port.problems.is_empty() {
-            Finding::fail(ROCE_NO_GID, subject.to_owned(), format!("the GID table has no entries ({} slots, all zero): RoCE cannot address this port", port.gid_slots))
-                .evidence(format!("{}/gids", port.dir), format!("{} slots, all zero", port.gid_slots))
-                .fix(
-                    Fix::new("Bring the port's netdev up and give it an IP address; the kernel fills the GID table from it", "Bringing an interface up and addressing it changes this host's network configuration.")
-                        .manual(format!("ip -br addr show {}", port.netdev.as_ref().map(|n| n.name.as_str()).unwrap_or(""))),
-                )
-        } else {
-            Finding::unknown(
-                UNREADABLE,
-                subject.to_owned(),
-                format!("cannot read the GID table{why}"),
-            )
-            .evidence(format!("{}/gids", port.dir), "<unreadable>")
-        };
-        return (finding, None);
+        return (empty_table(port, subject), None);
     }
+    let table_evidence: Vec<Evidence> = port.gids.iter().map(|g| gid_evidence(port, g)).collect();
     let v2: Vec<&GidEntry> = port
         .gids
         .iter()
@@ -256,53 +236,94 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         .collect();
     // The choice is the inventory's, so that `gdrdoctor nccl` and the fleet agree with it.
     if let Some(choice) = port.roce_v2_gid_choice().filter(|_| !v2_ipv4.is_empty()) {
-        let Some(best) = v2_ipv4.iter().find(|g| g.index == choice.index) else {
-            return (
-                Finding::unknown(
-                    UNREADABLE,
-                    subject.to_owned(),
-                    "the chosen GID is not in the table",
-                )
-                .with(table_evidence),
-                None,
-            );
-        };
-        let others = if choice.others.is_empty() {
-            String::new()
-        } else {
-            let also: Vec<String> = v2_ipv4
-                .iter()
-                .filter(|g| g.index != best.index)
-                .map(|g| describe(g))
-                .collect();
-            match &choice.why {
-                Some(why) => format!(
-                    " ({} candidates; also {}; index {} because {why})",
-                    choice.others.len() + 1,
-                    also.join(", "),
-                    best.index
-                ),
-                None => format!(" (also {})", also.join(", ")),
-            }
-        };
-        let finding = Finding::pass(
-            ROCE_V2_IPV4,
-            subject.to_owned(),
-            format!(
-                "RoCE v2 IPv4 GID at {}: NCCL_IB_GID_INDEX={}{others}",
-                describe(best),
-                best.index
-            ),
-        )
-        .with(table_evidence);
-        return (finding, Some((best.index, gid_evidence(port, best))));
+        return chosen(port, subject, &choice, &v2_ipv4, table_evidence);
     }
-    // Past this point every verdict is about what the table lacks; a table that could not be read
-    // whole cannot be said to lack anything.
-    if let Some(p) = port.problems.first() {
-        let readable: Vec<String> = port.gids.iter().map(describe).collect();
+    (lacking(port, subject, &v2, table_evidence), None)
+}
+
+/// A RoCE port whose GID table has no entry: all zero, or unreadable.
+fn empty_table(port: &Port, subject: &str) -> Finding {
+    let why = port
+        .problems
+        .first()
+        .map(|p| format!(" ({}: {})", p.path, p.message))
+        .unwrap_or_default();
+    if port.problems.is_empty() {
+        Finding::fail(ROCE_NO_GID, subject.to_owned(), format!("the GID table has no entries ({} slots, all zero): RoCE cannot address this port", port.gid_slots))
+            .evidence(format!("{}/gids", port.dir), format!("{} slots, all zero", port.gid_slots))
+            .fix(
+                Fix::new("Bring the port's netdev up and give it an IP address; the kernel fills the GID table from it", "Bringing an interface up and addressing it changes this host's network configuration.")
+                    .manual(format!("ip -br addr show {}", port.netdev.as_ref().map(|n| n.name.as_str()).unwrap_or(""))),
+            )
+    } else {
+        Finding::unknown(
+            UNREADABLE,
+            subject.to_owned(),
+            format!("cannot read the GID table{why}"),
+        )
+        .evidence(format!("{}/gids", port.dir), "<unreadable>")
+    }
+}
+
+/// The RoCE v2 IPv4 GID the inventory chose for the port (the one NCCL takes), and the other
+/// candidates.
+fn chosen(
+    port: &Port,
+    subject: &str,
+    choice: &GidChoice,
+    v2_ipv4: &[&&GidEntry],
+    table_evidence: Vec<Evidence>,
+) -> (Finding, Option<(u32, Evidence)>) {
+    let Some(best) = v2_ipv4.iter().find(|g| g.index == choice.index) else {
         return (
             Finding::unknown(
+                UNREADABLE,
+                subject.to_owned(),
+                "the chosen GID is not in the table",
+            )
+            .with(table_evidence),
+            None,
+        );
+    };
+    let others = if choice.others.is_empty() {
+        String::new()
+    } else {
+        let also: Vec<String> = v2_ipv4
+            .iter()
+            .filter(|g| g.index != best.index)
+            .map(|g| describe(g))
+            .collect();
+        match &choice.why {
+            Some(why) => format!(
+                " ({} candidates; also {}; index {} because {why})",
+                choice.others.len() + 1,
+                also.join(", "),
+                best.index
+            ),
+            None => format!(" (also {})", also.join(", ")),
+        }
+    };
+    let finding = Finding::pass(
+        ROCE_V2_IPV4,
+        subject.to_owned(),
+        format!(
+            "RoCE v2 IPv4 GID at {}: NCCL_IB_GID_INDEX={}{others}",
+            describe(best),
+            best.index
+        ),
+    )
+    .with(table_evidence);
+    (finding, Some((best.index, gid_evidence(port, best))))
+}
+
+/// A RoCE port without a RoCE v2 IPv4 GID: what its table has instead (IPv6 only, RoCE v1
+/// only, link-local only), or unknown where it could not be read whole.
+fn lacking(port: &Port, subject: &str, v2: &[&GidEntry], table_evidence: Vec<Evidence>) -> Finding {
+    // Every verdict here is about what the table lacks; a table that could not be read whole
+    // cannot be said to lack anything.
+    if let Some(p) = port.problems.first() {
+        let readable: Vec<String> = port.gids.iter().map(describe).collect();
+        return             Finding::unknown(
                 UNREADABLE,
                 subject.to_owned(),
                 format!(
@@ -313,9 +334,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
                 ),
             )
             .with(table_evidence)
-            .evidence(p.path.clone(), format!("<{}>", p.message)),
-            None,
-        );
+            .evidence(p.path.clone(), format!("<{}>", p.message));
     }
     let v2_global6: Vec<&&GidEntry> = v2
         .iter()
@@ -340,16 +359,13 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
                 best.index
             ),
         };
-        return (
-            Finding::warn(
+        return             Finding::warn(
                 ROCE_NO_IPV4_GID,
                 subject.to_owned(),
                 format!("no RoCE v2 IPv4 GID; the RoCE v2 GIDs are IPv6: {}. NCCL needs {how}", describe(best)),
             )
             .with(table_evidence)
-            .fix(Fix::new("Give the netdev an IPv4 address, or run NCCL with NCCL_IB_ADDR_FAMILY=AF_INET6 on this fabric", "Changes addressing or job environment only.").manual("ip -br addr")),
-            None,
-        );
+            .fix(Fix::new("Give the netdev an IPv4 address, or run NCCL with NCCL_IB_ADDR_FAMILY=AF_INET6 on this fabric", "Changes addressing or job environment only.").manual("ip -br addr"));
     }
     if v2.is_empty()
         && port
@@ -358,8 +374,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             .any(|g| type_of(g) == Some(GidType::IbRoceV1))
     {
         let listed: Vec<String> = port.gids.iter().map(describe).collect();
-        return (
-            Finding::fail(
+        return             Finding::fail(
                 ROCE_V1_ONLY,
                 subject.to_owned(),
                 format!("only RoCE v1 GIDs ({}): RoCE v1 is not IP-routable and NCCL looks for v2; RoCE v2 is disabled in the NIC or its driver", listed.join("; ")),
@@ -369,9 +384,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
                 Fix::new("Enable RoCE v2 in the NIC (firmware or driver setting), then reload the driver", "Firmware changes on the NIC need a reset or reboot.")
                     .manual("# ConnectX: mlxconfig -d <bdf> query | grep -i roce ; update the firmware if RoCE v2 is missing")
                     .manual("cma_roce_mode -d <device> -p 1   # rdma_cm's default RoCE mode (show)"),
-            ),
-            None,
-        );
+            );
     }
     if port
         .gids
@@ -383,29 +396,23 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             .as_ref()
             .map(|n| n.name.clone())
             .unwrap_or_else(|| "its netdev".into());
-        return (
-            Finding::fail(ROCE_NO_IP_GID, subject.to_owned(), format!("only link-local GIDs: {netdev} has no IP address, so there is no routable RoCE v2 GID"))
+        return             Finding::fail(ROCE_NO_IP_GID, subject.to_owned(), format!("only link-local GIDs: {netdev} has no IP address, so there is no routable RoCE v2 GID"))
                 .with(table_evidence)
-                .fix(Fix::new(format!("Give {netdev} its IP address (netplan / NetworkManager / ifcfg)"), "Changes this host's network configuration.").manual(format!("ip -br addr show {netdev}"))),
-            None,
-        );
+                .fix(Fix::new(format!("Give {netdev} its IP address (netplan / NetworkManager / ifcfg)"), "Changes this host's network configuration.").manual(format!("ip -br addr show {netdev}")));
     }
-    (
-        Finding::unknown(
-            UNREADABLE,
-            subject.to_owned(),
-            format!(
-                "GID entries whose types could not be read: {}",
-                port.gids
-                    .iter()
-                    .map(describe)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        )
-        .with(table_evidence),
-        None,
+    Finding::unknown(
+        UNREADABLE,
+        subject.to_owned(),
+        format!(
+            "GID entries whose types could not be read: {}",
+            port.gids
+                .iter()
+                .map(describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
     )
+    .with(table_evidence)
 }
 
 fn judge_ib(port: &Port, subject: &str) -> Finding {
