@@ -57,7 +57,8 @@ impl std::fmt::Display for Status {
 }
 
 /// A stable, documented finding code. Codes name the problem (or, for a pass, the fact), never
-/// the fix: `rdma-port-down`, not `bring-port-up`.
+/// the fix: `rdma-port-down`, not `bring-port-up`. Each check names its codes as constants and
+/// builds its findings from them, so a misspelt code does not compile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Code {
     pub id: &'static str,
@@ -179,6 +180,7 @@ impl Fix {
 /// One judgement about one subject (a GPU, a port, the node).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
+    /// The id of the [`Code`] it was built from (`rdma-port-down`).
     pub code: &'static str,
     pub status: Status,
     /// What it is about: `GPU 0000:3b:00.0`, `mlx5_0 port 1`, `node`.
@@ -199,13 +201,13 @@ pub struct Finding {
 
 impl Finding {
     pub fn new(
-        code: &'static str,
+        code: Code,
         status: Status,
         subject: impl Into<String>,
         message: impl Into<String>,
     ) -> Finding {
         Finding {
-            code,
+            code: code.id,
             status,
             subject: subject.into(),
             message: message.into(),
@@ -216,43 +218,23 @@ impl Finding {
         }
     }
 
-    pub fn pass(
-        code: &'static str,
-        subject: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Finding {
+    pub fn pass(code: Code, subject: impl Into<String>, message: impl Into<String>) -> Finding {
         Finding::new(code, Status::Pass, subject, message)
     }
 
-    pub fn warn(
-        code: &'static str,
-        subject: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Finding {
+    pub fn warn(code: Code, subject: impl Into<String>, message: impl Into<String>) -> Finding {
         Finding::new(code, Status::Warn, subject, message)
     }
 
-    pub fn fail(
-        code: &'static str,
-        subject: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Finding {
+    pub fn fail(code: Code, subject: impl Into<String>, message: impl Into<String>) -> Finding {
         Finding::new(code, Status::Fail, subject, message)
     }
 
-    pub fn unknown(
-        code: &'static str,
-        subject: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Finding {
+    pub fn unknown(code: Code, subject: impl Into<String>, message: impl Into<String>) -> Finding {
         Finding::new(code, Status::Unknown, subject, message)
     }
 
-    pub fn skip(
-        code: &'static str,
-        subject: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Finding {
+    pub fn skip(code: Code, subject: impl Into<String>, message: impl Into<String>) -> Finding {
         Finding::new(code, Status::Skip, subject, message)
     }
 

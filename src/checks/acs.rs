@@ -3,7 +3,7 @@
 //! are those NCCL uses, as `pcie-placement` judges them (`effective::judge`: among the NICs
 //! NCCL_IB_HCA selects, nearest on NCCL's tree); the bridges are those of their sysfs paths.
 
-use super::{Check, Context, sh};
+use super::{Check, Context, Meta, sh};
 use crate::inventory::Inventory;
 use crate::model::{Code, Finding, Fix};
 use crate::parse::pci::{Bdf, acs, acs_flags, extended_readable};
@@ -11,45 +11,57 @@ use std::collections::BTreeMap;
 
 pub struct Acs;
 
+const CLEAR: Code = Code {
+    id: "acs-clear",
+    summary: "the bridge has ACS but no redirect or egress control enabled",
+};
+
+const ABSENT: Code = Code {
+    id: "acs-absent",
+    summary: "the bridge has no ACS capability: nothing redirects",
+};
+
+const REDIRECT_ON_PATH: Code = Code {
+    id: "acs-redirect-on-path",
+    summary: "a bridge between a GPU and its NIC redirects peer-to-peer traffic to the root complex",
+};
+
+const UNKNOWN: Code = Code {
+    id: "acs-unknown",
+    summary: "the bridge's ACS state could not be read (extended config space needs root)",
+};
+
+const BRIDGE_NOT_RESPONDING: Code = Code {
+    id: "acs-bridge-not-responding",
+    summary: "the bridge's config space reads all ones (vendor ID 0xffff): it does not answer, so its ACS state cannot be read",
+};
+
+const NO_PATH: Code = Code {
+    id: "acs-no-path",
+    summary: "no GPU-NIC pair, or no bridge between them, so no ACS to judge",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "acs-clear",
-        summary: "the bridge has ACS but no redirect or egress control enabled",
-    },
-    Code {
-        id: "acs-absent",
-        summary: "the bridge has no ACS capability: nothing redirects",
-    },
-    Code {
-        id: "acs-redirect-on-path",
-        summary: "a bridge between a GPU and its NIC redirects peer-to-peer traffic to the root complex",
-    },
-    Code {
-        id: "acs-unknown",
-        summary: "the bridge's ACS state could not be read (extended config space needs root)",
-    },
-    Code {
-        id: "acs-bridge-not-responding",
-        summary: "the bridge's config space reads all ones (vendor ID 0xffff): it does not answer, so its ACS state cannot be read",
-    },
-    Code {
-        id: "acs-no-path",
-        summary: "no GPU-NIC pair, or no bridge between them, so no ACS to judge",
-    },
+    CLEAR,
+    ABSENT,
+    REDIRECT_ON_PATH,
+    UNKNOWN,
+    BRIDGE_NOT_RESPONDING,
+    NO_PATH,
 ];
 
+const META: Meta = Meta {
+    id: "acs",
+    title: "No ACS redirect on the GPU-NIC paths",
+    codes: CODES,
+    readme: include_str!("../../checks/acs/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for Acs {
-    fn id(&self) -> &'static str {
-        "acs"
-    }
-    fn title(&self) -> &'static str {
-        "No ACS redirect on the GPU-NIC paths"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/acs/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
@@ -76,7 +88,7 @@ impl Check for Acs {
                 )
             };
             return vec![
-                Finding::skip("acs-no-path", "node", message)
+                Finding::skip(NO_PATH, "node", message)
                     .evidence(
                         crate::inventory::pci::PCI_DEVICES,
                         format!("{} GPUs, {} RDMA devices", inv.gpus.len(), inv.rdma.len()),
@@ -97,8 +109,8 @@ impl Check for Acs {
         let (fine, mut out): (Vec<Finding>, Vec<Finding>) = judged
             .into_iter()
             .partition(|f| f.status == crate::model::Status::Pass);
-        for code in ["acs-clear", "acs-absent"] {
-            let group: Vec<&Finding> = fine.iter().filter(|f| f.code == code).collect();
+        for code in [CLEAR, ABSENT] {
+            let group: Vec<&Finding> = fine.iter().filter(|f| f.code == code.id).collect();
             if group.is_empty() {
                 continue;
             }
@@ -106,7 +118,7 @@ impl Check for Acs {
                 .iter()
                 .map(|f| f.subject.trim_start_matches("bridge "))
                 .collect();
-            let what = if code == "acs-clear" {
+            let what = if code == CLEAR {
                 "ACS present, no redirect"
             } else {
                 "no ACS capability"
@@ -155,7 +167,7 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     let on = pairs.join(", ");
     let Some(d) = inv.function(b).and_then(|f| f.detail.as_ref()) else {
         return Finding::unknown(
-            "acs-unknown",
+            UNKNOWN,
             subject,
             format!("on the path of {on}: not in the inventory"),
         )
@@ -169,7 +181,7 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     // since 64 bytes of 0xff are no more an answer than 4096.
     if let Some(dead) = inv.function(b).and_then(|f| f.not_responding()) {
         return Finding::unknown(
-            "acs-bridge-not-responding",
+            BRIDGE_NOT_RESPONDING,
             subject,
             format!("on the path of {on}: its config space reads all ones (vendor ID 0xffff): the bridge does not answer on the PCIe bus, so its ACS state cannot be read; the devices below it are unreachable too"),
         )
@@ -179,7 +191,7 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
         Ok(c) => c,
         Err(e) => {
             return Finding::unknown(
-                "acs-unknown",
+                UNKNOWN,
                 subject,
                 format!("on the path of {on}: cannot read its config space: {e}"),
             )
@@ -196,7 +208,7 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
             )
         };
         return Finding::unknown(
-            "acs-unknown",
+            UNKNOWN,
             subject,
             format!("on the path of {on}: ACS state unknown, {why}"),
         )
@@ -207,7 +219,7 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     }
     let Some(a) = acs(config) else {
         return Finding::pass(
-            "acs-absent",
+            ABSENT,
             subject,
             format!("on the path of {on}: no ACS capability, so nothing redirects"),
         )
@@ -220,7 +232,7 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     let value = format!("{:#06x} ({})", a.control, acs_flags(a.control));
     if !a.redirects() {
         return Finding::pass(
-            "acs-clear",
+            CLEAR,
             subject,
             format!(
                 "on the path of {on}: ACSCtl {:#06x}, no redirect",
@@ -256,7 +268,7 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     .persistent("systemctl daemon-reload && systemctl enable gdrdoctor-acs.service")
     .manual("# BIOS: disable ACS / enable PCIe peer-to-peer on the root ports and switches (vendor menus vary)");
     Finding::fail(
-        "acs-redirect-on-path",
+        REDIRECT_ON_PATH,
         subject,
         format!(
             "on the path of {on}: ACSCtl {:#06x} has {} set, so peer-to-peer traffic between the GPU and the NIC is sent up to the root complex: GDR slows down or fails (perftest#241, nccl#304)",

@@ -2,123 +2,162 @@
 //! nearest NIC, every byte verified, bandwidth measured (src/gdr). The check judges the
 //! outcomes the write test left in the runs (crate::model::Runs).
 
-use super::{Check, Context};
-use crate::gdr::{FailureKind, PairResult};
+use super::{Check, Context, Meta};
+use crate::gdr::{Failure, FailureKind, PairResult};
 
 use crate::model::gdr::{Expected, GdrOutcome as Outcome, GdrTest};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 
 pub struct GdrTestCheck;
 
+const PASS: Code = Code {
+    id: "gdr-test-pass",
+    summary: "RDMA WRITEs both ways between the buffer and the NIC, every byte verified, at the expected rate",
+};
+
+const SLOW: Code = Code {
+    id: "gdr-test-slow",
+    summary: "the data arrived intact, but slower than the configured fraction of the expected rate",
+};
+
+const REGISTER_FAILED: Code = Code {
+    id: "gdr-test-register-failed",
+    summary: "the buffer could not be registered with the NIC on any path (DMA-BUF, peer memory)",
+};
+
+const NO_REG_DMABUF: Code = Code {
+    id: "gdr-test-no-reg-dmabuf",
+    summary: "libibverbs lacks ibv_reg_dmabuf_mr (rdma-core older than 34): no DMA-BUF path",
+};
+
+const COMPLETION_ERROR: Code = Code {
+    id: "gdr-test-completion-error",
+    summary: "a WRITE completed with an error status",
+};
+
+const DATA_MISMATCH: Code = Code {
+    id: "gdr-test-data-mismatch",
+    summary: "the bytes that arrived differ from the bytes written",
+};
+
+const CUT_SHORT: Code = Code {
+    id: "gdr-test-cut-short",
+    summary: "--deadline ended the run before the pair's test could finish (or start): unknown",
+};
+
+const TIMEOUT: Code = Code {
+    id: "gdr-test-timeout",
+    summary: "the test did not finish before its deadline",
+};
+
+const PORT_DOWN: Code = Code {
+    id: "gdr-test-port-down",
+    summary: "the NIC port to test through is not ACTIVE",
+};
+
+const NO_LIBIBVERBS: Code = Code {
+    id: "gdr-test-no-libibverbs",
+    summary: "libibverbs.so.1 cannot be loaded",
+};
+
+const LIBIBVERBS_TOO_OLD: Code = Code {
+    id: "gdr-test-libibverbs-too-old",
+    summary: "libibverbs lacks a call the test needs",
+};
+
+const NO_UVERBS: Code = Code {
+    id: "gdr-test-no-uverbs",
+    summary: "libibverbs finds no verbs devices at all (ib_uverbs not loaded)",
+};
+
+const NO_PROVIDER: Code = Code {
+    id: "gdr-test-no-provider",
+    summary: "libibverbs has no provider for the NIC's driver",
+};
+
+const NO_ACCESS: Code = Code {
+    id: "gdr-test-no-access",
+    summary: "the NIC's /dev/infiniband/uverbs* cannot be opened by this process",
+};
+
+const SETUP_FAILED: Code = Code {
+    id: "gdr-test-setup-failed",
+    summary: "opening the device, a PD, CQ or QP, or connecting the QP failed",
+};
+
+const MEMORY: Code = Code {
+    id: "gdr-test-memory",
+    summary: "the buffer under test could not be allocated or exported (GPU runtime)",
+};
+
+const ERROR: Code = Code {
+    id: "gdr-test-error",
+    summary: "the test process crashed or answered garbage",
+};
+
+const NO_RDMA_DEVICE: Code = Code {
+    id: "gdr-test-no-rdma-device",
+    summary: "no RDMA device on this node: no pair to test (see rdma-link)",
+};
+
+const NO_GPU: Code = Code {
+    id: "gdr-test-no-gpu",
+    summary: "no GPU on this node: no pair to test (see gpu-driver)",
+};
+
+const NOT_RUN: Code = Code {
+    id: "gdr-test-not-run",
+    summary: "a GPU with no way to test it (no memory API for its vendor)",
+};
+
+const SKIPPED: Code = Code {
+    id: "gdr-test-skipped",
+    summary: "the test was not run (--no-gdr-test, or no GPU and no NIC)",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "gdr-test-pass",
-        summary: "RDMA WRITEs both ways between the buffer and the NIC, every byte verified, at the expected rate",
-    },
-    Code {
-        id: "gdr-test-slow",
-        summary: "the data arrived intact, but slower than the configured fraction of the expected rate",
-    },
-    Code {
-        id: "gdr-test-register-failed",
-        summary: "the buffer could not be registered with the NIC on any path (DMA-BUF, peer memory)",
-    },
-    Code {
-        id: "gdr-test-no-reg-dmabuf",
-        summary: "libibverbs lacks ibv_reg_dmabuf_mr (rdma-core older than 34): no DMA-BUF path",
-    },
-    Code {
-        id: "gdr-test-completion-error",
-        summary: "a WRITE completed with an error status",
-    },
-    Code {
-        id: "gdr-test-data-mismatch",
-        summary: "the bytes that arrived differ from the bytes written",
-    },
-    Code {
-        id: "gdr-test-cut-short",
-        summary: "--deadline ended the run before the pair's test could finish (or start): unknown",
-    },
-    Code {
-        id: "gdr-test-timeout",
-        summary: "the test did not finish before its deadline",
-    },
-    Code {
-        id: "gdr-test-port-down",
-        summary: "the NIC port to test through is not ACTIVE",
-    },
-    Code {
-        id: "gdr-test-no-libibverbs",
-        summary: "libibverbs.so.1 cannot be loaded",
-    },
-    Code {
-        id: "gdr-test-libibverbs-too-old",
-        summary: "libibverbs lacks a call the test needs",
-    },
-    Code {
-        id: "gdr-test-no-uverbs",
-        summary: "libibverbs finds no verbs devices at all (ib_uverbs not loaded)",
-    },
-    Code {
-        id: "gdr-test-no-provider",
-        summary: "libibverbs has no provider for the NIC's driver",
-    },
-    Code {
-        id: "gdr-test-no-access",
-        summary: "the NIC's /dev/infiniband/uverbs* cannot be opened by this process",
-    },
-    Code {
-        id: "gdr-test-setup-failed",
-        summary: "opening the device, a PD, CQ or QP, or connecting the QP failed",
-    },
-    Code {
-        id: "gdr-test-memory",
-        summary: "the buffer under test could not be allocated or exported (GPU runtime)",
-    },
-    Code {
-        id: "gdr-test-error",
-        summary: "the test process crashed or answered garbage",
-    },
-    Code {
-        id: "gdr-test-no-rdma-device",
-        summary: "no RDMA device on this node: no pair to test (see rdma-link)",
-    },
-    Code {
-        id: "gdr-test-no-gpu",
-        summary: "no GPU on this node: no pair to test (see gpu-driver)",
-    },
-    Code {
-        id: "gdr-test-not-run",
-        summary: "a GPU with no way to test it (no memory API for its vendor)",
-    },
-    Code {
-        id: "gdr-test-skipped",
-        summary: "the test was not run (--no-gdr-test, or no GPU and no NIC)",
-    },
+    PASS,
+    SLOW,
+    REGISTER_FAILED,
+    NO_REG_DMABUF,
+    COMPLETION_ERROR,
+    DATA_MISMATCH,
+    CUT_SHORT,
+    TIMEOUT,
+    PORT_DOWN,
+    NO_LIBIBVERBS,
+    LIBIBVERBS_TOO_OLD,
+    NO_UVERBS,
+    NO_PROVIDER,
+    NO_ACCESS,
+    SETUP_FAILED,
+    MEMORY,
+    ERROR,
+    NO_RDMA_DEVICE,
+    NO_GPU,
+    NOT_RUN,
+    SKIPPED,
 ];
 
+const META: Meta = Meta {
+    id: "gdr-test",
+    title: "GPUDirect RDMA WRITEs per GPU-NIC pair, verified",
+    codes: CODES,
+    readme: include_str!("../../checks/gdr-test/README.md"),
+    live_only: true,
+    reads: &[],
+};
+
 impl Check for GdrTestCheck {
-    fn id(&self) -> &'static str {
-        "gdr-test"
-    }
-    fn title(&self) -> &'static str {
-        "GPUDirect RDMA WRITEs per GPU-NIC pair, verified"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/gdr-test/README.md")
-    }
-    fn live_only(&self) -> bool {
-        true
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let fraction = cx.config.thresholds.gdr_min_bw_fraction;
         match &cx.runs.gdr_test {
             GdrTest::Skipped(reason) => vec![
-                Finding::skip("gdr-test-skipped", "node", format!("not run: {reason}"))
+                Finding::skip(SKIPPED, "node", format!("not run: {reason}"))
                     .evidence("gdrdoctor gdr-pair", format!("<not run: {reason}>")),
             ],
             GdrTest::Ran {
@@ -129,7 +168,7 @@ impl Check for GdrTestCheck {
                     outcomes.iter().flat_map(|o| judge(o, fraction)).collect();
                 for n in not_planned {
                     out.push(
-                        Finding::skip("gdr-test-not-run", n.subject.clone(), n.reason.clone())
+                        Finding::skip(NOT_RUN, n.subject.clone(), n.reason.clone())
                             .evidence("gdrdoctor gdr-pair", "<not run>"),
                     );
                 }
@@ -141,17 +180,17 @@ impl Check for GdrTestCheck {
                         no_gpu, no_nic,
                     ) {
                         (true, true) => (
-                            "gdr-test-no-gpu",
+                            NO_GPU,
                             "no GPU and no RDMA device on this node: no pair to test (see gpu-driver, rdma-link)",
                             &["gpu-driver", "rdma-link"],
                         ),
                         (true, false) => (
-                            "gdr-test-no-gpu",
+                            NO_GPU,
                             "no GPU to test (see gpu-driver; `gdrdoctor gdr-test --memory host` tests the NICs alone)",
                             &["gpu-driver"],
                         ),
                         _ => (
-                            "gdr-test-no-rdma-device",
+                            NO_RDMA_DEVICE,
                             "no RDMA device on this node: no pair to test, nothing to write through (see rdma-link)",
                             &["rdma-link"],
                         ),
@@ -243,7 +282,7 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
     let level = o.level.map(|l| format!(" ({l})")).unwrap_or_default();
     let cut = |why: &str| {
         vec![
-            Finding::unknown("gdr-test-cut-short", subject.clone(), format!("{why}: cut short by --deadline, which bounds the whole run; this says nothing about the pair (run `gdrdoctor gdr-test` with more time)"))
+            Finding::unknown(CUT_SHORT, subject.clone(), format!("{why}: cut short by --deadline, which bounds the whole run; this says nothing about the pair (run `gdrdoctor gdr-test` with more time)"))
                 .evidence("gdrdoctor gdr-pair", format!("<{why}>")),
         ]
     };
@@ -267,13 +306,13 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
     let r = match &o.result {
         Ok(r) => r,
         Err(e) if e.contains("did not finish") => {
-            return vec![Finding::fail("gdr-test-timeout", subject, format!("{e}: a call never returned (a peer-memory module or provider stuck in the kernel; see dmesg)"))
+            return vec![Finding::fail(TIMEOUT, subject, format!("{e}: a call never returned (a peer-memory module or provider stuck in the kernel; see dmesg)"))
                 .evidence("gdrdoctor gdr-pair", format!("<{e}>"))
                 .fix(dmesg_fix())];
         }
         Err(e) => {
             return vec![
-                Finding::fail("gdr-test-error", subject, e.clone())
+                Finding::fail(ERROR, subject, e.clone())
                     .evidence("gdrdoctor gdr-pair", format!("<{e}>"))
                     .fix(dmesg_fix()),
             ];
@@ -288,119 +327,140 @@ fn judge(o: &Outcome, fraction: f64) -> Vec<Finding> {
             && a.errno.is_none()
             && !a.ok
     });
-    let mut out = Vec::new();
     match &r.failure {
-        None => {
-            let path = r.path.as_deref().unwrap_or("?");
-            let bw = r.bandwidth.as_ref();
-            let speeds = bw
-                .map(|b| {
-                    format!(
-                        "{} Gb/s into the buffer, {} Gb/s out ({} WRITEs of {})",
-                        b.to_target_gbps,
-                        b.from_target_gbps,
-                        b.messages,
-                        crate::parse::bytes(b.message_bytes)
-                    )
-                })
-                .unwrap_or_default();
-            let verified = r
-                .verified_bytes
-                .map(crate::parse::bytes)
-                .unwrap_or_default();
-            let base = format!("{path} path{level}: {verified} verified both ways; {speeds}");
-            let slowest = bw.map(|b| b.to_target_gbps.min(b.from_target_gbps));
-            match (&o.expected, slowest, o.software) {
-                (_, _, true) => out.push(Finding::pass("gdr-test-pass", subject.clone(), format!("{base}; bandwidth not judged: a software RDMA device runs at the CPU's pace")).with(ev.clone())),
-                (Some(Expected { gbps, limited_by }), Some(got), false) if got < gbps * fraction => out.push(
-                    Finding::warn(
-                        "gdr-test-slow",
-                        subject.clone(),
-                        format!("{base}; below {:.0}% of the {gbps:.0} Gb/s expected ({limited_by})", fraction * 100.0),
-                    )
-                    .with(ev.clone())
-                    .fix(
-                        Fix::new(
-                            "Find what slows the pair: placement (pcie-placement, acs), link training (pcie-link), IOMMU translation (iommu), or a NIC or GPU throttled; compare with the host-memory baseline",
-                            "Read-only commands; the test only moves its own buffers.",
-                        )
-                        .manual(format!("gdrdoctor gdr-test --memory host --nic {}", o.nic_device.as_deref().unwrap_or("")))
-                        .manual("gdrdoctor check --select pcie-placement,acs,pcie-link,iommu -v"),
-                    ),
-                ),
-                (Some(Expected { gbps, limited_by }), Some(_), false) => out.push(Finding::pass("gdr-test-pass", subject.clone(), format!("{base}; expected {gbps:.0} Gb/s ({limited_by})")).with(ev.clone())),
-                _ => out.push(Finding::pass("gdr-test-pass", subject.clone(), format!("{base}; no expected rate known")).with(ev.clone())),
-            }
-            if dmabuf_symbol_missing {
-                out.push(no_reg_dmabuf(
-                    &subject,
-                    Status::Warn,
-                    "the peer-memory path worked instead",
-                    ev,
-                ));
-            }
-        }
-        Some(f) => {
-            let step = &f.step;
-            let message = format!("{step}: {}", f.message);
-            let finding = match f.kind {
-                FailureKind::NoRdmaDevice => Finding::skip("gdr-test-no-rdma-device", subject, format!("{}; the GPU side ran: {}", f.message, r.memory_steps.join("; "))).with(ev),
-                FailureKind::Memory if o.memory == crate::gdr::Memory::HostDmabuf => Finding::fail("gdr-test-memory", subject, message).with(ev).fix(
-                    Fix::new("Give the node a source of host dma-bufs: the udmabuf driver (CONFIG_UDMABUF), or a DRM device that exports dumb buffers", "Loading udmabuf only adds a character device.")
-                        .modprobe("udmabuf"),
-                ),
-                FailureKind::Memory => Finding::fail("gdr-test-memory", subject, message).with(ev).fix(
-                    Fix::new("Fix the GPU runtime first (see the gpu check)", "Read-only commands.").manual("gdrdoctor check --select gpu -v"),
-                ),
-                FailureKind::VerbsMissing => Finding::fail("gdr-test-no-libibverbs", subject, message).with(ev).fix(
-                    Fix::new("Install rdma-core's libibverbs and the providers", "Installs user-space packages only.")
-                        .manual("apt-get install libibverbs1 ibverbs-providers   # Debian/Ubuntu")
-                        .manual("dnf install libibverbs   # RHEL and derivatives"),
-                ),
-                FailureKind::VerbsSymbolMissing => Finding::fail("gdr-test-libibverbs-too-old", subject, message).with(ev).fix(
-                    Fix::new("Update rdma-core (libibverbs)", "Installs user-space packages only.").manual("apt-get install --only-upgrade libibverbs1 ibverbs-providers"),
-                ),
-                FailureKind::DeviceList => Finding::fail("gdr-test-no-uverbs", subject, message).with(ev).fix(
-                    Fix::new("Load the verbs user-space interface", "Loading a module does not disturb running traffic.")
-                        .modprobe("ib_uverbs")
-                        .load_at_boot("ib_uverbs"),
-                ),
-                FailureKind::ProviderMissing => Finding::fail("gdr-test-no-provider", subject, message).with(ev).fix(
-                    Fix::new("Install the libibverbs provider for the NIC's driver (rdma-core's ibverbs-providers, or the vendor's)", "Installs user-space packages only.")
-                        .manual("apt-get install ibverbs-providers; ls /etc/libibverbs.d/"),
-                ),
-                FailureKind::NoAccess => Finding::fail("gdr-test-no-access", subject, message).with(ev).fix(
-                    Fix::new("Let the process open /dev/infiniband/uverbs* (rdma-core's udev rules make them 0666), or run as root", "Changes device permissions for every user of the node.")
-                        .manual("ls -l /dev/infiniband/")
-                        .runtime("chmod 0666 /dev/infiniband/uverbs*"),
-                ),
-                FailureKind::OpenFailed | FailureKind::QpFailed => Finding::fail("gdr-test-setup-failed", subject, message).with(ev).fix(dmesg_fix()),
-                FailureKind::PortNotActive => Finding::fail("gdr-test-port-down", subject, message).with(ev).fix(
-                    Fix::new("Bring the port up (see rdma-link: cable, switch port, subnet manager, netdev)", "Read-only commands.").manual("rdma link show; ibstat"),
-                ),
-                FailureKind::RegisterFailed if dmabuf_symbol_missing && r.registrations.iter().all(|a| !a.ok) => {
-                    no_reg_dmabuf(&subject, Status::Fail, "and no other path worked", ev)
-                }
-                FailureKind::RegisterFailed => Finding::fail("gdr-test-register-failed", subject, message).with(ev).fix(register_fix(r)),
-                FailureKind::CompletionError => Finding::fail("gdr-test-completion-error", subject, message).with(ev).fix(dmesg_fix()),
-                FailureKind::Timeout => Finding::fail("gdr-test-timeout", subject, message).with(ev).fix(dmesg_fix()),
-                FailureKind::DataMismatch => Finding::fail("gdr-test-data-mismatch", subject, message).with(ev).fix(
-                    Fix::new(
-                        "Do not run GPU jobs over this pair: data is corrupted in flight. Check ACS/IOMMU (acs, iommu), PCIe errors (AER in dmesg), and update the NIC firmware and GPU driver",
-                        "Read-only commands.",
-                    )
-                    .manual("dmesg | grep -i -E 'aer|pcie bus error|xid' | tail -30"),
-                ),
-            };
-            out.push(finding);
-        }
+        None => passed(o, r, &subject, &level, fraction, ev, dmabuf_symbol_missing),
+        Some(f) => vec![failed(o, r, f, subject, ev, dmabuf_symbol_missing)],
+    }
+}
+
+/// A pair whose WRITEs all completed and verified: its bandwidth against the rate expected of
+/// it, and a note when the dma-buf path was missing but peer memory worked.
+fn passed(
+    o: &Outcome,
+    r: &PairResult,
+    subject: &str,
+    level: &str,
+    fraction: f64,
+    ev: Vec<Evidence>,
+    dmabuf_symbol_missing: bool,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let path = r.path.as_deref().unwrap_or("?");
+    let bw = r.bandwidth.as_ref();
+    let speeds = bw
+        .map(|b| {
+            format!(
+                "{} Gb/s into the buffer, {} Gb/s out ({} WRITEs of {})",
+                b.to_target_gbps,
+                b.from_target_gbps,
+                b.messages,
+                crate::parse::bytes(b.message_bytes)
+            )
+        })
+        .unwrap_or_default();
+    let verified = r
+        .verified_bytes
+        .map(crate::parse::bytes)
+        .unwrap_or_default();
+    let base = format!("{path} path{level}: {verified} verified both ways; {speeds}");
+    let slowest = bw.map(|b| b.to_target_gbps.min(b.from_target_gbps));
+    match (&o.expected, slowest, o.software) {
+        (_, _, true) => out.push(Finding::pass(PASS, subject, format!("{base}; bandwidth not judged: a software RDMA device runs at the CPU's pace")).with(ev.clone())),
+        (Some(Expected { gbps, limited_by }), Some(got), false) if got < gbps * fraction => out.push(
+            Finding::warn(
+                SLOW,
+                subject,
+                format!("{base}; below {:.0}% of the {gbps:.0} Gb/s expected ({limited_by})", fraction * 100.0),
+            )
+            .with(ev.clone())
+            .fix(
+                Fix::new(
+                    "Find what slows the pair: placement (pcie-placement, acs), link training (pcie-link), IOMMU translation (iommu), or a NIC or GPU throttled; compare with the host-memory baseline",
+                    "Read-only commands; the test only moves its own buffers.",
+                )
+                .manual(format!("gdrdoctor gdr-test --memory host --nic {}", o.nic_device.as_deref().unwrap_or("")))
+                .manual("gdrdoctor check --select pcie-placement,acs,pcie-link,iommu -v"),
+            ),
+        ),
+        (Some(Expected { gbps, limited_by }), Some(_), false) => out.push(Finding::pass(PASS, subject, format!("{base}; expected {gbps:.0} Gb/s ({limited_by})")).with(ev.clone())),
+        _ => out.push(Finding::pass(PASS, subject, format!("{base}; no expected rate known")).with(ev.clone())),
+    }
+    if dmabuf_symbol_missing {
+        out.push(no_reg_dmabuf(
+            subject,
+            Status::Warn,
+            "the peer-memory path worked instead",
+            ev,
+        ));
     }
     out
 }
 
+/// A pair that failed at a step of the test: the finding for that step, with its fix.
+fn failed(
+    o: &Outcome,
+    r: &PairResult,
+    f: &Failure,
+    subject: String,
+    ev: Vec<Evidence>,
+    dmabuf_symbol_missing: bool,
+) -> Finding {
+    let step = &f.step;
+    let message = format!("{step}: {}", f.message);
+    match f.kind {
+        FailureKind::NoRdmaDevice => Finding::skip(NO_RDMA_DEVICE, subject, format!("{}; the GPU side ran: {}", f.message, r.memory_steps.join("; "))).with(ev),
+        FailureKind::Memory if o.memory == crate::gdr::Memory::HostDmabuf => Finding::fail(MEMORY, subject, message).with(ev).fix(
+            Fix::new("Give the node a source of host dma-bufs: the udmabuf driver (CONFIG_UDMABUF), or a DRM device that exports dumb buffers", "Loading udmabuf only adds a character device.")
+                .modprobe("udmabuf"),
+        ),
+        FailureKind::Memory => Finding::fail(MEMORY, subject, message).with(ev).fix(
+            Fix::new("Fix the GPU runtime first (see the gpu check)", "Read-only commands.").manual("gdrdoctor check --select gpu -v"),
+        ),
+        FailureKind::VerbsMissing => Finding::fail(NO_LIBIBVERBS, subject, message).with(ev).fix(
+            Fix::new("Install rdma-core's libibverbs and the providers", "Installs user-space packages only.")
+                .manual("apt-get install libibverbs1 ibverbs-providers   # Debian/Ubuntu")
+                .manual("dnf install libibverbs   # RHEL and derivatives"),
+        ),
+        FailureKind::VerbsSymbolMissing => Finding::fail(LIBIBVERBS_TOO_OLD, subject, message).with(ev).fix(
+            Fix::new("Update rdma-core (libibverbs)", "Installs user-space packages only.").manual("apt-get install --only-upgrade libibverbs1 ibverbs-providers"),
+        ),
+        FailureKind::DeviceList => Finding::fail(NO_UVERBS, subject, message).with(ev).fix(
+            Fix::new("Load the verbs user-space interface", "Loading a module does not disturb running traffic.")
+                .modprobe("ib_uverbs")
+                .load_at_boot("ib_uverbs"),
+        ),
+        FailureKind::ProviderMissing => Finding::fail(NO_PROVIDER, subject, message).with(ev).fix(
+            Fix::new("Install the libibverbs provider for the NIC's driver (rdma-core's ibverbs-providers, or the vendor's)", "Installs user-space packages only.")
+                .manual("apt-get install ibverbs-providers; ls /etc/libibverbs.d/"),
+        ),
+        FailureKind::NoAccess => Finding::fail(NO_ACCESS, subject, message).with(ev).fix(
+            Fix::new("Let the process open /dev/infiniband/uverbs* (rdma-core's udev rules make them 0666), or run as root", "Changes device permissions for every user of the node.")
+                .manual("ls -l /dev/infiniband/")
+                .runtime("chmod 0666 /dev/infiniband/uverbs*"),
+        ),
+        FailureKind::OpenFailed | FailureKind::QpFailed => Finding::fail(SETUP_FAILED, subject, message).with(ev).fix(dmesg_fix()),
+        FailureKind::PortNotActive => Finding::fail(PORT_DOWN, subject, message).with(ev).fix(
+            Fix::new("Bring the port up (see rdma-link: cable, switch port, subnet manager, netdev)", "Read-only commands.").manual("rdma link show; ibstat"),
+        ),
+        FailureKind::RegisterFailed if dmabuf_symbol_missing && r.registrations.iter().all(|a| !a.ok) => {
+            no_reg_dmabuf(&subject, Status::Fail, "and no other path worked", ev)
+        }
+        FailureKind::RegisterFailed => Finding::fail(REGISTER_FAILED, subject, message).with(ev).fix(register_fix(r)),
+        FailureKind::CompletionError => Finding::fail(COMPLETION_ERROR, subject, message).with(ev).fix(dmesg_fix()),
+        FailureKind::Timeout => Finding::fail(TIMEOUT, subject, message).with(ev).fix(dmesg_fix()),
+        FailureKind::DataMismatch => Finding::fail(DATA_MISMATCH, subject, message).with(ev).fix(
+            Fix::new(
+                "Do not run GPU jobs over this pair: data is corrupted in flight. Check ACS/IOMMU (acs, iommu), PCIe errors (AER in dmesg), and update the NIC firmware and GPU driver",
+                "Read-only commands.",
+            )
+            .manual("dmesg | grep -i -E 'aer|pcie bus error|xid' | tail -30"),
+        ),
+    }
+}
+
 fn no_reg_dmabuf(subject: &str, status: Status, consequence: &str, ev: Vec<Evidence>) -> Finding {
     Finding::new(
-        "gdr-test-no-reg-dmabuf",
+        NO_REG_DMABUF,
         status,
         subject.to_owned(),
         format!("libibverbs has no ibv_reg_dmabuf_mr (rdma-core older than 34), so GPU memory cannot be registered through DMA-BUF; {consequence}"),

@@ -1,6 +1,6 @@
 //! `iommu`: the IOMMU lets GPU<->NIC peer-to-peer DMA through untranslated.
 
-use super::{Check, Context, grub_fix};
+use super::{Check, Context, Meta, grub_fix};
 use crate::inventory::Inventory;
 use crate::inventory::iommu::CLASS_IOMMU;
 use crate::model::{Code, Evidence, Finding, Fix};
@@ -10,49 +10,63 @@ use std::collections::BTreeMap;
 
 pub struct IommuCheck;
 
+const OFF: Code = Code {
+    id: "iommu-off",
+    summary: "no IOMMU translates DMA: peer-to-peer goes straight through",
+};
+
+const PASSTHROUGH: Code = Code {
+    id: "iommu-passthrough",
+    summary: "the devices' IOMMU groups are identity (passthrough)",
+};
+
+const TRANSLATED: Code = Code {
+    id: "iommu-translated",
+    summary: "GPU or NIC DMA is translated by the IOMMU (DMA / DMA-FQ), which degrades or breaks peer-to-peer",
+};
+
+const BLOCKED: Code = Code {
+    id: "iommu-blocked",
+    summary: "the device's IOMMU group blocks DMA",
+};
+
+const VFIO: Code = Code {
+    id: "iommu-vfio",
+    summary: "the device is in a VFIO-owned (unmanaged) group: assigned to a VM",
+};
+
+const GROUP_UNKNOWN: Code = Code {
+    id: "iommu-group-unknown",
+    summary: "the device's IOMMU group or its type could not be read",
+};
+
+const NO_DEVICES: Code = Code {
+    id: "iommu-no-devices",
+    summary: "no GPU or RDMA device to judge",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "iommu-off",
-        summary: "no IOMMU translates DMA: peer-to-peer goes straight through",
-    },
-    Code {
-        id: "iommu-passthrough",
-        summary: "the devices' IOMMU groups are identity (passthrough)",
-    },
-    Code {
-        id: "iommu-translated",
-        summary: "GPU or NIC DMA is translated by the IOMMU (DMA / DMA-FQ), which degrades or breaks peer-to-peer",
-    },
-    Code {
-        id: "iommu-blocked",
-        summary: "the device's IOMMU group blocks DMA",
-    },
-    Code {
-        id: "iommu-vfio",
-        summary: "the device is in a VFIO-owned (unmanaged) group: assigned to a VM",
-    },
-    Code {
-        id: "iommu-group-unknown",
-        summary: "the device's IOMMU group or its type could not be read",
-    },
-    Code {
-        id: "iommu-no-devices",
-        summary: "no GPU or RDMA device to judge",
-    },
+    OFF,
+    PASSTHROUGH,
+    TRANSLATED,
+    BLOCKED,
+    VFIO,
+    GROUP_UNKNOWN,
+    NO_DEVICES,
 ];
 
+const META: Meta = Meta {
+    id: "iommu",
+    title: "IOMMU passthrough (or off) for GPUs and NICs",
+    codes: CODES,
+    readme: include_str!("../../checks/iommu/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for IommuCheck {
-    fn id(&self) -> &'static str {
-        "iommu"
-    }
-    fn title(&self) -> &'static str {
-        "IOMMU passthrough (or off) for GPUs and NICs"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/iommu/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
@@ -70,7 +84,7 @@ impl Check for IommuCheck {
         if devices.is_empty() {
             return vec![
                 Finding::skip(
-                    "iommu-no-devices",
+                    NO_DEVICES,
                     "node",
                     "no GPU or RDMA device (see gpu-driver, rdma-link)",
                 )
@@ -82,7 +96,7 @@ impl Check for IommuCheck {
         if let (Some(e), false) = (&inv.iommu.units_error, any_group) {
             return vec![
                 Finding::unknown(
-                    "iommu-group-unknown",
+                    GROUP_UNKNOWN,
                     "node",
                     format!("cannot tell whether an IOMMU is active: {e}"),
                 )
@@ -92,7 +106,7 @@ impl Check for IommuCheck {
         if inv.iommu.units.is_empty() && !any_group {
             return vec![
                 Finding::pass(
-                    "iommu-off",
+                    OFF,
                     "node",
                     "no IOMMU is active: device DMA is untranslated, as GDR wants",
                 )
@@ -113,10 +127,7 @@ impl Check for IommuCheck {
                         inv.iommu.units.join(" ")
                     )
                 };
-                out.push(
-                    Finding::unknown("iommu-group-unknown", name.clone(), why)
-                        .with([units.clone()]),
-                );
+                out.push(Finding::unknown(GROUP_UNKNOWN, name.clone(), why).with([units.clone()]));
                 continue;
             };
             let fact = &inv.iommu.groups[&group];
@@ -130,7 +141,7 @@ impl Check for IommuCheck {
                 )),
                 None => out.push(
                     Finding::unknown(
-                        "iommu-group-unknown",
+                        GROUP_UNKNOWN,
                         name.clone(),
                         format!(
                             "cannot read the type of IOMMU group {group}: {}",
@@ -148,23 +159,23 @@ impl Check for IommuCheck {
             let list = brief(&members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>());
             let origin = origin(inv);
             let finding = match kind.as_str() {
-                "identity" => Finding::pass("iommu-passthrough", "IOMMU", format!("passthrough (identity) for {list}; {origin}")),
+                "identity" => Finding::pass(PASSTHROUGH, "IOMMU", format!("passthrough (identity) for {list}; {origin}")),
                 "DMA" | "DMA-FQ" => {
                     let mode = if kind == "DMA" { "strict" } else { "lazy" };
                     Finding::fail(
-                        "iommu-translated",
+                        TRANSLATED,
                         "IOMMU",
                         format!("{list}: IOMMU group type {kind} (translated, {mode}): every peer-to-peer DMA between GPU and NIC is remapped, which slows GDR or breaks it; {origin}"),
                     )
                     .fix(passthrough_fix(inv))
                 }
-                "blocked" => Finding::fail("iommu-blocked", "IOMMU", format!("{list}: IOMMU group type blocked: the device cannot DMA at all")).fix(
+                "blocked" => Finding::fail(BLOCKED, "IOMMU", format!("{list}: IOMMU group type blocked: the device cannot DMA at all")).fix(
                     Fix::new("Find what blocked the group (a driver unbound under VFIO, a failed probe)", "Read-only command.").manual("dmesg | grep -i -e iommu -e dmar -e 'AMD-Vi'"),
                 ),
-                "unmanaged" => Finding::warn("iommu-vfio", "IOMMU", format!("{list}: IOMMU group owned by VFIO (unmanaged): assigned to a virtual machine")).fix(
+                "unmanaged" => Finding::warn(VFIO, "IOMMU", format!("{list}: IOMMU group owned by VFIO (unmanaged): assigned to a virtual machine")).fix(
                     Fix::new("If the device should serve this host, detach it from VFIO", "Detaches it from any VM using it.").manual("ls -l /sys/kernel/iommu_groups/*/devices/"),
                 ),
-                _ => Finding::unknown("iommu-group-unknown", "IOMMU", format!("{list}: IOMMU group type {kind} not known to gdrdoctor")),
+                _ => Finding::unknown(GROUP_UNKNOWN, "IOMMU", format!("{list}: IOMMU group type {kind} not known to gdrdoctor")),
             };
             out.push(finding.with(evidence).with(default_evidence(inv)));
         }

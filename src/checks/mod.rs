@@ -52,26 +52,31 @@ impl Context<'_> {
     }
 }
 
-pub trait Check: Sync {
+/// What a check is, apart from how it judges: its name, its codes and its manual. One constant
+/// per check (`const META: Meta` in its file), so that `gdrdoctor list`, `explain`, `--select`
+/// and the reports all read the same values.
+#[derive(Debug)]
+pub struct Meta {
     /// Stable kebab-case ID, as `--select`, `--skip` and `gdrdoctor explain` take it.
-    fn id(&self) -> &'static str;
+    pub id: &'static str,
     /// One line for `gdrdoctor list` and report headings.
-    fn title(&self) -> &'static str;
+    pub title: &'static str,
     /// Every code this check can emit.
-    fn codes(&self) -> &'static [Code];
+    pub codes: &'static [Code],
     /// `checks/<id>/README.md`: what `gdrdoctor explain <id>` prints.
-    fn readme(&self) -> &'static str;
+    pub readme: &'static str,
     /// Needs the running system (device nodes, this process's limits, libraries); skipped on a
     /// captured root.
-    fn live_only(&self) -> bool {
-        false
-    }
+    pub live_only: bool,
     /// The checks whose findings this one judges (earlier in [`ALL`]). The engine hands their
     /// results over in [`Context::earlier`]; one the selection left out runs for it alone,
     /// outside the report. A check never runs another itself.
-    fn reads(&self) -> &'static [&'static str] {
-        &[]
-    }
+    pub reads: &'static [&'static str],
+}
+
+pub trait Check: Sync {
+    /// The check's name, title, codes and manual.
+    fn meta(&self) -> &'static Meta;
     /// Judges the node. Always returns at least one finding.
     fn run(&self, cx: &Context) -> Vec<Finding>;
     /// One line for the compact report, about the findings that passed ("8 GPUs: bound to
@@ -226,14 +231,15 @@ fn read_by(
     results: &[CheckResult],
 ) -> Vec<CheckResult> {
     check
-        .reads()
+        .meta()
+        .reads
         .iter()
         .filter_map(|id| {
             if let Some(r) = results.iter().find(|r| r.id == *id && r.skipped.is_none()) {
                 return Some(r.clone());
             }
             let c = find(id)?;
-            (inv.live || !c.live_only()).then(|| {
+            (inv.live || !c.meta().live_only).then(|| {
                 let cx = Context {
                     inv,
                     runs,
@@ -265,19 +271,31 @@ fn run_reading(
 }
 
 pub fn find(id: &str) -> Option<&'static dyn Check> {
-    ALL.iter().copied().find(|c| c.id() == id)
+    ALL.iter().copied().find(|c| c.meta().id == id)
 }
 
 /// The check that emits a finding code, and the code's description.
 pub fn find_code(code: &str) -> Option<(&'static dyn Check, &'static Code)> {
-    ALL.iter()
-        .find_map(|c| c.codes().iter().find(|k| k.id == code).map(|k| (*c, k)))
+    ALL.iter().find_map(|c| {
+        c.meta()
+            .codes
+            .iter()
+            .find(|k| k.id == code)
+            .map(|k| (*c, k))
+    })
 }
 
 /// What `--config` may name: the registry's checks and codes (see `config::Names`).
 pub const NAMES: crate::config::Names = crate::config::Names {
     check: |id| find(id).is_some(),
     code: |code| find_code(code).is_some(),
+};
+
+/// The finding the engine gives a check that returned none: a bug in gdrdoctor, never a pass.
+/// No check declares it; the engine alone emits it.
+pub const CHECK_SILENT: Code = Code {
+    id: "check-silent",
+    summary: "a check produced no finding: a bug in gdrdoctor",
 };
 
 pub const NOT_SELECTED: &str = "not selected (--select)";
@@ -294,7 +312,7 @@ impl Selection {
     pub fn validate(&self) -> Result<(), String> {
         for id in self.select.iter().chain(&self.skip) {
             if find(id).is_none() {
-                let known: Vec<&str> = ALL.iter().map(|c| c.id()).collect();
+                let known: Vec<&str> = ALL.iter().map(|c| c.meta().id).collect();
                 return Err(format!(
                     "unknown check {id:?}; checks are: {}",
                     known.join(", ")
@@ -306,13 +324,14 @@ impl Selection {
 
     /// Why a check does not run, if it does not.
     fn excluded(&self, check: &dyn Check, config: &Config) -> Option<String> {
-        if !self.select.is_empty() && !self.select.iter().any(|s| s == check.id()) {
+        let id = check.meta().id;
+        if !self.select.is_empty() && !self.select.iter().any(|s| s == id) {
             return Some(NOT_SELECTED.into());
         }
-        if self.skip.iter().any(|s| s == check.id()) {
+        if self.skip.iter().any(|s| s == id) {
             return Some("skipped (--skip)".into());
         }
-        if config.skip.iter().any(|s| s == check.id()) {
+        if config.skip.iter().any(|s| s == id) {
             return Some("skipped (config: skip)".into());
         }
         None
@@ -361,14 +380,14 @@ pub fn run(
     let mut left_out: Vec<bool> = Vec::with_capacity(ALL.len());
     for check in ALL {
         let excluded = selection.excluded(*check, config);
-        let offline = check.live_only() && !inv.live;
+        let offline = check.meta().live_only && !inv.live;
         left_out.push(excluded.is_some() && !offline);
         let reason = excluded
             .or_else(|| offline.then(|| "live only: not run on a captured root".to_owned()));
         results.push(match reason {
             Some(reason) => CheckResult {
-                id: check.id(),
-                title: check.title(),
+                id: check.meta().id,
+                title: check.meta().title,
                 status: Status::Skip,
                 summary: reason.clone(),
                 skipped: Some(reason),
@@ -387,7 +406,7 @@ pub fn run(
                 .filter(|f| f.status == Status::Skip)
                 .flat_map(|f| f.prerequisites.iter());
             for id in needs {
-                if let Some(i) = ALL.iter().position(|c| c.id() == *id) {
+                if let Some(i) = ALL.iter().position(|c| c.meta().id == *id) {
                     // Each (prerequisite, dependent) once: the loop ends when none is new.
                     if left_out[i] && !results[i].prerequisite_of.contains(&r.id) {
                         wanted.push((i, r.id));
@@ -421,20 +440,26 @@ pub fn run(
 }
 
 fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
+    let meta = check.meta();
     let mut findings = check.run(cx);
     if findings.is_empty() {
         // A check that says nothing has a bug; never let that read as a pass.
         findings.push(Finding::unknown(
-            "check-silent",
+            CHECK_SILENT,
             "gdrdoctor",
-            format!("check {} produced no finding", check.id()),
+            format!("check {} produced no finding", meta.id),
         ));
     }
     for f in &mut findings {
+        // A misspelt code no longer compiles, and a check's code constants are private to its
+        // file; what this still catches is a constant the check uses but left out of its
+        // `CODES` (so `gdrdoctor list`, `--config` and the README test never see it), or a
+        // `pub(crate)` code of another check (the comparison's `nccl-verify` codes). Every test
+        // run on a fixture goes through here.
         debug_assert!(
-            f.code == "check-silent" || check.codes().iter().any(|c| c.id == f.code),
+            f.code == CHECK_SILENT.id || meta.codes.iter().any(|c| c.id == f.code),
             "{} emits undeclared code {}",
-            check.id(),
+            meta.id,
             f.code
         );
         if let Some(&status) = cx.config.severity.get(f.code) {
@@ -465,8 +490,8 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
     };
     let summary = shorten(&summary);
     CheckResult {
-        id: check.id(),
-        title: check.title(),
+        id: meta.id,
+        title: meta.title,
         status,
         summary,
         skipped: None,
@@ -544,33 +569,33 @@ mod tests {
                 && !s.ends_with('-')
                 && !s.contains("--")
         };
-        for c in ALL {
-            assert!(kebab(c.id()), "{}", c.id());
-            assert!(ids.insert(c.id()), "duplicate check id {}", c.id());
-            assert!(!c.codes().is_empty(), "{} declares no codes", c.id());
-            for code in c.codes() {
+        for c in ALL.iter().map(|c| c.meta()) {
+            assert!(kebab(c.id), "{}", c.id);
+            assert!(ids.insert(c.id), "duplicate check id {}", c.id);
+            assert!(!c.codes.is_empty(), "{} declares no codes", c.id);
+            for code in c.codes {
                 assert!(kebab(code.id), "{}", code.id);
                 assert!(codes.insert(code.id), "duplicate code {}", code.id);
                 assert!(!code.summary.is_empty());
             }
         }
-        assert!(!codes.contains("check-silent"));
+        assert!(!codes.contains(CHECK_SILENT.id));
     }
 
     #[test]
     fn every_check_documents_itself_and_every_code() {
-        for c in ALL {
-            let readme = c.readme();
+        for c in ALL.iter().map(|c| c.meta()) {
+            let readme = c.readme;
             assert!(
-                readme.starts_with(&format!("# {}", c.id())),
+                readme.starts_with(&format!("# {}", c.id)),
                 "checks/{}/README.md must start with its id",
-                c.id()
+                c.id
             );
-            for code in c.codes() {
+            for code in c.codes {
                 assert!(
                     readme.contains(&format!("`{}`", code.id)),
                     "checks/{}/README.md does not document `{}`",
-                    c.id(),
+                    c.id,
                     code.id
                 );
             }
@@ -578,7 +603,7 @@ mod tests {
                 assert!(
                     readme.contains(section),
                     "checks/{}/README.md lacks {section}",
-                    c.id()
+                    c.id
                 );
             }
         }
@@ -590,21 +615,17 @@ mod tests {
     #[test]
     fn reads_are_handed_over_not_rerun() {
         struct Reads;
+        const META: Meta = Meta {
+            id: "reads",
+            title: "",
+            codes: &[],
+            readme: "",
+            live_only: false,
+            reads: &["rdma-link", "peer-memory"],
+        };
         impl Check for Reads {
-            fn id(&self) -> &'static str {
-                "reads"
-            }
-            fn title(&self) -> &'static str {
-                ""
-            }
-            fn codes(&self) -> &'static [Code] {
-                &[]
-            }
-            fn readme(&self) -> &'static str {
-                ""
-            }
-            fn reads(&self) -> &'static [&'static str] {
-                &["rdma-link", "peer-memory"]
+            fn meta(&self) -> &'static Meta {
+                &META
             }
             fn run(&self, _: &Context) -> Vec<Finding> {
                 Vec::new()
@@ -713,7 +734,11 @@ mod tests {
 
     #[test]
     fn summaries() {
-        let f = |subject: &str, message: &str| Finding::pass("x", subject, message);
+        const X: Code = Code {
+            id: "x",
+            summary: "",
+        };
+        let f = |subject: &str, message: &str| Finding::pass(X, subject, message);
         let gpus = [
             f("GPU 0000:18:00.0 (NVIDIA H100)", "32 GT/s x16, its maximum"),
             f("GPU 0000:1a:00.0 (NVIDIA H100)", "32 GT/s x16, its maximum"),

@@ -1,6 +1,6 @@
 //! `pcie-link`: every GPU and NIC trained its PCIe link at its maximum speed and width.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::pci::PciFunction;
 use crate::inventory::{Fact, Inventory};
 use crate::model::{Code, Evidence, Finding, Fix};
@@ -8,41 +8,45 @@ use crate::parse::pci::{Bdf, express};
 
 pub struct PcieLink;
 
-const CODES: &[Code] = &[
-    Code {
-        id: "pcie-link-full",
-        summary: "the link runs at its maximum speed and width",
-    },
-    Code {
-        id: "pcie-link-narrow",
-        summary: "the link trained narrower than its maximum (x8 of x16): half the bandwidth or less",
-    },
-    Code {
-        id: "pcie-link-slow",
-        summary: "the link runs below its maximum speed (a GPU may do this while idle)",
-    },
-    Code {
-        id: "pcie-link-unknown",
-        summary: "the link's current or maximum state could not be read",
-    },
-    Code {
-        id: "pcie-link-no-devices",
-        summary: "no GPU or NIC PCI function to judge",
-    },
-];
+const FULL: Code = Code {
+    id: "pcie-link-full",
+    summary: "the link runs at its maximum speed and width",
+};
+
+const NARROW: Code = Code {
+    id: "pcie-link-narrow",
+    summary: "the link trained narrower than its maximum (x8 of x16): half the bandwidth or less",
+};
+
+const SLOW: Code = Code {
+    id: "pcie-link-slow",
+    summary: "the link runs below its maximum speed (a GPU may do this while idle)",
+};
+
+const UNKNOWN: Code = Code {
+    id: "pcie-link-unknown",
+    summary: "the link's current or maximum state could not be read",
+};
+
+const NO_DEVICES: Code = Code {
+    id: "pcie-link-no-devices",
+    summary: "no GPU or NIC PCI function to judge",
+};
+
+const CODES: &[Code] = &[FULL, NARROW, SLOW, UNKNOWN, NO_DEVICES];
+
+const META: Meta = Meta {
+    id: "pcie-link",
+    title: "GPU and NIC PCIe links at full speed and width",
+    codes: CODES,
+    readme: include_str!("../../checks/pcie-link/README.md"),
+    live_only: false,
+    reads: &[],
+};
 
 impl Check for PcieLink {
-    fn id(&self) -> &'static str {
-        "pcie-link"
-    }
-    fn title(&self) -> &'static str {
-        "GPU and NIC PCIe links at full speed and width"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/pcie-link/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
@@ -60,7 +64,7 @@ impl Check for PcieLink {
         if devices.is_empty() {
             return vec![
                 Finding::skip(
-                    "pcie-link-no-devices",
+                    NO_DEVICES,
                     "node",
                     "no GPU or RDMA NIC (see gpu-driver, rdma-link)",
                 )
@@ -121,12 +125,8 @@ fn judge(inv: &Inventory, b: Bdf, subject: &str, gpu: bool) -> Vec<Finding> {
         .and_then(|f: &PciFunction| Some((f, f.detail.as_ref()?)))
     else {
         return vec![
-            Finding::unknown(
-                "pcie-link-unknown",
-                subject.to_owned(),
-                "not in the inventory",
-            )
-            .evidence(crate::inventory::pci::PCI_DEVICES, format!("<{b}>")),
+            Finding::unknown(UNKNOWN, subject.to_owned(), "not in the inventory")
+                .evidence(crate::inventory::pci::PCI_DEVICES, format!("<{b}>")),
         ];
     };
     // The link attribute files come from config reads too; beside a config space of all
@@ -134,7 +134,7 @@ fn judge(inv: &Inventory, b: Bdf, subject: &str, gpu: bool) -> Vec<Finding> {
     if let Some(dead) = f.not_responding() {
         return vec![
             Finding::unknown(
-                "pcie-link-unknown",
+                UNKNOWN,
                 subject.to_owned(),
                 format!("{}'s config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus, so its link state cannot be judged (see {})", f.bdf, if gpu { "gpu" } else { "rdma-link" }),
             )
@@ -161,7 +161,7 @@ fn judge(inv: &Inventory, b: Bdf, subject: &str, gpu: bool) -> Vec<Finding> {
     else {
         return vec![
             Finding::unknown(
-                "pcie-link-unknown",
+                UNKNOWN,
                 subject.to_owned(),
                 format!("cannot read {}'s link state", f.bdf),
             )
@@ -171,7 +171,7 @@ fn judge(inv: &Inventory, b: Bdf, subject: &str, gpu: bool) -> Vec<Finding> {
     let mut out = Vec::new();
     if cw < mw {
         out.push(
-            Finding::warn("pcie-link-narrow", subject.to_owned(), format!("trained x{cw} of x{mw} ({cs} GT/s): at most {}% of the link's bandwidth, for GDR and everything else", cw * 100 / mw))
+            Finding::warn(NARROW, subject.to_owned(), format!("trained x{cw} of x{mw} ({cs} GT/s): at most {}% of the link's bandwidth, for GDR and everything else", cw * 100 / mw))
                 .with(evidence.clone())
                 .fix(
                     Fix::new("Reseat the card, check the riser and slot (a x16 card in a x8 slot, a damaged lane), then compare with lspci", "Reseating needs the node drained and powered off.")
@@ -186,7 +186,7 @@ fn judge(inv: &Inventory, b: Bdf, subject: &str, gpu: bool) -> Vec<Finding> {
             ""
         };
         out.push(
-            Finding::warn("pcie-link-slow", subject.to_owned(), format!("runs at {cs} GT/s of {ms} GT/s (x{cw}){idle}"))
+            Finding::warn(SLOW, subject.to_owned(), format!("runs at {cs} GT/s of {ms} GT/s (x{cw}){idle}"))
                 .with(evidence.clone())
                 .fix(
                     Fix::new("Find why the link trained below its speed: BIOS link speed setting, riser or retimer, the slot's generation", "Read-only commands; a BIOS change needs a reboot.")
@@ -197,7 +197,7 @@ fn judge(inv: &Inventory, b: Bdf, subject: &str, gpu: bool) -> Vec<Finding> {
     if out.is_empty() {
         out.push(
             Finding::pass(
-                "pcie-link-full",
+                FULL,
                 subject.to_owned(),
                 format!("{cs} GT/s x{cw}, its maximum"),
             )

@@ -1,7 +1,7 @@
 //! `pcie-placement`: each GPU has a NIC close enough on the PCIe tree for NCCL to use
 //! GPUDirect RDMA, and GPUs do not crowd onto one NIC while a usable one sits idle.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::nccl::effective::{self, Basis, Nearest, Policy, PolicySource, Verdict};
@@ -11,41 +11,51 @@ use std::collections::BTreeMap;
 
 pub struct PciePlacement;
 
+const GPU_NIC_NEAR: Code = Code {
+    id: "gpu-nic-near",
+    summary: "the GPU's nearest NIC is within the GDR level policy (NCCL_NET_GDR_LEVEL)",
+};
+
+const GPU_NIC_TOO_FAR: Code = Code {
+    id: "gpu-nic-too-far",
+    summary: "the GPU's nearest NIC is beyond the GDR level policy: NCCL runs it without GPUDirect RDMA",
+};
+
+const GPU_NIC_CROWDED: Code = Code {
+    id: "gpu-nic-crowded",
+    summary: "several GPUs share one nearest NIC while another NIC within the policy is no GPU's nearest",
+};
+
+const PLACEMENT_UNKNOWN: Code = Code {
+    id: "placement-unknown",
+    summary: "a GPU's or NIC's place on the PCIe tree could not be worked out",
+};
+
+const PLACEMENT_NO_PAIR: Code = Code {
+    id: "placement-no-pair",
+    summary: "no GPU or no RDMA NIC, so no GPU-NIC placement to judge",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "gpu-nic-near",
-        summary: "the GPU's nearest NIC is within the GDR level policy (NCCL_NET_GDR_LEVEL)",
-    },
-    Code {
-        id: "gpu-nic-too-far",
-        summary: "the GPU's nearest NIC is beyond the GDR level policy: NCCL runs it without GPUDirect RDMA",
-    },
-    Code {
-        id: "gpu-nic-crowded",
-        summary: "several GPUs share one nearest NIC while another NIC within the policy is no GPU's nearest",
-    },
-    Code {
-        id: "placement-unknown",
-        summary: "a GPU's or NIC's place on the PCIe tree could not be worked out",
-    },
-    Code {
-        id: "placement-no-pair",
-        summary: "no GPU or no RDMA NIC, so no GPU-NIC placement to judge",
-    },
+    GPU_NIC_NEAR,
+    GPU_NIC_TOO_FAR,
+    GPU_NIC_CROWDED,
+    PLACEMENT_UNKNOWN,
+    PLACEMENT_NO_PAIR,
 ];
 
+const META: Meta = Meta {
+    id: "pcie-placement",
+    title: "Each GPU has a NIC within NCCL's GDR distance",
+    codes: CODES,
+    readme: include_str!("../../checks/pcie-placement/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for PciePlacement {
-    fn id(&self) -> &'static str {
-        "pcie-placement"
-    }
-    fn title(&self) -> &'static str {
-        "Each GPU has a NIC within NCCL's GDR distance"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/pcie-placement/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.
@@ -108,7 +118,7 @@ impl Check for PciePlacement {
                 )
             };
             return vec![
-                Finding::skip("placement-no-pair", "node", what)
+                Finding::skip(PLACEMENT_NO_PAIR, "node", what)
                     .evidence(
                         crate::inventory::rdma::CLASS_INFINIBAND,
                         format!("{} GPUs, {} RDMA devices", inv.gpus.len(), inv.rdma.len()),
@@ -123,7 +133,7 @@ impl Check for PciePlacement {
             .filter(|d| d.pci.is_none())
         {
             out.push(
-                Finding::unknown("placement-unknown", d.name.clone(), format!("{} has no PCI function gdrdoctor could find, so its distance to the GPUs is unknown", d.name))
+                Finding::unknown(PLACEMENT_UNKNOWN, d.name.clone(), format!("{} has no PCI function gdrdoctor could find, so its distance to the GPUs is unknown", d.name))
                     .evidence(d.class_path(), "<no device link, no netdev with a PCI function>"),
             );
         }
@@ -138,7 +148,7 @@ impl Check for PciePlacement {
             let Some(n) = &g.nearest else {
                 out.push(
                     Finding::unknown(
-                        "placement-unknown",
+                        PLACEMENT_UNKNOWN,
                         subject,
                         "no NIC with a known route to this GPU",
                     )
@@ -287,7 +297,7 @@ fn judge(
             PolicySource::Config => String::new(),
         };
         return Finding::pass(
-            "gpu-nic-near",
+            GPU_NIC_NEAR,
             subject.to_owned(),
             format!(
                 "nearest NIC{plural}: {nics} at {}{where_}{inferred}{numa}{within}",
@@ -322,7 +332,7 @@ fn judge(
     if let (Some(vm), Basis::Sysfs) = (&inv.virtual_pci, basis) {
         ev.extend(vm.evidence.iter().take(1).cloned());
     }
-    Finding::fail("gpu-nic-too-far", subject.to_owned(), message)
+    Finding::fail(GPU_NIC_TOO_FAR, subject.to_owned(), message)
         .with(ev)
         .fix(fix)
 }
@@ -430,7 +440,7 @@ fn crowding(
             .collect();
         out.push(
             Finding::warn(
-                "gpu-nic-crowded",
+                GPU_NIC_CROWDED,
                 inv.rdma[*nic].name.clone(),
                 format!(
                     "GPUs {} all have {} as their only nearest NIC, while {} is no GPU's nearest: if jobs follow locality, one NIC carries the traffic of {} GPUs and the other idles",

@@ -8,7 +8,7 @@
 //! DMA-BUF, falling through to the peermem path otherwise. Neither: NCCL silently stages through
 //! host memory.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
 use crate::model::gpu::{Export, Lib};
@@ -18,39 +18,55 @@ use crate::parse::kernel::KernelVersion;
 
 pub struct PeerMemory;
 
+const GDR_PATH_DMABUF: Code = Code {
+    id: "gdr-path-dmabuf",
+    summary: "the DMA-BUF path is available: NCCL will register GPU memory through it",
+};
+
+const GDR_PATH_PEERMEM: Code = Code {
+    id: "gdr-path-peermem",
+    summary: "the peer-memory path (nvidia_peermem / amd_peer_mem) is available and NCCL will use it",
+};
+
+const PEERMEM_NOT_LOADED: Code = Code {
+    id: "peermem-not-loaded",
+    summary: "no DMA-BUF path and nvidia_peermem is not loaded: no GPUDirect RDMA at all",
+};
+
+const PEERMEM_NOT_REGISTERED: Code = Code {
+    id: "peermem-not-registered",
+    summary: "nvidia_peermem is loaded but registered no peer-memory client with the RDMA core",
+};
+
+const AMD_NO_GDR_PATH: Code = Code {
+    id: "amd-no-gdr-path",
+    summary: "AMD GPUs have neither the DMA-BUF prerequisites nor amd_peer_mem",
+};
+
+const GDR_PATH_UNKNOWN: Code = Code {
+    id: "gdr-path-unknown",
+    summary: "the facts needed to tell the GDR path could not be read, or the accelerator is unknown",
+};
+
+const NIC_NO_DMABUF: Code = Code {
+    id: "nic-no-dmabuf",
+    summary: "an RDMA device whose driver cannot register dma-bufs, on a node whose GPUs rely on DMA-BUF",
+};
+
+const NO_GPU: Code = Code {
+    id: "peer-memory-no-gpu",
+    summary: "no GPU, so no GPU memory path to judge",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "gdr-path-dmabuf",
-        summary: "the DMA-BUF path is available: NCCL will register GPU memory through it",
-    },
-    Code {
-        id: "gdr-path-peermem",
-        summary: "the peer-memory path (nvidia_peermem / amd_peer_mem) is available and NCCL will use it",
-    },
-    Code {
-        id: "peermem-not-loaded",
-        summary: "no DMA-BUF path and nvidia_peermem is not loaded: no GPUDirect RDMA at all",
-    },
-    Code {
-        id: "peermem-not-registered",
-        summary: "nvidia_peermem is loaded but registered no peer-memory client with the RDMA core",
-    },
-    Code {
-        id: "amd-no-gdr-path",
-        summary: "AMD GPUs have neither the DMA-BUF prerequisites nor amd_peer_mem",
-    },
-    Code {
-        id: "gdr-path-unknown",
-        summary: "the facts needed to tell the GDR path could not be read, or the accelerator is unknown",
-    },
-    Code {
-        id: "nic-no-dmabuf",
-        summary: "an RDMA device whose driver cannot register dma-bufs, on a node whose GPUs rely on DMA-BUF",
-    },
-    Code {
-        id: "peer-memory-no-gpu",
-        summary: "no GPU, so no GPU memory path to judge",
-    },
+    GDR_PATH_DMABUF,
+    GDR_PATH_PEERMEM,
+    PEERMEM_NOT_LOADED,
+    PEERMEM_NOT_REGISTERED,
+    AMD_NO_GDR_PATH,
+    GDR_PATH_UNKNOWN,
+    NIC_NO_DMABUF,
+    NO_GPU,
 ];
 
 /// The earliest kernel with dma-buf memory regions in the RDMA core (ib_umem_dmabuf, 5.12).
@@ -60,18 +76,18 @@ const DMABUF_NVIDIA_MAJOR: u32 = 515;
 /// cuMemGetHandleForAddressRange and CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: CUDA 11.7.
 const DMABUF_CUDA: i32 = 11070;
 
+const META: Meta = Meta {
+    id: "peer-memory",
+    title: "A GPU memory path for the NIC (DMA-BUF or peermem)",
+    codes: CODES,
+    readme: include_str!("../../checks/peer-memory/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for PeerMemory {
-    fn id(&self) -> &'static str {
-        "peer-memory"
-    }
-    fn title(&self) -> &'static str {
-        "A GPU memory path for the NIC (DMA-BUF or peermem)"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/peer-memory/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
@@ -106,7 +122,7 @@ impl Check for PeerMemory {
             let names: Vec<String> = declared.iter().map(|f| f.bdf.to_string()).collect();
             out.push(
                 Finding::unknown(
-                    "gdr-path-unknown",
+                    GDR_PATH_UNKNOWN,
                     "declared accelerators",
                     format!("{} ({}) are of a vendor gdrdoctor has no GDR rules for; only a GDR write test can tell", names.join(", "), plural(other, "accelerator")),
                 )
@@ -120,7 +136,7 @@ impl Check for PeerMemory {
         // for it: it is the inbox-RDMA-stack trap (nccl#1939), and it breaks any job that sets
         // NCCL_DMABUF_ENABLE=0.
         if let Peermem::LoadedUnregistered(module) = &peermem {
-            if !out.iter().any(|f| f.code == "peermem-not-registered") {
+            if !out.iter().any(|f| f.code == PEERMEM_NOT_REGISTERED.id) {
                 out.push(unregistered(
                     inv,
                     module,
@@ -134,7 +150,7 @@ impl Check for PeerMemory {
                 if nic_dmabuf(dev) == Some(false) {
                     out.push(
                         Finding::warn(
-                            "nic-no-dmabuf",
+                            NIC_NO_DMABUF,
                             dev.name.clone(),
                             format!("{} ({}) cannot register dma-bufs (its driver returns EOPNOTSUPP): GPU memory cannot be registered with it", dev.name, dev.driver.as_deref().unwrap_or("software RDMA")),
                         )
@@ -146,16 +162,12 @@ impl Check for PeerMemory {
         }
         if out.is_empty() {
             out.push(
-                Finding::skip(
-                    "peer-memory-no-gpu",
-                    "node",
-                    "no GPU found (see gpu-driver)",
-                )
-                .evidence(
-                    crate::inventory::pci::PCI_DEVICES,
-                    format!("{} PCI functions, none a GPU", inv.pci.len()),
-                )
-                .prerequisites(&["gpu-driver"]),
+                Finding::skip(NO_GPU, "node", "no GPU found (see gpu-driver)")
+                    .evidence(
+                        crate::inventory::pci::PCI_DEVICES,
+                        format!("{} PCI functions, none a GPU", inv.pci.len()),
+                    )
+                    .prerequisites(&["gpu-driver"]),
             );
         }
         out
@@ -328,7 +340,7 @@ fn judge_nvidia(inv: &Inventory, gpu: &Runtime, n: usize, peermem: &Peermem) -> 
                 Peermem::Registered(name, _) => format!("; nvidia_peermem is registered too ({name}), the fallback"),
                 _ => String::new(),
             };
-            (Finding::pass("gdr-path-dmabuf", subject, format!("NCCL will use the DMA-BUF path for the {gpus}: {why}{also}{}", no_rdma_note(inv))).with(evidence), true)
+            (Finding::pass(GDR_PATH_DMABUF, subject, format!("NCCL will use the DMA-BUF path for the {gpus}: {why}{also}{}", no_rdma_note(inv))).with(evidence), true)
         }
         (_, Peermem::Registered(name, version)) => {
             let why_not = match &dmabuf {
@@ -336,16 +348,16 @@ fn judge_nvidia(inv: &Inventory, gpu: &Runtime, n: usize, peermem: &Peermem) -> 
                 Possible::Unknown(r) => format!("DMA-BUF unknown: {}", r.join("; ")),
                 Possible::Yes(_) => unreachable!("handled above"),
             };
-            (Finding::pass("gdr-path-peermem", subject, format!("NCCL will use the peer-memory path for the {gpus}: nvidia_peermem registered as {name} (version {version}); {why_not}")).with(evidence), false)
+            (Finding::pass(GDR_PATH_PEERMEM, subject, format!("NCCL will use the peer-memory path for the {gpus}: nvidia_peermem registered as {name} (version {version}); {why_not}")).with(evidence), false)
         }
         (Possible::Unknown(r), _) => (
-            Finding::unknown("gdr-path-unknown", subject, format!("cannot tell whether the DMA-BUF path works for the {gpus} ({}), and nvidia_peermem is not registered", r.join("; "))).with(evidence),
+            Finding::unknown(GDR_PATH_UNKNOWN, subject, format!("cannot tell whether the DMA-BUF path works for the {gpus} ({}), and nvidia_peermem is not registered", r.join("; "))).with(evidence),
             false,
         ),
         (Possible::No(r), Peermem::LoadedUnregistered(module)) => (unregistered(inv, module, Status::Fail, format!("and DMA-BUF is unavailable: {}: the {gpus} have no GDR path", r.join("; "))), false),
         (Possible::No(r), Peermem::NotLoaded) => (
             Finding::fail(
-                "peermem-not-loaded",
+                PEERMEM_NOT_LOADED,
                 subject,
                 format!("no GPUDirect RDMA path for the {gpus}: nvidia_peermem is not loaded, and DMA-BUF is unavailable: {}. NCCL will silently copy through host memory", r.join("; ")),
             )
@@ -545,7 +557,7 @@ fn cuda_version(v: i32) -> String {
 
 fn unregistered(inv: &Inventory, module: &str, status: Status, consequence: String) -> Finding {
     Finding::new(
-        "peermem-not-registered",
+        PEERMEM_NOT_REGISTERED,
         status,
         module.to_owned(),
         format!("{module} is loaded but registered no peer-memory client ({MEMORY_PEERS}/nv_mem missing): the RDMA core lacks the peer-memory API (an inbox RDMA stack), so ibv_reg_mr on GPU memory fails; {consequence}"),
@@ -632,11 +644,11 @@ fn judge_amd(inv: &Inventory, gpu: &Runtime, n: usize) -> (Finding, bool) {
         _ => {}
     }
     match (dmabuf, legacy) {
-        (Possible::Yes(why), _) => (Finding::pass("gdr-path-dmabuf", subject, format!("the DMA-BUF path is available for the {gpus}: {why}{}", no_rdma_note(inv))).with(evidence), true),
-        (_, Some(m)) => (Finding::pass("gdr-path-peermem", subject, format!("the peer-memory path is available for the {gpus}: {m} is loaded")).with(evidence), false),
-        (Possible::Unknown(r), None) => (Finding::unknown("gdr-path-unknown", subject, format!("cannot tell whether the DMA-BUF path works for the {gpus}: {}", r.join("; "))).with(evidence), false),
+        (Possible::Yes(why), _) => (Finding::pass(GDR_PATH_DMABUF, subject, format!("the DMA-BUF path is available for the {gpus}: {why}{}", no_rdma_note(inv))).with(evidence), true),
+        (_, Some(m)) => (Finding::pass(GDR_PATH_PEERMEM, subject, format!("the peer-memory path is available for the {gpus}: {m} is loaded")).with(evidence), false),
+        (Possible::Unknown(r), None) => (Finding::unknown(GDR_PATH_UNKNOWN, subject, format!("cannot tell whether the DMA-BUF path works for the {gpus}: {}", r.join("; "))).with(evidence), false),
         (Possible::No(r), None) => (
-            Finding::fail("amd-no-gdr-path", subject, format!("no GPUDirect RDMA path for the {gpus}: DMA-BUF is unavailable ({}) and amd_peer_mem is not loaded", r.join("; ")))
+            Finding::fail(AMD_NO_GDR_PATH, subject, format!("no GPUDirect RDMA path for the {gpus}: DMA-BUF is unavailable ({}) and amd_peer_mem is not loaded", r.join("; ")))
                 .with(evidence)
                 .fix(
                     Fix::new(

@@ -1,81 +1,100 @@
 //! `rdma-access` (live only): can a process on this node actually use RDMA? Device nodes,
 //! locked-memory limit, libibverbs and a provider for every device.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::model::access::{Access, CLASS_VERBS, DEV_INFINIBAND, ListError, SONAME};
 use crate::model::{Code, Finding, Fix};
 
 pub struct RdmaAccess;
 
+const UVERBS_OK: Code = Code {
+    id: "uverbs-ok",
+    summary: "every RDMA device has a verbs device node this process can open",
+};
+
+const UVERBS_MISSING: Code = Code {
+    id: "uverbs-missing",
+    summary: "an RDMA device has no /dev/infiniband/uverbs* node",
+};
+
+const UVERBS_NO_ACCESS: Code = Code {
+    id: "uverbs-no-access",
+    summary: "a verbs device node exists but this process cannot open it",
+};
+
+const MEMLOCK_OK: Code = Code {
+    id: "memlock-ok",
+    summary: "RLIMIT_MEMLOCK is unlimited",
+};
+
+const MEMLOCK_LIMITED: Code = Code {
+    id: "memlock-limited",
+    summary: "RLIMIT_MEMLOCK is finite: large registrations may fail",
+};
+
+const MEMLOCK_LOW: Code = Code {
+    id: "memlock-low",
+    summary: "RLIMIT_MEMLOCK is below the threshold: ibv_reg_mr fails with ENOMEM",
+};
+
+const MEMLOCK_UNKNOWN: Code = Code {
+    id: "memlock-unknown",
+    summary: "the locked-memory limit could not be read",
+};
+
+const LIBIBVERBS_OK: Code = Code {
+    id: "libibverbs-ok",
+    summary: "libibverbs loads, with ibv_reg_dmabuf_mr",
+};
+
+const LIBIBVERBS_MISSING: Code = Code {
+    id: "libibverbs-missing",
+    summary: "libibverbs.so.1 cannot be loaded",
+};
+
+const LIBIBVERBS_NO_DMABUF: Code = Code {
+    id: "libibverbs-no-dmabuf",
+    summary: "libibverbs lacks ibv_reg_dmabuf_mr (rdma-core < 34): no DMA-BUF path",
+};
+
+const PROVIDER_MISSING: Code = Code {
+    id: "rdma-provider-missing",
+    summary: "libibverbs has no provider for an RDMA device, so userspace cannot open it",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "uverbs-ok",
-        summary: "every RDMA device has a verbs device node this process can open",
-    },
-    Code {
-        id: "uverbs-missing",
-        summary: "an RDMA device has no /dev/infiniband/uverbs* node",
-    },
-    Code {
-        id: "uverbs-no-access",
-        summary: "a verbs device node exists but this process cannot open it",
-    },
-    Code {
-        id: "memlock-ok",
-        summary: "RLIMIT_MEMLOCK is unlimited",
-    },
-    Code {
-        id: "memlock-limited",
-        summary: "RLIMIT_MEMLOCK is finite: large registrations may fail",
-    },
-    Code {
-        id: "memlock-low",
-        summary: "RLIMIT_MEMLOCK is below the threshold: ibv_reg_mr fails with ENOMEM",
-    },
-    Code {
-        id: "memlock-unknown",
-        summary: "the locked-memory limit could not be read",
-    },
-    Code {
-        id: "libibverbs-ok",
-        summary: "libibverbs loads, with ibv_reg_dmabuf_mr",
-    },
-    Code {
-        id: "libibverbs-missing",
-        summary: "libibverbs.so.1 cannot be loaded",
-    },
-    Code {
-        id: "libibverbs-no-dmabuf",
-        summary: "libibverbs lacks ibv_reg_dmabuf_mr (rdma-core < 34): no DMA-BUF path",
-    },
-    Code {
-        id: "rdma-provider-missing",
-        summary: "libibverbs has no provider for an RDMA device, so userspace cannot open it",
-    },
+    UVERBS_OK,
+    UVERBS_MISSING,
+    UVERBS_NO_ACCESS,
+    MEMLOCK_OK,
+    MEMLOCK_LIMITED,
+    MEMLOCK_LOW,
+    MEMLOCK_UNKNOWN,
+    LIBIBVERBS_OK,
+    LIBIBVERBS_MISSING,
+    LIBIBVERBS_NO_DMABUF,
+    PROVIDER_MISSING,
 ];
 
+const META: Meta = Meta {
+    id: "rdma-access",
+    title: "RDMA usable from a process: device nodes, memlock, libibverbs",
+    codes: CODES,
+    readme: include_str!("../../checks/rdma-access/README.md"),
+    live_only: true,
+    reads: &[],
+};
+
 impl Check for RdmaAccess {
-    fn id(&self) -> &'static str {
-        "rdma-access"
-    }
-    fn title(&self) -> &'static str {
-        "RDMA usable from a process: device nodes, memlock, libibverbs"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/rdma-access/README.md")
-    }
-    fn live_only(&self) -> bool {
-        true
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let Some(access) = &cx.runs.access else {
             // The engine probes access whenever this check runs on a live root; reaching this is a bug.
             return vec![
-                Finding::unknown("memlock-unknown", "node", "access facts were not probed")
+                Finding::unknown(MEMLOCK_UNKNOWN, "node", "access facts were not probed")
                     .evidence("/proc/self/limits", "<not read>"),
             ];
         };
@@ -96,7 +115,7 @@ fn uverbs(cx: &Context, access: &Access) -> Vec<Finding> {
             .find(|u| u.ibdev.as_deref() == Some(dev.name.as_str()));
         match node {
             None => out.push(
-                Finding::fail("uverbs-missing", dev.name.clone(), format!("{} has no verbs device node: userspace (NCCL, perftest) cannot open it", dev.name))
+                Finding::fail(UVERBS_MISSING, dev.name.clone(), format!("{} has no verbs device node: userspace (NCCL, perftest) cannot open it", dev.name))
                     .evidence(CLASS_VERBS, access.uverbs.iter().map(|u| format!("{}->{}", u.name, u.ibdev.as_deref().unwrap_or("?"))).collect::<Vec<_>>().join(" "))
                     .fix(
                         Fix::new("Load ib_uverbs; in a container, pass the device nodes in", "Loading ib_uverbs is harmless.")
@@ -106,10 +125,10 @@ fn uverbs(cx: &Context, access: &Access) -> Vec<Finding> {
             ),
             Some(u) => match &u.open {
                 Ok(()) => out.push(
-                    Finding::pass("uverbs-ok", dev.name.clone(), format!("{DEV_INFINIBAND}/{} opens read-write", u.name)).evidence(format!("{DEV_INFINIBAND}/{}", u.name), "opened"),
+                    Finding::pass(UVERBS_OK, dev.name.clone(), format!("{DEV_INFINIBAND}/{} opens read-write", u.name)).evidence(format!("{DEV_INFINIBAND}/{}", u.name), "opened"),
                 ),
                 Err(e) => out.push(
-                    Finding::fail("uverbs-no-access", dev.name.clone(), format!("cannot open {}: {}", e.path(), e.reason()))
+                    Finding::fail(UVERBS_NO_ACCESS, dev.name.clone(), format!("cannot open {}: {}", e.path(), e.reason()))
                         .evidence(e.path().to_owned(), format!("<{}>", e.reason()))
                         .fix(
                             Fix::new("Let this user open the verbs device (rdma-core's udev rules make it 0666), or pass it into the container", "Widening device permissions lets every local user register memory with the NIC.")
@@ -123,7 +142,7 @@ fn uverbs(cx: &Context, access: &Access) -> Vec<Finding> {
     if let Some(e) = &access.uverbs_error {
         out.push(
             Finding::fail(
-                "uverbs-missing",
+                UVERBS_MISSING,
                 "node",
                 format!("cannot list verbs devices: {e}"),
             )
@@ -137,7 +156,7 @@ fn memlock(cx: &Context, access: &Access) -> Finding {
     let fact = &access.memlock;
     let Some(limit) = fact.value() else {
         return Finding::unknown(
-            "memlock-unknown",
+            MEMLOCK_UNKNOWN,
             "this process",
             format!(
                 "cannot read the locked-memory limit: {}",
@@ -154,15 +173,15 @@ fn memlock(cx: &Context, access: &Access) -> Finding {
     .persistent("printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/90-rdma-memlock.conf")
     .manual("# slurmd: LimitMEMLOCK=infinity in its systemd unit, and PropagateResourceLimitsExcept=MEMLOCK in slurm.conf");
     match limit.soft {
-        None => Finding::pass("memlock-ok", "this process", "RLIMIT_MEMLOCK is unlimited").with([fact.evidence()]),
+        None => Finding::pass(MEMLOCK_OK, "this process", "RLIMIT_MEMLOCK is unlimited").with([fact.evidence()]),
         Some(bytes) if bytes < min << 20 => Finding::fail(
-            "memlock-low",
+            MEMLOCK_LOW,
             "this process",
             format!("RLIMIT_MEMLOCK is {} KiB (< {min} MiB): registering RDMA buffers fails with ENOMEM", bytes >> 10),
         )
         .with([fact.evidence()])
         .fix(fix),
-        Some(bytes) => Finding::warn("memlock-limited", "this process", format!("RLIMIT_MEMLOCK is {} MiB: NVIDIA and the clouds recommend unlimited for RDMA", bytes >> 20)).with([fact.evidence()]).fix(fix),
+        Some(bytes) => Finding::warn(MEMLOCK_LIMITED, "this process", format!("RLIMIT_MEMLOCK is {} MiB: NVIDIA and the clouds recommend unlimited for RDMA", bytes >> 20)).with([fact.evidence()]).fix(fix),
     }
 }
 
@@ -174,7 +193,7 @@ fn library(cx: &Context, access: &Access) -> Vec<Finding> {
     };
     if let Err(e) = &probe.library {
         return vec![
-            Finding::fail("libibverbs-missing", "this process", format!("{SONAME} cannot be loaded ({e}): no RDMA from userspace, and NCCL falls back to TCP sockets"))
+            Finding::fail(LIBIBVERBS_MISSING, "this process", format!("{SONAME} cannot be loaded ({e}): no RDMA from userspace, and NCCL falls back to TCP sockets"))
                 .with([lib_evidence(e.clone())])
                 .fix(
                     Fix::new("Install rdma-core's libibverbs and providers", "Installing packages changes nothing that runs.")
@@ -191,7 +210,7 @@ fn library(cx: &Context, access: &Access) -> Vec<Finding> {
     if probe.reg_dmabuf_mr {
         out.push(
             Finding::pass(
-                "libibverbs-ok",
+                LIBIBVERBS_OK,
                 "this process",
                 format!("{version} loads and exports ibv_reg_dmabuf_mr"),
             )
@@ -199,7 +218,7 @@ fn library(cx: &Context, access: &Access) -> Vec<Finding> {
         );
     } else {
         out.push(
-            Finding::warn("libibverbs-no-dmabuf", "this process", format!("{version} has no ibv_reg_dmabuf_mr (added in rdma-core 34): the DMA-BUF path cannot be used from userspace"))
+            Finding::warn(LIBIBVERBS_NO_DMABUF, "this process", format!("{version} has no ibv_reg_dmabuf_mr (added in rdma-core 34): the DMA-BUF path cannot be used from userspace"))
                 .with([lib_evidence("loaded; ibv_reg_dmabuf_mr absent".into())])
                 .fix(Fix::new("Upgrade rdma-core to 34 or later", "A package upgrade; restart RDMA users afterwards.").persistent("if command -v apt-get >/dev/null; then apt-get install -y --only-upgrade libibverbs1 ibverbs-providers; else dnf upgrade -y libibverbs rdma-core; fi")),
         );
@@ -209,7 +228,7 @@ fn library(cx: &Context, access: &Access) -> Vec<Finding> {
             for dev in cx.inv.rdma.iter().filter(|d| !names.contains(&d.name)) {
                 out.push(
                     Finding::fail(
-                        "rdma-provider-missing",
+                        PROVIDER_MISSING,
                         dev.name.clone(),
                         format!("libibverbs lists no {} (it lists: {}): no provider for its driver ({}) is installed", dev.name, if names.is_empty() { "nothing".into() } else { names.join(", ") }, dev.driver.as_deref().unwrap_or("unknown")),
                     )
@@ -221,7 +240,7 @@ fn library(cx: &Context, access: &Access) -> Vec<Finding> {
         // No verbs subsystem: every device already has its uverbs-missing finding above.
         Some(Err(ListError::NoVerbsSubsystem)) => {}
         Some(Err(ListError::Other(e))) => out.push(
-            Finding::fail("rdma-provider-missing", "this process", e.clone())
+            Finding::fail(PROVIDER_MISSING, "this process", e.clone())
             .with([lib_evidence(e.clone())])
             .fix(
                 Fix::new("Find out why libibverbs cannot list devices (its providers print why on stderr)", "Read-only commands.")

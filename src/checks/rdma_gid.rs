@@ -1,70 +1,90 @@
 //! `rdma-gid`: every RoCE port has a RoCE v2 IPv4 GID (the `NCCL_IB_GID_INDEX` to use) and
 //! every InfiniBand port a LID from a subnet manager.
 
-use super::{Check, Context};
+use super::{Check, Context, Meta};
 use crate::inventory::Port;
-use crate::inventory::rdma::GidEntry;
+use crate::inventory::rdma::{GidChoice, GidEntry};
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::rdma::{GidFamily, GidType};
 use std::collections::BTreeMap;
 
 pub struct RdmaGid;
 
+const ROCE_V2_IPV4: Code = Code {
+    id: "roce-v2-ipv4",
+    summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names",
+};
+
+const IB_LID_ASSIGNED: Code = Code {
+    id: "ib-lid-assigned",
+    summary: "the InfiniBand port has a LID and a subnet manager",
+};
+
+const ROCE_V1_ONLY: Code = Code {
+    id: "roce-v1-only",
+    summary: "the RoCE port has only RoCE v1 GIDs: not routable, and NCCL prefers v2",
+};
+
+const ROCE_NO_IPV4_GID: Code = Code {
+    id: "roce-no-ipv4-gid",
+    summary: "the RoCE port has RoCE v2 GIDs only for IPv6 addresses",
+};
+
+const ROCE_NO_IP_GID: Code = Code {
+    id: "roce-no-ip-gid",
+    summary: "the RoCE port has only link-local GIDs: its netdev has no IP address",
+};
+
+const ROCE_NO_GID: Code = Code {
+    id: "roce-no-gid",
+    summary: "the RoCE port's GID table is empty",
+};
+
+const ROCE_GID_INDEX_DIFFERS: Code = Code {
+    id: "roce-gid-index-differs",
+    summary: "the RoCE v2 IPv4 GID index differs between ports, so one NCCL_IB_GID_INDEX cannot fit all",
+};
+
+const IB_NO_LID: Code = Code {
+    id: "ib-no-lid",
+    summary: "the InfiniBand port has no LID (or no SM LID): no subnet manager configured it",
+};
+
+const UNREADABLE: Code = Code {
+    id: "rdma-gid-unreadable",
+    summary: "the port's link layer or GID table could not be read",
+};
+
+const NO_DEVICE: Code = Code {
+    id: "rdma-gid-no-device",
+    summary: "no RDMA device, so no GID table to judge",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "roce-v2-ipv4",
-        summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names",
-    },
-    Code {
-        id: "ib-lid-assigned",
-        summary: "the InfiniBand port has a LID and a subnet manager",
-    },
-    Code {
-        id: "roce-v1-only",
-        summary: "the RoCE port has only RoCE v1 GIDs: not routable, and NCCL prefers v2",
-    },
-    Code {
-        id: "roce-no-ipv4-gid",
-        summary: "the RoCE port has RoCE v2 GIDs only for IPv6 addresses",
-    },
-    Code {
-        id: "roce-no-ip-gid",
-        summary: "the RoCE port has only link-local GIDs: its netdev has no IP address",
-    },
-    Code {
-        id: "roce-no-gid",
-        summary: "the RoCE port's GID table is empty",
-    },
-    Code {
-        id: "roce-gid-index-differs",
-        summary: "the RoCE v2 IPv4 GID index differs between ports, so one NCCL_IB_GID_INDEX cannot fit all",
-    },
-    Code {
-        id: "ib-no-lid",
-        summary: "the InfiniBand port has no LID (or no SM LID): no subnet manager configured it",
-    },
-    Code {
-        id: "rdma-gid-unreadable",
-        summary: "the port's link layer or GID table could not be read",
-    },
-    Code {
-        id: "rdma-gid-no-device",
-        summary: "no RDMA device, so no GID table to judge",
-    },
+    ROCE_V2_IPV4,
+    IB_LID_ASSIGNED,
+    ROCE_V1_ONLY,
+    ROCE_NO_IPV4_GID,
+    ROCE_NO_IP_GID,
+    ROCE_NO_GID,
+    ROCE_GID_INDEX_DIFFERS,
+    IB_NO_LID,
+    UNREADABLE,
+    NO_DEVICE,
 ];
 
+const META: Meta = Meta {
+    id: "rdma-gid",
+    title: "RoCE v2 GID index per port; InfiniBand LID and SM",
+    codes: CODES,
+    readme: include_str!("../../checks/rdma-gid/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for RdmaGid {
-    fn id(&self) -> &'static str {
-        "rdma-gid"
-    }
-    fn title(&self) -> &'static str {
-        "RoCE v2 GID index per port; InfiniBand LID and SM"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/rdma-gid/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     /// `8 ports: RoCE v2 IPv4 GID at index 3 (NCCL_IB_GID_INDEX=3)`; InfiniBand ports counted
@@ -92,13 +112,9 @@ impl Check for RdmaGid {
         let inv = cx.inv;
         if inv.rdma.is_empty() {
             return vec![
-                Finding::skip(
-                    "rdma-gid-no-device",
-                    "node",
-                    "no RDMA device (see rdma-link)",
-                )
-                .evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>")
-                .prerequisites(&["rdma-link"]),
+                Finding::skip(NO_DEVICE, "node", "no RDMA device (see rdma-link)")
+                    .evidence(crate::inventory::rdma::CLASS_INFINIBAND, "<empty>")
+                    .prerequisites(&["rdma-link"]),
             ];
         }
         let mut out = Vec::new();
@@ -113,7 +129,7 @@ impl Check for RdmaGid {
                     .unwrap_or_default();
                 out.push(
                     Finding::unknown(
-                        "rdma-gid-unreadable",
+                        UNREADABLE,
                         dev.name.clone(),
                         format!("{} shows no ports{why}", dev.name),
                     )
@@ -133,7 +149,7 @@ impl Check for RdmaGid {
                 } else {
                     out.push(
                         Finding::unknown(
-                            "rdma-gid-unreadable",
+                            UNREADABLE,
                             subject,
                             format!(
                                 "unknown link layer: {}",
@@ -157,7 +173,7 @@ impl Check for RdmaGid {
                 .collect();
             out.push(
                 Finding::warn(
-                    "roce-gid-index-differs",
+                    ROCE_GID_INDEX_DIFFERS,
                     "RoCE ports",
                     format!(
                         "the RoCE v2 IPv4 GID sits at different indices ({}): a single NCCL_IB_GID_INDEX is wrong for some ports. Leave it unset (NCCL then picks the RoCE v2 IPv4 GID per port) or make the tables match",
@@ -205,30 +221,10 @@ fn gid_evidence(port: &Port, g: &GidEntry) -> Evidence {
 }
 
 fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) {
-    let table_evidence: Vec<Evidence> = port.gids.iter().map(|g| gid_evidence(port, g)).collect();
     if port.gids.is_empty() {
-        let why = port
-            .problems
-            .first()
-            .map(|p| format!(" ({}: {})", p.path, p.message))
-            .unwrap_or_default();
-        let finding = if port.problems.is_empty() {
-            Finding::fail("roce-no-gid", subject.to_owned(), format!("the GID table has no entries ({} slots, all zero): RoCE cannot address this port", port.gid_slots))
-                .evidence(format!("{}/gids", port.dir), format!("{} slots, all zero", port.gid_slots))
-                .fix(
-                    Fix::new("Bring the port's netdev up and give it an IP address; the kernel fills the GID table from it", "Bringing an interface up and addressing it changes this host's network configuration.")
-                        .manual(format!("ip -br addr show {}", port.netdev.as_ref().map(|n| n.name.as_str()).unwrap_or(""))),
-                )
-        } else {
-            Finding::unknown(
-                "rdma-gid-unreadable",
-                subject.to_owned(),
-                format!("cannot read the GID table{why}"),
-            )
-            .evidence(format!("{}/gids", port.dir), "<unreadable>")
-        };
-        return (finding, None);
+        return (empty_table(port, subject), None);
     }
+    let table_evidence: Vec<Evidence> = port.gids.iter().map(|g| gid_evidence(port, g)).collect();
     let v2: Vec<&GidEntry> = port
         .gids
         .iter()
@@ -240,54 +236,95 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
         .collect();
     // The choice is the inventory's, so that `gdrdoctor nccl` and the fleet agree with it.
     if let Some(choice) = port.roce_v2_gid_choice().filter(|_| !v2_ipv4.is_empty()) {
-        let Some(best) = v2_ipv4.iter().find(|g| g.index == choice.index) else {
-            return (
-                Finding::unknown(
-                    "rdma-gid-unreadable",
-                    subject.to_owned(),
-                    "the chosen GID is not in the table",
-                )
-                .with(table_evidence),
-                None,
-            );
-        };
-        let others = if choice.others.is_empty() {
-            String::new()
-        } else {
-            let also: Vec<String> = v2_ipv4
-                .iter()
-                .filter(|g| g.index != best.index)
-                .map(|g| describe(g))
-                .collect();
-            match &choice.why {
-                Some(why) => format!(
-                    " ({} candidates; also {}; index {} because {why})",
-                    choice.others.len() + 1,
-                    also.join(", "),
-                    best.index
-                ),
-                None => format!(" (also {})", also.join(", ")),
-            }
-        };
-        let finding = Finding::pass(
-            "roce-v2-ipv4",
-            subject.to_owned(),
-            format!(
-                "RoCE v2 IPv4 GID at {}: NCCL_IB_GID_INDEX={}{others}",
-                describe(best),
-                best.index
-            ),
-        )
-        .with(table_evidence);
-        return (finding, Some((best.index, gid_evidence(port, best))));
+        return chosen(port, subject, &choice, &v2_ipv4, table_evidence);
     }
-    // Past this point every verdict is about what the table lacks; a table that could not be read
-    // whole cannot be said to lack anything.
-    if let Some(p) = port.problems.first() {
-        let readable: Vec<String> = port.gids.iter().map(describe).collect();
+    (lacking(port, subject, &v2, table_evidence), None)
+}
+
+/// A RoCE port whose GID table has no entry: all zero, or unreadable.
+fn empty_table(port: &Port, subject: &str) -> Finding {
+    let why = port
+        .problems
+        .first()
+        .map(|p| format!(" ({}: {})", p.path, p.message))
+        .unwrap_or_default();
+    if port.problems.is_empty() {
+        Finding::fail(ROCE_NO_GID, subject.to_owned(), format!("the GID table has no entries ({} slots, all zero): RoCE cannot address this port", port.gid_slots))
+            .evidence(format!("{}/gids", port.dir), format!("{} slots, all zero", port.gid_slots))
+            .fix(
+                Fix::new("Bring the port's netdev up and give it an IP address; the kernel fills the GID table from it", "Bringing an interface up and addressing it changes this host's network configuration.")
+                    .manual(format!("ip -br addr show {}", port.netdev.as_ref().map(|n| n.name.as_str()).unwrap_or(""))),
+            )
+    } else {
+        Finding::unknown(
+            UNREADABLE,
+            subject.to_owned(),
+            format!("cannot read the GID table{why}"),
+        )
+        .evidence(format!("{}/gids", port.dir), "<unreadable>")
+    }
+}
+
+/// The RoCE v2 IPv4 GID the inventory chose for the port (the one NCCL takes), and the other
+/// candidates.
+fn chosen(
+    port: &Port,
+    subject: &str,
+    choice: &GidChoice,
+    v2_ipv4: &[&&GidEntry],
+    table_evidence: Vec<Evidence>,
+) -> (Finding, Option<(u32, Evidence)>) {
+    let Some(best) = v2_ipv4.iter().find(|g| g.index == choice.index) else {
         return (
             Finding::unknown(
-                "rdma-gid-unreadable",
+                UNREADABLE,
+                subject.to_owned(),
+                "the chosen GID is not in the table",
+            )
+            .with(table_evidence),
+            None,
+        );
+    };
+    let others = if choice.others.is_empty() {
+        String::new()
+    } else {
+        let also: Vec<String> = v2_ipv4
+            .iter()
+            .filter(|g| g.index != best.index)
+            .map(|g| describe(g))
+            .collect();
+        match &choice.why {
+            Some(why) => format!(
+                " ({} candidates; also {}; index {} because {why})",
+                choice.others.len() + 1,
+                also.join(", "),
+                best.index
+            ),
+            None => format!(" (also {})", also.join(", ")),
+        }
+    };
+    let finding = Finding::pass(
+        ROCE_V2_IPV4,
+        subject.to_owned(),
+        format!(
+            "RoCE v2 IPv4 GID at {}: NCCL_IB_GID_INDEX={}{others}",
+            describe(best),
+            best.index
+        ),
+    )
+    .with(table_evidence);
+    (finding, Some((best.index, gid_evidence(port, best))))
+}
+
+/// A RoCE port without a RoCE v2 IPv4 GID: what its table has instead (IPv6 only, RoCE v1
+/// only, link-local only), or unknown where it could not be read whole.
+fn lacking(port: &Port, subject: &str, v2: &[&GidEntry], table_evidence: Vec<Evidence>) -> Finding {
+    // Every verdict here is about what the table lacks; a table that could not be read whole
+    // cannot be said to lack anything.
+    if let Some(p) = port.problems.first() {
+        let readable: Vec<String> = port.gids.iter().map(describe).collect();
+        return             Finding::unknown(
+                UNREADABLE,
                 subject.to_owned(),
                 format!(
                     "no RoCE v2 IPv4 GID among the readable entries ({}), and the table is not fully readable: {}: {}",
@@ -297,9 +334,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
                 ),
             )
             .with(table_evidence)
-            .evidence(p.path.clone(), format!("<{}>", p.message)),
-            None,
-        );
+            .evidence(p.path.clone(), format!("<{}>", p.message));
     }
     let v2_global6: Vec<&&GidEntry> = v2
         .iter()
@@ -324,16 +359,13 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
                 best.index
             ),
         };
-        return (
-            Finding::warn(
-                "roce-no-ipv4-gid",
+        return             Finding::warn(
+                ROCE_NO_IPV4_GID,
                 subject.to_owned(),
                 format!("no RoCE v2 IPv4 GID; the RoCE v2 GIDs are IPv6: {}. NCCL needs {how}", describe(best)),
             )
             .with(table_evidence)
-            .fix(Fix::new("Give the netdev an IPv4 address, or run NCCL with NCCL_IB_ADDR_FAMILY=AF_INET6 on this fabric", "Changes addressing or job environment only.").manual("ip -br addr")),
-            None,
-        );
+            .fix(Fix::new("Give the netdev an IPv4 address, or run NCCL with NCCL_IB_ADDR_FAMILY=AF_INET6 on this fabric", "Changes addressing or job environment only.").manual("ip -br addr"));
     }
     if v2.is_empty()
         && port
@@ -342,9 +374,8 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             .any(|g| type_of(g) == Some(GidType::IbRoceV1))
     {
         let listed: Vec<String> = port.gids.iter().map(describe).collect();
-        return (
-            Finding::fail(
-                "roce-v1-only",
+        return             Finding::fail(
+                ROCE_V1_ONLY,
                 subject.to_owned(),
                 format!("only RoCE v1 GIDs ({}): RoCE v1 is not IP-routable and NCCL looks for v2; RoCE v2 is disabled in the NIC or its driver", listed.join("; ")),
             )
@@ -353,9 +384,7 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
                 Fix::new("Enable RoCE v2 in the NIC (firmware or driver setting), then reload the driver", "Firmware changes on the NIC need a reset or reboot.")
                     .manual("# ConnectX: mlxconfig -d <bdf> query | grep -i roce ; update the firmware if RoCE v2 is missing")
                     .manual("cma_roce_mode -d <device> -p 1   # rdma_cm's default RoCE mode (show)"),
-            ),
-            None,
-        );
+            );
     }
     if port
         .gids
@@ -367,39 +396,33 @@ fn judge_roce(port: &Port, subject: &str) -> (Finding, Option<(u32, Evidence)>) 
             .as_ref()
             .map(|n| n.name.clone())
             .unwrap_or_else(|| "its netdev".into());
-        return (
-            Finding::fail("roce-no-ip-gid", subject.to_owned(), format!("only link-local GIDs: {netdev} has no IP address, so there is no routable RoCE v2 GID"))
+        return             Finding::fail(ROCE_NO_IP_GID, subject.to_owned(), format!("only link-local GIDs: {netdev} has no IP address, so there is no routable RoCE v2 GID"))
                 .with(table_evidence)
-                .fix(Fix::new(format!("Give {netdev} its IP address (netplan / NetworkManager / ifcfg)"), "Changes this host's network configuration.").manual(format!("ip -br addr show {netdev}"))),
-            None,
-        );
+                .fix(Fix::new(format!("Give {netdev} its IP address (netplan / NetworkManager / ifcfg)"), "Changes this host's network configuration.").manual(format!("ip -br addr show {netdev}")));
     }
-    (
-        Finding::unknown(
-            "rdma-gid-unreadable",
-            subject.to_owned(),
-            format!(
-                "GID entries whose types could not be read: {}",
-                port.gids
-                    .iter()
-                    .map(describe)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        )
-        .with(table_evidence),
-        None,
+    Finding::unknown(
+        UNREADABLE,
+        subject.to_owned(),
+        format!(
+            "GID entries whose types could not be read: {}",
+            port.gids
+                .iter()
+                .map(describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
     )
+    .with(table_evidence)
 }
 
 fn judge_ib(port: &Port, subject: &str) -> Finding {
     let evidence = [port.lid.evidence(), port.sm_lid.evidence()];
     match (port.lid.value(), port.sm_lid.value()) {
         (Some(&lid), Some(&sm)) if lid != 0 && sm != 0 => {
-            Finding::pass("ib-lid-assigned", subject.to_owned(), format!("LID {lid:#x}, subnet manager at LID {sm:#x}")).with(evidence)
+            Finding::pass(IB_LID_ASSIGNED, subject.to_owned(), format!("LID {lid:#x}, subnet manager at LID {sm:#x}")).with(evidence)
         }
         (Some(&lid), Some(&sm)) => Finding::fail(
-            "ib-no-lid",
+            IB_NO_LID,
             subject.to_owned(),
             format!("LID {lid:#x}, SM LID {sm:#x}: no subnet manager has configured this port, so no InfiniBand traffic can reach it"),
         )
@@ -409,6 +432,6 @@ fn judge_ib(port: &Port, subject: &str) -> Finding {
                 .manual("sminfo")
                 .manual("systemctl enable --now opensm   # only if this fabric has no SM"),
         ),
-        _ => Finding::unknown("rdma-gid-unreadable", subject.to_owned(), format!("cannot read the LID: {}", port.lid.problem().or_else(|| port.sm_lid.problem()).unwrap_or_default())).with(evidence),
+        _ => Finding::unknown(UNREADABLE, subject.to_owned(), format!("cannot read the LID: {}", port.lid.problem().or_else(|| port.sm_lid.problem()).unwrap_or_default())).with(evidence),
     }
 }

@@ -1,76 +1,100 @@
 //! `rdma-link`: RDMA devices exist and every port is up, at its rate, with a RoCE MTU that fits.
 
-use super::{Check, Context, sh};
+use super::{Check, Context, Meta, sh};
 use crate::inventory::rdma::CLASS_INFINIBAND;
 use crate::inventory::{Inventory, Port, RdmaDevice};
 use crate::model::{Code, Evidence, Finding, Fix};
-use crate::parse::rdma::{PHYS_LINK_UP, PORT_ACTIVE, PORT_INIT, roce_active_mtu};
+use crate::parse::rdma::{self, PHYS_LINK_UP, roce_active_mtu};
 
 pub struct RdmaLink;
 
+const PORT_ACTIVE: Code = Code {
+    id: "rdma-port-active",
+    summary: "the port is ACTIVE and LinkUp",
+};
+
+const NO_DEVICE: Code = Code {
+    id: "rdma-no-device",
+    summary: "there is no RDMA device at all",
+};
+
+const CLASS_UNREADABLE: Code = Code {
+    id: "rdma-class-unreadable",
+    summary: "/sys/class/infiniband could not be read",
+};
+
+const COUNT_LOW: Code = Code {
+    id: "rdma-count-low",
+    summary: "fewer RDMA devices than the config expects",
+};
+
+const NIC_NOT_RESPONDING: Code = Code {
+    id: "rdma-nic-not-responding",
+    summary: "the NIC's config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus",
+};
+
+const NO_PORTS: Code = Code {
+    id: "rdma-no-ports",
+    summary: "an RDMA device shows no ports",
+};
+
+const PORT_DOWN: Code = Code {
+    id: "rdma-port-down",
+    summary: "the port is not ACTIVE (DOWN, ARMED, or its physical link is not up)",
+};
+
+const PORT_INIT: Code = Code {
+    id: "rdma-port-init",
+    summary: "an InfiniBand port is stuck in INIT: the link is up but no subnet manager configured it",
+};
+
+const PORT_UNREADABLE: Code = Code {
+    id: "rdma-port-unreadable",
+    summary: "the port's state could not be read or parsed",
+};
+
+const RATE_LOW: Code = Code {
+    id: "rdma-rate-low",
+    summary: "the port runs below the rate the config expects",
+};
+
+const ROCE_MTU_SMALL: Code = Code {
+    id: "roce-mtu-small",
+    summary: "the RoCE netdev MTU caps the RDMA MTU below the threshold (4096 by default)",
+};
+
+const ROCE_NETDEV_UNKNOWN: Code = Code {
+    id: "roce-netdev-unknown",
+    summary: "the netdev under a RoCE port, or its MTU, could not be found",
+};
+
 const CODES: &[Code] = &[
-    Code {
-        id: "rdma-port-active",
-        summary: "the port is ACTIVE and LinkUp",
-    },
-    Code {
-        id: "rdma-no-device",
-        summary: "there is no RDMA device at all",
-    },
-    Code {
-        id: "rdma-class-unreadable",
-        summary: "/sys/class/infiniband could not be read",
-    },
-    Code {
-        id: "rdma-count-low",
-        summary: "fewer RDMA devices than the config expects",
-    },
-    Code {
-        id: "rdma-nic-not-responding",
-        summary: "the NIC's config space reads all ones (vendor ID 0xffff): it does not answer on the PCIe bus",
-    },
-    Code {
-        id: "rdma-no-ports",
-        summary: "an RDMA device shows no ports",
-    },
-    Code {
-        id: "rdma-port-down",
-        summary: "the port is not ACTIVE (DOWN, ARMED, or its physical link is not up)",
-    },
-    Code {
-        id: "rdma-port-init",
-        summary: "an InfiniBand port is stuck in INIT: the link is up but no subnet manager configured it",
-    },
-    Code {
-        id: "rdma-port-unreadable",
-        summary: "the port's state could not be read or parsed",
-    },
-    Code {
-        id: "rdma-rate-low",
-        summary: "the port runs below the rate the config expects",
-    },
-    Code {
-        id: "roce-mtu-small",
-        summary: "the RoCE netdev MTU caps the RDMA MTU below the threshold (4096 by default)",
-    },
-    Code {
-        id: "roce-netdev-unknown",
-        summary: "the netdev under a RoCE port, or its MTU, could not be found",
-    },
+    PORT_ACTIVE,
+    NO_DEVICE,
+    CLASS_UNREADABLE,
+    COUNT_LOW,
+    NIC_NOT_RESPONDING,
+    NO_PORTS,
+    PORT_DOWN,
+    PORT_INIT,
+    PORT_UNREADABLE,
+    RATE_LOW,
+    ROCE_MTU_SMALL,
+    ROCE_NETDEV_UNKNOWN,
 ];
 
+const META: Meta = Meta {
+    id: "rdma-link",
+    title: "RDMA devices present, ports ACTIVE, RoCE MTU",
+    codes: CODES,
+    readme: include_str!("../../checks/rdma-link/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
 impl Check for RdmaLink {
-    fn id(&self) -> &'static str {
-        "rdma-link"
-    }
-    fn title(&self) -> &'static str {
-        "RDMA devices present, ports ACTIVE, RoCE MTU"
-    }
-    fn codes(&self) -> &'static [Code] {
-        CODES
-    }
-    fn readme(&self) -> &'static str {
-        include_str!("../../checks/rdma-link/README.md")
+    fn meta(&self) -> &'static Meta {
+        &META
     }
 
     /// `8 ports: ACTIVE, LinkUp, 400 Gb/s, RoCE`: what the passing ports share.
@@ -103,7 +127,7 @@ impl Check for RdmaLink {
         if let Err(p) = &inv.rdma_class {
             return vec![
                 Finding::unknown(
-                    "rdma-class-unreadable",
+                    CLASS_UNREADABLE,
                     "node",
                     format!("cannot list RDMA devices: {}", p.message),
                 )
@@ -117,7 +141,7 @@ impl Check for RdmaLink {
             if inv.rdma.len() < want && !inv.rdma.is_empty() {
                 let names: Vec<&str> = inv.rdma.iter().map(|d| d.name.as_str()).collect();
                 out.push(
-                    Finding::fail("rdma-count-low", "node", format!("{} RDMA devices found, the config expects {want}", inv.rdma.len()))
+                    Finding::fail(COUNT_LOW, "node", format!("{} RDMA devices found, the config expects {want}", inv.rdma.len()))
                         .evidence(CLASS_INFINIBAND, names.join(" "))
                         .fix(Fix::new("Find the missing RDMA device: a NIC without its RDMA driver, or off the bus", "Read-only commands.").manual("rdma link show; lspci -nn -D | grep -Ei 'mellanox|infiniband|ethernet'")),
                 );
@@ -132,7 +156,7 @@ impl Check for RdmaLink {
             if let Some((bdf, evidence)) = dead {
                 out.push(
                     Finding::fail(
-                        "rdma-nic-not-responding",
+                        NIC_NOT_RESPONDING,
                         dev.name.clone(),
                         format!("{} ({bdf}): its config space reads all ones (vendor ID 0xffff) while sysfs still lists it: the NIC does not answer on the PCIe bus (fell off the bus, or held in reset), so its ports carry no RDMA traffic whatever their state files say", dev.name),
                     )
@@ -149,7 +173,7 @@ impl Check for RdmaLink {
                     .unwrap_or_default();
                 out.push(
                     Finding::unknown(
-                        "rdma-no-ports",
+                        NO_PORTS,
                         dev.name.clone(),
                         format!("{} shows no ports{why}", dev.name),
                     )
@@ -243,7 +267,7 @@ fn no_device(inv: &Inventory) -> Finding {
         message.push_str("; no RDMA-capable NIC was recognised on the PCI bus either");
         fix = fix.manual("lspci -nn -D | grep -Ei 'mellanox|infiniband|broadcom|ethernet'");
     }
-    Finding::fail("rdma-no-device", "node", message)
+    Finding::fail(NO_DEVICE, "node", message)
         .evidence(CLASS_INFINIBAND, "<empty>")
         .fix(fix)
 }
@@ -267,7 +291,7 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
             .unwrap_or_default();
         out.push(
             Finding::unknown(
-                "rdma-port-unreadable",
+                PORT_UNREADABLE,
                 subject,
                 format!("cannot read the port state: {why}"),
             )
@@ -290,18 +314,18 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
         .map(|n| format!(", {} {}", n.name, n.operstate.shown()))
         .unwrap_or_default();
 
-    if *state == PORT_ACTIVE && *phys == PHYS_LINK_UP {
+    if *state == rdma::PORT_ACTIVE && *phys == PHYS_LINK_UP {
         out.push(
             Finding::pass(
-                "rdma-port-active",
+                PORT_ACTIVE,
                 subject.clone(),
                 format!("ACTIVE, LinkUp, {rate}, {layer}{netdev_desc}"),
             )
             .with(evidence),
         );
-    } else if *state == PORT_INIT && *phys == PHYS_LINK_UP && port.is_infiniband() {
+    } else if *state == rdma::PORT_INIT && *phys == PHYS_LINK_UP && port.is_infiniband() {
         out.push(
-            Finding::fail("rdma-port-init", subject.clone(), format!("{state_name} with the physical link up: no subnet manager has configured this InfiniBand port ({rate})"))
+            Finding::fail(PORT_INIT, subject.clone(), format!("{state_name} with the physical link up: no subnet manager has configured this InfiniBand port ({rate})"))
                 .with(evidence)
                 .fix(
                     Fix::new("Make sure a subnet manager runs on the fabric (on a switch, or opensm on one host)", "Starting a second SM on a fabric that has one is harmless (they elect a master); restarting the master SM briefly disturbs the fabric.")
@@ -330,7 +354,7 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
             .unwrap_or_else(|| dev.name.clone());
         fix = fix.manual(format!("# check the cable and the switch port of {where_}; mlxlink -d {} shows the link's view on ConnectX", sh(&where_)));
         out.push(
-            Finding::fail("rdma-port-down", subject.clone(), format!("{state_name} (physical state {phys_name}): this port carries no RDMA traffic{netdev_desc}"))
+            Finding::fail(PORT_DOWN, subject.clone(), format!("{state_name} (physical state {phys_name}): this port carries no RDMA traffic{netdev_desc}"))
                 .with(evidence)
                 .with(netdev.map(|n| n.operstate.evidence()))
                 .fix(fix),
@@ -338,9 +362,9 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
     }
 
     if let (Some(want), Some(have)) = (cx.config.expect.port_rate_gbps, port.rate.value()) {
-        if *have < want && *state == PORT_ACTIVE {
+        if *have < want && *state == rdma::PORT_ACTIVE {
             out.push(
-                Finding::warn("rdma-rate-low", subject.clone(), format!("runs at {have} Gb/s, the config expects {want} Gb/s: a degraded link (lanes down, wrong cable, speed forced) caps GDR bandwidth"))
+                Finding::warn(RATE_LOW, subject.clone(), format!("runs at {have} Gb/s, the config expects {want} Gb/s: a degraded link (lanes down, wrong cable, speed forced) caps GDR bandwidth"))
                     .with([port.rate.evidence()])
                     .fix(Fix::new("Find why the link trained low", "Read-only commands.").manual(format!("ethtool {} | grep -i -e speed -e lanes", netdev.map(|n| sh(&n.name)).unwrap_or_default()))),
             );
@@ -356,14 +380,14 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
 fn judge_roce_mtu(cx: &Context, dev: &RdmaDevice, port: &Port, subject: &str) -> Option<Finding> {
     let Some(netdev) = &port.netdev else {
         return Some(
-            Finding::unknown("roce-netdev-unknown", subject.to_owned(), format!("no netdev found for this RoCE port (no ndev in its GID table, no netdev under {})", dev.name))
+            Finding::unknown(ROCE_NETDEV_UNKNOWN, subject.to_owned(), format!("no netdev found for this RoCE port (no ndev in its GID table, no netdev under {})", dev.name))
                 .evidence(format!("{}/gid_attrs/ndevs", port.dir), "<none>"),
         );
     };
     let Some(mtu) = netdev.mtu.value() else {
         return Some(
             Finding::unknown(
-                "roce-netdev-unknown",
+                ROCE_NETDEV_UNKNOWN,
                 subject.to_owned(),
                 format!(
                     "cannot read the MTU of {}: {}",
@@ -378,7 +402,7 @@ fn judge_roce_mtu(cx: &Context, dev: &RdmaDevice, port: &Port, subject: &str) ->
     let want = cx.config.thresholds.roce_min_active_mtu;
     (active < want).then(|| {
         Finding::warn(
-            "roce-mtu-small",
+            ROCE_MTU_SMALL,
             subject.to_owned(),
             format!("{} has MTU {mtu}, so RoCE runs with an RDMA MTU of {active} (below {want}): more packets and headers per byte, lower GDR bandwidth", netdev.name),
         )

@@ -14,7 +14,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let id = &args.id;
     match checks::find(id).or_else(|| checks::find_code(id).map(|(c, _)| c)) {
         Some(c) => {
-            out!("{}", c.readme());
+            out!("{}", c.meta().readme);
             Ok(ExitCode::SUCCESS)
         }
         None => bail!("no check or finding code named {id:?} (see `gdrdoctor list --codes`)"),

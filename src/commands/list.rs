@@ -13,10 +13,14 @@ pub struct Args {
 pub fn run(args: &Args) -> ExitCode {
     let mut text = String::new();
     for c in checks::ALL {
-        let live = if c.live_only() { "  (live only)" } else { "" };
-        text += &format!("{:<14} {}{live}\n", c.id(), c.title());
+        let live = if c.meta().live_only {
+            "  (live only)"
+        } else {
+            ""
+        };
+        text += &format!("{:<14} {}{live}\n", c.meta().id, c.meta().title);
         if args.codes {
-            for code in c.codes() {
+            for code in c.meta().codes {
                 text += &format!("    {:<28} {}\n", code.id, code.summary);
             }
         }

@@ -22,7 +22,7 @@ pub(super) fn judge(
         Some(true) => facts.push("persistence on".into()),
         Some(false) => problems.push(
             Finding::warn(
-                "gpu-persistence-off",
+                super::PERSISTENCE_OFF,
                 g.subject(),
                 "persistence mode is off: whenever no process holds the GPU, the driver tears its state down, and each CUDA start (every job, every prolog that touches the GPU) initialises it again, which adds a second or more per GPU to job start",
             )
@@ -135,7 +135,7 @@ fn nvlinks(
         )
     };
     problems.push(
-        Finding::warn("gpu-nvlink-down", g.subject(), message)
+        Finding::warn(super::NVLINK_DOWN, g.subject(), message)
             .evidence(nvml.library.as_str(), shown)
             .fix(nvlink_fix(g)),
     );
@@ -179,7 +179,7 @@ fn fabric(
         ),
     };
     problems.push(
-        Finding::fail("gpu-fabric-not-ready", g.subject(), message)
+        Finding::fail(super::FABRIC_NOT_READY, g.subject(), message)
             .evidence(lib, shown)
             .fix(fabric_fix(inv.virtual_pci.is_some())),
     );

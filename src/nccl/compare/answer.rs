@@ -2,6 +2,7 @@
 //! (`nccl-uses-gdr`, `nccl-no-gdr`, `nccl-gdr-unknown`), what both sides agree on
 //! (`nccl-agrees`), and each difference (`nccl-disagrees`).
 
+use super::codes;
 use super::facts::check_of;
 use super::sides::Sides;
 use super::{Comparison, GpuUse, NcclAnswer, RunEvidence, SUBJECT, name_ranges};
@@ -191,9 +192,9 @@ pub(super) fn finding(
     let mut evidence = ev.library.clone();
     evidence.extend(ev.warnings.iter().cloned());
     match answer.uses_gdr {
-        Some(true) => Finding::pass("nccl-uses-gdr", SUBJECT, message).with(evidence),
+        Some(true) => Finding::pass(codes::USES_GDR, SUBJECT, message).with(evidence),
         Some(false) => no_gdr(message, evidence, run),
-        None => Finding::unknown("nccl-gdr-unknown", SUBJECT, message)
+        None => Finding::unknown(codes::GDR_UNKNOWN, SUBJECT, message)
             .with(evidence)
             .fix(
                 Fix::new(
@@ -208,7 +209,7 @@ pub(super) fn finding(
 /// `nccl-no-gdr`, with the first cause `nccl explain` found in NCCL's log and its fix.
 fn no_gdr(message: String, evidence: Vec<Evidence>, run: &Run) -> Finding {
     let d = run.explanation.as_ref().and_then(|e| e.diagnoses.first());
-    let mut f = Finding::fail("nccl-no-gdr", SUBJECT, message).with(evidence);
+    let mut f = Finding::fail(codes::NO_GDR, SUBJECT, message).with(evidence);
     let fix = match d {
         Some(d) => {
             let mut fix = Fix::new(
@@ -283,7 +284,7 @@ pub(super) fn agreed(comparisons: &[Comparison]) -> Option<Finding> {
     }
     Some(
         Finding::pass(
-            "nccl-agrees",
+            codes::AGREES,
             SUBJECT,
             format!("NCCL agrees with gdrdoctor on {}", what.join(", ")),
         )
@@ -308,7 +309,7 @@ pub(super) fn disagreements(comparisons: &[Comparison]) -> Vec<Finding> {
         .map(|c| {
             let check = check_of(c.fact);
             Finding::warn(
-                "nccl-disagrees",
+                codes::DISAGREES,
                 c.subject.clone(),
                 format!(
                     "NCCL and gdrdoctor differ on {}: NCCL: {}; gdrdoctor: {}{}",

@@ -20,6 +20,7 @@
 //! [`topology`]), then the answer and the findings ([`answer`]).
 
 mod answer;
+pub(crate) mod codes;
 mod facts;
 mod outcome;
 mod sides;

@@ -1,9 +1,10 @@
 //! How NCCL's run ended, as findings: a run that could not start or answer says nothing about
 //! the node (exit 2); a failed NCCL call or a wrong sum is a finding of its own (exit 1).
 
+use super::codes;
 use super::{RunEvidence, SUBJECT, install_fix};
 use crate::model::nccl::{Outcome, Run};
-use crate::model::{Evidence, Finding, Fix};
+use crate::model::{Code, Evidence, Finding, Fix};
 
 /// A run that says nothing about the node: the answer's text, and the one finding.
 pub(super) struct Stopped {
@@ -25,12 +26,12 @@ pub(super) fn answered<'r>(
         (Some(error), _) => return Err(not_run(run, error, ev)),
         (None, None) => {
             let text = "NCCL could not be run: no answer".to_owned();
-            let f = Finding::unknown("nccl-verify-failed", SUBJECT, text.clone());
+            let f = Finding::unknown(codes::VERIFY_FAILED, SUBJECT, text.clone());
             return Err(stopped(text, f));
         }
         (None, Some(a)) => &a.outcome,
     };
-    let could_not = |text: String, code: &'static str, fix: Option<Fix>, ev: Vec<Evidence>| {
+    let could_not = |text: String, code: Code, fix: Option<Fix>, ev: Vec<Evidence>| {
         let mut f = Finding::unknown(code, SUBJECT, text.clone()).with(ev);
         if let Some(fix) = fix {
             f = f.fix(fix);
@@ -43,19 +44,19 @@ pub(super) fn answered<'r>(
             format!(
                 "{library} lacks {symbol}, which every NCCL since 2.4 exports: not an NCCL library gdrdoctor can run"
             ),
-            "nccl-verify-failed",
+            codes::VERIFY_FAILED,
             Some(install_fix()),
             ev.library.clone(),
         ),
         Outcome::CudaError { call, error } => could_not(
             format!("{named} could not be run: CUDA: {call}: {error} (see the gpu check)"),
-            "nccl-verify-failed",
+            codes::VERIFY_FAILED,
             None,
             ev.library.clone(),
         ),
         Outcome::BadSpec { error } => could_not(
             format!("NCCL could not be run: {error}"),
-            "nccl-verify-failed",
+            codes::VERIFY_FAILED,
             None,
             Vec::new(),
         ),
@@ -68,9 +69,9 @@ fn not_run(run: &Run, error: &str, ev: &RunEvidence) -> Box<Stopped> {
     let cut = run.cut_by_deadline.is_some() && run.timed_out() || error.contains("left no time");
     let text = format!("NCCL could not be run: {error}");
     let code = if cut {
-        "nccl-verify-cut-short"
+        codes::VERIFY_CUT_SHORT
     } else {
-        "nccl-verify-failed"
+        codes::VERIFY_FAILED
     };
     let mut f = Finding::unknown(code, SUBJECT, text.clone()).with(ev.warnings.clone());
     if let Some(n) = &run.log.note {
@@ -121,7 +122,7 @@ fn no_library(run: &Run) -> Result<&Outcome, Box<Stopped>> {
         "no NCCL library could be loaded: tried {}; install NCCL (Debian/Ubuntu libnccl2, RHEL libnccl, or pip install nvidia-nccl-cu12)",
         names.join(", ")
     );
-    let f = Finding::unknown("nccl-library-missing", SUBJECT, text.clone())
+    let f = Finding::unknown(codes::LIBRARY_MISSING, SUBJECT, text.clone())
         .with(ev)
         .fix(install_fix());
     Err(stopped(text, f))
@@ -149,7 +150,7 @@ pub(super) fn failure(
                     .map(|d| format!(": {d}"))
                     .unwrap_or_default()
             );
-            let f = Finding::fail("nccl-error", SUBJECT, text.clone())
+            let f = Finding::fail(codes::ERROR, SUBJECT, text.clone())
                 .with(ev.library.clone())
                 .with(ev.warnings.clone())
                 .fix(
@@ -173,7 +174,7 @@ pub(super) fn failure(
                 "{named}'s all-reduce over {ranks} rank(s) summed wrong: {wrong} of {} int32 elements differ; the first, rank {rank} element {index}: {got} instead of {expected}",
                 elements * ranks.max(1) as u64
             );
-            let f = Finding::fail("nccl-all-reduce-wrong", SUBJECT, text)
+            let f = Finding::fail(codes::ALL_REDUCE_WRONG, SUBJECT, text)
                 .with(ev.library.clone())
                 .fix(
                     Fix::new(

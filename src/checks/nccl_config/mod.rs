@@ -1,0 +1,334 @@
+//! `nccl-config`: what NCCL itself is told on this node (the declared job environment,
+//! `NCCL_CONF_FILE` or `~/.nccl.conf`, `/etc/nccl.conf`, the topology file), shown with where
+//! each setting comes from, and judged where it turns GPUDirect RDMA off or points at nothing.
+
+use super::{Check, Context, Meta};
+use crate::inventory::Inventory;
+use crate::inventory::nccl::{Origin, Setting, SourceState};
+use crate::model::{Code, Finding, Fix, FixClass};
+use crate::nccl::params;
+
+mod gid;
+mod settings;
+mod sources;
+mod topology;
+
+pub struct NcclConfig;
+
+const DEFAULTS: Code = Code {
+    id: "nccl-defaults",
+    summary: "NCCL is given none of the settings that change GPUDirect RDMA: its defaults apply",
+};
+
+const SETTING: Code = Code {
+    id: "nccl-setting",
+    summary: "a setting that changes GPUDirect RDMA, its value and where NCCL reads it",
+};
+
+const IB_DISABLED: Code = Code {
+    id: "nccl-ib-disabled",
+    summary: "NCCL_IB_DISABLE turns InfiniBand/RoCE off: NCCL uses sockets and no GPUDirect RDMA",
+};
+
+const NET_NOT_IB: Code = Code {
+    id: "nccl-net-not-ib",
+    summary: "NCCL_NET names a network other than NCCL's InfiniBand/RoCE one",
+};
+
+const GDR_LEVEL_OFF: Code = Code {
+    id: "nccl-gdr-level-off",
+    summary: "NCCL_NET_GDR_LEVEL is below PIX: NCCL never uses GPUDirect RDMA",
+};
+
+const GDR_LEVEL_IGNORED: Code = Code {
+    id: "nccl-gdr-level-ignored",
+    summary: "NCCL_NET_GDR_LEVEL holds a value NCCL does not read: it keeps its default",
+};
+
+const GDR_READ_OFF: Code = Code {
+    id: "nccl-gdr-read-off",
+    summary: "NCCL_NET_GDR_READ=0: sends never read GPU memory directly",
+};
+
+const DMABUF_DISABLED: Code = Code {
+    id: "nccl-dmabuf-disabled",
+    summary: "NCCL_DMABUF_ENABLE=0 on a node whose only GPUDirect RDMA path is DMA-BUF",
+};
+
+const HCA_UNMATCHED: Code = Code {
+    id: "nccl-hca-unmatched",
+    summary: "NCCL_IB_HCA names RDMA devices the node lacks (or selects none of its devices)",
+};
+
+const GID_INDEX_OK: Code = Code {
+    id: "nccl-gid-index-ok",
+    summary: "the pinned NCCL_IB_GID_INDEX is a RoCE v2 GID on every RoCE port NCCL uses",
+};
+
+const GID_INDEX_BAD: Code = Code {
+    id: "nccl-gid-index-bad",
+    summary: "the pinned NCCL_IB_GID_INDEX is empty, beyond the table or RoCE v1 on a port NCCL uses",
+};
+
+const GID_INDEX_STACKED: Code = Code {
+    id: "nccl-gid-index-stacked",
+    summary: "the pinned NCCL_IB_GID_INDEX is the RoCE v2 GID of a netdev stacked on a port's own (a vxlan on a bond), not the port's own",
+};
+
+const CONF_LINE_IGNORED: Code = Code {
+    id: "nccl-conf-line-ignored",
+    summary: "a line of an NCCL configuration file does not set what it looks like it sets",
+};
+
+const CONF_UNREADABLE: Code = Code {
+    id: "nccl-conf-unreadable",
+    summary: "an NCCL configuration file (or the user whose file it is) could not be read",
+};
+
+const TOPO_FILE_OK: Code = Code {
+    id: "nccl-topo-file-ok",
+    summary: "the topology file NCCL reads parses, and names the node's GPUs and NICs",
+};
+
+const TOPO_FILE_MISSING: Code = Code {
+    id: "nccl-topo-file-missing",
+    summary: "NCCL_TOPO_FILE names a file that is not there: NCCL quietly reads sysfs instead",
+};
+
+const TOPO_FILE_INVALID: Code = Code {
+    id: "nccl-topo-file-invalid",
+    summary: "NCCL cannot load the topology file: every job's communicator fails to start",
+};
+
+const TOPO_FILE_UNREADABLE: Code = Code {
+    id: "nccl-topo-file-unreadable",
+    summary: "gdrdoctor cannot read or judge the topology file (permissions, size, nesting, bytes)",
+};
+
+const TOPO_FILE_STALE: Code = Code {
+    id: "nccl-topo-file-stale",
+    summary: "the topology file names GPUs or NICs this node does not have",
+};
+
+const TOPO_FILE_INCOMPLETE: Code = Code {
+    id: "nccl-topo-file-incomplete",
+    summary: "the topology file misses GPUs or NICs of this node: NCCL places those from sysfs",
+};
+
+const TOPO_FILE_GDR_OFF: Code = Code {
+    id: "nccl-topo-file-gdr-off",
+    summary: "the topology file says gdr=\"0\" for a GPU or NIC: NCCL keeps it and never uses GPUDirect RDMA there",
+};
+
+const NO_GPU: Code = Code {
+    id: "nccl-no-gpu",
+    summary: "no GPU, so no NCCL setting to judge",
+};
+
+const CODES: &[Code] = &[
+    DEFAULTS,
+    SETTING,
+    IB_DISABLED,
+    NET_NOT_IB,
+    GDR_LEVEL_OFF,
+    GDR_LEVEL_IGNORED,
+    GDR_READ_OFF,
+    DMABUF_DISABLED,
+    HCA_UNMATCHED,
+    GID_INDEX_OK,
+    GID_INDEX_BAD,
+    GID_INDEX_STACKED,
+    CONF_LINE_IGNORED,
+    CONF_UNREADABLE,
+    TOPO_FILE_OK,
+    TOPO_FILE_MISSING,
+    TOPO_FILE_INVALID,
+    TOPO_FILE_UNREADABLE,
+    TOPO_FILE_STALE,
+    TOPO_FILE_INCOMPLETE,
+    TOPO_FILE_GDR_OFF,
+    NO_GPU,
+];
+
+const META: Meta = Meta {
+    id: "nccl-config",
+    title: "NCCL's own settings keep GPUDirect RDMA on",
+    codes: CODES,
+    readme: include_str!("../../../checks/nccl-config/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
+impl Check for NcclConfig {
+    fn meta(&self) -> &'static Meta {
+        &META
+    }
+
+    /// `NCCL's defaults (...)`, or the settings in force and the topology file in a line.
+    fn summary(&self, _cx: &Context, passed: &[&Finding]) -> String {
+        let mut parts: Vec<String> = passed
+            .iter()
+            .filter(|f| f.code == SETTING.id)
+            .map(|f| f.subject.clone())
+            .collect();
+        if let Some(d) = passed.iter().find(|f| f.code == DEFAULTS.id) {
+            return d.message.clone();
+        }
+        let settings = match parts.len() {
+            0 => String::new(),
+            n => format!(
+                "{n} setting{}: {}",
+                if n == 1 { "" } else { "s" },
+                parts.join(", ")
+            ),
+        };
+        parts.clear();
+        parts.extend(
+            passed
+                .iter()
+                .filter(|f| f.code != SETTING.id)
+                .map(|f| f.message.split(':').next().unwrap_or("").to_owned()),
+        );
+        if parts.is_empty() {
+            settings
+        } else if settings.is_empty() {
+            parts.join("; ")
+        } else {
+            format!("{settings}; {}", parts.join("; "))
+        }
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let inv = cx.inv;
+        if inv.gpus.is_empty() {
+            return vec![
+                Finding::skip(NO_GPU, "node", "no GPU (see gpu-driver)")
+                    .evidence(crate::inventory::pci::PCI_DEVICES, "no GPU")
+                    .prerequisites(&["gpu-driver"]),
+            ];
+        }
+        let n = &inv.nccl;
+        let mut out = Vec::new();
+        out.extend(sources::judge(inv));
+        for (name, what) in params::GDR_PARAMS {
+            let Some(s) = n.get(name) else { continue };
+            out.push(shown(s, what, inv));
+            out.extend(settings::judge(s, inv));
+        }
+        out.extend(gid::judge(inv));
+        out.extend(topology::judge(inv));
+        if !out.iter().any(|f| f.status != crate::model::Status::Pass)
+            && !out
+                .iter()
+                .any(|f| f.code == SETTING.id || f.code == TOPO_FILE_OK.id)
+        {
+            out.push(defaults(inv));
+        }
+        out
+    }
+}
+
+/// The files NCCL reads and what they hold, for a defaults finding's evidence.
+fn defaults(inv: &Inventory) -> Finding {
+    let read: Vec<String> = inv
+        .nccl
+        .sources
+        .iter()
+        .filter_map(|s| match &s.state {
+            SourceState::Read(f) => Some(format!(
+                "{} ({} line{}, none about GPUDirect RDMA)",
+                s.path,
+                f.lines.len(),
+                if f.lines.len() == 1 { "" } else { "s" }
+            )),
+            _ => None,
+        })
+        .collect();
+    let message = if read.is_empty() {
+        "NCCL's defaults: no /etc/nccl.conf, no declared job environment, no topology file"
+            .to_owned()
+    } else {
+        format!("NCCL's defaults: {}", read.join(", "))
+    };
+    let mut f = Finding::pass(DEFAULTS, "node", message);
+    for s in &inv.nccl.sources {
+        let value = match &s.state {
+            SourceState::Absent => "<not there>".to_owned(),
+            SourceState::Read(c) => format!("{} settings", c.lines.len()),
+            SourceState::NotRead(why) => format!("<not read: {why}>"),
+            SourceState::Unreadable(e) => format!("<{}>", e.reason()),
+        };
+        f = f.evidence(s.path.clone(), value);
+    }
+    f
+}
+
+/// A GDR-relevant setting, shown with its origin and the definitions NCCL ignores.
+fn shown(s: &Setting, what: &str, inv: &Inventory) -> Finding {
+    let ignored: Vec<String> = inv
+        .nccl
+        .shadowed
+        .iter()
+        .filter(|x| x.name == s.name)
+        .map(|x| format!("{}={} at {}", x.name, x.value, x.origin.short()))
+        .collect();
+    let also = if ignored.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; NCCL ignores the later {} (the first definition wins)",
+            ignored.join(", ")
+        )
+    };
+    let mut f = Finding::pass(
+        SETTING,
+        format!("{}={}", s.name, s.value),
+        format!(
+            "{}={} from {}: {what}{also}",
+            s.name,
+            s.value,
+            s.origin.describe()
+        ),
+    )
+    .with([s.evidence()]);
+    for x in inv.nccl.shadowed.iter().filter(|x| x.name == s.name) {
+        f = f.with([x.evidence()]);
+    }
+    f
+}
+
+/// A fix that removes or replaces the line (or the environment variable) a setting came from.
+fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -> Fix {
+    let fix = Fix::new(summary, safety);
+    match &s.origin {
+        Origin::File { path, line, .. } => {
+            let path_q = super::sh(path);
+            match replacement {
+                Some(r) => fix.cmd(
+                    FixClass::Persistent,
+                    format!("sed -i '{line}s/.*/{}={r}/' {path_q}", s.name),
+                ),
+                None => fix.cmd(
+                    FixClass::Persistent,
+                    format!("sed -i '{line}d' {path_q}   # {}={}", s.name, s.value),
+                ),
+            }
+        }
+        o => fix.manual(format!(
+            "# remove {} from {} (the job environment the site sets)",
+            s.name,
+            o.describe()
+        )),
+    }
+}
+
+/// Has the node a peer-memory path besides DMA-BUF (nvidia_peermem registered or loaded)?
+fn has_peermem(inv: &Inventory) -> bool {
+    inv.kernel
+        .memory_peers
+        .keys()
+        .any(|k| k.starts_with("nv_mem"))
+        || ["nvidia_peermem", "nv_peer_mem"]
+            .iter()
+            .any(|m| inv.kernel.module(m).is_some_and(|m| m.live()))
+}
