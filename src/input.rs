@@ -6,7 +6,7 @@
 //! FIFO, a device such as /dev/zero that never ends, a directory, a socket), and read no further
 //! than its size when it was opened, or than the caller's limit.
 
-// The one module besides root.rs that opens files to read: the operator's, never the node's.
+// The one module besides root/ that opens files to read: the operator's, never the node's.
 #![allow(clippy::disallowed_methods)]
 
 use std::io::Read as _;

@@ -25,7 +25,7 @@ pub fn analyse(
     if root.is_live() {
         return Err("/ is the live system, not a capture".into());
     }
-    let (inv, runs) = crate::probe::load(&root, config, crate::probe::Options::default());
+    let (inv, runs) = crate::probe::load_captured(&root, config);
     let picture = draw
         .filter(|(p, index)| p.claim(&model_of(inv.kernel.product.as_deref()), *index))
         .map(|_| {

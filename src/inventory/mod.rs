@@ -59,12 +59,44 @@ pub struct Inventory {
     pub virtual_pci: Option<vm::Virtual>,
 }
 
+/// How the inventory reads: on two threads (one `check`, whose time is almost all system calls),
+/// or all on the calling thread (`fleet`, which already reads one capture per core: there the
+/// second thread only added its start and stop, twice per capture).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Threads {
+    #[default]
+    Two,
+    One,
+}
+
+impl Threads {
+    /// `a` and `b`, on two threads unless `One`; a panic in either goes on in the caller.
+    fn both<A: Send, B: Send>(
+        self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        if self == Threads::One {
+            return (a(), b());
+        }
+        std::thread::scope(|s| {
+            let other = s.spawn(b);
+            let a = a();
+            let b = other
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            (a, b)
+        })
+    }
+}
+
 /// The node read as far as its GPUs ([`Inventory::begin`]): what the GPU probe needs to start,
 /// so that it runs while the rest is read ([`Partial::finish`]).
 #[derive(Debug)]
 pub struct Partial {
     pub gpus: Vec<Gpu>,
     live: bool,
+    threads: Threads,
     kernel: Kernel,
     pci: BTreeMap<Bdf, PciFunction>,
     rdma: Vec<RdmaDevice>,
@@ -88,26 +120,31 @@ impl Inventory {
     /// milliseconds to seconds (CUDA creates a context per GPU): it runs in its own process
     /// while [`Partial::finish`] reads the rest.
     pub fn begin(root: &Root, config: &Config) -> Partial {
+        Inventory::begin_on(root, config, Threads::Two)
+    }
+
+    /// [`Inventory::begin`] on `threads`, which [`Partial::finish`] reads on too.
+    pub fn begin_on(root: &Root, config: &Config, threads: Threads) -> Partial {
         // A check's time is almost all system calls (about 1200 files on a large node), so the
         // two independent halves are read on two threads: kernel and RDMA, and the PCI bus.
-        let (mut problems, kernel, ((rdma, rdma_class), netdevs, nccl), (pci, unidentified)) =
-            std::thread::scope(|s| {
-                let other = s.spawn(|| {
+        let ((mut problems, kernel, ((rdma, rdma_class), netdevs, nccl)), (pci_problems, scanned)) =
+            threads.both(
+                || {
                     let mut problems = Vec::new();
                     let kernel = Kernel::load(root, &mut problems);
                     let rdma = rdma::load(root, &mut problems);
                     let netdevs = net::load(root, &mut problems);
                     let nccl = nccl::load(root, &config.nccl);
                     (problems, kernel, (rdma, netdevs, nccl))
-                });
-                let mut pci_problems = Vec::new();
-                let scanned = pci::scan(root, config, &mut pci_problems);
-                let (mut problems, kernel, rdma) = other
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e));
-                problems.extend(pci_problems);
-                (problems, kernel, rdma, scanned)
-            });
+                },
+                || {
+                    let mut pci_problems = Vec::new();
+                    let scanned = pci::scan(root, config, &mut pci_problems);
+                    (pci_problems, scanned)
+                },
+            );
+        problems.extend(pci_problems);
+        let (pci, unidentified) = scanned;
         if let Some(why) = root.unread_problem() {
             problems.push(Problem {
                 path: crate::root::UNREAD.into(),
@@ -121,6 +158,7 @@ impl Inventory {
         Partial {
             gpus,
             live: root.is_live(),
+            threads,
             kernel,
             pci,
             rdma,
@@ -213,6 +251,7 @@ impl Partial {
         let Partial {
             gpus,
             live,
+            threads,
             kernel,
             mut pci,
             rdma,
@@ -246,16 +285,8 @@ impl Partial {
                 .map(|(b, path)| (*b, pci::PciDetail::load(root, path)))
                 .collect::<Vec<_>>()
         };
-        let details = std::thread::scope(|s| {
-            let other = s.spawn(|| load(second));
-            let mut done = load(first);
-            done.extend(
-                other
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
-            );
-            done
-        });
+        let (mut details, rest) = threads.both(|| load(first), || load(second));
+        details.extend(rest);
         for (bdf, detail) in details {
             problems.extend(detail.problems.iter().cloned());
             if let Some(f) = pci.get_mut(&bdf) {

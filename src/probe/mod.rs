@@ -14,7 +14,7 @@ pub mod nccl;
 pub mod twonode;
 
 use crate::config::Config;
-use crate::inventory::{GpuVendor, Inventory, Partial};
+use crate::inventory::{GpuVendor, Inventory, Partial, Threads};
 use crate::model::Runs;
 use crate::model::gpu::{Runtime, SkipReason};
 use crate::probe::gpu::{GpuSession, ProbeCommand, Target};
@@ -51,7 +51,25 @@ pub fn load_pending(
     config: &Config,
     options: Options,
 ) -> (Inventory, Runs, Option<GpuSession>) {
-    let partial = Inventory::begin(root, config);
+    pending_on(root, config, options, Threads::Two)
+}
+
+/// Reads a capture as `fleet` does: the inventory on the calling thread (fleet already reads
+/// one capture per core, and two threads per capture cost a third of its wall time), nothing
+/// run; a capture's recorded NVML answer stands for the GPU probe, as in [`load`].
+pub fn load_captured(root: &Root, config: &Config) -> (Inventory, Runs) {
+    let (inv, runs, _) = pending_on(root, config, Options::default(), Threads::One);
+    (inv, runs)
+}
+
+/// [`load_pending`], the inventory read on `threads`.
+fn pending_on(
+    root: &Root,
+    config: &Config,
+    options: Options,
+    threads: Threads,
+) -> (Inventory, Runs, Option<GpuSession>) {
+    let partial = Inventory::begin_on(root, config, threads);
     // The GPU workers start as soon as the GPUs are known, while the rest is read.
     let session = start_gpu(root, &partial, &options);
     let mut inv = partial.finish(root);

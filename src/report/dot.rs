@@ -18,8 +18,25 @@ fn q(s: &str) -> String {
 
 const FONT: &str = "DejaVu Sans Mono";
 
-/// Writes the picture as DOT.
+/// Writes the picture as DOT: the header, the clusters with their boxes, the tree's edges, the
+/// GDR pairs, the NVLink groups and the legend.
 pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
+    header(o, p)?;
+    clusters(o, p)?;
+    tree_edges(o, p)?;
+    pairs(o, p)?;
+    nvlink_groups(o, p)?;
+    writeln!(
+        o,
+        "  legend [shape=note, style=filled, fillcolor=\"#ffffff\", color=\"#6b7280\", label=\"{}\"];",
+        legend(p)
+    )?;
+    writeln!(o, "}}")
+}
+
+/// The comment naming the tool, the graph's opening and title, and the default node and edge
+/// attributes.
+fn header(o: &mut dyn Write, p: &Picture) -> io::Result<()> {
     writeln!(
         o,
         "// gdrdoctor {} topo --format dot. Render it with: dot -Tsvg topo.dot > topo.svg",
@@ -50,9 +67,11 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     writeln!(
         o,
         "  edge [color=\"#94a3b8\", fontname=\"{FONT}\", fontsize=9];"
-    )?;
+    )
+}
 
-    // Which nodes a switch cluster holds: an upstream port and its downstream ports.
+/// Which nodes a switch cluster holds besides its upstream port: the downstream ports.
+fn in_switch(p: &Picture) -> Vec<bool> {
     let mut in_switch = vec![false; p.nodes.len()];
     for n in &p.nodes {
         if let What::Bridge {
@@ -67,7 +86,13 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             }
         }
     }
+    in_switch
+}
 
+/// The boxes, in clusters: one per run of host bridges on a NUMA node, one per host bridge
+/// inside it, and one per switch inside that.
+fn clusters(o: &mut dyn Write, p: &Picture) -> io::Result<()> {
+    let in_switch = in_switch(p);
     let mut h = 0;
     while h < p.host_bridges.len() {
         let numa = &p.host_bridges[h].numa;
@@ -86,50 +111,59 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             "    label=\"{label}\"; style=filled; fillcolor=\"#f1f5f9\"; color=\"#cbd5e1\";"
         )?;
         while h < p.host_bridges.len() && &p.host_bridges[h].numa == numa {
-            let hb = &p.host_bridges[h];
-            writeln!(o, "    subgraph \"cluster_host_{h}\" {{")?;
-            writeln!(o, "      label=\"\"; style=invis;")?;
-            writeln!(
-                o,
-                "      \"host{h}\" [label=\"{}\\nhost bridge\", fillcolor=\"#fef3c7\", color=\"#b45309\"];",
-                q(&hb.name)
-            )?;
-            // Depth first, in address order, with an explicit stack: a crafted sysfs path can
-            // be deep.
-            let mut stack: Vec<usize> = hb.children.iter().rev().copied().collect();
-            while let Some(i) = stack.pop() {
-                let n = &p.nodes[i];
-                stack.extend(n.children.iter().rev().copied());
-                if in_switch[i] {
-                    continue;
-                }
-                let downstream: Vec<usize> = n
-                    .children
-                    .iter()
-                    .copied()
-                    .filter(|&c| in_switch[c])
-                    .collect();
-                if downstream.is_empty() {
-                    node(o, p, i, "      ")?;
-                } else {
-                    writeln!(o, "      subgraph \"cluster_switch_{}\" {{", n.bdf)?;
-                    writeln!(
-                        o,
-                        "        label=\"switch\"; style=\"dashed,rounded\"; color=\"#64748b\";"
-                    )?;
-                    node(o, p, i, "        ")?;
-                    for c in downstream {
-                        node(o, p, c, "        ")?;
-                    }
-                    writeln!(o, "      }}")?;
-                }
-            }
-            writeln!(o, "    }}")?;
+            host_cluster(o, p, h, &in_switch)?;
             h += 1;
         }
         writeln!(o, "  }}")?;
     }
+    Ok(())
+}
 
+/// Host bridge `h`'s cluster: its box, and every box below it, a switch's in a cluster of its
+/// own.
+fn host_cluster(o: &mut dyn Write, p: &Picture, h: usize, in_switch: &[bool]) -> io::Result<()> {
+    let hb = &p.host_bridges[h];
+    writeln!(o, "    subgraph \"cluster_host_{h}\" {{")?;
+    writeln!(o, "      label=\"\"; style=invis;")?;
+    writeln!(
+        o,
+        "      \"host{h}\" [label=\"{}\\nhost bridge\", fillcolor=\"#fef3c7\", color=\"#b45309\"];",
+        q(&hb.name)
+    )?;
+    // Depth first, in address order, with an explicit stack: a crafted sysfs path can be deep.
+    let mut stack: Vec<usize> = hb.children.iter().rev().copied().collect();
+    while let Some(i) = stack.pop() {
+        let n = &p.nodes[i];
+        stack.extend(n.children.iter().rev().copied());
+        if in_switch[i] {
+            continue;
+        }
+        let downstream: Vec<usize> = n
+            .children
+            .iter()
+            .copied()
+            .filter(|&c| in_switch[c])
+            .collect();
+        if downstream.is_empty() {
+            node(o, p, i, "      ")?;
+        } else {
+            writeln!(o, "      subgraph \"cluster_switch_{}\" {{", n.bdf)?;
+            writeln!(
+                o,
+                "        label=\"switch\"; style=\"dashed,rounded\"; color=\"#64748b\";"
+            )?;
+            node(o, p, i, "        ")?;
+            for c in downstream {
+                node(o, p, c, "        ")?;
+            }
+            writeln!(o, "      }}")?;
+        }
+    }
+    writeln!(o, "    }}")
+}
+
+/// The tree's edges: from each host bridge, then from each node, to its children.
+fn tree_edges(o: &mut dyn Write, p: &Picture) -> io::Result<()> {
     for (h, hb) in p.host_bridges.iter().enumerate() {
         for &c in &hb.children {
             writeln!(o, "  \"host{h}\" -- \"{}\";", p.nodes[c].bdf)?;
@@ -140,11 +174,17 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             writeln!(o, "  \"{}\" -- \"{}\";", n.bdf, p.nodes[c].bdf)?;
         }
     }
-    // The pairs and the NVLink pairs that differ join boxes of one row, across clusters, without
-    // moving them (constraint=false). Their words are `xlabel`s, placed after the layout: dot
-    // lays out an edge `label` as a node of its own, on a rank of its own for an edge within a
-    // rank, and with such edges between clusters Debian 12's Graphviz 2.43 gives up ("trouble
-    // in init_rank", issue 25).
+    Ok(())
+}
+
+/// The GDR pairs, coloured by level.
+///
+/// The pairs and the NVLink pairs that differ join boxes of one row, across clusters, without
+/// moving them (constraint=false). Their words are `xlabel`s, placed after the layout: dot lays
+/// out an edge `label` as a node of its own, on a rank of its own for an edge within a rank, and
+/// with such edges between clusters Debian 12's Graphviz 2.43 gives up ("trouble in
+/// init_rank", issue 25).
+fn pairs(o: &mut dyn Write, p: &Picture) -> io::Result<()> {
     if !p.pairs.is_empty() {
         writeln!(
             o,
@@ -167,8 +207,11 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             if pr.redirected { "#dc2626" } else { colour }
         )?;
     }
+    Ok(())
+}
 
-    // NVLink groups: a node per group, joined to its GPUs, and the pairs that differ.
+/// The NVLink groups: a node per group, joined to its GPUs, and the pairs that differ.
+fn nvlink_groups(o: &mut dyn Write, p: &Picture) -> io::Result<()> {
     for (k, g) in p.nvlink_groups.iter().enumerate() {
         let label = match (g.gpus.len(), g.links, g.other.is_empty()) {
             (2, n, _) => format!("NV{n}"),
@@ -202,8 +245,12 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
+    Ok(())
+}
 
-    // The legend (only what is drawn), and what the tree does not show.
+/// The legend's label (only what is drawn), and what the tree does not show: ACS redirects and
+/// the picture's notes, at most 40.
+fn legend(p: &Picture) -> String {
     let d = p.drawn();
     let boxes: Vec<&str> = [
         (d.gpu || d.gpu_no_gdr, "green: GPU"),
@@ -259,11 +306,7 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             p.notes.len() - 40
         );
     }
-    writeln!(
-        o,
-        "  legend [shape=note, style=filled, fillcolor=\"#ffffff\", color=\"#6b7280\", label=\"{legend}\"];"
-    )?;
-    writeln!(o, "}}")
+    legend
 }
 
 fn is_role(p: &Picture, i: usize, role: Role) -> bool {

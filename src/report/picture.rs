@@ -15,7 +15,7 @@ use crate::checks::acs;
 use crate::config::Config;
 use crate::inventory::Inventory;
 use crate::model::gpu::Runtime;
-use crate::nccl::effective::{self, Basis, Nearest, Verdict};
+use crate::nccl::effective::{self, Basis, Judgement, Nearest, Verdict};
 use crate::nccl::params::GdrLimit;
 use crate::parse::cpulist;
 use crate::parse::pci::{Bdf, path_functions};
@@ -267,43 +267,75 @@ impl Picture {
 pub fn picture(inv: &Inventory, gpu: &Runtime, config: &Config, root: &str) -> Picture {
     let judged = effective::judge(inv, config);
     let mut b = Builder::default();
-    for (i, g) in inv.gpus.iter().enumerate() {
-        let what = What::Gpu {
-            name: format!("GPU{i}"),
-            model: g.model.clone(),
-            no_gdr: None,
-        };
-        b.place(inv, g.bdf, what, &format!("GPU{i} {}", g.bdf));
+    b.place_devices(inv);
+    let redirecting = redirecting(inv, &judged);
+    let crossing = crossing(inv, &judged, &redirecting);
+    let file = match judged.basis {
+        Basis::File(t) => Some(t.path.clone()),
+        Basis::Sysfs => None,
+    };
+    let pairs = b.judge_gpus(inv, &judged, &redirecting, file.as_deref());
+    b.mark_redirects(redirecting, crossing);
+    let notes = std::mem::take(&mut b.notes);
+    let (nodes, host_bridges) = b.into_tree();
+    let gpus: BTreeMap<Bdf, usize> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| matches!(n.what, What::Gpu { .. }))
+        .map(|(i, n)| (n.bdf, i))
+        .collect();
+    let nvlink_groups = nvlink_groups(&gpus, &gpu.nvlinks());
+    Picture {
+        title: Title {
+            root: root.to_owned(),
+            hostname: inv.kernel.hostname.clone(),
+            product: inv.kernel.product.clone(),
+        },
+        gdr_level: judged.policy.value(),
+        topology_file: file,
+        host_bridges,
+        nodes,
+        pairs: pairs
+            .into_iter()
+            .map(|(gpu, nic, level, sysfs, redirected)| Pair {
+                gpu,
+                nic,
+                level,
+                sysfs,
+                redirected,
+            })
+            .collect(),
+        notes,
+        nvlink_groups,
+        gpus: inv.gpus.len(),
+        nics: inv.rdma.len(),
     }
-    for (i, d) in inv.rdma.iter().enumerate() {
-        let name = format!("NIC{i}");
-        let Some(bdf) = d.pci else {
-            b.notes.push(format!(
-                "{name} {}: no PCI function, not on the tree",
-                d.name
-            ));
-            continue;
-        };
-        let what = What::Nic {
-            devices: vec![(name.clone(), d.name.clone())],
-        };
-        b.place(inv, bdf, what, &format!("{name} {} {bdf}", d.name));
-    }
+}
 
-    // The bridges on the GPU-NIC paths are those the acs check judges: every path of a pair
-    // NCCL uses (`Judgement::paths`), within the level or not.
-    let redirecting: BTreeMap<Bdf, u16> = judged
+/// The bridges whose ACS redirects, with their ACS control: of the bridges on the GPU-NIC
+/// paths, those the acs check judges, every path of a pair NCCL uses (`Judgement::paths`),
+/// within the level or not.
+fn redirecting(inv: &Inventory, judged: &Judgement) -> BTreeMap<Bdf, u16> {
+    judged
         .paths()
         .flat_map(|(_, _, r)| r.bridges.iter().copied())
         .collect::<BTreeSet<Bdf>>()
         .into_iter()
         .filter_map(|bdf| Some((bdf, acs::redirecting(inv, bdf)?.control)))
-        .collect();
-    let mut pairs = BTreeSet::new();
+        .collect()
+}
+
+/// Each redirecting bridge with the GPU-NIC pairs whose path crosses it (`GPU <bdf> - mlx5_0`).
+///
+/// The pairs drawn and the GPUs marked are NCCL's, as `check` judges them (`effective::judge`):
+/// on NCCL's tree when a topology file is in effect, under the GDR level in force, among the
+/// NICs NCCL_IB_HCA selects (issue 25).
+fn crossing(
+    inv: &Inventory,
+    judged: &Judgement,
+    redirecting: &BTreeMap<Bdf, u16>,
+) -> BTreeMap<Bdf, Vec<String>> {
     let mut crossing: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
-    // The pairs drawn and the GPUs marked are NCCL's, as `check` judges them
-    // (`effective::judge`): on NCCL's tree when a topology file is in effect, under the GDR
-    // level in force, among the NICs NCCL_IB_HCA selects (issue 25).
     for (gpu, nic, r) in judged.paths() {
         for bdf in r.bridges.iter().filter(|b| redirecting.contains_key(b)) {
             crossing
@@ -312,57 +344,124 @@ pub fn picture(inv: &Inventory, gpu: &Runtime, config: &Config, root: &str) -> P
                 .push(format!("GPU {gpu} - {}", inv.rdma[nic].name));
         }
     }
-    let gdr_level = judged.policy.value();
-    let file = match judged.basis {
-        Basis::File(t) => Some(t.path.clone()),
-        Basis::Sysfs => None,
-    };
-    let in_file = file
-        .as_deref()
-        .map(|f| format!(" in the topology file NCCL reads ({f})"))
-        .unwrap_or_default();
-    let no_nic = judged.nics.is_empty() && !inv.rdma.is_empty() && !inv.gpus.is_empty();
-    if no_nic {
-        b.notes.push(format!(
-            "NCCL_IB_HCA={} selects none of the {} RDMA devices: NCCL runs every GPU without GPUDirect RDMA",
-            inv.nccl.value("NCCL_IB_HCA").unwrap_or_default(),
-            inv.rdma.len()
-        ));
-    }
-    for g in &judged.gpus {
-        let gpu = g.gpu;
-        let gi = b.index.get(&gpu).copied();
-        let n = match (&g.nearest, g.verdict) {
-            (_, Verdict::NoNic) => {
-                if no_nic {
-                    b.no_gdr(gi, "no NIC selected".into());
-                }
-                continue;
-            }
-            (Some(n), _) => n,
-            (None, _) => {
-                b.notes.push(format!(
-                    "GPU {gpu}: no NIC with a known route: NCCL runs it without GPUDirect RDMA"
+    crossing
+}
+
+/// A GDR pair as the builder collects it: the GPU's and the NIC's node, NCCL's level, the sysfs
+/// level where it differs, and whether its path crosses an ACS redirect.
+type PairKey = (usize, usize, Level, Option<Level>, bool);
+
+#[derive(Default)]
+struct Builder {
+    nodes: Vec<Node>,
+    index: BTreeMap<Bdf, usize>,
+    host_bridges: BTreeMap<String, HostBridge>,
+    notes: Vec<String>,
+}
+
+impl Builder {
+    /// Puts every GPU and every RDMA NIC with a PCI function on the tree; a NIC without one
+    /// gets a note.
+    fn place_devices(&mut self, inv: &Inventory) {
+        for (i, g) in inv.gpus.iter().enumerate() {
+            let what = What::Gpu {
+                name: format!("GPU{i}"),
+                model: g.model.clone(),
+                no_gdr: None,
+            };
+            self.place(inv, g.bdf, what, &format!("GPU{i} {}", g.bdf));
+        }
+        for (i, d) in inv.rdma.iter().enumerate() {
+            let name = format!("NIC{i}");
+            let Some(bdf) = d.pci else {
+                self.notes.push(format!(
+                    "{name} {}: no PCI function, not on the tree",
+                    d.name
                 ));
-                b.no_gdr(gi, "no NIC route".into());
+                continue;
+            };
+            let what = What::Nic {
+                devices: vec![(name.clone(), d.name.clone())],
+            };
+            self.place(inv, bdf, what, &format!("{name} {} {bdf}", d.name));
+        }
+    }
+
+    /// Each GPU as NCCL runs it: the pairs with its nearest NICs where it uses GPUDirect RDMA;
+    /// else the GPU marked, with a note that says why not. `file` is NCCL's topology file in
+    /// effect.
+    fn judge_gpus(
+        &mut self,
+        inv: &Inventory,
+        judged: &Judgement,
+        redirecting: &BTreeMap<Bdf, u16>,
+        file: Option<&str>,
+    ) -> BTreeSet<PairKey> {
+        let mut pairs = BTreeSet::new();
+        let no_nic = judged.nics.is_empty() && !inv.rdma.is_empty() && !inv.gpus.is_empty();
+        if no_nic {
+            self.notes.push(format!(
+                "NCCL_IB_HCA={} selects none of the {} RDMA devices: NCCL runs every GPU without GPUDirect RDMA",
+                inv.nccl.value("NCCL_IB_HCA").unwrap_or_default(),
+                inv.rdma.len()
+            ));
+        }
+        for g in &judged.gpus {
+            let gpu = g.gpu;
+            let gi = self.index.get(&gpu).copied();
+            let n = match (&g.nearest, g.verdict) {
+                (_, Verdict::NoNic) => {
+                    if no_nic {
+                        self.no_gdr(gi, "no NIC selected".into());
+                    }
+                    continue;
+                }
+                (Some(n), _) => n,
+                (None, _) => {
+                    self.notes.push(format!(
+                        "GPU {gpu}: no NIC with a known route: NCCL runs it without GPUDirect RDMA"
+                    ));
+                    self.no_gdr(gi, "no NIC route".into());
+                    continue;
+                }
+            };
+            if g.verdict != Verdict::Gdr {
+                self.beyond_level(inv, judged, gpu, gi, n, file);
                 continue;
             }
-        };
-        let sysfs = sysfs_beside(n);
-        if g.verdict == Verdict::Gdr {
             for c in &n.nics {
                 let redirected = c
                     .sysfs
                     .as_ref()
                     .is_some_and(|r| r.bridges.iter().any(|b| redirecting.contains_key(b)));
                 let sysfs = c.sysfs.as_ref().map(|r| r.level).filter(|l| *l != c.level);
-                let nic = inv.rdma[c.nic].pci.and_then(|p| b.index.get(&p).copied());
+                let nic = inv.rdma[c.nic]
+                    .pci
+                    .and_then(|p| self.index.get(&p).copied());
                 if let (Some(gi), Some(nic)) = (gi, nic) {
                     pairs.insert((gi, nic, c.level, sysfs, redirected));
                 }
             }
-            continue;
         }
+        pairs
+    }
+
+    /// GPU `gpu` (node `gi`), whose nearest NICs `n` are beyond the GDR level in force: a note
+    /// that says so, and the GPU marked.
+    fn beyond_level(
+        &mut self,
+        inv: &Inventory,
+        judged: &Judgement,
+        gpu: Bdf,
+        gi: Option<usize>,
+        n: &Nearest,
+        file: Option<&str>,
+    ) {
+        let gdr_level = judged.policy.value();
+        let in_file = file
+            .map(|f| format!(" in the topology file NCCL reads ({f})"))
+            .unwrap_or_default();
+        let sysfs = sysfs_beside(n);
         let names: Vec<&str> = n
             .nics
             .iter()
@@ -378,13 +477,13 @@ pub fn picture(inv: &Inventory, gpu: &Runtime, config: &Config, root: &str) -> P
                 judged.policy.origin()
             ),
         };
-        b.notes.push(format!(
+        self.notes.push(format!(
             "GPU {gpu}: nearest NIC {} at {}{in_file}{}, {beyond}: NCCL runs it without GPUDirect RDMA",
             names.join(", "),
             n.level,
             sysfs.as_deref().map(|s| format!(", {s} in sysfs")).unwrap_or_default(),
         ));
-        b.no_gdr(
+        self.no_gdr(
             gi,
             match &sysfs {
                 Some(s) => format!("NIC at {} (sysfs {s})", n.level),
@@ -392,80 +491,52 @@ pub fn picture(inv: &Inventory, gpu: &Runtime, config: &Config, root: &str) -> P
             },
         );
     }
-    for (bdf, control) in redirecting {
-        if let Some(&i) = b.index.get(&bdf) {
-            if let What::Bridge { redirect, .. } = &mut b.nodes[i].what {
-                *redirect = Some(Redirect {
-                    control,
-                    bits: acs::redirect_bits(control),
-                    pairs: crossing.remove(&bdf).unwrap_or_default(),
-                });
+
+    /// Marks each redirecting bridge on the tree with its ACS control, the bits it has set and
+    /// the pairs that cross it.
+    fn mark_redirects(
+        &mut self,
+        redirecting: BTreeMap<Bdf, u16>,
+        mut crossing: BTreeMap<Bdf, Vec<String>>,
+    ) {
+        for (bdf, control) in redirecting {
+            if let Some(&i) = self.index.get(&bdf) {
+                if let What::Bridge { redirect, .. } = &mut self.nodes[i].what {
+                    *redirect = Some(Redirect {
+                        control,
+                        bits: acs::redirect_bits(control),
+                        pairs: crossing.remove(&bdf).unwrap_or_default(),
+                    });
+                }
             }
         }
     }
 
-    let mut nodes = b.nodes;
-    let order: Vec<Vec<usize>> = nodes
-        .iter()
-        .map(|n| {
-            let mut c = n.children.clone();
-            c.sort_by_key(|&i| nodes[i].bdf);
-            c
-        })
-        .collect();
-    for (n, c) in nodes.iter_mut().zip(order) {
-        n.children = c;
-    }
-    let mut host_bridges: Vec<HostBridge> = b.host_bridges.into_values().collect();
-    for h in &mut host_bridges {
-        h.children.sort_by_key(|&i| nodes[i].bdf);
-    }
-    host_bridges.sort_by(|a, b| {
-        (a.numa.is_empty(), &a.numa, &a.name).cmp(&(b.numa.is_empty(), &b.numa, &b.name))
-    });
-    let gpus: BTreeMap<Bdf, usize> = nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| matches!(n.what, What::Gpu { .. }))
-        .map(|(i, n)| (n.bdf, i))
-        .collect();
-    let nvlink_groups = nvlink_groups(&gpus, &gpu.nvlinks());
-    Picture {
-        title: Title {
-            root: root.to_owned(),
-            hostname: inv.kernel.hostname.clone(),
-            product: inv.kernel.product.clone(),
-        },
-        gdr_level,
-        topology_file: file,
-        host_bridges,
-        nodes,
-        pairs: pairs
-            .into_iter()
-            .map(|(gpu, nic, level, sysfs, redirected)| Pair {
-                gpu,
-                nic,
-                level,
-                sysfs,
-                redirected,
+    /// The tree in its order: each node's children by address; the host bridges by NUMA node
+    /// (unknown last), then name, each with its children by address.
+    fn into_tree(self) -> (Vec<Node>, Vec<HostBridge>) {
+        let mut nodes = self.nodes;
+        let order: Vec<Vec<usize>> = nodes
+            .iter()
+            .map(|n| {
+                let mut c = n.children.clone();
+                c.sort_by_key(|&i| nodes[i].bdf);
+                c
             })
-            .collect(),
-        notes: b.notes,
-        nvlink_groups,
-        gpus: inv.gpus.len(),
-        nics: inv.rdma.len(),
+            .collect();
+        for (n, c) in nodes.iter_mut().zip(order) {
+            n.children = c;
+        }
+        let mut host_bridges: Vec<HostBridge> = self.host_bridges.into_values().collect();
+        for h in &mut host_bridges {
+            h.children.sort_by_key(|&i| nodes[i].bdf);
+        }
+        host_bridges.sort_by(|a, b| {
+            (a.numa.is_empty(), &a.numa, &a.name).cmp(&(b.numa.is_empty(), &b.numa, &b.name))
+        });
+        (nodes, host_bridges)
     }
-}
 
-#[derive(Default)]
-struct Builder {
-    nodes: Vec<Node>,
-    index: BTreeMap<Bdf, usize>,
-    host_bridges: BTreeMap<String, HostBridge>,
-    notes: Vec<String>,
-}
-
-impl Builder {
     /// Puts a GPU or NIC on the tree, with every bridge above it not there yet.
     fn place(&mut self, inv: &Inventory, bdf: Bdf, what: What, label: &str) {
         let Some(f) = inv.function(bdf) else {

@@ -2,7 +2,7 @@
 //! (`--textfile-dir`) or any scraper. Gauges only; no sample timestamps (the textfile collector
 //! refuses them); `gdrdoctor_last_run_timestamp_seconds` tells a stale file from a fresh one.
 
-use super::Report;
+use super::{GdrSummary, Report};
 use crate::model::Status;
 use std::fmt::Write as _;
 
@@ -14,8 +14,32 @@ pub struct Run {
     pub duration_s: f64,
 }
 
+/// The report as Prometheus gauges: the verdict, each check's status and findings, the node's
+/// counts, the GDR write test's pairs when it ran, and the run's time when given.
 pub fn render(report: &Report, run: Option<Run>) -> String {
     let mut m = Metrics::default();
+    verdict(&mut m, report);
+    checks(&mut m, report);
+    m.family("gdrdoctor_gpus", "GPUs found in sysfs.");
+    m.sample("gdrdoctor_gpus", &[], report.node.gpus as f64);
+    m.family("gdrdoctor_rdma_devices", "RDMA devices found in sysfs.");
+    m.sample(
+        "gdrdoctor_rdma_devices",
+        &[],
+        report.node.rdma_devices as f64,
+    );
+
+    if let Some(pairs) = &report.inventory.gdr_test {
+        gdr_pairs(&mut m, pairs);
+    }
+    if let Some(run) = run {
+        run_time(&mut m, run);
+    }
+    m.out
+}
+
+/// Whether the node is ready and verified, and which gdrdoctor judged which node.
+fn verdict(m: &mut Metrics, report: &Report) {
     let v = &report.verdict;
     m.family(
         "gdrdoctor_ready",
@@ -41,6 +65,10 @@ pub fn render(report: &Report, run: Option<Run>) -> String {
         ],
         1.0,
     );
+}
+
+/// One series per check and status, and the findings counted per check, code and status.
+fn checks(m: &mut Metrics, report: &Report) {
     m.family(
         "gdrdoctor_check_status",
         "One series per check and status: 1 for the check's status, 0 for the others.",
@@ -81,108 +109,102 @@ pub fn render(report: &Report, run: Option<Run>) -> String {
             n as f64,
         );
     }
-    m.family("gdrdoctor_gpus", "GPUs found in sysfs.");
-    m.sample("gdrdoctor_gpus", &[], report.node.gpus as f64);
-    m.family("gdrdoctor_rdma_devices", "RDMA devices found in sysfs.");
-    m.sample(
-        "gdrdoctor_rdma_devices",
-        &[],
-        report.node.rdma_devices as f64,
-    );
+}
 
-    if let Some(pairs) = &report.inventory.gdr_test {
-        let labelled: Vec<_> = pairs
-            .iter()
-            .map(|p| {
-                let gpu = p.gpu.map(|b| b.to_string()).unwrap_or_default();
-                let (nic, port) = match p.nic.as_deref().and_then(|n| n.split_once(" port ")) {
-                    Some((d, port)) => (d.to_owned(), port.to_owned()),
-                    None => (p.nic.clone().unwrap_or_default(), String::new()),
-                };
-                (p, gpu, nic, port, p.memory.as_str())
-            })
-            .collect();
-        m.family(
+/// The GDR write test's pairs: whether each passed, what it measured and what it should reach.
+fn gdr_pairs(m: &mut Metrics, pairs: &[GdrSummary]) {
+    let labelled: Vec<_> = pairs
+        .iter()
+        .map(|p| {
+            let gpu = p.gpu.map(|b| b.to_string()).unwrap_or_default();
+            let (nic, port) = match p.nic.as_deref().and_then(|n| n.split_once(" port ")) {
+                Some((d, port)) => (d.to_owned(), port.to_owned()),
+                None => (p.nic.clone().unwrap_or_default(), String::new()),
+            };
+            (p, gpu, nic, port, p.memory.as_str())
+        })
+        .collect();
+    m.family(
+        "gdrdoctor_gdr_pair_ok",
+        "1 when the GDR write test verified the pair's data both ways without a failure.",
+    );
+    for (p, gpu, nic, port, memory) in &labelled {
+        let ok = p
+            .result
+            .as_ref()
+            .is_some_and(|r| r.failure.is_none() && r.verified_bytes.is_some());
+        m.sample(
             "gdrdoctor_gdr_pair_ok",
-            "1 when the GDR write test verified the pair's data both ways without a failure.",
+            &[
+                ("gpu", gpu),
+                ("nic", nic),
+                ("port", port),
+                ("memory", memory),
+            ],
+            bool_value(ok),
         );
-        for (p, gpu, nic, port, memory) in &labelled {
-            let ok = p
-                .result
-                .as_ref()
-                .is_some_and(|r| r.failure.is_none() && r.verified_bytes.is_some());
+    }
+    m.family(
+        "gdrdoctor_gdr_pair_bandwidth_bytes_per_second",
+        "RDMA WRITE bandwidth the GDR write test measured, per pair and direction (to_target: into the buffer under test).",
+    );
+    for (p, gpu, nic, port, memory) in &labelled {
+        let Some(bw) = p.result.as_ref().and_then(|r| r.bandwidth.as_ref()) else {
+            continue;
+        };
+        for (direction, gbps) in [
+            ("to_target", bw.to_target_gbps),
+            ("from_target", bw.from_target_gbps),
+        ] {
             m.sample(
-                "gdrdoctor_gdr_pair_ok",
+                "gdrdoctor_gdr_pair_bandwidth_bytes_per_second",
+                &[
+                    ("gpu", gpu),
+                    ("nic", nic),
+                    ("port", port),
+                    ("memory", memory),
+                    ("direction", direction),
+                ],
+                gbps * 1e9 / 8.0,
+            );
+        }
+    }
+    m.family(
+        "gdrdoctor_gdr_pair_expected_bytes_per_second",
+        "What the pair's slowest link allows (the bandwidth verdict's reference).",
+    );
+    for (p, gpu, nic, port, memory) in &labelled {
+        if let Some(gbps) = p.expected_gbps {
+            m.sample(
+                "gdrdoctor_gdr_pair_expected_bytes_per_second",
                 &[
                     ("gpu", gpu),
                     ("nic", nic),
                     ("port", port),
                     ("memory", memory),
                 ],
-                bool_value(ok),
+                gbps * 1e9 / 8.0,
             );
         }
-        m.family(
-            "gdrdoctor_gdr_pair_bandwidth_bytes_per_second",
-            "RDMA WRITE bandwidth the GDR write test measured, per pair and direction (to_target: into the buffer under test).",
-        );
-        for (p, gpu, nic, port, memory) in &labelled {
-            let Some(bw) = p.result.as_ref().and_then(|r| r.bandwidth.as_ref()) else {
-                continue;
-            };
-            for (direction, gbps) in [
-                ("to_target", bw.to_target_gbps),
-                ("from_target", bw.from_target_gbps),
-            ] {
-                m.sample(
-                    "gdrdoctor_gdr_pair_bandwidth_bytes_per_second",
-                    &[
-                        ("gpu", gpu),
-                        ("nic", nic),
-                        ("port", port),
-                        ("memory", memory),
-                        ("direction", direction),
-                    ],
-                    gbps * 1e9 / 8.0,
-                );
-            }
-        }
-        m.family(
-            "gdrdoctor_gdr_pair_expected_bytes_per_second",
-            "What the pair's slowest link allows (the bandwidth verdict's reference).",
-        );
-        for (p, gpu, nic, port, memory) in &labelled {
-            if let Some(gbps) = p.expected_gbps {
-                m.sample(
-                    "gdrdoctor_gdr_pair_expected_bytes_per_second",
-                    &[
-                        ("gpu", gpu),
-                        ("nic", nic),
-                        ("port", port),
-                        ("memory", memory),
-                    ],
-                    gbps * 1e9 / 8.0,
-                );
-            }
-        }
     }
-    if let Some(run) = run {
-        m.family(
-            "gdrdoctor_last_run_timestamp_seconds",
-            "When this report's run started (Unix time).",
-        );
-        m.sample(
-            "gdrdoctor_last_run_timestamp_seconds",
-            &[],
-            run.started_unix_s.floor(),
-        );
-        m.family(
-            "gdrdoctor_run_duration_seconds",
-            "How long the run took, GPU probe and GDR write test included.",
-        );
-        m.sample("gdrdoctor_run_duration_seconds", &[], run.duration_s);
-    }
-    m.out
+}
+
+/// When the run started and how long it took.
+fn run_time(m: &mut Metrics, run: Run) {
+    m.family(
+        "gdrdoctor_last_run_timestamp_seconds",
+        "When this report's run started (Unix time).",
+    );
+    m.sample(
+        "gdrdoctor_last_run_timestamp_seconds",
+        &[],
+        run.started_unix_s.floor(),
+    );
+    m.family(
+        "gdrdoctor_run_duration_seconds",
+        "How long the run took, GPU probe and GDR write test included.",
+    );
+    m.sample("gdrdoctor_run_duration_seconds", &[], run.duration_s);
 }
 
 fn bool_value(b: bool) -> f64 {

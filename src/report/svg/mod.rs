@@ -13,7 +13,7 @@
 mod legend;
 mod nvlink;
 
-use super::picture::{Picture, What, level_colour};
+use super::picture::{Pair, Picture, What, level_colour};
 use crate::placement::Role;
 use crate::sanitize::cut as clean;
 use nvlink::{NV_DROP, NV_LANE, NV_TOP, bars, nvlink_group};
@@ -189,39 +189,106 @@ fn arc_depth(x1: f64, x2: f64) -> f64 {
     30.0 + 22.0 * slots
 }
 
-/// Writes the picture as SVG.
-pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
-    let l = layout(p);
-    let tree_bottom = l.top(l.leaf_row) + LEAF_H;
-    let bars = bars(p, &l);
+/// Where the parts below the tree go, and what the header, legend and notes say: everything
+/// the SVG's size depends on, worked out before the first line is written.
+struct Frame {
+    title: String,
+    subtitle: String,
+    legend: Vec<(legend::Swatch, String)>,
+    notes: Vec<String>,
+    /// The bottom of the GPUs' and NICs' boxes.
+    tree_bottom: f64,
+    /// The room the NVLink bars take below the tree: the GDR arcs go below it.
+    nv_room: f64,
+    legend_top: f64,
+    notes_top: f64,
+    width: f64,
+    height: f64,
+}
+
+impl Frame {
+    fn new(p: &Picture, l: &Layout, bars: &[nvlink::Bar]) -> Frame {
+        let tree_bottom = l.top(l.leaf_row) + LEAF_H;
+        let nv_room = bars
+            .iter()
+            .map(|b| NV_TOP + b.lane as f64 * NV_LANE + 8.0)
+            .fold(0.0, f64::max);
+        let arcs_bottom = arcs_bottom(p, l, bars, tree_bottom, nv_room);
+        let title = format!(
+            "PCIe tree of {}",
+            clean(p.title.hostname.as_deref().unwrap_or(&p.title.root), 80)
+        );
+        let subtitle = subtitle(p);
+        let legend = legend::lines(p);
+        let notes = notes(p);
+        let legend_top = arcs_bottom + 36.0;
+        let notes_top = legend_top + 24.0 + legend.len() as f64 * 20.0 + 16.0;
+        let height = notes_top
+            + if notes.is_empty() {
+                0.0
+            } else {
+                20.0 + notes.len() as f64 * 16.0
+            }
+            + MARGIN;
+        let widest_text = std::iter::once(title.chars().count() as f64 * 9.8)
+            .chain(std::iter::once(subtitle.chars().count() as f64 * CHAR))
+            .chain(
+                legend
+                    .iter()
+                    .map(|(_, s)| 48.0 + s.chars().count() as f64 * CHAR),
+            )
+            .chain(notes.iter().map(|s| s.chars().count() as f64 * CHAR))
+            .fold(0.0, f64::max);
+        let width = (l.slots as f64 * SLOT).max(widest_text) + 2.0 * MARGIN;
+        Frame {
+            title,
+            subtitle,
+            legend,
+            notes,
+            tree_bottom,
+            nv_room,
+            legend_top,
+            notes_top,
+            width,
+            height,
+        }
+    }
+
+    /// The y of an NVLink bar in `lane`.
+    fn bar_y(&self, lane: usize) -> f64 {
+        self.tree_bottom + NV_TOP + lane as f64 * NV_LANE
+    }
+}
+
+/// How deep the deepest arc below the boxes goes, with its label: the GDR pairs' arcs, below
+/// the NVLink bars, and the NVLink pairs' arcs hanging from their bars.
+fn arcs_bottom(
+    p: &Picture,
+    l: &Layout,
+    bars: &[nvlink::Bar],
+    tree_bottom: f64,
+    nv_room: f64,
+) -> f64 {
     let bar_y = |lane: usize| tree_bottom + NV_TOP + lane as f64 * NV_LANE;
-    // The GDR arcs go below the NVLink bars.
-    let nv_room = bars
-        .iter()
-        .map(|b| NV_TOP + b.lane as f64 * NV_LANE + 8.0)
-        .fold(0.0, f64::max);
-    // Arcs below the boxes: how deep the deepest goes, with its label.
-    let arcs_bottom = p
-        .pairs
+    p.pairs
         .iter()
         .map(|pr| {
             let (x1, x2) = (l.centre(pr.gpu), l.centre(pr.nic));
             let y = l.bottom(p, pr.gpu).max(l.bottom(p, pr.nic));
             y + 0.75 * (nv_room + arc_depth(x1, x2)) + 12.0
         })
-        .chain(p.nvlink_groups.iter().zip(&bars).flat_map(|(g, b)| {
-            g.other.iter().map(|&(x, y, _)| {
+        .chain(p.nvlink_groups.iter().zip(bars).flat_map(|(g, b)| {
+            g.other.iter().map(move |&(x, y, _)| {
                 let (x1, x2) = (l.centre(x) - NV_DROP, l.centre(y) - NV_DROP);
                 bar_y(b.lane) + 0.75 * arc_depth(x1, x2) + 12.0
             })
         }))
-        .fold(tree_bottom + nv_room, f64::max);
+        .fold(tree_bottom + nv_room, f64::max)
+}
 
-    let title = format!(
-        "PCIe tree of {}",
-        clean(p.title.hostname.as_deref().unwrap_or(&p.title.root), 80)
-    );
-    let subtitle = format!(
+/// The line under the title: the product, the root, the counts, and what the lines mean.
+fn subtitle(p: &Picture) -> String {
+    format!(
         "{}root {} · {} GPU{}, {} RDMA device{}{}",
         p.title
             .product
@@ -238,35 +305,47 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         } else {
             format!(" · lines: GPU-NIC pairs within {}", p.judged_on())
         }
-    );
-    let legend = legend::lines(p);
-    let notes = notes(p);
-    let legend_top = arcs_bottom + 36.0;
-    let notes_top = legend_top + 24.0 + legend.len() as f64 * 20.0 + 16.0;
-    let height = notes_top
-        + if notes.is_empty() {
-            0.0
-        } else {
-            20.0 + notes.len() as f64 * 16.0
-        }
-        + MARGIN;
-    let widest_text = std::iter::once(title.chars().count() as f64 * 9.8)
-        .chain(std::iter::once(subtitle.chars().count() as f64 * CHAR))
-        .chain(
-            legend
-                .iter()
-                .map(|(_, s)| 48.0 + s.chars().count() as f64 * CHAR),
-        )
-        .chain(notes.iter().map(|s| s.chars().count() as f64 * CHAR))
-        .fold(0.0, f64::max);
-    let width = (l.slots as f64 * SLOT).max(widest_text) + 2.0 * MARGIN;
+    )
+}
 
+/// Writes the picture as SVG: the header, the NUMA bands and switch frames behind the tree, the
+/// tree's edges and boxes, the GDR pairs' arcs, the NVLink groups over them, the legend and the
+/// notes.
+pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
+    let l = layout(p);
+    let bars = bars(p, &l);
+    let f = Frame::new(p, &l, &bars);
+    header(o, &f)?;
+    numa_bands(o, p, &l, f.tree_bottom)?;
+    switches(o, p, &l)?;
+    edges(o, p, &l)?;
+    host_boxes(o, p, &l)?;
+    for i in 0..p.nodes.len() {
+        node_box(o, p, &l, i)?;
+    }
+    for pr in &p.pairs {
+        pair(o, p, &l, pr, f.nv_room)?;
+    }
+    // The NVLink groups: a bar with a drop to each GPU, and the pairs that differ as arcs
+    // hanging from it. Over the GDR arcs, which cross the bar: its label stays whole.
+    for (g, b) in p.nvlink_groups.iter().zip(&bars) {
+        nvlink_group(o, p, &l, g, b, f.bar_y(b.lane))?;
+    }
+    legend::write(o, &f.legend, f.legend_top)?;
+    notes_block(o, &f.notes, f.notes_top)?;
+    writeln!(o, "</svg>")
+}
+
+/// The XML declaration, the `<svg>` element with its size, the title, description and style,
+/// the white page, and the title and subtitle at the top.
+fn header(o: &mut dyn Write, f: &Frame) -> io::Result<()> {
+    let (width, height) = (f.width, f.height);
     writeln!(o, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
         o,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">"#
     )?;
-    writeln!(o, "<title>{}</title>", x(&title))?;
+    writeln!(o, "<title>{}</title>", x(&f.title))?;
     writeln!(
         o,
         "<desc>gdrdoctor {} topo --format svg: host bridges, switches and bridges down to every GPU and RDMA NIC; each GPU's nearest NIC(s) within the GDR level, with their level; bridges whose ACS redirects on a GPU-NIC path outlined red; GPUs joined by NVLink as groups, with their link count.</desc>",
@@ -280,15 +359,17 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
     writeln!(
         o,
         r#"<text class="h" x="{MARGIN}" y="26">{}</text>"#,
-        x(&title)
+        x(&f.title)
     )?;
     writeln!(
         o,
         r#"<text class="s" x="{MARGIN}" y="44">{}</text>"#,
-        x(&subtitle)
-    )?;
+        x(&f.subtitle)
+    )
+}
 
-    // NUMA bands: runs of host bridges on one NUMA node.
+/// The NUMA bands: runs of host bridges on one NUMA node, shaded down to the tree's bottom.
+fn numa_bands(o: &mut dyn Write, p: &Picture, l: &Layout, tree_bottom: f64) -> io::Result<()> {
     let mut h = 0;
     while h < p.host_bridges.len() {
         let numa = &p.host_bridges[h].numa;
@@ -309,8 +390,11 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
         )?;
         h = end + 1;
     }
+    Ok(())
+}
 
-    // Switches: a dashed frame around an upstream port and its downstream ports.
+/// The switches: a dashed frame around an upstream port and its downstream ports.
+fn switches(o: &mut dyn Write, p: &Picture, l: &Layout) -> io::Result<()> {
     for i in p.switches() {
         let n = &p.nodes[i];
         let x0 = l.left(l.start[i]) + 4.0;
@@ -325,8 +409,11 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             y0 - 3.0
         )?;
     }
+    Ok(())
+}
 
-    // The tree's edges: down from the parent, across, down to the child.
+/// The tree's edges: down from the parent, across, down to the child; the host bridges' first.
+fn edges(o: &mut dyn Write, p: &Picture, l: &Layout) -> io::Result<()> {
     let edge = |o: &mut dyn Write, (px, pb): (f64, f64), c: usize| -> io::Result<()> {
         let (cx, ct) = (l.centre(c), l.top(l.row(p, c)));
         writeln!(
@@ -346,8 +433,11 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             edge(o, (l.centre(i), l.bottom(p, i)), c)?;
         }
     }
+    Ok(())
+}
 
-    // The boxes.
+/// The host bridges' boxes, in the top row.
+fn host_boxes(o: &mut dyn Write, p: &Picture, l: &Layout) -> io::Result<()> {
     for (h, hb) in p.host_bridges.iter().enumerate() {
         let cx = l.left(l.host[h].0) + l.host[h].1 as f64 * SLOT / 2.0;
         let numa = hb.numa_short();
@@ -360,165 +450,179 @@ pub fn write(p: &Picture, o: &mut dyn Write) -> io::Result<()> {
             &[(&name, "b"), ("host bridge", ""), (&numa, "s")],
         )?;
     }
-    for (i, n) in p.nodes.iter().enumerate() {
-        let bdf = n.bdf.to_string();
-        let place = (l.centre(i), l.top(l.row(p, i)), Layout::height(p, i));
-        match &n.what {
-            What::Gpu {
-                name,
-                model,
-                no_gdr,
-            } => {
-                let model_line = model.as_deref().map(|m| t(m, SMALL_CHARS));
-                let tip = format!(
-                    "{name} {bdf}{}{}",
-                    model
-                        .as_deref()
-                        .map(|m| format!(" {}", x(&clean(m, 200))))
-                        .unwrap_or_default(),
-                    no_gdr
-                        .as_deref()
-                        .map(|w| format!(": no GPUDirect RDMA ({})", x(w)))
-                        .unwrap_or_default()
-                );
-                let gdr = no_gdr
-                    .as_deref()
-                    .map(|w| t(&format!("no GDR: {w}"), BOX_CHARS));
-                let mut lines: Vec<(&str, &str)> = vec![(name, "b"), (&bdf, "")];
-                if let Some(m) = &model_line {
-                    lines.push((m, "s"));
-                }
-                if let Some(g) = &gdr {
-                    lines.push((g, "warn"));
-                }
-                let class = if no_gdr.is_some() {
-                    "dev gpu nogdr"
-                } else {
-                    "dev gpu"
-                };
-                dev(o, class, &tip, place, &lines)?;
-            }
-            What::Nic { devices } => {
-                let named: Vec<String> = devices
-                    .iter()
-                    .take(MAX_NIC_NAMES)
-                    .map(|(n, d)| t(&format!("{n} {d}"), BOX_CHARS))
-                    .collect();
-                let more = (devices.len() > MAX_NIC_NAMES)
-                    .then(|| format!("+{} more", devices.len() - MAX_NIC_NAMES));
-                let tip = format!(
-                    "{} {bdf}",
-                    devices
-                        .iter()
-                        .map(|(n, d)| format!("{n} {}", x(&clean(d, 200))))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-                let mut lines: Vec<(&str, &str)> =
-                    named.iter().map(|s| (s.as_str(), "b")).collect();
-                lines.push((&bdf, ""));
-                if let Some(m) = &more {
-                    lines.push((m, "s"));
-                }
-                dev(o, "dev nic", &tip, place, &lines)?;
-            }
-            What::Bridge { role: r, redirect } => {
-                let what = role(*r);
-                match redirect {
-                    None => dev(
+    Ok(())
+}
+
+/// The box of node `i`: a GPU, a NIC or a bridge.
+fn node_box(o: &mut dyn Write, p: &Picture, l: &Layout, i: usize) -> io::Result<()> {
+    let n = &p.nodes[i];
+    let bdf = n.bdf.to_string();
+    let place = (l.centre(i), l.top(l.row(p, i)), Layout::height(p, i));
+    match &n.what {
+        What::Gpu {
+            name,
+            model,
+            no_gdr,
+        } => gpu_box(o, &bdf, place, name, model.as_deref(), no_gdr.as_deref()),
+        What::Nic { devices } => nic_box(o, &bdf, place, devices),
+        What::Bridge { role: r, redirect } => {
+            let what = role(*r);
+            match redirect {
+                None => dev(
+                    o,
+                    "dev bridge",
+                    &format!("{bdf} {}", r.as_str()),
+                    place,
+                    &[(&bdf, ""), (what, "s")],
+                ),
+                Some(rd) => {
+                    let tip = format!(
+                        "{bdf} {}: ACSCtl {:#06x} has {} set: peer-to-peer traffic on the path of {} is sent up to the root complex",
+                        r.as_str(),
+                        rd.control,
+                        rd.bits.join(", "),
+                        x(&clean(&rd.pairs.join(", "), 400))
+                    );
+                    let acs = "ACS redirect";
+                    dev(
                         o,
-                        "dev bridge",
-                        &format!("{bdf} {}", r.as_str()),
+                        "dev bridge redirect",
+                        &tip,
                         place,
-                        &[(&bdf, ""), (what, "s")],
-                    )?,
-                    Some(rd) => {
-                        let tip = format!(
-                            "{bdf} {}: ACSCtl {:#06x} has {} set: peer-to-peer traffic on the path of {} is sent up to the root complex",
-                            r.as_str(),
-                            rd.control,
-                            rd.bits.join(", "),
-                            x(&clean(&rd.pairs.join(", "), 400))
-                        );
-                        let acs = "ACS redirect";
-                        dev(
-                            o,
-                            "dev bridge redirect",
-                            &tip,
-                            place,
-                            &[(&bdf, ""), (what, "s"), (acs, "warn")],
-                        )?;
-                    }
+                        &[(&bdf, ""), (what, "s"), (acs, "warn")],
+                    )
                 }
             }
         }
     }
+}
 
-    // The pairs: arcs below the boxes, each labelled with its level at its lowest point.
-    for pr in &p.pairs {
-        let (x1, x2) = (l.centre(pr.gpu), l.centre(pr.nic));
-        let (y1, y2) = (l.bottom(p, pr.gpu), l.bottom(p, pr.nic));
-        let d = nv_room + arc_depth(x1, x2);
-        let colour = level_colour(pr.level);
-        let (class, label) = if pr.redirected {
-            ("pair acs", format!("{} ACS", pr.label()))
+/// A GPU's box: its name, address and model, and why it has no GPUDirect RDMA if it has none.
+fn gpu_box(
+    o: &mut dyn Write,
+    bdf: &str,
+    place: (f64, f64, f64),
+    name: &str,
+    model: Option<&str>,
+    no_gdr: Option<&str>,
+) -> io::Result<()> {
+    let model_line = model.map(|m| t(m, SMALL_CHARS));
+    let tip = format!(
+        "{name} {bdf}{}{}",
+        model
+            .map(|m| format!(" {}", x(&clean(m, 200))))
+            .unwrap_or_default(),
+        no_gdr
+            .map(|w| format!(": no GPUDirect RDMA ({})", x(w)))
+            .unwrap_or_default()
+    );
+    let gdr = no_gdr.map(|w| t(&format!("no GDR: {w}"), BOX_CHARS));
+    let mut lines: Vec<(&str, &str)> = vec![(name, "b"), (bdf, "")];
+    if let Some(m) = &model_line {
+        lines.push((m, "s"));
+    }
+    if let Some(g) = &gdr {
+        lines.push((g, "warn"));
+    }
+    let class = if no_gdr.is_some() {
+        "dev gpu nogdr"
+    } else {
+        "dev gpu"
+    };
+    dev(o, class, &tip, place, &lines)
+}
+
+/// A NIC's box: its first RDMA devices, its address, and how many more it has.
+fn nic_box(
+    o: &mut dyn Write,
+    bdf: &str,
+    place: (f64, f64, f64),
+    devices: &[(String, String)],
+) -> io::Result<()> {
+    let named: Vec<String> = devices
+        .iter()
+        .take(MAX_NIC_NAMES)
+        .map(|(n, d)| t(&format!("{n} {d}"), BOX_CHARS))
+        .collect();
+    let more =
+        (devices.len() > MAX_NIC_NAMES).then(|| format!("+{} more", devices.len() - MAX_NIC_NAMES));
+    let tip = format!(
+        "{} {bdf}",
+        devices
+            .iter()
+            .map(|(n, d)| format!("{n} {}", x(&clean(d, 200))))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut lines: Vec<(&str, &str)> = named.iter().map(|s| (s.as_str(), "b")).collect();
+    lines.push((bdf, ""));
+    if let Some(m) = &more {
+        lines.push((m, "s"));
+    }
+    dev(o, "dev nic", &tip, place, &lines)
+}
+
+/// A GDR pair: an arc below the boxes, labelled with its level at its lowest point.
+fn pair(o: &mut dyn Write, p: &Picture, l: &Layout, pr: &Pair, nv_room: f64) -> io::Result<()> {
+    let (x1, x2) = (l.centre(pr.gpu), l.centre(pr.nic));
+    let (y1, y2) = (l.bottom(p, pr.gpu), l.bottom(p, pr.nic));
+    let d = nv_room + arc_depth(x1, x2);
+    let colour = level_colour(pr.level);
+    let (class, label) = if pr.redirected {
+        ("pair acs", format!("{} ACS", pr.label()))
+    } else {
+        ("pair", pr.label())
+    };
+    let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0 + 0.75 * d);
+    let w = label.len() as f64 * CHAR + 8.0;
+    let names = |i: usize| match &p.nodes[i].what {
+        What::Gpu { name, .. } => name.clone(),
+        What::Nic { devices } => devices
+            .iter()
+            .map(|(n, d)| format!("{n} {}", x(&clean(d, 100))))
+            .collect::<Vec<_>>()
+            .join(", "),
+        What::Bridge { .. } => String::new(),
+    };
+    writeln!(
+        o,
+        r#"<g class="{class}"><title>{} - {}: {}{}</title><path d="M{x1:.1} {y1:.1}C{x1:.1} {:.1} {x2:.1} {:.1} {x2:.1} {y2:.1}" stroke="{colour}"/><g class="label"><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="15" rx="3"/><text class="c b" x="{mx:.1}" y="{:.1}" style="fill:{}">{label}</text></g></g>"#,
+        names(pr.gpu),
+        names(pr.nic),
+        x(&pr.label()),
+        if pr.redirected {
+            ", through an ACS redirect"
         } else {
-            ("pair", pr.label())
-        };
-        let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0 + 0.75 * d);
-        let w = label.len() as f64 * CHAR + 8.0;
-        let names = |i: usize| match &p.nodes[i].what {
-            What::Gpu { name, .. } => name.clone(),
-            What::Nic { devices } => devices
-                .iter()
-                .map(|(n, d)| format!("{n} {}", x(&clean(d, 100))))
-                .collect::<Vec<_>>()
-                .join(", "),
-            What::Bridge { .. } => String::new(),
-        };
+            ""
+        },
+        y1 + d,
+        y2 + d,
+        mx - w / 2.0,
+        my - 8.0,
+        my + 4.0,
+        if pr.redirected { "#dc2626" } else { colour },
+    )
+}
+
+/// The notes under the legend, if any, with their heading.
+fn notes_block(o: &mut dyn Write, notes: &[String], notes_top: f64) -> io::Result<()> {
+    if notes.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        o,
+        r#"<text class="b" x="{MARGIN}" y="{:.1}">Notes</text>"#,
+        notes_top + 4.0
+    )?;
+    for (k, n) in notes.iter().enumerate() {
         writeln!(
             o,
-            r#"<g class="{class}"><title>{} - {}: {}{}</title><path d="M{x1:.1} {y1:.1}C{x1:.1} {:.1} {x2:.1} {:.1} {x2:.1} {y2:.1}" stroke="{colour}"/><g class="label"><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="15" rx="3"/><text class="c b" x="{mx:.1}" y="{:.1}" style="fill:{}">{label}</text></g></g>"#,
-            names(pr.gpu),
-            names(pr.nic),
-            x(&pr.label()),
-            if pr.redirected {
-                ", through an ACS redirect"
-            } else {
-                ""
-            },
-            y1 + d,
-            y2 + d,
-            mx - w / 2.0,
-            my - 8.0,
-            my + 4.0,
-            if pr.redirected { "#dc2626" } else { colour },
+            r#"<text x="{MARGIN}" y="{:.1}">{}</text>"#,
+            notes_top + 22.0 + k as f64 * 16.0,
+            x(n)
         )?;
     }
-
-    // The NVLink groups: a bar with a drop to each GPU, and the pairs that differ as arcs
-    // hanging from it. Over the GDR arcs, which cross the bar: its label stays whole.
-    for (g, b) in p.nvlink_groups.iter().zip(&bars) {
-        nvlink_group(o, p, &l, g, b, bar_y(b.lane))?;
-    }
-
-    legend::write(o, &legend, legend_top)?;
-    if !notes.is_empty() {
-        writeln!(
-            o,
-            r#"<text class="b" x="{MARGIN}" y="{:.1}">Notes</text>"#,
-            notes_top + 4.0
-        )?;
-        for (k, n) in notes.iter().enumerate() {
-            writeln!(
-                o,
-                r#"<text x="{MARGIN}" y="{:.1}">{}</text>"#,
-                notes_top + 22.0 + k as f64 * 16.0,
-                x(n)
-            )?;
-        }
-    }
-    writeln!(o, "</svg>")
+    Ok(())
 }
 
 /// One box with its lines of text (already escaped), each with its class, and a tooltip.
