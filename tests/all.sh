@@ -22,7 +22,7 @@ shellcheck      cmd:shellcheck                        every rendered fix script 
 pciutils        cmd:lspci                             the differential test decodes config space with lspci -F (tests/pciutils.rs)
 python3         cmd:python3                           the fixture generator check (fixtures/synth), the lab judge
 binutils        cmd:readelf                           the release binary links nothing a fresh node lacks (tests/release-binary.sh)
-coreutils       cmd:mkfifo                            the FIFO and device-node cases of tests/broken.rs and src/root.rs
+coreutils       cmd:mkfifo                            the FIFO and device-node cases of tests/broken.rs and src/root/
 util-linux      cmd:setpriv                           the unreadable-file case as root runs gdrdoctor as nobody (tests/broken.rs)
 tar             cmd:tar                               capture archives (tests/capture.rs)
 gzip            cmd:gzip                              the gzip bomb in tests/fleet.rs
@@ -92,7 +92,7 @@ step() { # step NAME TITLE
 step tests "unit and integration tests"
 cargo test --locked
 
-step clippy "lints (clippy.toml keeps file access inside src/root.rs)"
+step clippy "lints (clippy.toml keeps file access inside src/root/)"
 if cargo clippy --version >/dev/null 2>&1; then
   cargo clippy --locked --all-targets -- -D warnings
 else
