@@ -21,6 +21,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod archive;
+mod path;
 mod read;
 mod recording;
 mod resolve;

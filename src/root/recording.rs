@@ -2,7 +2,7 @@
 //! replays: the reads the node refused, kept in [`UNREAD`] so that they fail offline as they
 //! failed live.
 
-use super::resolve::normalise_slashes;
+use super::path::normalise_slashes;
 use super::{ReadError, Root};
 use std::sync::Mutex;
 

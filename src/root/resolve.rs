@@ -3,6 +3,7 @@
 //! above it, and one lookup follows at most [`MAX_LINKS`] links through at most `PATH_MAX`
 //! bytes. Directories resolved once are remembered.
 
+use super::path::normalise_slashes;
 use super::recording::Op;
 use super::{Entry, Kind, ReadError, Root, SIZE_UNKNOWN, entry_of};
 
@@ -321,16 +322,4 @@ pub(super) fn split_last(path: &str) -> (&str, &str) {
         None if trimmed.is_empty() => ("/", ""),
         None => ("/", trimmed),
     }
-}
-
-pub(super) fn normalise_slashes(path: &str) -> String {
-    let mut out = String::with_capacity(path.len() + 1);
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        out.push('/');
-        out.push_str(part);
-    }
-    if out.is_empty() {
-        out.push('/');
-    }
-    out
 }

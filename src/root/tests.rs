@@ -1,4 +1,5 @@
-use super::resolve::{normalise_slashes, split_last};
+use super::path::normalise_slashes;
+use super::resolve::split_last;
 use super::*;
 use std::os::unix::fs::symlink;
 
