@@ -385,85 +385,135 @@ enum Verified {
 }
 
 fn nvidia_verified(inv: &Inventory, gpu: &Runtime) -> Verified {
-    let probe = match gpu {
-        Runtime::Skipped { reason } => {
-            return Verified::Unverified(format!("GPU probe not run: {}", reason.describe()));
-        }
-        // A capture's recorded NVML answer says nothing of the dma-buf export.
-        Runtime::Recorded(_) => {
-            return Verified::Unverified(format!(
-                "GPU probe not run: {}",
-                SkipReason::Offline.describe()
-            ));
-        }
-        Runtime::Failed { error } => {
-            return Verified::Unverified(format!("the GPU probe failed: {error}"));
-        }
-        Runtime::Probed(p) => p,
+    let probe = match probed(gpu) {
+        Ok(p) => p,
+        Err(unverified) => return unverified,
     };
     let cuda = match &probe.cuda {
         None => return Verified::Unverified("CUDA was not asked".into()),
         Some(Lib::Ready(c)) => c,
         Some(other) => return Verified::Unverified(not_usable(other).unwrap_or_default()),
     };
-    let (mut no, mut evidence) = (Vec::new(), Vec::new());
+    let mut walk = Exports::default();
     if cuda.driver_version < DMABUF_CUDA {
-        no.push(format!(
+        walk.no.push(format!(
             "the CUDA driver API is {} (dma-buf export needs {})",
             cuda_version(cuda.driver_version),
             cuda_version(DMABUF_CUDA)
         ));
     }
-    let mut exported = 0;
-    let mut unanswered = Vec::new();
-    for g in inv.gpus.iter().filter(|g| g.vendor == GpuVendor::Nvidia) {
-        if let Some(e) = probe.failure(g.bdf) {
-            unanswered.push(format!(
-                "{}: its probe gave no answer (see gpu): {e}",
-                g.bdf
-            ));
-            continue;
-        }
-        let d = cuda
-            .devices
-            .iter()
-            .find(|d| crate::model::gpu::bdf(d.bus_id.as_ref()) == Some(g.bdf));
-        let Some(d) = d else {
-            no.push(format!("{}: CUDA does not list it (see gpu)", g.bdf));
-            continue;
-        };
-        let value = export_evidence(
-            &format!("CUDA device {} ({})", d.ordinal, g.bdf),
-            "DMA_BUF_SUPPORTED=1; cuMemGetHandleForAddressRange",
-            g.bdf,
-            &d.export,
-            &mut exported,
-            &mut no,
-        );
-        evidence.push(Evidence {
-            path: cuda.library.clone(),
-            value,
-        });
-    }
-    if no.is_empty() && !unanswered.is_empty() {
-        // A GPU that could not be asked leaves the path unproven, not refuted.
-        return Verified::Unverified(unanswered.join("; "));
-    }
-    if no.is_empty() {
-        Verified::Yes(
-            evidence,
-            format!(
-                "{} exported a dma-buf of device memory (CUDA {})",
-                if exported == 1 {
-                    "the GPU".to_owned()
-                } else {
-                    format!("each of the {exported} GPUs")
-                },
-                cuda_version(cuda.driver_version)
-            ),
+    walk.walk(
+        inv,
+        probe,
+        GpuVendor::Nvidia,
+        "CUDA",
+        &cuda.library,
+        |bdf| {
+            let d = cuda
+                .devices
+                .iter()
+                .find(|d| crate::model::gpu::bdf(d.bus_id.as_ref()) == Some(bdf))?;
+            Some((
+                d.ordinal,
+                "DMA_BUF_SUPPORTED=1; cuMemGetHandleForAddressRange",
+                &d.export,
+            ))
+        },
+    );
+    walk.verdict(|exported| {
+        format!(
+            "{} exported a dma-buf of device memory (CUDA {})",
+            if exported == 1 {
+                "the GPU".to_owned()
+            } else {
+                format!("each of the {exported} GPUs")
+            },
+            cuda_version(cuda.driver_version)
         )
-    } else {
-        Verified::No(no, evidence)
+    })
+}
+
+/// The probe's answer, or why the dma-buf export is unverified without one.
+fn probed(gpu: &Runtime) -> Result<&crate::model::gpu::Probe, Verified> {
+    match gpu {
+        Runtime::Skipped { reason } => Err(Verified::Unverified(format!(
+            "GPU probe not run: {}",
+            reason.describe()
+        ))),
+        // A capture's recorded NVML answer says nothing of the dma-buf export.
+        Runtime::Recorded(_) => Err(Verified::Unverified(format!(
+            "GPU probe not run: {}",
+            SkipReason::Offline.describe()
+        ))),
+        Runtime::Failed { error } => Err(Verified::Unverified(format!(
+            "the GPU probe failed: {error}"
+        ))),
+        Runtime::Probed(p) => Ok(p),
+    }
+}
+
+/// What the GPUs of one vendor showed of the dma-buf export: those that exported, those that
+/// did not and why, those the probe could not ask.
+#[derive(Default)]
+struct Exports {
+    no: Vec<String>,
+    evidence: Vec<Evidence>,
+    exported: usize,
+    unanswered: Vec<String>,
+}
+
+impl Exports {
+    /// Each GPU of `vendor`, as the library `api` at `library` listed it (`device`: its ordinal,
+    /// how it exports, and what it showed).
+    fn walk<'a>(
+        &mut self,
+        inv: &Inventory,
+        probe: &crate::model::gpu::Probe,
+        vendor: GpuVendor,
+        api: &str,
+        library: &str,
+        device: impl Fn(crate::parse::pci::Bdf) -> Option<(i32, &'static str, &'a Export)>,
+    ) {
+        for g in inv.gpus.iter().filter(|g| g.vendor == vendor) {
+            if let Some(e) = probe.failure(g.bdf) {
+                self.unanswered.push(format!(
+                    "{}: its probe gave no answer (see gpu): {e}",
+                    g.bdf
+                ));
+                continue;
+            }
+            let Some((ordinal, how, export)) = device(g.bdf) else {
+                self.no
+                    .push(format!("{}: {api} does not list it (see gpu)", g.bdf));
+                continue;
+            };
+            let value = export_evidence(
+                &format!("{api} device {ordinal} ({})", g.bdf),
+                how,
+                g.bdf,
+                export,
+                &mut self.exported,
+                &mut self.no,
+            );
+            self.evidence.push(Evidence {
+                path: library.to_owned(),
+                value,
+            });
+        }
+    }
+
+    /// Yes when every GPU exported (`said`: the phrase, given how many), unverified when none
+    /// refused but some could not be asked, else no.
+    fn verdict(self, said: impl FnOnce(usize) -> String) -> Verified {
+        if self.no.is_empty() && !self.unanswered.is_empty() {
+            // A GPU that could not be asked leaves the path unproven, not refuted.
+            return Verified::Unverified(self.unanswered.join("; "));
+        }
+        if self.no.is_empty() {
+            Verified::Yes(self.evidence, said(self.exported))
+        } else {
+            Verified::No(self.no, self.evidence)
+        }
     }
 }
 
@@ -482,21 +532,9 @@ fn not_usable<T>(l: &Lib<T>) -> Option<String> {
 
 /// What the HIP/HSA dma-buf export probe showed for the AMD GPUs.
 fn amd_verified(inv: &Inventory, gpu: &Runtime) -> Verified {
-    let probe = match gpu {
-        Runtime::Skipped { reason } => {
-            return Verified::Unverified(format!("GPU probe not run: {}", reason.describe()));
-        }
-        // A capture's recorded NVML answer says nothing of the dma-buf export.
-        Runtime::Recorded(_) => {
-            return Verified::Unverified(format!(
-                "GPU probe not run: {}",
-                SkipReason::Offline.describe()
-            ));
-        }
-        Runtime::Failed { error } => {
-            return Verified::Unverified(format!("the GPU probe failed: {error}"));
-        }
-        Runtime::Probed(p) => p,
+    let probe = match probed(gpu) {
+        Ok(p) => p,
+        Err(unverified) => return unverified,
     };
     let hip = match &probe.hip {
         None => return Verified::Unverified("HIP was not asked".into()),
@@ -506,48 +544,15 @@ fn amd_verified(inv: &Inventory, gpu: &Runtime) -> Verified {
     if let Some(why) = not_usable(&hip.hsa) {
         return Verified::Unverified(why);
     }
-    let (mut no, mut evidence, mut exported) = (Vec::new(), Vec::new(), 0);
-    let mut unanswered = Vec::new();
-    for g in inv.gpus.iter().filter(|g| g.vendor == GpuVendor::Amd) {
-        if let Some(e) = probe.failure(g.bdf) {
-            unanswered.push(format!(
-                "{}: its probe gave no answer (see gpu): {e}",
-                g.bdf
-            ));
-            continue;
-        }
-        let Some(d) = hip
+    let mut walk = Exports::default();
+    walk.walk(inv, probe, GpuVendor::Amd, "HIP", &hip.library, |bdf| {
+        let d = hip
             .devices
             .iter()
-            .find(|d| crate::model::gpu::bdf(d.bus_id.as_ref()) == Some(g.bdf))
-        else {
-            no.push(format!("{}: HIP does not list it (see gpu)", g.bdf));
-            continue;
-        };
-        let value = export_evidence(
-            &format!("HIP device {} ({})", d.ordinal, g.bdf),
-            "hsa_amd_portable_export_dmabuf",
-            g.bdf,
-            &d.export,
-            &mut exported,
-            &mut no,
-        );
-        evidence.push(Evidence {
-            path: hip.library.clone(),
-            value,
-        });
-    }
-    if no.is_empty() && !unanswered.is_empty() {
-        return Verified::Unverified(unanswered.join("; "));
-    }
-    if no.is_empty() {
-        Verified::Yes(
-            evidence,
-            format!("{exported} GPU(s) exported a dma-buf of device memory (HSA)"),
-        )
-    } else {
-        Verified::No(no, evidence)
-    }
+            .find(|d| crate::model::gpu::bdf(d.bus_id.as_ref()) == Some(bdf))?;
+        Some((d.ordinal, "hsa_amd_portable_export_dmabuf", &d.export))
+    });
+    walk.verdict(|exported| format!("{exported} GPU(s) exported a dma-buf of device memory (HSA)"))
 }
 
 /// cuDriverGetVersion's 12080 as `12.8`.
