@@ -317,23 +317,8 @@ fn judge_nvidia(inv: &Inventory, gpu: &Runtime, n: usize, peermem: &Peermem) -> 
         peers_evidence(inv),
         inv.kernel.module_evidence("nvidia_peermem"),
     ];
-    let mut dmabuf = nvidia_dmabuf(inv);
     // The inference from driver and kernel, confirmed or overturned by the export probe.
-    match (&mut dmabuf, nvidia_verified(inv, gpu)) {
-        (Possible::Yes(why), Verified::Yes(ev, how)) => {
-            why.push_str(&format!("; verified: {how}"));
-            evidence.extend(ev);
-        }
-        (Possible::Yes(why), Verified::Unverified(reason)) => {
-            why.push_str(&format!(" (inferred, not verified: {reason})"));
-        }
-        (Possible::Yes(_) | Possible::Unknown(_), Verified::No(reasons, ev)) => {
-            dmabuf = Possible::No(reasons);
-            evidence.extend(ev);
-        }
-        (_, Verified::Yes(ev, _) | Verified::No(_, ev)) => evidence.extend(ev),
-        _ => {}
-    }
+    let dmabuf = confirmed(nvidia_dmabuf(inv), nvidia_verified(inv, gpu), &mut evidence);
     match (&dmabuf, peermem) {
         (Possible::Yes(why), _) => {
             let also = match peermem {
@@ -431,6 +416,27 @@ fn nvidia_verified(inv: &Inventory, gpu: &Runtime) -> Verified {
             cuda_version(cuda.driver_version)
         )
     })
+}
+
+/// The DMA-BUF path as inferred from the driver and the kernel, confirmed or overturned by what
+/// the export probe showed; the probe's evidence joins `evidence`.
+fn confirmed(mut dmabuf: Possible, verified: Verified, evidence: &mut Vec<Evidence>) -> Possible {
+    match (&mut dmabuf, verified) {
+        (Possible::Yes(why), Verified::Yes(ev, how)) => {
+            why.push_str(&format!("; verified: {how}"));
+            evidence.extend(ev);
+        }
+        (Possible::Yes(why), Verified::Unverified(reason)) => {
+            why.push_str(&format!(" (inferred, not verified: {reason})"));
+        }
+        (Possible::Yes(_) | Possible::Unknown(_), Verified::No(reasons, ev)) => {
+            dmabuf = Possible::No(reasons);
+            evidence.extend(ev);
+        }
+        (_, Verified::Yes(ev, _) | Verified::No(_, ev)) => evidence.extend(ev),
+        _ => {}
+    }
+    dmabuf
 }
 
 /// The probe's answer, or why the dma-buf export is unverified without one.
@@ -632,22 +638,7 @@ fn judge_amd(inv: &Inventory, gpu: &Runtime, n: usize) -> (Finding, bool) {
     let legacy = ["amd_peer_mem", "amdp2p"]
         .into_iter()
         .find(|m| inv.kernel.module(m).is_some_and(|m| m.live()));
-    let mut dmabuf = amd_dmabuf(inv);
-    match (&mut dmabuf, amd_verified(inv, gpu)) {
-        (Possible::Yes(why), Verified::Yes(ev, how)) => {
-            why.push_str(&format!("; verified: {how}"));
-            evidence.extend(ev);
-        }
-        (Possible::Yes(why), Verified::Unverified(reason)) => {
-            why.push_str(&format!(" (inferred, not verified: {reason})"));
-        }
-        (Possible::Yes(_) | Possible::Unknown(_), Verified::No(reasons, ev)) => {
-            dmabuf = Possible::No(reasons);
-            evidence.extend(ev);
-        }
-        (_, Verified::Yes(ev, _) | Verified::No(_, ev)) => evidence.extend(ev),
-        _ => {}
-    }
+    let dmabuf = confirmed(amd_dmabuf(inv), amd_verified(inv, gpu), &mut evidence);
     match (dmabuf, legacy) {
         (Possible::Yes(why), _) => (Finding::pass(GDR_PATH_DMABUF, subject, format!("the DMA-BUF path is available for the {gpus}: {why}{}", no_rdma_note(inv))).with(evidence), true),
         (_, Some(m)) => (Finding::pass(GDR_PATH_PEERMEM, subject, format!("the peer-memory path is available for the {gpus}: {m} is loaded")).with(evidence), false),
