@@ -134,8 +134,7 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
             "output",
         ],
     ),
-    // One file per format. `probe` for the two-node and NCCL run types it re-exports from
-    // model/ (the report still names them through the probe).
+    // One file per format, over the model's types: never a run.
     (
         "report",
         12,
@@ -149,7 +148,6 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
             "nccl",
             "parse",
             "placement",
-            "probe",
             "sanitize",
         ],
     ),

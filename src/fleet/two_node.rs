@@ -7,7 +7,7 @@
 //! once to its sessions and the directions the judgement needs; the judgement is near-linear in
 //! directions (issue 25: 30,000 rails once took over 20 s).
 
-use crate::probe::twonode::{Report, Role};
+use crate::model::twonode::{Report, Role};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read as _;
@@ -441,7 +441,7 @@ pub fn json(t: &TwoNode) -> serde_json::Value {
 mod tests {
     use super::*;
     use crate::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
-    use crate::probe::twonode::{Direction, Rail, RailResult, Settings};
+    use crate::model::twonode::{Direction, Rail, RailResult, Settings};
 
     fn rail(nic: &str) -> Rail {
         Rail {

@@ -14,7 +14,7 @@
 //! and its name in the `--format` lists of the commands that offer it.
 
 use super::Report;
-use crate::probe::twonode;
+use crate::model::twonode;
 
 /// Every format a report is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,10 +1,10 @@
-//! The two-node write test's report (crate::probe::twonode::Report) in the report formats:
+//! The two-node write test's report (crate::model::twonode::Report) in the report formats:
 //! human, JSON (the report itself: schema `gdrdoctor.two-node`), JUnit (one testcase per rail
 //! per direction), Prometheus, and the one-line reason.
 
 use super::junit::attr;
 use super::prometheus::escape_label;
-use crate::probe::twonode::{Direction, RailResult, Report};
+use crate::model::twonode::{Direction, RailResult, Report};
 use std::fmt::Write as _;
 
 /// One report as an object; a ring's two (this node as listener and as connector) as an array.
@@ -56,8 +56,8 @@ fn human_one(r: &Report) -> String {
         "gdrdoctor two-node write test: {} ({}) with {}{}",
         t(&r.host),
         match r.role {
-            crate::probe::twonode::Role::Listener => "listener",
-            crate::probe::twonode::Role::Connector => "connector",
+            crate::model::twonode::Role::Listener => "listener",
+            crate::model::twonode::Role::Connector => "connector",
         },
         t(peer),
         r.peer_addr
@@ -270,7 +270,7 @@ pub fn prometheus(reports: &[Report]) -> String {
 mod tests {
     use super::*;
     use crate::gdr::{Failure, FailureKind, Memory, NicSpec, PairResult};
-    use crate::probe::twonode::{Rail, Role, Settings};
+    use crate::model::twonode::{Rail, Role, Settings};
 
     fn dir(from: &str, to: &str, fail: Option<&str>) -> Direction {
         Direction {

@@ -1,9 +1,9 @@
 //! `gdrdoctor nccl verify` output: for people, and JSON (docs/nccl-verify-json.md).
 
 use super::plural;
+use crate::model::nccl::{Outcome, Run};
 use crate::nccl::compare::{Comparison, NcclAnswer, Verification};
 use crate::nccl::explain::Explanation;
-use crate::probe::nccl::{Outcome, Run};
 use serde::Serialize;
 use std::fmt::Write;
 
