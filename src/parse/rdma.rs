@@ -186,7 +186,7 @@ mod tests {
 
     #[test]
     fn states() {
-        // Lab, rxe0 port 1 (../shared/lab/results/probe-pt.log).
+        // Lab, rxe0 port 1 (the lab guest, as fixtures/lab-switch-pt captured it).
         assert_eq!(numbered_state("4: ACTIVE"), Some((4, "ACTIVE".into())));
         assert_eq!(numbered_state("5: LinkUp"), Some((5, "LinkUp".into())));
         assert_eq!(
