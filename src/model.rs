@@ -4,6 +4,7 @@
 
 pub mod access;
 mod fact;
+pub mod health;
 pub mod gdr;
 pub mod gpu;
 pub mod nccl;

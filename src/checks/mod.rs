@@ -9,6 +9,7 @@ mod gdr_test;
 mod gpu;
 mod gpu_driver;
 mod iommu;
+mod link_health;
 mod nccl_config;
 mod nccl_verify;
 mod pcie_link;
@@ -197,6 +198,7 @@ pub static ALL: &[&dyn Check] = &[
     &iommu::IommuCheck,
     &rdma_link::RdmaLink,
     &rdma_gid::RdmaGid,
+    &link_health::LinkHealth,
     &nccl_config::NcclConfig,
     &rdma_access::RdmaAccess,
     &gdr_test::GdrTestCheck,

@@ -43,6 +43,18 @@ pub struct Args {
     /// GPUDirect RDMA, and does it see the node as gdrdoctor does?
     #[arg(long)]
     nccl_verify: bool,
+    /// Read the link-health counters again SECONDS after the first reading and judge their
+    /// growth (flaps, link errors, transport retries, PCIe AER) instead of lifetime totals.
+    /// The GPU probe and the write test run inside the window. 0.1 to 3600; live roots only.
+    #[arg(long, value_name = "SECONDS", value_parser = sample_seconds)]
+    sample: Option<f64>,
+}
+
+fn sample_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.1..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?}: seconds from 0.1 to 3600")),
+    }
 }
 
 impl Args {
@@ -94,6 +106,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     }
     // The GPU workers start as soon as the GPUs are known, while the rest is read.
     let (inv, mut runs, mut session) = probe::load_pending(&root, &config, options);
+    let read_at = std::time::Instant::now();
     stage(Stage::GdrTest);
     if inv.live && selection.runs("gdr-test", &config) {
         runs.gdr_test = if args.no_gdr_test {
@@ -131,6 +144,13 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         } else {
             nccl::run_nccl(&inv, &config, None, None)
         };
+    }
+    if let Some(seconds) = args.sample.filter(|_| inv.live) {
+        if selection.runs("link-health", &config) {
+            stage(Stage::Sample);
+            let window = std::time::Duration::from_secs_f64(seconds);
+            runs.sample = Some(probe::sample::take(&root, &inv, read_at, window, &deadline()));
+        }
     }
     report::write(&inv, &runs, &config, &selection, &args.wanted(), display)
 }

@@ -85,6 +85,8 @@ pub enum Stage {
     GdrTest,
     GpuProbe,
     RunningNccl,
+    /// The link-health sample window: its wait, then the counters read again.
+    Sample,
     Judging,
 }
 
@@ -103,6 +105,7 @@ impl Stage {
             Stage::GdrTest => "running the GDR write test",
             Stage::GpuProbe => "waiting for the GPU probe",
             Stage::RunningNccl => "running NCCL",
+            Stage::Sample => "reading the link counters again (--sample)",
             Stage::Judging => "judging",
         }
     }
@@ -112,7 +115,9 @@ impl Stage {
     /// deadline shortens, so an overrun there is gdrdoctor's own fault and says so.
     fn hint(self) -> &'static str {
         match self {
-            Stage::ReadingNode { live: true } | Stage::CopyingNode { live: true } => {
+            Stage::ReadingNode { live: true }
+            | Stage::CopyingNode { live: true }
+            | Stage::Sample => {
                 "a read that blocks in sysfs points at a device or driver that stopped answering"
             }
             Stage::ReadingNode { live: false } | Stage::CopyingNode { live: false } => {

@@ -56,6 +56,8 @@ impl KernelConfig {
 pub struct Kernel {
     /// `/proc/sys/kernel/osrelease`, or the release in `/proc/version`.
     pub release: Fact<String>,
+    /// `/proc/uptime`'s first field, in seconds: how long the counters have counted.
+    pub uptime: Fact<f64>,
     pub version: Option<KernelVersion>,
     pub hostname: Option<String>,
     /// The machine's model, from DMI (`/sys/class/dmi/id`): vendor and product, and the board.
@@ -211,7 +213,15 @@ impl Kernel {
                 Some((id, cpus))
             })
             .collect();
+        let uptime = Fact::read(root, "/proc/uptime".into(), |s| {
+            s.split_whitespace()
+                .next()?
+                .parse::<f64>()
+                .ok()
+                .filter(|u| u.is_finite() && *u >= 0.0)
+        });
         Kernel {
+            uptime,
             release,
             version,
             hostname,

@@ -2,6 +2,8 @@
 
 use super::{Fact, Problem};
 use crate::config::Config;
+use crate::model::health::Aer;
+use crate::parse::counters::aer_table;
 use crate::parse::pci::{self as pp, Bdf, PortType};
 use crate::parse::{hex_u16, hex_u32, int};
 use crate::root::Root;
@@ -79,6 +81,8 @@ pub struct PciDetail {
     pub port_type: Option<PortType>,
     /// The `iommu_group` link's target number.
     pub iommu_group: Option<u32>,
+    /// AER statistics: the errors this function saw on its link (the link-health check).
+    pub aer: Aer,
     /// Attributes present but unreadable or absurd.
     pub problems: Vec<Problem>,
 }
@@ -132,7 +136,9 @@ impl PciDetail {
                 }
             }
         }
+        let aer = read_aer(root, dir);
         PciDetail {
+            aer,
             problems,
             numa_node,
             local_cpulist,
@@ -385,4 +391,15 @@ pub fn classify_gpus(
         });
     }
     gpus
+}
+
+/// The function's AER tables (`aer_dev_correctable`, `aer_dev_nonfatal`, `aer_dev_fatal`);
+/// absent before Linux 4.19 and on functions without AER. A sample window calls this again.
+pub fn read_aer(root: &Root, dir: &str) -> Aer {
+    let table = |name: &str| Fact::read(root, format!("{dir}/{name}"), aer_table);
+    Aer {
+        correctable: table("aer_dev_correctable"),
+        nonfatal: table("aer_dev_nonfatal"),
+        fatal: table("aer_dev_fatal"),
+    }
 }

@@ -1,6 +1,9 @@
 //! RDMA devices from `/sys/class/infiniband`: their PCI function, ports, GID tables, netdevs.
 
 use super::{Fact, Problem};
+use super::net::CLASS_NET;
+use crate::model::health::{Counter, Place, PortCounters, WATCHED};
+use crate::parse::counters::counter;
 use crate::parse::int;
 use crate::parse::pci::{Bdf, path_functions};
 use crate::parse::rdma::{self as pr, Gid, GidType, LinkLayer};
@@ -98,6 +101,9 @@ pub struct Port {
     /// Slots in the table, used or not.
     pub gid_slots: usize,
     pub netdev: Option<Netdev>,
+    /// The link-health counters read (an IB port's PMA and transport counters, a RoCE port's
+    /// netdev carrier changes and errors).
+    pub counters: PortCounters,
     pub problems: Vec<Problem>,
 }
 
@@ -418,6 +424,7 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
     }
 
     let netdev = port_netdev(root, &gids, class_path, num, attachment, &mut problems);
+    let counters = read_counters(root, &dir, netdev.as_ref().map(|n| n.name.as_str()));
     Port {
         num,
         dir,
@@ -430,8 +437,29 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
         gids,
         gid_slots: slots.len(),
         netdev,
+        counters,
         problems,
     }
+}
+
+/// The port's link-health counters ([`WATCHED`]), each file read once; a file its driver does
+/// not have is left out. `netdev`: the interface under a RoCE port. A sample window calls this
+/// again for the second reading.
+pub fn read_counters(root: &Root, port_dir: &str, netdev: Option<&str>) -> PortCounters {
+    let counters = WATCHED
+        .iter()
+        .filter_map(|w| {
+            let path = match (w.place, netdev) {
+                (Place::Pma | Place::Hw, _) => format!("{port_dir}/{}/{}", w.place.dir(), w.name),
+                (Place::Netdev, Some(n)) => format!("{CLASS_NET}/{n}/{}", w.name),
+                (Place::NetdevStats, Some(n)) => format!("{CLASS_NET}/{n}/statistics/{}", w.name),
+                (_, None) => return None,
+            };
+            let value = Fact::read(root, path, counter);
+            (!value.is_missing()).then_some(Counter { watched: *w, value })
+        })
+        .collect();
+    PortCounters { counters }
 }
 
 /// The netdev a RoCE port runs on: named in its GID table, else the software device's parent,

@@ -5,6 +5,7 @@
 use super::access::Access;
 use super::gdr::GdrTest;
 use super::gpu::{Runtime, SkipReason};
+use super::health::Sample;
 use super::nccl::NcclVerify;
 
 #[derive(Debug)]
@@ -18,6 +19,8 @@ pub struct Runs {
     pub gdr_test: GdrTest,
     /// NCCL's own run (`--nccl-verify`, `nccl verify`), once the GPU workers have ended.
     pub nccl_verify: NcclVerify,
+    /// The second reading of the link-health counters (`--sample`), live roots only.
+    pub sample: Option<Sample>,
 }
 
 impl Runs {
@@ -35,6 +38,7 @@ impl Runs {
                 "a captured root: the test moves bytes on the live node".into()
             }),
             nccl_verify: NcclVerify::not_run(NcclVerify::NOT_ASKED),
+            sample: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Pure parsers: text or bytes in, typed values out. No I/O here; each parser names the kernel
 //! code that prints what it reads, and its tests feed it real captured text.
 
+pub mod counters;
 pub mod cpulist;
 pub mod kernel;
 pub mod nccl_conf;

@@ -11,6 +11,7 @@ pub mod access;
 pub mod gdr_test;
 pub mod gpu;
 pub mod nccl;
+pub mod sample;
 pub mod twonode;
 
 use crate::config::Config;

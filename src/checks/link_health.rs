@@ -1,0 +1,592 @@
+//! `link-health`: the links NCCL's traffic crosses are not failing now: no flaps, no growing
+//! link errors or transport retries on the RDMA ports, no PCIe AER errors on the GPU-NIC paths.
+//!
+//! Counters count since the driver loaded (AER: since boot). One reading is history: a clean
+//! history passes, a history with errors is shown and not judged. A sample window (`check
+//! --sample SECONDS`, a second reading in [`crate::model::Runs::sample`]) judges the growth.
+
+use super::{Check, Context, Meta};
+use crate::inventory::{Inventory, Port, RdmaDevice};
+use crate::model::health::{Aer, Counter, PortCounters, Sample, Sign};
+use crate::model::{Code, Evidence, Finding, Fix, Status};
+use crate::parse::pci::Bdf;
+
+pub struct LinkHealth;
+
+const QUIET: Code = Code {
+    id: "link-quiet",
+    summary: "no counter of the port moved in the sample window",
+};
+const CLEAN: Code = Code {
+    id: "link-clean",
+    summary: "no flap, link error or transport retry counted since the driver loaded",
+};
+const HISTORY: Code = Code {
+    id: "link-history",
+    summary: "the port counted flaps, errors or retries since the driver loaded; one reading is history, not judged",
+};
+const FLAPPING: Code = Code {
+    id: "link-flapping",
+    summary: "the link went down and came back in the sample window (link_downed, carrier_changes)",
+};
+const ERRORS_GROWING: Code = Code {
+    id: "link-errors-growing",
+    summary: "link errors (symbol, receive, CRC, recovery) grew in the sample window",
+};
+const RETRIES_GROWING: Code = Code {
+    id: "link-retries-growing",
+    summary: "RDMA transport retries or sequence errors grew in the sample window",
+};
+const COUNTERS_NONE: Code = Code {
+    id: "link-counters-none",
+    summary: "the port's driver shows none of the link counters gdrdoctor reads",
+};
+const COUNTERS_UNREADABLE: Code = Code {
+    id: "link-counters-unreadable",
+    summary: "a link counter could not be read or parsed",
+};
+const PORT_NOT_ACTIVE: Code = Code {
+    id: "link-port-not-active",
+    summary: "the port is not ACTIVE: its counters are not judged (see rdma-link)",
+};
+const NO_PORTS: Code = Code {
+    id: "link-no-ports",
+    summary: "no RDMA port to judge",
+};
+const AER_CLEAN: Code = Code {
+    id: "aer-clean",
+    summary: "no PCIe AER error on the functions of the GPU-NIC paths since boot",
+};
+const AER_QUIET: Code = Code {
+    id: "aer-quiet",
+    summary: "no PCIe AER error on the GPU-NIC paths in the sample window",
+};
+const AER_HISTORY: Code = Code {
+    id: "aer-history",
+    summary: "a function of a GPU-NIC path counted AER errors since boot; one reading is history, not judged",
+};
+const AER_UNCORRECTABLE: Code = Code {
+    id: "aer-uncorrectable-growing",
+    summary: "fatal or non-fatal PCIe AER errors on a GPU-NIC path in the sample window",
+};
+const AER_CORRECTABLE: Code = Code {
+    id: "aer-correctable-growing",
+    summary: "correctable PCIe AER errors on a GPU-NIC path in the sample window",
+};
+const AER_NONE: Code = Code {
+    id: "aer-none",
+    summary: "no function of the GPU-NIC paths shows AER statistics (a kernel before 4.19, or no AER)",
+};
+const AER_UNREADABLE: Code = Code {
+    id: "aer-unreadable",
+    summary: "a function's AER statistics could not be read or parsed",
+};
+
+const CODES: &[Code] = &[
+    QUIET,
+    CLEAN,
+    HISTORY,
+    FLAPPING,
+    ERRORS_GROWING,
+    RETRIES_GROWING,
+    COUNTERS_NONE,
+    COUNTERS_UNREADABLE,
+    PORT_NOT_ACTIVE,
+    NO_PORTS,
+    AER_CLEAN,
+    AER_QUIET,
+    AER_HISTORY,
+    AER_UNCORRECTABLE,
+    AER_CORRECTABLE,
+    AER_NONE,
+    AER_UNREADABLE,
+];
+
+const META: Meta = Meta {
+    id: "link-health",
+    title: "Links not failing now: no flaps, growing errors or retries, no PCIe AER errors",
+    codes: CODES,
+    readme: include_str!("../../checks/link-health/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
+impl Check for LinkHealth {
+    fn meta(&self) -> &'static Meta {
+        &META
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let inv = cx.inv;
+        let sample = cx.runs.sample.as_ref();
+        let mut out: Vec<Finding> = inv
+            .rdma
+            .iter()
+            .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+            .map(|(d, p)| judge_port(inv, d, p, sample))
+            .collect();
+        if out.is_empty() {
+            out.push(
+                Finding::skip(NO_PORTS, "node", "no RDMA port (see rdma-link)")
+                    .prerequisites(&["rdma-link"]),
+            );
+        }
+        out.extend(judge_aer(inv, sample));
+        out
+    }
+}
+
+/// `uptime 3 d 4 h`: how long the counters have counted.
+fn uptime(inv: &Inventory) -> String {
+    match inv.kernel.uptime.value() {
+        Some(&s) => {
+            let s = s as u64;
+            let (d, h, m) = (s / 86_400, s / 3_600 % 24, s / 60 % 60);
+            if d > 0 {
+                format!("up {d} d {h} h")
+            } else if h > 0 {
+                format!("up {h} h {m} min")
+            } else {
+                format!("up {m} min")
+            }
+        }
+        None => "uptime unknown".into(),
+    }
+}
+
+fn evidence(c: &Counter) -> Evidence {
+    Evidence {
+        path: c.value.path.clone(),
+        value: c.value.shown(),
+    }
+}
+
+fn judge_port(
+    inv: &Inventory,
+    dev: &RdmaDevice,
+    port: &Port,
+    sample: Option<&Sample>,
+) -> Finding {
+    let subject = port.subject(&dev.name);
+    let state = &port.state;
+    if state.value().map(|(n, _)| *n) != Some(crate::parse::rdma::PORT_ACTIVE) {
+        return Finding::skip(
+            PORT_NOT_ACTIVE,
+            subject,
+            format!("{}: counters not judged (see rdma-link)", state.shown()),
+        )
+        .evidence(state.path.clone(), state.shown())
+        .prerequisites(&["rdma-link"]);
+    }
+    let before = &port.counters;
+    if before.counters.is_empty() {
+        return Finding::skip(
+            COUNTERS_NONE,
+            subject,
+            format!(
+                "{} shows none of the link counters gdrdoctor reads (counters/, hw_counters/, its netdev's carrier_changes)",
+                dev.driver.as_deref().unwrap_or("its driver")
+            ),
+        )
+        .evidence(format!("{}/counters", port.dir), "<none read>");
+    }
+    let unreadable: Vec<&Counter> = before
+        .counters
+        .iter()
+        .filter(|c| c.value.value().is_none())
+        .collect();
+    if !unreadable.is_empty() {
+        return Finding::unknown(
+            COUNTERS_UNREADABLE,
+            subject,
+            format!(
+                "{} of {} link counters could not be read: {}",
+                unreadable.len(),
+                before.counters.len(),
+                unreadable
+                    .iter()
+                    .map(|c| format!("{} ({})", c.watched.name, c.value.shown()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .with(unreadable.iter().map(|c| evidence(c)));
+    }
+    match sample.and_then(|s| s.port(&dev.name, port.num).map(|after| (s, after))) {
+        Some((s, after)) => judge_growth(dev, port, subject, before, after, s),
+        None => judge_history(inv, port, subject, before, sample.is_some()),
+    }
+}
+
+/// One reading: a clean history passes; a history with errors is shown, not judged.
+fn judge_history(
+    inv: &Inventory,
+    port: &Port,
+    subject: String,
+    counters: &PortCounters,
+    sampled: bool,
+) -> Finding {
+    let counted: Vec<&Counter> = counters
+        .counters
+        .iter()
+        .filter(|c| c.value.value().is_some_and(|v| *v > 0))
+        .collect();
+    let uptime = uptime(inv);
+    let uptime_evidence = Evidence {
+        path: inv.kernel.uptime.path.clone(),
+        value: inv.kernel.uptime.shown(),
+    };
+    if counted.is_empty() {
+        return Finding::pass(
+            CLEAN,
+            subject,
+            format!(
+                "{} counters read, all 0 since the driver loaded ({uptime})",
+                counters.counters.len()
+            ),
+        )
+        .with(counters.counters.iter().map(evidence))
+        .with([uptime_evidence]);
+    }
+    let why = if sampled {
+        "its second reading is missing"
+    } else {
+        "`check --sample 5` judges what grows now"
+    };
+    Finding::skip(
+        HISTORY,
+        subject,
+        format!(
+            "since the driver loaded ({uptime}): {}; one reading is history, not a verdict ({why})",
+            counted
+                .iter()
+                .map(|c| format!("{} {}", c.watched.name, c.value.value().unwrap_or(&0)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+    .with(counted.iter().map(|c| evidence(c)))
+    .with([uptime_evidence])
+    .evidence(port.dir.clone(), "one reading")
+}
+
+/// Two readings: what grew in the window, by what it says (a flap fails; errors and retries warn).
+fn judge_growth(
+    dev: &RdmaDevice,
+    port: &Port,
+    subject: String,
+    before: &PortCounters,
+    after: &PortCounters,
+    sample: &Sample,
+) -> Finding {
+    let mut grew: Vec<(Sign, &'static str, u64, u64, String)> = Vec::new();
+    for b in &before.counters {
+        let Some(a) = after.get(&b.watched) else {
+            continue;
+        };
+        if let (Some(&was), Some(&now)) = (b.value.value(), a.value.value()) {
+            // A counter that went back was reset (a driver reload, `perfquery -R`): no growth.
+            if now > was {
+                grew.push((b.watched.sign, b.watched.name, was, now, a.value.path.clone()));
+            }
+        }
+    }
+    let window = window(sample);
+    let netdev = port.netdev.as_ref().map(|n| n.name.as_str());
+    let Some(worst) = grew.iter().map(|g| g.0).min() else {
+        return Finding::pass(
+            QUIET,
+            subject,
+            format!(
+                "no flap, link error or retry in {window} ({} counters)",
+                before.counters.len()
+            ),
+        )
+        .with(after.counters.iter().map(evidence));
+    };
+    let what = grew
+        .iter()
+        .map(|(_, name, was, now, _)| format!("{name} +{} ({was} -> {now})", now - was))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let evidence = grew.iter().map(|(_, _, was, now, path)| Evidence {
+        path: path.clone(),
+        value: format!("{was} -> {now}"),
+    });
+    let (code, status) = match worst {
+        Sign::Flap => (FLAPPING, Status::Fail),
+        Sign::Wire => (ERRORS_GROWING, Status::Warn),
+        Sign::Retry => (RETRIES_GROWING, Status::Warn),
+    };
+    let fix = match worst {
+        Sign::Flap | Sign::Wire => cable_fix(dev, port.num, netdev),
+        Sign::Retry => retry_fix(dev, port.num, netdev),
+    };
+    Finding::new(
+        code,
+        status,
+        subject,
+        format!("{} in {window}: {what}", worst.noun()),
+    )
+    .with(evidence)
+    .fix(fix)
+}
+
+fn window(sample: &Sample) -> String {
+    format!(
+        "the {:.1} s window{}",
+        sample.seconds,
+        if sample.cut {
+            " (cut short by --deadline)"
+        } else {
+            ""
+        }
+    )
+}
+
+fn cable_fix(dev: &RdmaDevice, port: u32, netdev: Option<&str>) -> Fix {
+    let mut fix = Fix::new(
+        format!(
+            "Find the failing part of {} port {port}'s link (cable, transceiver, this port or the switch port) and reseat or replace it",
+            dev.name
+        ),
+        "Reseating takes the link down: drain the node first.",
+    );
+    if dev.driver.as_deref() == Some("mlx5_core") {
+        if let Some(bdf) = dev.pci {
+            fix = fix.manual(format!(
+                "mlxlink -d {bdf} -p {port} -c -e   # the cable's errors, BER and eye (MFT)"
+            ));
+        }
+    }
+    if let Some(n) = netdev {
+        fix = fix.manual(format!(
+            "ethtool -m {n}   # the transceiver's temperature, power and alarms"
+        ));
+    }
+    fix.manual(format!(
+        "rdma statistic show link {}/{port}   # watch it again after the swap",
+        dev.name
+    ))
+}
+
+fn retry_fix(dev: &RdmaDevice, port: u32, netdev: Option<&str>) -> Fix {
+    let mut fix = Fix::new(
+        format!(
+            "Find where packets from {} port {port} are lost: a lossy queue (RoCE: PFC and DSCP trust on the NIC and every switch hop), a congested or failing link on the path",
+            dev.name
+        ),
+        "Reading counters changes nothing.",
+    );
+    if let Some(n) = netdev {
+        fix = fix.manual(format!(
+            "ethtool -S {n} | grep -E 'pause|discard|out_of_buffer'   # drops and pauses at this NIC"
+        ));
+    }
+    fix.manual(format!(
+        "rdma statistic show link {}/{port}   # which retry counters grow",
+        dev.name
+    ))
+}
+
+/// What `bdf` is on the GPU-NIC paths, for a subject: `GPU ...`, `mlx5_0 (...)`, `bridge ...`.
+fn function_subject(inv: &Inventory, bdf: Bdf) -> String {
+    if inv.gpus.iter().any(|g| g.bdf == bdf) {
+        format!("GPU {bdf}")
+    } else if let Some(d) = inv.rdma.iter().find(|d| d.pci == Some(bdf)) {
+        format!("{} ({bdf})", d.name)
+    } else {
+        format!("bridge {bdf}")
+    }
+}
+
+fn aer_evidence(aer: &Aer) -> Vec<Evidence> {
+    aer.tables()
+        .iter()
+        .filter(|(_, t)| !t.is_missing())
+        .map(|(_, t)| Evidence {
+            path: t.path.clone(),
+            value: t
+                .value()
+                .map_or_else(|| t.shown(), |v| format!("total {}", v.total)),
+        })
+        .collect()
+}
+
+/// The AER statistics of every function on the GPU-NIC paths (the functions the inventory
+/// details: GPUs, RDMA NICs and every bridge above them). Errors may be logged at the link
+/// partner, so every function counts, not only the endpoints.
+fn judge_aer(inv: &Inventory, sample: Option<&Sample>) -> Vec<Finding> {
+    let functions: Vec<(Bdf, &Aer)> = inv
+        .pci
+        .values()
+        .filter_map(|f| f.detail.as_ref().map(|d| (f.bdf, &d.aer)))
+        .collect();
+    if functions.is_empty() {
+        return Vec::new();
+    }
+    let shown: Vec<(Bdf, &Aer)> = functions
+        .iter()
+        .copied()
+        .filter(|(_, a)| !a.absent())
+        .collect();
+    if shown.is_empty() {
+        let (bdf, aer) = functions[0];
+        return vec![Finding::skip(
+            AER_NONE,
+            "node",
+            format!(
+                "none of the {} functions of the GPU-NIC paths shows AER statistics (a kernel before 4.19, or no AER capability)",
+                functions.len()
+            ),
+        )
+        .evidence(aer.correctable.path.clone(), aer.correctable.shown())
+        .evidence(format!("PCI {bdf}"), "no aer_dev_* files")];
+    }
+    let mut out = Vec::new();
+    let mut clean = Vec::new();
+    for (bdf, aer) in &shown {
+        let subject = function_subject(inv, *bdf);
+        let bad: Vec<_> = aer
+            .tables()
+            .into_iter()
+            .filter(|(_, t)| !t.is_missing() && t.value().is_none())
+            .collect();
+        if !bad.is_empty() {
+            out.push(
+                Finding::unknown(
+                    AER_UNREADABLE,
+                    subject,
+                    format!(
+                        "AER statistics not readable: {}",
+                        bad.iter()
+                            .map(|(_, t)| format!("{} ({})", t.path, t.shown()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .with(bad.iter().map(|(_, t)| Evidence {
+                    path: t.path.clone(),
+                    value: t.shown(),
+                })),
+            );
+            continue;
+        }
+        let found = match sample.and_then(|s| s.aer(*bdf).map(|a| (s, a))) {
+            Some((s, after)) => aer_growth(inv, *bdf, aer, after, s),
+            None => aer_history(*bdf, aer, &subject),
+        };
+        match found {
+            Some(f) => out.push(f),
+            None => clean.push(*bdf),
+        }
+    }
+    if !clean.is_empty() {
+        let (code, when) = match sample {
+            Some(s) => (AER_QUIET, format!("in {}", window(s))),
+            None => (AER_CLEAN, "since boot".to_owned()),
+        };
+        let evidence = shown
+            .iter()
+            .filter(|(b, _)| clean.contains(b))
+            .flat_map(|(_, a)| aer_evidence(a));
+        out.push(
+            Finding::pass(
+                code,
+                "node",
+                format!(
+                    "no AER error {when} on {} of the GPU-NIC paths",
+                    counted(clean.len())
+                ),
+            )
+            .with(evidence),
+        );
+    }
+    out
+}
+
+fn counted(n: usize) -> String {
+    format!("{n} function{}", if n == 1 { "" } else { "s" })
+}
+
+fn aer_history(_bdf: Bdf, aer: &Aer, subject: &str) -> Option<Finding> {
+    let counted: Vec<String> = aer
+        .tables()
+        .iter()
+        .filter_map(|(severity, t)| {
+            let t = t.value()?;
+            (t.total > 0).then(|| format!("{severity} {} ({})", t.total, t.nonzero()))
+        })
+        .collect();
+    if counted.is_empty() {
+        return None;
+    }
+    Some(
+        Finding::skip(
+            AER_HISTORY,
+            subject,
+            format!(
+                "since boot: {}; one reading is history, not a verdict (`check --sample 5` judges what grows now)",
+                counted.join("; ")
+            ),
+        )
+        .with(aer_evidence(aer)),
+    )
+}
+
+fn aer_growth(inv: &Inventory, bdf: Bdf, before: &Aer, after: &Aer, s: &Sample) -> Option<Finding> {
+    let mut grew = Vec::new();
+    let mut evidence = Vec::new();
+    let mut uncorrectable = false;
+    for ((severity, b), (_, a)) in before.tables().into_iter().zip(after.tables()) {
+        if let (Some(b), Some(a)) = (b.value(), a.value()) {
+            if a.total > b.total {
+                grew.push(format!(
+                    "{severity} +{} ({})",
+                    a.total - b.total,
+                    a.growth(b)
+                ));
+                evidence.push(Evidence {
+                    path: a_path(after, severity),
+                    value: format!("total {} -> {}", b.total, a.total),
+                });
+                uncorrectable |= severity != "correctable";
+            }
+        }
+    }
+    if grew.is_empty() {
+        return None;
+    }
+    let (code, status) = if uncorrectable {
+        (AER_UNCORRECTABLE, Status::Fail)
+    } else {
+        (AER_CORRECTABLE, Status::Warn)
+    };
+    let subject = function_subject(inv, bdf);
+    Some(
+        Finding::new(
+            code,
+            status,
+            subject,
+            format!("PCIe AER errors in {}: {}", window(s), grew.join("; ")),
+        )
+        .with(evidence)
+        .fix(
+            Fix::new(
+                format!(
+                    "Find the failing part of {bdf}'s PCIe link: the kernel log names each error and its source; reseat the card or its riser, and update the firmware if the vendor lists the error"
+                ),
+                "Reseating needs the node powered off: drain it first.",
+            )
+            .manual(format!("dmesg -T | grep -i -E 'AER|{bdf}'   # each error, its type and source"))
+            .manual(format!("lspci -vvv -s {bdf} | grep -E 'UESta|CESta|LnkSta'   # the error status and the link")),
+        ),
+    )
+}
+
+fn a_path(aer: &Aer, severity: &str) -> String {
+    aer.tables()
+        .iter()
+        .find(|(s, _)| *s == severity)
+        .map_or_else(String::new, |(_, t)| t.path.clone())
+}

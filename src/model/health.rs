@@ -1,0 +1,173 @@
+//! Link health: the counters that say a link is failing, what each one means, and what was read
+//! of them. The inventory reads the files [`WATCHED`] names (nothing else: a read of an mlx5
+//! PMA counter asks the firmware); a sample window reads them again; the `link-health` check
+//! judges the growth.
+
+use super::Fact;
+use crate::parse::counters::AerTable;
+
+/// Where a counter lives, relative to its port or netdev.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Place {
+    /// `/sys/class/infiniband/DEV/ports/N/counters/` (the IB PMA counters).
+    Pma,
+    /// `/sys/class/infiniband/DEV/ports/N/hw_counters/` (the driver's transport counters).
+    Hw,
+    /// `/sys/class/net/IF/` (carrier changes).
+    Netdev,
+    /// `/sys/class/net/IF/statistics/`.
+    NetdevStats,
+}
+
+impl Place {
+    pub fn dir(self) -> &'static str {
+        match self {
+            Place::Pma => "counters",
+            Place::Hw => "hw_counters",
+            Place::Netdev => "",
+            Place::NetdevStats => "statistics",
+        }
+    }
+}
+
+/// What a counter's growth says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Sign {
+    /// The link went down and came back: any growth in a window is a flap.
+    Flap,
+    /// Bits or packets damaged on the wire (a cable, a transceiver, a port): symbol errors,
+    /// CRC errors, link recoveries.
+    Wire,
+    /// RDMA transfers retried or out of sequence: loss somewhere on the path (a lossy queue, a
+    /// congested or failing link), what NCCL feels as slow collectives.
+    Retry,
+}
+
+impl Sign {
+    pub fn noun(self) -> &'static str {
+        match self {
+            Sign::Flap => "link flaps",
+            Sign::Wire => "link errors",
+            Sign::Retry => "transport retries",
+        }
+    }
+}
+
+/// A counter gdrdoctor reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watched {
+    pub place: Place,
+    pub name: &'static str,
+    pub sign: Sign,
+}
+
+const fn w(place: Place, name: &'static str, sign: Sign) -> Watched {
+    Watched { place, name, sign }
+}
+
+/// The counters read on every port (the files a driver lacks are left out, not reported).
+/// Sources: the kernel's Documentation/ABI/stable/sysfs-class-infiniband (PMA),
+/// drivers/infiniband/hw/mlx5/counters.c and drivers/infiniband/sw/rxe/rxe_hw_counters.c (hw),
+/// Documentation/ABI/testing/sysfs-class-net and sysfs-class-net-statistics (netdev).
+/// Congestion counters (port_xmit_wait, CNPs, ECN marks) are not here: they say the fabric is
+/// busy, not that a link fails, and node_exporter's infiniband collector exports them.
+pub const WATCHED: &[Watched] = &[
+    w(Place::Pma, "link_downed", Sign::Flap),
+    w(Place::Pma, "link_error_recovery", Sign::Wire),
+    w(Place::Pma, "symbol_error", Sign::Wire),
+    w(Place::Pma, "port_rcv_errors", Sign::Wire),
+    w(Place::Pma, "port_rcv_remote_physical_errors", Sign::Wire),
+    w(Place::Pma, "local_link_integrity_errors", Sign::Wire),
+    w(Place::Pma, "excessive_buffer_overrun_errors", Sign::Wire),
+    w(Place::Pma, "port_xmit_discards", Sign::Wire),
+    // mlx5 (and bnxt_re, irdma where they share the names).
+    w(Place::Hw, "local_ack_timeout_err", Sign::Retry),
+    w(Place::Hw, "packet_seq_err", Sign::Retry),
+    w(Place::Hw, "out_of_sequence", Sign::Retry),
+    w(Place::Hw, "implied_nak_seq_err", Sign::Retry),
+    w(Place::Hw, "rnr_nak_retry_err", Sign::Retry),
+    w(Place::Hw, "req_transport_retries_exceeded", Sign::Retry),
+    w(Place::Hw, "roce_slow_restart", Sign::Retry),
+    // rxe.
+    w(Place::Hw, "link_downed", Sign::Flap),
+    w(Place::Hw, "retry_exceeded_err", Sign::Retry),
+    w(Place::Hw, "rcvd_seq_err", Sign::Retry),
+    w(Place::Hw, "completer_retry_err", Sign::Retry),
+    w(Place::Hw, "out_of_seq_request", Sign::Retry),
+    // The netdev under a RoCE port.
+    w(Place::Netdev, "carrier_changes", Sign::Flap),
+    w(Place::NetdevStats, "rx_crc_errors", Sign::Wire),
+    w(Place::NetdevStats, "rx_errors", Sign::Wire),
+    w(Place::NetdevStats, "tx_errors", Sign::Wire),
+];
+
+/// One counter as read.
+#[derive(Debug, Clone)]
+pub struct Counter {
+    pub watched: Watched,
+    pub value: Fact<u64>,
+}
+
+/// A port's counters, in [`WATCHED`]'s order; those its driver lacks are not here.
+#[derive(Debug, Clone, Default)]
+pub struct PortCounters {
+    pub counters: Vec<Counter>,
+}
+
+impl PortCounters {
+    pub fn get(&self, watched: &Watched) -> Option<&Counter> {
+        self.counters.iter().find(|c| c.watched == *watched)
+    }
+}
+
+/// A PCI function's AER statistics (Linux 4.19+, AER-capable functions only).
+#[derive(Debug, Clone)]
+pub struct Aer {
+    pub correctable: Fact<AerTable>,
+    pub nonfatal: Fact<AerTable>,
+    pub fatal: Fact<AerTable>,
+}
+
+impl Aer {
+    /// The three tables with their severity's name.
+    pub fn tables(&self) -> [(&'static str, &Fact<AerTable>); 3] {
+        [
+            ("fatal", &self.fatal),
+            ("non-fatal", &self.nonfatal),
+            ("correctable", &self.correctable),
+        ]
+    }
+
+    /// The function shows no AER statistics (an old kernel, no AER capability).
+    pub fn absent(&self) -> bool {
+        self.tables().iter().all(|(_, t)| t.is_missing())
+    }
+}
+
+/// The second reading of a sample window (`check --sample SECONDS`): every port's counters and
+/// every path function's AER tables, read again once the window had passed.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Seconds between the inventory's reading and this one (the window asked for, or longer
+    /// when the runs between them took longer).
+    pub seconds: f64,
+    /// The window was cut short by `--deadline` (the growth then covers less than asked).
+    pub cut: bool,
+    /// By RDMA device and port number.
+    pub ports: Vec<(String, u32, PortCounters)>,
+    /// By PCI function.
+    pub aer: Vec<(crate::parse::pci::Bdf, Aer)>,
+}
+
+impl Sample {
+    pub fn port(&self, dev: &str, num: u32) -> Option<&PortCounters> {
+        self.ports
+            .iter()
+            .find(|(d, n, _)| d == dev && *n == num)
+            .map(|(_, _, c)| c)
+    }
+
+    pub fn aer(&self, bdf: crate::parse::pci::Bdf) -> Option<&Aer> {
+        self.aer.iter().find(|(b, _)| *b == bdf).map(|(_, a)| a)
+    }
+}
