@@ -4,6 +4,7 @@ use super::{Check, Context, Meta, sh};
 use crate::inventory::rdma::CLASS_INFINIBAND;
 use crate::inventory::{Inventory, Port, RdmaDevice};
 use crate::model::{Code, Evidence, Finding, Fix};
+use crate::nccl::params::HcaList;
 use crate::parse::rdma::{self, PHYS_LINK_UP, roce_active_mtu};
 
 pub struct RdmaLink;
@@ -43,6 +44,21 @@ const PORT_DOWN: Code = Code {
     summary: "the port is not ACTIVE (DOWN, ARMED, or its physical link is not up)",
 };
 
+const PORT_UNUSED_DOWN: Code = Code {
+    id: "rdma-port-unused-down",
+    summary: "the port is not ACTIVE, and NCCL_IB_HCA leaves it out: NCCL will not use it",
+};
+
+const RAIL_DOWN: Code = Code {
+    id: "rdma-rail-down",
+    summary: "a GPU's nearest NIC carries no traffic while a farther one does: NCCL runs the GPU over the farther NIC",
+};
+
+const PORT_DISABLED: Code = Code {
+    id: "rdma-port-disabled",
+    summary: "the port's physical state is Disabled (down on purpose) and no NCCL_IB_HCA names it",
+};
+
 const PORT_INIT: Code = Code {
     id: "rdma-port-init",
     summary: "an InfiniBand port is stuck in INIT: the link is up but no subnet manager configured it",
@@ -76,6 +92,9 @@ const CODES: &[Code] = &[
     NIC_NOT_RESPONDING,
     NO_PORTS,
     PORT_DOWN,
+    PORT_UNUSED_DOWN,
+    PORT_DISABLED,
+    RAIL_DOWN,
     PORT_INIT,
     PORT_UNREADABLE,
     RATE_LOW,
@@ -184,8 +203,73 @@ impl Check for RdmaLink {
                 out.extend(judge_port(cx, dev, port));
             }
         }
+        out.extend(rails_down(cx));
         out
     }
+}
+
+/// Whether NCCL can carry traffic on `dev`: an ACTIVE port that `NCCL_IB_HCA` (if set) selects.
+fn carries(cx: &Context, dev: &RdmaDevice) -> bool {
+    let list = cx.inv.nccl.value("NCCL_IB_HCA").map(HcaList::parse);
+    dev.ports.iter().any(|p| {
+        p.state.value().map(|(n, _)| *n) == Some(rdma::PORT_ACTIVE)
+            && list
+                .as_ref()
+                .is_none_or(|l| l.selects(&dev.name, Some(p.num)))
+    })
+}
+
+/// A GPU whose nearest NICs (its rail) are all down while a farther NIC is up: NCCL runs that
+/// GPU over the farther one, across more of the PCIe tree (and, past PHB, without GPUDirect
+/// RDMA). The down ports fail on their own; this names what it costs the GPU.
+fn rails_down(cx: &Context) -> Vec<Finding> {
+    let inv = cx.inv;
+    let up: Vec<usize> = (0..inv.rdma.len())
+        .filter(|&i| carries(cx, &inv.rdma[i]))
+        .collect();
+    if up.is_empty() || up.len() == inv.rdma.len() {
+        return Vec::new();
+    }
+    let instead = crate::placement::nearest_among(inv, &up);
+    crate::placement::nearest(inv)
+        .into_iter()
+        .zip(instead)
+        .filter_map(|((gpu, near), (_, other))| {
+            let (near, other) = (near?, other?);
+            if near.nics.iter().any(|(i, _)| up.contains(i)) {
+                return None;
+            }
+            let names = |n: &crate::placement::Nearest| {
+                n.nics
+                    .iter()
+                    .map(|(i, _)| inv.rdma[*i].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let evidence = near.nics.iter().flat_map(|(i, _)| {
+                inv.rdma[*i].ports.iter().map(|p| p.state.evidence())
+            });
+            Some(
+                Finding::warn(
+                    RAIL_DOWN,
+                    format!("GPU {gpu}"),
+                    format!(
+                        "its nearest NIC ({}, {}) carries no traffic: NCCL runs this GPU over {} at {} instead",
+                        names(&near),
+                        near.level.as_str(),
+                        names(&other),
+                        other.level.as_str()
+                    ),
+                )
+                .with(evidence)
+                .fix(Fix::new(
+                    format!("Bring {}'s port up (see its rdma-port-down finding)", names(&near)),
+                    "Cable and switch work needs a person.",
+                )
+                .manual(format!("rdma link show {}   # its ports' state", names(&near)))),
+            )
+        })
+        .collect()
 }
 
 /// The RDMA driver module for a NIC's PCI driver.
@@ -333,6 +417,17 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
                         .manual("systemctl enable --now opensm   # only if this fabric has no SM"),
                 ),
         );
+    } else if let Some((code, why, setting)) = not_used(cx, dev, port, *phys) {
+        // A port NCCL will not use is down on purpose, or no matter: said, never a failure.
+        out.push(
+            Finding::skip(
+                code,
+                subject.clone(),
+                format!("{state_name} (physical state {phys_name}), not used: {why}"),
+            )
+            .with(evidence)
+            .with(setting),
+        );
     } else {
         let mut fix = Fix::new(
             "Bring the link up: check the cable and the switch port, then the port's netdev",
@@ -375,6 +470,42 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
         out.extend(judge_roce_mtu(cx, dev, port, &subject));
     }
     out
+}
+
+/// Why NCCL will not use a port that is not ACTIVE, if it will not: `NCCL_IB_HCA` leaves it out
+/// (as NCCL parses the list: a prefix, `=` exact, `^` exclude, `:port`), or, with no list, its
+/// physical state is Disabled (an administrator's choice: NCCL's default takes the ACTIVE ports
+/// only). A Disabled port that the list names is a failure: the site asked NCCL to use it.
+fn not_used(
+    cx: &Context,
+    dev: &RdmaDevice,
+    port: &Port,
+    phys: u8,
+) -> Option<(Code, String, Option<crate::model::Evidence>)> {
+    match cx.inv.nccl.get("NCCL_IB_HCA") {
+        Some(s) => {
+            let list = HcaList::parse(&s.value);
+            (!list.selects(&dev.name, Some(port.num))).then(|| {
+                (
+                    PORT_UNUSED_DOWN,
+                    format!(
+                        "NCCL_IB_HCA={} leaves it out ({})",
+                        s.value,
+                        s.origin.short()
+                    ),
+                    Some(s.evidence()),
+                )
+            })
+        }
+        None => (phys == rdma::PHYS_DISABLED).then(|| {
+            (
+                PORT_DISABLED,
+                "disabled on purpose, and NCCL uses only ACTIVE ports (no NCCL_IB_HCA names it)"
+                    .to_owned(),
+                None,
+            )
+        }),
+    }
 }
 
 fn judge_roce_mtu(cx: &Context, dev: &RdmaDevice, port: &Port, subject: &str) -> Option<Finding> {

@@ -19,6 +19,11 @@ pub struct Args {
     /// at DIR and the host's GPUs through the NVIDIA Container Toolkit.
     #[arg(long)]
     gpu_probe: bool,
+    /// Read the link-health counters again SECONDS later and record that second reading too,
+    /// so that `check` of the copy judges their growth (flaps, errors, retries, AER) as a live
+    /// `check --sample` does. 0.1 to 3600; live roots only.
+    #[arg(long, value_name = "SECONDS", value_parser = super::check::sample_seconds)]
+    sample: Option<f64>,
 }
 
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
@@ -27,11 +32,30 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let out = args.out.as_path();
     let config = global.config()?;
     let (root, display) = global.root()?;
+    if args.sample.is_some() && !root.is_live() {
+        anyhow::bail!(
+            "--sample reads the live node's counters twice; a captured root holds one reading"
+        );
+    }
     let root = root.recording();
     // Everything the checks read is read here: checks never touch files. The live-only access
     // probes (device nodes, this process's limits) have no place in a copy.
     let (inv, _) = crate::probe::load(&root, &config, crate::probe::Options::default());
+    let read_at = std::time::Instant::now();
     let mut recording = root.recorded();
+    if let Some(seconds) = args.sample {
+        // Read through a root that records nothing: the copy keeps the first reading where the
+        // node has it, and the second below the sample's own folder.
+        let window = std::time::Duration::from_secs_f64(seconds);
+        let sample = crate::probe::sample::take(
+            &crate::root::Root::live(),
+            &inv,
+            read_at,
+            window,
+            &super::watchdog::deadline(),
+        );
+        crate::probe::sample::record(&sample, &mut recording.files);
+    }
     let nvml = if ask_nvml {
         record_nvml(&config, &inv, &mut recording.files)
     } else {

@@ -50,7 +50,7 @@ pub struct Args {
     sample: Option<f64>,
 }
 
-fn sample_seconds(s: &str) -> Result<f64, String> {
+pub(super) fn sample_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.1..=3600.0).contains(&v) => Ok(v),
         _ => Err(format!("{s:?}: seconds from 0.1 to 3600")),

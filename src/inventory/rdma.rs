@@ -424,7 +424,7 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
     }
 
     let netdev = port_netdev(root, &gids, class_path, num, attachment, &mut problems);
-    let counters = read_counters(root, &dir, netdev.as_ref().map(|n| n.name.as_str()));
+    let counters = read_counters(root, "", &dir, netdev.as_ref().map(|n| n.name.as_str()));
     Port {
         num,
         dir,
@@ -444,15 +444,25 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
 
 /// The port's link-health counters ([`WATCHED`]), each file read once; a file its driver does
 /// not have is left out. `netdev`: the interface under a RoCE port. A sample window calls this
-/// again for the second reading.
-pub fn read_counters(root: &Root, port_dir: &str, netdev: Option<&str>) -> PortCounters {
+/// again for the second reading; `prefix` is where a capture recorded that reading (empty: the
+/// node's own files).
+pub fn read_counters(
+    root: &Root,
+    prefix: &str,
+    port_dir: &str,
+    netdev: Option<&str>,
+) -> PortCounters {
     let counters = WATCHED
         .iter()
         .filter_map(|w| {
             let path = match (w.place, netdev) {
-                (Place::Pma | Place::Hw, _) => format!("{port_dir}/{}/{}", w.place.dir(), w.name),
-                (Place::Netdev, Some(n)) => format!("{CLASS_NET}/{n}/{}", w.name),
-                (Place::NetdevStats, Some(n)) => format!("{CLASS_NET}/{n}/statistics/{}", w.name),
+                (Place::Pma | Place::Hw, _) => {
+                    format!("{prefix}{port_dir}/{}/{}", w.place.dir(), w.name)
+                }
+                (Place::Netdev, Some(n)) => format!("{prefix}{CLASS_NET}/{n}/{}", w.name),
+                (Place::NetdevStats, Some(n)) => {
+                    format!("{prefix}{CLASS_NET}/{n}/statistics/{}", w.name)
+                }
                 (_, None) => return None,
             };
             let value = Fact::read(root, path, counter);

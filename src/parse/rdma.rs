@@ -26,6 +26,9 @@ pub const PORT_ACTIVE: u8 = 4;
 pub const PORT_INIT: u8 = 2;
 /// ib_port_phys_state: 5 = LinkUp.
 pub const PHYS_LINK_UP: u8 = 5;
+/// ib_port_phys_state: 3 = Disabled (an administrator turned the port off; 2 = Polling is a
+/// port looking for a link partner).
+pub const PHYS_DISABLED: u8 = 3;
 
 /// `400 Gb/sec (4X NDR)` -> 400.0; `2.5 Gb/sec (1X SDR)` -> 2.5.
 pub fn rate_gbps(s: &str) -> Option<f64> {

@@ -76,6 +76,11 @@ fn pending_on(
     let mut inv = partial.finish(root);
     let mut runs = Runs::none(root.is_live());
     runs.access = (options.access && root.is_live()).then(|| access::load(root, &inv.rdma));
+    // A capture may hold the second reading of a sample window: its growth is judged offline
+    // as it was live.
+    if !root.is_live() {
+        runs.sample = sample::recorded(root, &inv);
+    }
     let nvidia = inv.gpus.iter().any(|g| g.vendor == GpuVendor::Nvidia);
     let session = match session {
         // A capture may hold NVML's answer on the node: its NVML facts stand offline.

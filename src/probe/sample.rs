@@ -2,14 +2,23 @@
 //! window has passed since the inventory read them, so growth says what happens now, not what
 //! happened since the driver loaded. The runs between the two readings (the GPU probe, the
 //! write test) count toward the window; the wait is the only sleep, and `--deadline` bounds it.
+//!
+//! `capture --sample SECONDS` records the second reading in the copy ([`RECORDED`]): each file
+//! at its own path below it, and the window's length in `window`. A check of the copy judges
+//! the growth as the live check did.
 
 use crate::deadline::Deadline;
 use crate::inventory::Inventory;
 use crate::inventory::pci::read_aer;
 use crate::inventory::rdma::read_counters;
-use crate::model::health::Sample;
+use crate::model::health::{Aer, PortCounters, Sample};
+use crate::parse::pci::Bdf;
 use crate::root::Root;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// Where a capture keeps the second reading of a sample window.
+pub const RECORDED: &str = "/gdrdoctor/sample";
 
 /// Waits until `window` has passed since `read_at` (the inventory's reading), within what
 /// `deadline` leaves, and reads every port's counters and every detailed PCI function's AER
@@ -24,13 +33,66 @@ pub fn take(
     let wait = window.saturating_sub(read_at.elapsed());
     let budget = deadline.budget(wait);
     std::thread::sleep(budget.limit);
+    let (ports, aer) = read(root, inv, "");
+    Sample {
+        seconds: read_at.elapsed().as_secs_f64(),
+        cut: budget.cut,
+        ports,
+        aer,
+    }
+}
+
+/// The second reading a capture recorded, if it has one.
+pub fn recorded(root: &Root, inv: &Inventory) -> Option<Sample> {
+    let window = root.read_text(&format!("{RECORDED}/window")).ok()?;
+    let seconds = window
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)?;
+    let (ports, aer) = read(root, inv, RECORDED);
+    Some(Sample {
+        seconds,
+        cut: false,
+        ports,
+        aer,
+    })
+}
+
+/// The files of `sample` for a capture, at their paths below [`RECORDED`].
+pub fn record(sample: &Sample, files: &mut BTreeMap<String, Vec<u8>>) {
+    files.insert(
+        format!("{RECORDED}/window"),
+        format!("{:.3}\n", sample.seconds).into_bytes(),
+    );
+    let counters = sample
+        .ports
+        .iter()
+        .flat_map(|(_, _, c)| c.counters.iter().map(|c| (&c.value.path, &c.value.raw)));
+    let aer = sample.aer.iter().flat_map(|(_, a)| {
+        a.tables()
+            .into_iter()
+            .map(|(_, t)| (&t.path, &t.raw))
+            .collect::<Vec<_>>()
+    });
+    for (path, raw) in counters.chain(aer) {
+        if let Ok(text) = raw {
+            files.insert(format!("{RECORDED}{path}"), format!("{text}\n").into_bytes());
+        }
+    }
+}
+
+type Reading = (Vec<(String, u32, PortCounters)>, Vec<(Bdf, Aer)>);
+
+fn read(root: &Root, inv: &Inventory, prefix: &str) -> Reading {
     let ports = inv
         .rdma
         .iter()
         .flat_map(|d| {
             d.ports.iter().map(|p| {
                 let netdev = p.netdev.as_ref().map(|n| n.name.as_str());
-                (d.name.clone(), p.num, read_counters(root, &p.dir, netdev))
+                let counters = read_counters(root, prefix, &p.dir, netdev);
+                (d.name.clone(), p.num, counters)
             })
         })
         .collect();
@@ -38,12 +100,7 @@ pub fn take(
         .pci
         .values()
         .filter(|f| f.detail.is_some())
-        .map(|f| (f.bdf, read_aer(root, &f.path)))
+        .map(|f| (f.bdf, read_aer(root, &format!("{prefix}{}", f.path))))
         .collect();
-    Sample {
-        seconds: read_at.elapsed().as_secs_f64(),
-        cut: budget.cut,
-        ports,
-        aer,
-    }
+    (ports, aer)
 }
