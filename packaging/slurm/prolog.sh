@@ -19,7 +19,7 @@
 # Settings: shell assignments in ${GDRDOCTOR_DEFAULTS:-/etc/default/gdrdoctor} (optional):
 #   GDRDOCTOR=/usr/bin/gdrdoctor
 #   GDRDOCTOR_PROLOG_DEADLINE=15          # seconds; the run is cut short after this
-#   GDRDOCTOR_PROLOG_ARGS="--no-gdr-test" # split on spaces (no quoting); the fast profile
+#   GDRDOCTOR_PROLOG_ARGS="--no-gdr-test --sample 1" # split on spaces (no quoting); the fast profile
 #   GDRDOCTOR_ON_ERROR=drain              # drain | pass
 #   GDRDOCTOR_REPORT_DIR=/run/gdrdoctor   # prolog.json (the full report) and prolog.stderr
 # Only bash, coreutils (timeout, mkdir, rm, head), logger (optional) and Slurm's sinfo/scontrol.
@@ -31,7 +31,7 @@ export PATH
 
 GDRDOCTOR=/usr/bin/gdrdoctor
 GDRDOCTOR_PROLOG_DEADLINE=15
-GDRDOCTOR_PROLOG_ARGS="--no-gdr-test"
+GDRDOCTOR_PROLOG_ARGS="--no-gdr-test --sample 1"
 GDRDOCTOR_ON_ERROR=drain
 GDRDOCTOR_REPORT_DIR=/run/gdrdoctor
 defaults=${GDRDOCTOR_DEFAULTS:-/etc/default/gdrdoctor}
