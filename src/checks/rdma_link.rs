@@ -56,7 +56,7 @@ const RAIL_DOWN: Code = Code {
 
 const PORT_DISABLED: Code = Code {
     id: "rdma-port-disabled",
-    summary: "the port's physical state is Disabled (down on purpose) and no NCCL_IB_HCA names it",
+    summary: "the port is Disabled (down on purpose) beside an ACTIVE port of the same NIC, and no NCCL_IB_HCA names it",
 };
 
 const PORT_INIT: Code = Code {
@@ -474,8 +474,9 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
 
 /// Why NCCL will not use a port that is not ACTIVE, if it will not: `NCCL_IB_HCA` leaves it out
 /// (as NCCL parses the list: a prefix, `=` exact, `^` exclude, `:port`), or, with no list, its
-/// physical state is Disabled (an administrator's choice: NCCL's default takes the ACTIVE ports
-/// only). A Disabled port that the list names is a failure: the site asked NCCL to use it.
+/// physical state is Disabled while another port of the NIC is ACTIVE (an administrator's
+/// choice: NCCL's default takes the ACTIVE ports only). A Disabled port that the list names is
+/// a failure (the site asked NCCL to use it), and so is a NIC with no ACTIVE port.
 fn not_used(
     cx: &Context,
     dev: &RdmaDevice,
@@ -497,14 +498,23 @@ fn not_used(
                 )
             })
         }
-        None => (phys == rdma::PHYS_DISABLED).then(|| {
-            (
-                PORT_DISABLED,
-                "disabled on purpose, and NCCL uses only ACTIVE ports (no NCCL_IB_HCA names it)"
-                    .to_owned(),
-                None,
-            )
-        }),
+        None => {
+            // The NIC's other port carries the traffic: the disabled second port of a dual-port
+            // NIC. A NIC with no ACTIVE port at all is a rail lost, whatever its state says.
+            let active = dev.ports.iter().find(|p| {
+                p.num != port.num && p.state.value().map(|(n, _)| *n) == Some(rdma::PORT_ACTIVE)
+            })?;
+            (phys == rdma::PHYS_DISABLED).then(|| {
+                (
+                    PORT_DISABLED,
+                    format!(
+                        "disabled on purpose beside port {} (ACTIVE), and NCCL uses only ACTIVE ports (no NCCL_IB_HCA names it)",
+                        active.num
+                    ),
+                    None,
+                )
+            })
+        }
     }
 }
 
