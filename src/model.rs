@@ -4,9 +4,9 @@
 
 pub mod access;
 mod fact;
-pub mod health;
 pub mod gdr;
 pub mod gpu;
+pub mod health;
 pub mod nccl;
 mod runs;
 pub mod twonode;

@@ -40,6 +40,7 @@ fn list_shows_every_check_in_order() {
             "iommu",
             "rdma-link",
             "rdma-gid",
+            "link-health",
             "nccl-config",
             "rdma-access",
             "gdr-test",
@@ -121,7 +122,7 @@ fn select_and_skip() {
     assert_eq!(rdma["skipped"], serde_json::Value::Null);
     assert_eq!(
         rdma["prerequisite_of"],
-        serde_json::json!(["pcie-placement", "rdma-gid"])
+        serde_json::json!(["pcie-placement", "rdma-gid", "link-health"])
     );
     // A check with no such prerequisite stays skipped.
     let out = gdrdoctor(&[
@@ -169,7 +170,7 @@ fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", h200(), "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
-        "NOT READY rdma-link (rdma-no-device); 6 passed, 5 skipped"
+        "NOT READY rdma-link (rdma-no-device); 6 passed, 6 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",

@@ -421,6 +421,97 @@ const CASES: &[Case] = &[
         ],
         codes: &[("gpu-not-seen-by-driver", "fail"), ("gpu-ready", "pass")],
     },
+    // A recorded sample window in which no counter moved.
+    Case {
+        name: "link-healthy-sampled",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("link-quiet", "pass"), ("aer-quiet", "pass")],
+    },
+    // link_downed and carrier_changes grow in the recorded window: a flap.
+    Case {
+        name: "link-flapping",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("link-flapping", "fail"), ("link-quiet", "pass")],
+    },
+    // Symbol, receive and CRC errors grow in the window while the link stays up.
+    Case {
+        name: "link-symbol-errors",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("link-errors-growing", "warn")],
+    },
+    // One reading with a port's lifetime errors: shown, not judged.
+    Case {
+        name: "link-history",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("link-history", "skip"),
+            ("link-clean", "pass"),
+            ("aer-clean", "pass"),
+        ],
+    },
+    // Non-fatal AER errors grow on the switch port above a GPU-NIC pair.
+    Case {
+        name: "aer-nonfatal-switch-port",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("aer-uncorrectable-growing", "fail")],
+    },
+    // rdma-port-down with NCCL_IB_HCA leaving the down NIC out: ready.
+    Case {
+        name: "rdma-port-excluded-down",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("rdma-port-unused-down", "skip"),
+            ("rdma-gid-port-unused", "skip"),
+            ("link-port-not-active", "skip"),
+        ],
+    },
+    // Dual-port NICs whose second port is Disabled, no NCCL_IB_HCA: ready.
+    Case {
+        name: "rdma-second-port-disabled",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("rdma-port-disabled", "skip"),
+            ("rdma-gid-port-unused", "skip"),
+        ],
+    },
+    // GPU 0's nearest NIC is down (Polling) while a farther one is up.
+    Case {
+        name: "rail-down",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "fail", "pass", "skip",
+        ],
+        codes: &[("rdma-port-down", "fail"), ("rdma-rail-down", "warn")],
+    },
 ];
 
 fn run(case: &Case, format: &str) -> std::process::Output {
@@ -494,9 +585,9 @@ fn compact_and_verbose_reports() {
         let root = fixture(name);
         let compact = stdout(&gdrdoctor(&["--root", root, "check"]));
         let verbose = stdout(&gdrdoctor(&["--root", root, "check", "-v"]));
-        // Header, blank, a line per check (12), blank, verdict: the failing one adds its finding.
+        // Header, blank, a line per check (13), blank, verdict: the failing one adds its finding.
         if name == "healthy-8gpu-roce" {
-            assert_eq!(compact.lines().count(), 17, "{compact}");
+            assert_eq!(compact.lines().count(), 18, "{compact}");
         }
         assert!(verbose.lines().count() > compact.lines().count());
         for line in compact.lines().filter(|l| l.starts_with("FAIL ")) {
@@ -638,6 +729,8 @@ fn lab_capture_reports_what_the_guest_saw_live() {
             // The reference is older than nccl-config (issue 16): what it would have said
             // live is not recorded.
             .filter(|c| c["id"] != "nccl-config")
+            // ... and older than link-health (issue 27).
+            .filter(|c| c["id"] != "link-health")
             .map(|c| {
                 // `summary` is derived from the findings and newer than this reference.
                 let mut c = c.clone();

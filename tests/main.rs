@@ -24,6 +24,7 @@ mod hostile_inputs;
 mod hostile_peers;
 mod io;
 mod layers;
+mod link_health;
 mod nccl_explain;
 mod nccl_verify;
 mod nccl_view;

@@ -6,6 +6,7 @@
 //! --sample SECONDS`, a second reading in [`crate::model::Runs::sample`]) judges the growth.
 
 use super::{Check, Context, Meta};
+use crate::inventory::rdma::CLASS_INFINIBAND;
 use crate::inventory::{Inventory, Port, RdmaDevice};
 use crate::model::health::{Aer, Counter, PortCounters, Sample, Sign};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
@@ -128,6 +129,7 @@ impl Check for LinkHealth {
         if out.is_empty() {
             out.push(
                 Finding::skip(NO_PORTS, "node", "no RDMA port (see rdma-link)")
+                    .evidence(CLASS_INFINIBAND, "<no RDMA port>")
                     .prerequisites(&["rdma-link"]),
             );
         }
@@ -161,12 +163,7 @@ fn evidence(c: &Counter) -> Evidence {
     }
 }
 
-fn judge_port(
-    inv: &Inventory,
-    dev: &RdmaDevice,
-    port: &Port,
-    sample: Option<&Sample>,
-) -> Finding {
+fn judge_port(inv: &Inventory, dev: &RdmaDevice, port: &Port, sample: Option<&Sample>) -> Finding {
     let subject = port.subject(&dev.name);
     let state = &port.state;
     if state.value().map(|(n, _)| *n) != Some(crate::parse::rdma::PORT_ACTIVE) {
@@ -218,6 +215,16 @@ fn judge_port(
     }
 }
 
+/// What a counter reads on a link that came up once and has not failed since: 0, but 2 for a
+/// netdev's carrier_changes (the boot's down and up; the lab's rxe netdev reads 2 after boot).
+fn boot_value(c: &Counter) -> u64 {
+    if c.watched.name == "carrier_changes" {
+        2
+    } else {
+        0
+    }
+}
+
 /// One reading: a clean history passes; a history with errors is shown, not judged.
 fn judge_history(
     inv: &Inventory,
@@ -229,7 +236,7 @@ fn judge_history(
     let counted: Vec<&Counter> = counters
         .counters
         .iter()
-        .filter(|c| c.value.value().is_some_and(|v| *v > 0))
+        .filter(|c| c.value.value().is_some_and(|v| *v > boot_value(c)))
         .collect();
     let uptime = uptime(inv);
     let uptime_evidence = Evidence {
@@ -241,7 +248,7 @@ fn judge_history(
             CLEAN,
             subject,
             format!(
-                "{} counters read, all 0 since the driver loaded ({uptime})",
+                "{} counters read, no flap, error or retry since the driver loaded ({uptime})",
                 counters.counters.len()
             ),
         )
@@ -287,7 +294,13 @@ fn judge_growth(
         if let (Some(&was), Some(&now)) = (b.value.value(), a.value.value()) {
             // A counter that went back was reset (a driver reload, `perfquery -R`): no growth.
             if now > was {
-                grew.push((b.watched.sign, b.watched.name, was, now, a.value.path.clone()));
+                grew.push((
+                    b.watched.sign,
+                    b.watched.name,
+                    was,
+                    now,
+                    a.value.path.clone(),
+                ));
             }
         }
     }

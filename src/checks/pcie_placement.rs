@@ -168,6 +168,7 @@ impl Check for PciePlacement {
                 out.extend(crowding(
                     inv,
                     &crate::placement::nearest_among(inv, used),
+                    used,
                     limit,
                 ));
             }
@@ -401,11 +402,13 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
     }
 }
 
-/// GPUs whose one nearest NIC is the same, while another NIC is no GPU's nearest and would be
-/// within the policy for one of them.
+/// GPUs whose one nearest NIC is the same, while another NIC NCCL uses (`nccl_nics`) is no
+/// GPU's nearest and would be within the policy for one of them. A NIC `NCCL_IB_HCA` leaves out
+/// is not idle: the site chose not to use it.
 fn crowding(
     inv: &Inventory,
     near: &[(crate::parse::pci::Bdf, Option<crate::placement::Nearest>)],
+    nccl_nics: &[usize],
     policy: Level,
 ) -> Vec<Finding> {
     let mut sole: BTreeMap<usize, Vec<crate::parse::pci::Bdf>> = BTreeMap::new();
@@ -422,7 +425,7 @@ fn crowding(
             .rdma
             .iter()
             .enumerate()
-            .filter(|(i, _)| !used.contains(i))
+            .filter(|(i, _)| !used.contains(i) && nccl_nics.contains(i))
             .filter_map(|(i, d)| {
                 gpus.iter()
                     .filter_map(|g| Some((i, route(inv, *g, d.pci?)?, *g)))

@@ -10,6 +10,11 @@ use std::collections::BTreeMap;
 
 pub struct RdmaGid;
 
+const PORT_UNUSED: Code = Code {
+    id: "rdma-gid-port-unused",
+    summary: "the port is down and NCCL will not use it (see rdma-link): its GIDs are not judged",
+};
+
 const ROCE_V2_IPV4: Code = Code {
     id: "roce-v2-ipv4",
     summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names",
@@ -71,6 +76,7 @@ const CODES: &[Code] = &[
     IB_NO_LID,
     UNREADABLE,
     NO_DEVICE,
+    PORT_UNUSED,
 ];
 
 const META: Meta = Meta {
@@ -138,7 +144,18 @@ impl Check for RdmaGid {
             }
             for port in &dev.ports {
                 let subject = port.subject(&dev.name);
-                if port.is_ethernet() {
+                if let Some((_, why, _)) = super::rdma_link::not_used(cx, dev, port) {
+                    // Its GIDs matter to nobody while it is down and NCCL leaves it out.
+                    out.push(
+                        Finding::skip(
+                            PORT_UNUSED,
+                            subject,
+                            format!("not used: {why} (see rdma-link)"),
+                        )
+                        .with([port.state.evidence()])
+                        .prerequisites(&["rdma-link"]),
+                    );
+                } else if port.is_ethernet() {
                     let (finding, index) = judge_roce(port, &subject);
                     if let Some(i) = index {
                         chosen.insert(subject, i);

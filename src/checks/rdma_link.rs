@@ -417,7 +417,7 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
                         .manual("systemctl enable --now opensm   # only if this fabric has no SM"),
                 ),
         );
-    } else if let Some((code, why, setting)) = not_used(cx, dev, port, *phys) {
+    } else if let Some((code, why, setting)) = not_used(cx, dev, port) {
         // A port NCCL will not use is down on purpose, or no matter: said, never a failure.
         out.push(
             Finding::skip(
@@ -477,12 +477,15 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
 /// physical state is Disabled while another port of the NIC is ACTIVE (an administrator's
 /// choice: NCCL's default takes the ACTIVE ports only). A Disabled port that the list names is
 /// a failure (the site asked NCCL to use it), and so is a NIC with no ACTIVE port.
-fn not_used(
+pub(super) fn not_used(
     cx: &Context,
     dev: &RdmaDevice,
     port: &Port,
-    phys: u8,
 ) -> Option<(Code, String, Option<crate::model::Evidence>)> {
+    let (state, phys) = (port.state.value()?.0, port.phys_state.value()?.0);
+    if state == rdma::PORT_ACTIVE && phys == PHYS_LINK_UP {
+        return None;
+    }
     match cx.inv.nccl.get("NCCL_IB_HCA") {
         Some(s) => {
             let list = HcaList::parse(&s.value);

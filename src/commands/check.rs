@@ -149,7 +149,13 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         if selection.runs("link-health", &config) {
             stage(Stage::Sample);
             let window = std::time::Duration::from_secs_f64(seconds);
-            runs.sample = Some(probe::sample::take(&root, &inv, read_at, window, &deadline()));
+            runs.sample = Some(probe::sample::take(
+                &root,
+                &inv,
+                read_at,
+                window,
+                &deadline(),
+            ));
         }
     }
     report::write(&inv, &runs, &config, &selection, &args.wanted(), display)

@@ -1,7 +1,7 @@
 //! RDMA devices from `/sys/class/infiniband`: their PCI function, ports, GID tables, netdevs.
 
-use super::{Fact, Problem};
 use super::net::CLASS_NET;
+use super::{Fact, Problem};
 use crate::model::health::{Counter, Place, PortCounters, WATCHED};
 use crate::parse::counters::counter;
 use crate::parse::int;

@@ -69,8 +69,12 @@ pub fn aer_table(s: &str) -> Option<AerTable> {
             table.types.push((name.to_owned(), count));
         }
     }
-    table.total =
-        total.unwrap_or_else(|| table.types.iter().fold(0u64, |a, (_, n)| a.saturating_add(*n)));
+    table.total = total.unwrap_or_else(|| {
+        table
+            .types
+            .iter()
+            .fold(0u64, |a, (_, n)| a.saturating_add(*n))
+    });
     Some(table)
 }
 

@@ -77,7 +77,10 @@ pub fn record(sample: &Sample, files: &mut BTreeMap<String, Vec<u8>>) {
     });
     for (path, raw) in counters.chain(aer) {
         if let Ok(text) = raw {
-            files.insert(format!("{RECORDED}{path}"), format!("{text}\n").into_bytes());
+            files.insert(
+                format!("{RECORDED}{path}"),
+                format!("{text}\n").into_bytes(),
+            );
         }
     }
 }

@@ -1,0 +1,135 @@
+//! link-health's branches the fixtures alone do not reach, each on a copy of a fixture with one
+//! thing changed: retries in the window, a counter or an AER table that does not parse, an AER
+//! history without a window, correctable AER growth; and a capture of a capture keeps its
+//! recorded second reading, so offline still judges the growth.
+#![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
+
+use crate::common::*;
+use std::path::Path;
+
+/// The findings of `check` on `root` as (code, status, subject).
+fn findings(root: &Path) -> Vec<(String, String, String)> {
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "check",
+        "--format",
+        "json",
+    ]);
+    json(&out)["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["findings"].as_array().unwrap().clone())
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["status"].as_str().unwrap().to_owned(),
+                f["subject"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn has(found: &[(String, String, String)], code: &str, status: &str) -> bool {
+    found.iter().any(|(c, s, _)| c == code && s == status)
+}
+
+#[test]
+fn retries_growing_in_the_window_warn() {
+    let (_dir, root) = fixture_copy("link-healthy-sampled");
+    let second =
+        "gdrdoctor/sample/sys/class/infiniband/mlx5_0/ports/1/hw_counters/local_ack_timeout_err";
+    assert_eq!(
+        std::fs::read_to_string(root.join(second)).unwrap().trim(),
+        "0"
+    );
+    std::fs::write(root.join(second), "37\n").unwrap();
+    let found = findings(&root);
+    assert!(has(&found, "link-retries-growing", "warn"), "{found:?}");
+    assert!(
+        found
+            .iter()
+            .any(|(c, _, s)| c == "link-retries-growing" && s == "mlx5_0 port 1"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_counter_that_does_not_parse_is_unknown() {
+    let (_dir, root) = fixture_copy("link-history");
+    std::fs::write(
+        root.join("sys/class/infiniband/mlx5_0/ports/1/counters/symbol_error"),
+        "garbage\n",
+    )
+    .unwrap();
+    let found = findings(&root);
+    assert!(
+        has(&found, "link-counters-unreadable", "unknown"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn aer_without_a_window_is_history() {
+    let (_dir, root) = fixture_copy("aer-nonfatal-switch-port");
+    std::fs::remove_dir_all(root.join("gdrdoctor/sample")).unwrap();
+    let found = findings(&root);
+    assert!(has(&found, "aer-history", "skip"), "{found:?}");
+    assert!(
+        !has(&found, "aer-uncorrectable-growing", "fail"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn correctable_aer_growth_warns_and_a_table_that_does_not_parse_is_unknown() {
+    let (_dir, root) = fixture_copy("link-healthy-sampled");
+    // GPU 0000:18:00.0, on a GPU-NIC path (the node's NVMe and NVSwitches have AER too).
+    let gpu = "pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0";
+    let second = root.join(format!(
+        "gdrdoctor/sample/sys/devices/{gpu}/aer_dev_correctable"
+    ));
+    let text = std::fs::read_to_string(&second).unwrap();
+    assert!(text.contains("TOTAL_ERR_COR 0"), "{text}");
+    std::fs::write(
+        &second,
+        text.replace("RxErr 0", "RxErr 2")
+            .replace("TOTAL_ERR_COR 0", "TOTAL_ERR_COR 2"),
+    )
+    .unwrap();
+    let found = findings(&root);
+    assert!(has(&found, "aer-correctable-growing", "warn"), "{found:?}");
+
+    let first = root.join(format!("sys/devices/{gpu}/aer_dev_fatal"));
+    std::fs::write(first, "not a table\n").unwrap();
+    let found = findings(&root);
+    assert!(has(&found, "aer-unreadable", "unknown"), "{found:?}");
+}
+
+#[test]
+fn a_capture_keeps_the_recorded_second_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy");
+    let out = gdrdoctor(&[
+        "--root",
+        fixture("link-flapping"),
+        "capture",
+        copy.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(copy.join("gdrdoctor/sample/window").is_file());
+    let found = findings(&copy);
+    assert!(has(&found, "link-flapping", "fail"), "{found:?}");
+    // A captured root holds one reading: --sample cannot take a second one there.
+    let out = gdrdoctor(&[
+        "--root",
+        fixture("link-flapping"),
+        "capture",
+        "--sample",
+        "1",
+        dir.path().join("again").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("one reading"), "{}", stderr(&out));
+}
