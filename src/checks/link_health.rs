@@ -138,18 +138,17 @@ impl Check for LinkHealth {
     }
 }
 
-/// `uptime 3 d 4 h`: how long the counters have counted.
+/// How long the counters have counted, to the hour (`up 3 d 4 h`, `up 5 h`, `up less than an
+/// hour`): coarse on purpose, so that a capture taken seconds after a live run reads the same.
 fn uptime(inv: &Inventory) -> String {
     match inv.kernel.uptime.value() {
         Some(&s) => {
             let s = s as u64;
-            let (d, h, m) = (s / 86_400, s / 3_600 % 24, s / 60 % 60);
-            if d > 0 {
-                format!("up {d} d {h} h")
-            } else if h > 0 {
-                format!("up {h} h {m} min")
-            } else {
-                format!("up {m} min")
+            let (d, h) = (s / 86_400, s / 3_600 % 24);
+            match (d, h) {
+                (0, 0) => "up less than an hour".into(),
+                (0, h) => format!("up {h} h"),
+                (d, h) => format!("up {d} d {h} h"),
             }
         }
         None => "uptime unknown".into(),
@@ -241,7 +240,10 @@ fn judge_history(
     let uptime = uptime(inv);
     let uptime_evidence = Evidence {
         path: inv.kernel.uptime.path.clone(),
-        value: inv.kernel.uptime.shown(),
+        value: match inv.kernel.uptime.value() {
+            Some(_) => uptime.clone(),
+            None => inv.kernel.uptime.shown(),
+        },
     };
     if counted.is_empty() {
         return Finding::pass(
