@@ -28,7 +28,7 @@ pub fn load(root: &Root, problems: &mut Vec<Problem>) -> Vec<NetIf> {
     let mut out = Vec::new();
     for name in list(root, CLASS_NET, problems) {
         let path = format!("{CLASS_NET}/{name}");
-        if !super::rdma::is_netdev_name(&name) {
+        if !is_netdev_name(&name) {
             problems.push(Problem::unsafe_name(path, "interface name"));
             continue;
         }
@@ -50,4 +50,15 @@ pub fn load(root: &Root, problems: &mut Vec<Problem>) -> Vec<NetIf> {
         });
     }
     out
+}
+
+/// Interface names: at most 15 bytes, no `/`, no whitespace (kernel: dev_valid_name()). We are
+/// stricter, since names end up in paths and fix commands.
+pub fn is_netdev_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 15
+        && s != "."
+        && s != ".."
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.@:".contains(&b))
 }

@@ -1,6 +1,6 @@
 //! RDMA devices from `/sys/class/infiniband`: their PCI function, ports, GID tables, netdevs.
 
-use super::net::CLASS_NET;
+use super::net::{CLASS_NET, is_netdev_name};
 use super::{Fact, Problem};
 use crate::model::health::{Counter, Place, PortCounters, WATCHED};
 use crate::parse::counters::counter;
@@ -332,17 +332,6 @@ fn device(root: &Root, name: String) -> RdmaDevice {
         ports,
         problems,
     }
-}
-
-/// Interface names: at most 15 bytes, no `/`, no whitespace (kernel: dev_valid_name()). We are
-/// stricter, since names end up in paths and fix commands.
-pub fn is_netdev_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 15
-        && s != "."
-        && s != ".."
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.@:".contains(&b))
 }
 
 fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Port {
