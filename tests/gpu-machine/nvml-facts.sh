@@ -58,7 +58,9 @@ for d in nvml["devices"]:
     f = d.get("fabric") or {}
     ours = ("Enabled" if d.get("persistence_mode") else "Disabled", f.get("state"), f.get("status"))
     theirs = (pm, state, status)
-    up, down = smi_links[i] if i < len(smi_links) else (None, None)
+    # A GPU without NVLink (a single H100 in a VM) gets no section from `nvidia-smi nvlink -s`
+    # at all: no link up, none down; NVML says the same as 0 links.
+    up, down = smi_links[i] if i < len(smi_links) else ((0, []) if not links.strip() else (None, None))
     same_pm = ours[0] == pm
     smi_state = {"Completed": "completed", "In Progress": "in-progress", "Not Started": "not-started", "N/A": "not-supported"}.get(state, state)
     same_fab = state is None and f.get("state") in (None, "not-supported") or smi_state == f.get("state")
