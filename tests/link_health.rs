@@ -133,3 +133,28 @@ fn a_capture_keeps_the_recorded_second_reading() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(stderr(&out).contains("one reading"), "{}", stderr(&out));
 }
+
+#[test]
+fn prometheus_names_the_flapping_port() {
+    let out = gdrdoctor(&[
+        "--root",
+        fixture("link-flapping"),
+        "check",
+        "--format",
+        "prometheus",
+    ]);
+    assert_eq!(code(&out), 1);
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "gdrdoctor_link_port{device=\"mlx5_2\",port=\"1\",code=\"link-flapping\",status=\"fail\"} 1\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "gdrdoctor_link_port{device=\"mlx5_0\",port=\"1\",code=\"link-quiet\",status=\"pass\"} 1\n"
+        ),
+        "{text}"
+    );
+}
