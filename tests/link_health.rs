@@ -158,3 +158,35 @@ fn prometheus_names_the_flapping_port() {
         "{text}"
     );
 }
+
+#[test]
+fn the_fleet_ranks_links_by_their_growth_flaps_first() {
+    let out = gdrdoctor(&[
+        "fleet",
+        fixture("link-symbol-errors"),
+        fixture("link-flapping"),
+        fixture("link-history"),
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let links = r["links"].as_array().unwrap();
+    assert_eq!(links.len(), 2, "{r}");
+    // The flap first, though its counters grew less than the symbol errors.
+    assert_eq!(links[0]["port"], "mlx5_2 port 1");
+    assert_eq!(links[0]["kind"], "flaps");
+    assert_eq!(links[0]["grew"], 6);
+    assert_eq!(links[1]["kind"], "errors");
+    assert_eq!(links[1]["grew"], 62);
+    // One reading ranks nothing.
+    assert!(r["nodes"][2].get("links").is_none(), "{r}");
+    let human = stdout(&gdrdoctor(&[
+        "fleet",
+        fixture("link-symbol-errors"),
+        fixture("link-flapping"),
+    ]));
+    assert!(
+        human.contains("mlx5_2 port 1: flaps +6 in 5.0 s (link_downed +2, carrier_changes +4)"),
+        "{human}"
+    );
+}
