@@ -133,3 +133,60 @@ fn a_capture_keeps_the_recorded_second_reading() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(stderr(&out).contains("one reading"), "{}", stderr(&out));
 }
+
+#[test]
+fn prometheus_names_the_flapping_port() {
+    let out = gdrdoctor(&[
+        "--root",
+        fixture("link-flapping"),
+        "check",
+        "--format",
+        "prometheus",
+    ]);
+    assert_eq!(code(&out), 1);
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "gdrdoctor_link_port{device=\"mlx5_2\",port=\"1\",code=\"link-flapping\",status=\"fail\"} 1\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "gdrdoctor_link_port{device=\"mlx5_0\",port=\"1\",code=\"link-quiet\",status=\"pass\"} 1\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_fleet_ranks_links_by_their_growth_flaps_first() {
+    let out = gdrdoctor(&[
+        "fleet",
+        fixture("link-symbol-errors"),
+        fixture("link-flapping"),
+        fixture("link-history"),
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let links = r["links"].as_array().unwrap();
+    assert_eq!(links.len(), 2, "{r}");
+    // The flap first, though its counters grew less than the symbol errors.
+    assert_eq!(links[0]["port"], "mlx5_2 port 1");
+    assert_eq!(links[0]["kind"], "flaps");
+    assert_eq!(links[0]["grew"], 6);
+    assert_eq!(links[1]["kind"], "errors");
+    assert_eq!(links[1]["grew"], 62);
+    // One reading ranks nothing.
+    assert!(r["nodes"][2].get("links").is_none(), "{r}");
+    let human = stdout(&gdrdoctor(&[
+        "fleet",
+        fixture("link-symbol-errors"),
+        fixture("link-flapping"),
+    ]));
+    assert!(
+        human.contains("mlx5_2 port 1: flaps +6 in 5.0 s (link_downed +2, carrier_changes +4)"),
+        "{human}"
+    );
+}

@@ -8,7 +8,7 @@
 use super::{Check, Context, Meta};
 use crate::inventory::rdma::CLASS_INFINIBAND;
 use crate::inventory::{Inventory, Port, RdmaDevice};
-use crate::model::health::{Aer, Counter, PortCounters, Sample, Sign};
+use crate::model::health::{Aer, Counter, PortCounters, Sample, Sign, growth};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::pci::Bdf;
 
@@ -288,27 +288,10 @@ fn judge_growth(
     after: &PortCounters,
     sample: &Sample,
 ) -> Finding {
-    let mut grew: Vec<(Sign, &'static str, u64, u64, String)> = Vec::new();
-    for b in &before.counters {
-        let Some(a) = after.get(&b.watched) else {
-            continue;
-        };
-        if let (Some(&was), Some(&now)) = (b.value.value(), a.value.value()) {
-            // A counter that went back was reset (a driver reload, `perfquery -R`): no growth.
-            if now > was {
-                grew.push((
-                    b.watched.sign,
-                    b.watched.name,
-                    was,
-                    now,
-                    a.value.path.clone(),
-                ));
-            }
-        }
-    }
+    let grew = growth(before, after);
     let window = window(sample);
     let netdev = port.netdev.as_ref().map(|n| n.name.as_str());
-    let Some(worst) = grew.iter().map(|g| g.0).min() else {
+    let Some(worst) = grew.iter().map(|g| g.watched.sign).min() else {
         return Finding::pass(
             QUIET,
             subject,
@@ -321,12 +304,12 @@ fn judge_growth(
     };
     let what = grew
         .iter()
-        .map(|(_, name, was, now, _)| format!("{name} +{} ({was} -> {now})", now - was))
+        .map(|g| format!("{} +{} ({} -> {})", g.watched.name, g.by(), g.was, g.now))
         .collect::<Vec<_>>()
         .join(", ");
-    let evidence = grew.iter().map(|(_, _, was, now, path)| Evidence {
-        path: path.clone(),
-        value: format!("{was} -> {now}"),
+    let evidence = grew.iter().map(|g| Evidence {
+        path: g.path.clone(),
+        value: format!("{} -> {}", g.was, g.now),
     });
     let (code, status) = match worst {
         Sign::Flap => (FLAPPING, Status::Fail),

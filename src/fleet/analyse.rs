@@ -87,9 +87,41 @@ pub fn analyse(
         placement: placement(&inv, &runs.gpu),
         peermem: peermem(&inv).to_owned(),
         gdr_path,
+        links: links(&inv, runs.sample.as_ref()),
         nccl: nccl_settings(&inv.nccl),
         picture,
     })
+}
+
+/// The ACTIVE RDMA ports whose counters grew in the recorded sample window, worst first.
+fn links(inv: &Inventory, sample: Option<&crate::model::health::Sample>) -> Vec<super::LinkGrowth> {
+    use crate::model::health::{Sign, growth, growth_text};
+    let Some(sample) = sample else {
+        return Vec::new();
+    };
+    let mut out: Vec<super::LinkGrowth> = inv
+        .rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(_, p)| p.state.value().map(|(n, _)| *n) == Some(crate::parse::rdma::PORT_ACTIVE))
+        .filter_map(|(d, p)| {
+            let grew = growth(&p.counters, sample.port(&d.name, p.num)?);
+            let worst = grew.iter().map(|g| g.watched.sign).min()?;
+            Some(super::LinkGrowth {
+                port: p.subject(&d.name),
+                kind: match worst {
+                    Sign::Flap => "flaps",
+                    Sign::Wire => "errors",
+                    Sign::Retry => "retries",
+                },
+                grew: grew.iter().map(|g| g.by()).sum(),
+                counters: growth_text(&grew),
+                seconds: sample.seconds,
+            })
+        })
+        .collect();
+    out.sort_by_key(super::LinkGrowth::rank);
+    out
 }
 
 /// Every warning, failure and unknown code, with its worst status.

@@ -63,10 +63,41 @@ pub struct NodeResult {
     pub nccl: BTreeMap<String, String>,
     /// The path the peer-memory check found: `dmabuf`, `peermem`, `none`, `unknown`.
     pub gdr_path: String,
+    /// The RDMA ports whose link counters grew in the capture's recorded sample window
+    /// (`capture --sample`), worst first; empty without a second reading.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkGrowth>,
     /// The picture of its PCIe tree (`topo --format svg`), when `--pictures` asked for it and
     /// this capture may be the first of its model (see `Pictures`). Not part of the JSON.
     #[serde(skip)]
     pub picture: Option<String>,
+}
+
+/// An RDMA port whose counters grew in a node's sample window: what the fleet ranks by.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkGrowth {
+    /// `mlx5_2 port 1`.
+    pub port: String,
+    /// What the worst counter that grew says: `flaps`, `errors`, `retries`.
+    pub kind: &'static str,
+    /// The growth of every counter that grew, summed.
+    pub grew: u64,
+    /// `link_downed +2, carrier_changes +4`.
+    pub counters: String,
+    /// The window's length, in seconds.
+    pub seconds: f64,
+}
+
+impl LinkGrowth {
+    /// Worst first: flaps before errors before retries, then the most growth.
+    pub fn rank(&self) -> (u8, std::cmp::Reverse<u64>) {
+        let kind = match self.kind {
+            "flaps" => 0,
+            "errors" => 1,
+            _ => 2,
+        };
+        (kind, std::cmp::Reverse(self.grew))
+    }
 }
 
 /// The model a node is grouped by: its DMI product name.

@@ -135,6 +135,24 @@ pub fn write_summary(
                         writeln!(out, "  {code:<30} {}", parts.join(", "))?;
                     }
                 }
+                if !t.worst_links.is_empty() {
+                    writeln!(
+                        out,
+                        "\nlinks whose counters grew in their sample window, worst first:"
+                    )?;
+                    for (node, l) in &t.worst_links {
+                        writeln!(
+                            out,
+                            "  {} {}: {} +{} in {:.1} s ({})",
+                            clean(node),
+                            clean(&l.port),
+                            l.kind,
+                            l.grew,
+                            l.seconds,
+                            clean(&l.counters)
+                        )?;
+                    }
+                }
                 if cross.is_empty() {
                     writeln!(out, "\nno differences between nodes of the same model")?;
                 } else {
@@ -158,6 +176,11 @@ pub fn write_summary(
                 .iter()
                 .map(|(c, by)| (c, by.iter().map(|(s, n)| (s.to_string(), *n)).collect()))
                 .collect();
+            let links: Vec<serde_json::Value> = t
+                .worst_links
+                .iter()
+                .map(|(node, l)| serde_json::json!({"node": node, "port": l.port, "kind": l.kind, "grew": l.grew, "counters": l.counters, "seconds": l.seconds}))
+                .collect();
             let two = if two.is_empty() {
                 String::new()
             } else {
@@ -170,9 +193,10 @@ pub fn write_summary(
             };
             write!(
                 out,
-                "\n  ],\n  \"summary\": {},\n  \"codes\": {},\n  \"cross\": {}{two}\n}}\n",
+                "\n  ],\n  \"summary\": {},\n  \"codes\": {},\n  \"links\": {},\n  \"cross\": {}{two}\n}}\n",
                 serde_json::json!({"captures": t.nodes + t.unreadable, "ready": t.ready, "not_ready": t.nodes - t.ready, "unreadable": t.unreadable}),
                 serde_json::to_string(&codes).unwrap_or_default(),
+                serde_json::to_string(&links).unwrap_or_default(),
                 serde_json::to_string_pretty(&cross)
                     .unwrap_or_default()
                     .replace('\n', "\n  ")

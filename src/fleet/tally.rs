@@ -43,8 +43,14 @@ pub struct Tally {
     pub unreadable: usize,
     /// code -> status -> nodes.
     pub codes: BTreeMap<String, BTreeMap<Status, usize>>,
+    /// The links whose counters grew the most across the fleet, worst first, at most
+    /// [`WORST_LINKS`]: (node, the port's growth).
+    pub worst_links: Vec<(String, super::LinkGrowth)>,
     models: BTreeMap<String, ModelTally>,
 }
+
+/// How many of the worst links the fleet report lists.
+pub const WORST_LINKS: usize = 20;
 
 const ASPECTS: &[(&str, &str)] = &[
     // A pinned NCCL_IB_GID_INDEX counts as the index (`analyse`).
@@ -60,6 +66,13 @@ const ASPECTS: &[(&str, &str)] = &[
 impl Tally {
     pub fn add(&mut self, n: &NodeResult) {
         self.nodes += 1;
+        let node = n.hostname.clone().unwrap_or_else(|| n.capture.clone());
+        for l in &n.links {
+            self.worst_links.push((node.clone(), l.clone()));
+        }
+        // Stable: of two links that rank alike, the one of the earlier capture stays first.
+        self.worst_links.sort_by_key(|(_, l)| l.rank());
+        self.worst_links.truncate(WORST_LINKS);
         self.ready += usize::from(n.ready);
         for (code, status) in &n.problems {
             *self

@@ -171,3 +171,46 @@ impl Sample {
         self.aer.iter().find(|(b, _)| *b == bdf).map(|(_, a)| a)
     }
 }
+
+/// A counter that grew between two readings.
+#[derive(Debug, Clone)]
+pub struct Growth {
+    pub watched: Watched,
+    pub was: u64,
+    pub now: u64,
+    /// The second reading's file.
+    pub path: String,
+}
+
+impl Growth {
+    pub fn by(&self) -> u64 {
+        self.now - self.was
+    }
+}
+
+/// The counters of `before` that grew by `after`, in [`WATCHED`]'s order. A counter that went
+/// back was reset (a driver reload, `perfquery -R`): no growth.
+pub fn growth(before: &PortCounters, after: &PortCounters) -> Vec<Growth> {
+    before
+        .counters
+        .iter()
+        .filter_map(|b| {
+            let a = after.get(&b.watched)?;
+            let (&was, &now) = (b.value.value()?, a.value.value()?);
+            (now > was).then(|| Growth {
+                watched: b.watched,
+                was,
+                now,
+                path: a.value.path.clone(),
+            })
+        })
+        .collect()
+}
+
+/// `link_downed +2, carrier_changes +4`.
+pub fn growth_text(grew: &[Growth]) -> String {
+    grew.iter()
+        .map(|g| format!("{} +{}", g.watched.name, g.by()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

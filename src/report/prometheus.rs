@@ -20,6 +20,7 @@ pub fn render(report: &Report, run: Option<Run>) -> String {
     let mut m = Metrics::default();
     verdict(&mut m, report);
     checks(&mut m, report);
+    link_ports(&mut m, report);
     m.family("gdrdoctor_gpus", "GPUs found in sysfs.");
     m.sample("gdrdoctor_gpus", &[], report.node.gpus as f64);
     m.family("gdrdoctor_rdma_devices", "RDMA devices found in sysfs.");
@@ -107,6 +108,42 @@ fn checks(m: &mut Metrics, report: &Report) {
                 ("status", status.as_str()),
             ],
             n as f64,
+        );
+    }
+}
+
+/// link-health's judgement of each RDMA port (its finding's code and status), so an alert can
+/// name the port that flaps. The counters themselves are node_exporter's (its infiniband and
+/// netclass collectors); this is what gdrdoctor made of them.
+fn link_ports(m: &mut Metrics, report: &Report) {
+    let Some(check) = report.checks.iter().find(|c| c.id == "link-health") else {
+        return;
+    };
+    let ports: Vec<(&str, &str, &str, Status)> = check
+        .findings
+        .iter()
+        .filter_map(|f| {
+            let (device, port) = f.subject.split_once(" port ")?;
+            Some((device, port, f.code, f.status))
+        })
+        .collect();
+    if ports.is_empty() {
+        return;
+    }
+    m.family(
+        "gdrdoctor_link_port",
+        "link-health per RDMA port: 1 for the port's finding (code and status: link-quiet, link-flapping, link-history, ...).",
+    );
+    for (device, port, code, status) in ports {
+        m.sample(
+            "gdrdoctor_link_port",
+            &[
+                ("device", device),
+                ("port", port),
+                ("code", code),
+                ("status", status.as_str()),
+            ],
+            1.0,
         );
     }
 }
