@@ -43,7 +43,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let (inv, _) = crate::probe::load(&root, &config, crate::probe::Options::default());
     let read_at = std::time::Instant::now();
     let mut recording = root.recorded();
-    if let Some(seconds) = args.sample {
+    // As `check --sample`: a node with no counter to read again waits for nothing.
+    if let Some(seconds) = args
+        .sample
+        .filter(|_| crate::probe::sample::worth_taking(&inv))
+    {
         // Read through a root that records nothing: the copy keeps the first reading where the
         // node has it, and the second below the sample's own folder.
         let window = std::time::Duration::from_secs_f64(seconds);

@@ -146,7 +146,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         };
     }
     if let Some(seconds) = args.sample.filter(|_| inv.live) {
-        if selection.runs("link-health", &config) {
+        if selection.runs("link-health", &config) && probe::sample::worth_taking(&inv) {
             stage(Stage::Sample);
             let window = std::time::Duration::from_secs_f64(seconds);
             runs.sample = Some(probe::sample::take(

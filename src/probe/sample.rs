@@ -42,6 +42,20 @@ pub fn take(
     }
 }
 
+/// Whether a second reading could show anything: some RDMA port with a counter, or some PCI
+/// function of the GPU-NIC paths with AER statistics. A node with neither waits for nothing.
+pub fn worth_taking(inv: &Inventory) -> bool {
+    inv.rdma
+        .iter()
+        .flat_map(|d| &d.ports)
+        .any(|p| !p.counters.counters.is_empty())
+        || inv
+            .pci
+            .values()
+            .filter_map(|f| f.detail.as_ref())
+            .any(|d| !d.aer.absent())
+}
+
 /// The second reading a capture recorded, if it has one.
 pub fn recorded(root: &Root, inv: &Inventory) -> Option<Sample> {
     let window = root.read_text(&format!("{RECORDED}/window")).ok()?;
