@@ -208,25 +208,12 @@ impl Check for RdmaLink {
     }
 }
 
-/// Whether NCCL can carry traffic on `dev`: an ACTIVE port that `NCCL_IB_HCA` (if set) selects.
-fn carries(cx: &Context, dev: &RdmaDevice) -> bool {
-    let list = cx.inv.nccl.value("NCCL_IB_HCA").map(HcaList::parse);
-    dev.ports.iter().any(|p| {
-        p.state.value().map(|(n, _)| *n) == Some(rdma::PORT_ACTIVE)
-            && list
-                .as_ref()
-                .is_none_or(|l| l.selects(&dev.name, Some(p.num)))
-    })
-}
-
 /// A GPU whose nearest NICs (its rail) are all down while a farther NIC is up: NCCL runs that
 /// GPU over the farther one, across more of the PCIe tree (and, past PHB, without GPUDirect
 /// RDMA). The down ports fail on their own; this names what it costs the GPU.
 fn rails_down(cx: &Context) -> Vec<Finding> {
     let inv = cx.inv;
-    let up: Vec<usize> = (0..inv.rdma.len())
-        .filter(|&i| carries(cx, &inv.rdma[i]))
-        .collect();
+    let up = crate::nccl::effective::carrying(inv);
     if up.is_empty() || up.len() == inv.rdma.len() {
         return Vec::new();
     }
@@ -504,9 +491,10 @@ pub(super) fn not_used(
         None => {
             // The NIC's other port carries the traffic: the disabled second port of a dual-port
             // NIC. A NIC with no ACTIVE port at all is a rail lost, whatever its state says.
-            let active = dev.ports.iter().find(|p| {
-                p.num != port.num && p.state.value().map(|(n, _)| *n) == Some(rdma::PORT_ACTIVE)
-            })?;
+            let active = dev
+                .ports
+                .iter()
+                .find(|p| p.num != port.num && p.is_active())?;
             (phys == rdma::PHYS_DISABLED).then(|| {
                 (
                     PORT_DISABLED,

@@ -103,7 +103,7 @@ fn links(inv: &Inventory, sample: Option<&crate::model::health::Sample>) -> Vec<
         .rdma
         .iter()
         .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
-        .filter(|(_, p)| p.state.value().map(|(n, _)| *n) == Some(crate::parse::rdma::PORT_ACTIVE))
+        .filter(|(_, p)| p.is_active())
         .filter_map(|(d, p)| {
             let grew = growth(&p.counters, sample.port(&d.name, p.num)?);
             let worst = grew.iter().map(|g| g.watched.sign).min()?;

@@ -175,9 +175,11 @@ impl Port {
         })
     }
 
-    /// `4: ACTIVE`.
+    /// `4: ACTIVE` (whatever the physical state).
     pub fn is_active(&self) -> bool {
-        self.state.value().is_some_and(|(n, _)| *n == 4)
+        self.state
+            .value()
+            .is_some_and(|(n, _)| *n == pr::PORT_ACTIVE)
     }
 }
 

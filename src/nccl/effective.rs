@@ -80,15 +80,31 @@ pub fn nics(inv: &Inventory) -> Vec<usize> {
     (0..inv.rdma.len())
         .filter(|&i| {
             let d = &inv.rdma[i];
-            list.as_ref().is_none_or(|l| {
-                if d.ports.is_empty() {
-                    l.selects(&d.name, None)
-                } else {
-                    d.ports.iter().any(|p| l.selects(&d.name, Some(p.num)))
-                }
-            })
+            d.ports.is_empty() && list.as_ref().is_none_or(|l| l.selects(&d.name, None))
+                || d.ports
+                    .iter()
+                    .any(|p| selected(list.as_ref(), &d.name, p.num))
         })
         .collect()
+}
+
+/// The RDMA devices NCCL's traffic can go through now (indices into `inv.rdma`): an ACTIVE
+/// port that `NCCL_IB_HCA` (if set) selects. NCCL opens ACTIVE ports only.
+pub fn carrying(inv: &Inventory) -> Vec<usize> {
+    let list = inv.nccl.value("NCCL_IB_HCA").map(HcaList::parse);
+    (0..inv.rdma.len())
+        .filter(|&i| {
+            let d = &inv.rdma[i];
+            d.ports
+                .iter()
+                .any(|p| p.is_active() && selected(list.as_ref(), &d.name, p.num))
+        })
+        .collect()
+}
+
+/// Whether `NCCL_IB_HCA` (`list`, when set) selects port `port` of `device`.
+fn selected(list: Option<&HcaList>, device: &str, port: u32) -> bool {
+    list.is_none_or(|l| l.selects(device, Some(port)))
 }
 
 /// One NIC as a GPU's candidate.
