@@ -16,17 +16,10 @@ fn findings(root: &Path) -> Vec<(String, String, String)> {
         "--format",
         "json",
     ]);
-    json(&out)["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| c["findings"].as_array().unwrap().clone())
+    all_findings(&json(&out))
         .map(|f| {
-            (
-                f["code"].as_str().unwrap().to_owned(),
-                f["status"].as_str().unwrap().to_owned(),
-                f["subject"].as_str().unwrap().to_owned(),
-            )
+            let text = |k: &str| f[k].as_str().unwrap().to_owned();
+            (text("code"), text("status"), text("subject"))
         })
         .collect()
 }

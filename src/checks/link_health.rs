@@ -165,7 +165,7 @@ fn evidence(c: &Counter) -> Evidence {
 fn judge_port(inv: &Inventory, dev: &RdmaDevice, port: &Port, sample: Option<&Sample>) -> Finding {
     let subject = port.subject(&dev.name);
     let state = &port.state;
-    if state.value().map(|(n, _)| *n) != Some(crate::parse::rdma::PORT_ACTIVE) {
+    if !port.is_active() {
         return Finding::skip(
             PORT_NOT_ACTIVE,
             subject,
@@ -472,7 +472,7 @@ fn judge_aer(inv: &Inventory, sample: Option<&Sample>) -> Vec<Finding> {
         }
         let found = match sample.and_then(|s| s.aer(*bdf).map(|a| (s, a))) {
             Some((s, after)) => aer_growth(inv, *bdf, aer, after, s),
-            None => aer_history(*bdf, aer, &subject),
+            None => aer_history(aer, &subject),
         };
         match found {
             Some(f) => out.push(f),
@@ -494,7 +494,7 @@ fn judge_aer(inv: &Inventory, sample: Option<&Sample>) -> Vec<Finding> {
                 "node",
                 format!(
                     "no AER error {when} on {} of the GPU-NIC paths",
-                    counted(clean.len())
+                    super::counted(clean.len(), "function")
                 ),
             )
             .with(evidence),
@@ -503,11 +503,7 @@ fn judge_aer(inv: &Inventory, sample: Option<&Sample>) -> Vec<Finding> {
     out
 }
 
-fn counted(n: usize) -> String {
-    format!("{n} function{}", if n == 1 { "" } else { "s" })
-}
-
-fn aer_history(_bdf: Bdf, aer: &Aer, subject: &str) -> Option<Finding> {
+fn aer_history(aer: &Aer, subject: &str) -> Option<Finding> {
     let counted: Vec<String> = aer
         .tables()
         .iter()
@@ -536,8 +532,8 @@ fn aer_growth(inv: &Inventory, bdf: Bdf, before: &Aer, after: &Aer, s: &Sample) 
     let mut grew = Vec::new();
     let mut evidence = Vec::new();
     let mut uncorrectable = false;
-    for ((severity, b), (_, a)) in before.tables().into_iter().zip(after.tables()) {
-        if let (Some(b), Some(a)) = (b.value(), a.value()) {
+    for ((severity, b), (_, after_fact)) in before.tables().into_iter().zip(after.tables()) {
+        if let (Some(b), Some(a)) = (b.value(), after_fact.value()) {
             if a.total > b.total {
                 grew.push(format!(
                     "{severity} +{} ({})",
@@ -545,7 +541,7 @@ fn aer_growth(inv: &Inventory, bdf: Bdf, before: &Aer, after: &Aer, s: &Sample) 
                     a.growth(b)
                 ));
                 evidence.push(Evidence {
-                    path: a_path(after, severity),
+                    path: after_fact.path.clone(),
                     value: format!("total {} -> {}", b.total, a.total),
                 });
                 uncorrectable |= severity != "correctable";
@@ -580,11 +576,4 @@ fn aer_growth(inv: &Inventory, bdf: Bdf, before: &Aer, after: &Aer, s: &Sample) 
             .manual(format!("lspci -vvv -s {bdf} | grep -E 'UESta|CESta|LnkSta'   # the error status and the link")),
         ),
     )
-}
-
-fn a_path(aer: &Aer, severity: &str) -> String {
-    aer.tables()
-        .iter()
-        .find(|(s, _)| *s == severity)
-        .map_or_else(String::new, |(_, t)| t.path.clone())
 }
