@@ -41,6 +41,7 @@ fn list_shows_every_check_in_order() {
             "rdma-link",
             "rdma-gid",
             "link-health",
+            "kernel-log",
             "nccl-config",
             "rdma-access",
             "gdr-test",
@@ -170,7 +171,7 @@ fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", h200(), "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
-        "NOT READY rdma-link (rdma-no-device); 6 passed, 6 skipped"
+        "NOT READY rdma-link (rdma-no-device); 6 passed, 7 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",

@@ -441,6 +441,41 @@ const CASES: &[Case] = &[
         ],
         codes: &[("link-flapping", "fail"), ("link-quiet", "pass")],
     },
+    // The kernel's log (issue 27): GPU 2's Xid 79 warns; GPU 0's Xid 13 and probe-time
+    // bandwidth note are history.
+    Case {
+        name: "kernel-log-xid",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("kernel-log-xid", "warn"), ("kernel-log-history", "skip")],
+    },
+    // mlx5 firmware command timeouts (openucx/ucx#7738) and nvidia_peermem's failed loads
+    // (NVIDIA/gpu-operator#2868).
+    Case {
+        name: "kernel-log-nic-peermem",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("kernel-log-nic-errors", "warn"),
+            ("kernel-log-peermem-errors", "warn"),
+        ],
+    },
+    // Captured without root: the log is unknown, never a pass.
+    Case {
+        name: "kernel-log-unreadable",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("kernel-log-unreadable", "unknown")],
+    },
     // Symbol, receive and CRC errors grow in the window while the link stays up.
     Case {
         name: "link-symbol-errors",
@@ -473,7 +508,11 @@ const CASES: &[Case] = &[
         statuses: [
             "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
-        codes: &[("aer-uncorrectable-growing", "fail")],
+        codes: &[
+            ("aer-uncorrectable-growing", "fail"),
+            ("kernel-log-pcie-uncorrected", "warn"),
+            ("kernel-log-errors-now", "fail"),
+        ],
     },
     // rdma-port-down with NCCL_IB_HCA leaving the down NIC out: ready.
     Case {
@@ -585,9 +624,9 @@ fn compact_and_verbose_reports() {
         let root = fixture(name);
         let compact = stdout(&gdrdoctor(&["--root", root, "check"]));
         let verbose = stdout(&gdrdoctor(&["--root", root, "check", "-v"]));
-        // Header, blank, a line per check (13), blank, verdict: the failing one adds its finding.
+        // Header, blank, a line per check (14), blank, verdict: the failing one adds its finding.
         if name == "healthy-8gpu-roce" {
-            assert_eq!(compact.lines().count(), 18, "{compact}");
+            assert_eq!(compact.lines().count(), 19, "{compact}");
         }
         assert!(verbose.lines().count() > compact.lines().count());
         for line in compact.lines().filter(|l| l.starts_with("FAIL ")) {
@@ -729,8 +768,8 @@ fn lab_capture_reports_what_the_guest_saw_live() {
             // The reference is older than nccl-config (issue 16): what it would have said
             // live is not recorded.
             .filter(|c| c["id"] != "nccl-config")
-            // ... and older than link-health (issue 27).
-            .filter(|c| c["id"] != "link-health")
+            // ... and older than link-health and kernel-log (issue 27).
+            .filter(|c| c["id"] != "link-health" && c["id"] != "kernel-log")
             .map(|c| {
                 // `summary` is derived from the findings and newer than this reference.
                 let mut c = c.clone();

@@ -23,6 +23,7 @@ mod hostile;
 mod hostile_inputs;
 mod hostile_peers;
 mod io;
+mod kernel_log;
 mod layers;
 mod link_health;
 mod nccl_explain;

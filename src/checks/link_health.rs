@@ -140,7 +140,7 @@ impl Check for LinkHealth {
 
 /// How long the counters have counted, to the hour (`up 3 d 4 h`, `up 5 h`, `up less than an
 /// hour`): coarse on purpose, so that a capture taken seconds after a live run reads the same.
-fn uptime(inv: &Inventory) -> String {
+pub(super) fn uptime(inv: &Inventory) -> String {
     match inv.kernel.uptime.value() {
         Some(&s) => {
             let s = s as u64;

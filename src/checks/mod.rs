@@ -9,6 +9,7 @@ mod gdr_test;
 mod gpu;
 mod gpu_driver;
 mod iommu;
+mod kernel_log;
 mod link_health;
 mod nccl_config;
 mod nccl_verify;
@@ -199,6 +200,7 @@ pub static ALL: &[&dyn Check] = &[
     &rdma_link::RdmaLink,
     &rdma_gid::RdmaGid,
     &link_health::LinkHealth,
+    &kernel_log::KernelLogCheck,
     &nccl_config::NcclConfig,
     &rdma_access::RdmaAccess,
     &gdr_test::GdrTestCheck,

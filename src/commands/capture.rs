@@ -60,6 +60,14 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         );
         crate::probe::sample::record(&sample, &mut recording.files);
     }
+    // The kernel's log is no file the checks read through the root: its judged records are
+    // kept in a file of their own, so that the copy's report says what the node's did.
+    if let Some(file) = inv.kernel.log.file() {
+        recording.files.insert(
+            crate::inventory::kernel::RECORDED_LOG.to_owned(),
+            file.render().into_bytes(),
+        );
+    }
     let nvml = if ask_nvml {
         record_nvml(&config, &inv, &mut recording.files)
     } else {

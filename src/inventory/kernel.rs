@@ -2,6 +2,8 @@
 //! peer-memory clients registered with the RDMA core.
 
 use super::{Fact, Problem, list};
+use crate::model::ReadError;
+use crate::model::health::KernelLog;
 use crate::parse::kernel::{self as pk, KernelVersion, NvidiaVersion, Param};
 use crate::root::Root;
 use std::collections::BTreeMap;
@@ -11,6 +13,12 @@ pub const PROC_CMDLINE: &str = "/proc/cmdline";
 pub const NVIDIA_VERSION: &str = "/proc/driver/nvidia/version";
 pub const MEMORY_PEERS: &str = "/sys/kernel/mm/memory_peers";
 pub const NUMA_NODES: &str = "/sys/devices/system/node";
+/// The kernel's log, one record a read (live roots).
+pub const KMSG: &str = "/dev/kmsg";
+/// What a capture keeps of the kernel's log: the records gdrdoctor judges.
+pub const RECORDED_LOG: &str = "/gdrdoctor/kernel-log";
+/// At most this many records are read (a ring of 16 MiB holds about 150,000).
+const LOG_RECORDS_MAX: usize = 400_000;
 
 /// How a module is present.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +91,9 @@ pub struct Kernel {
     /// device's `numa_node` is -1 (VMs, some single-socket boards), its NUMA affinity is the
     /// nodes its `local_cpulist` touches, as `nvidia-smi topo -m` shows it.
     pub numa_nodes: BTreeMap<u32, Vec<(u32, u32)>>,
+    /// The kernel's log (`/dev/kmsg` live, [`RECORDED_LOG`] in a capture): the records that
+    /// say a GPU, NIC or PCIe link failed.
+    pub log: KernelLog,
 }
 
 /// Modules whose version a report shows.
@@ -221,6 +232,7 @@ impl Kernel {
                 .filter(|u| u.is_finite() && *u >= 0.0)
         });
         Kernel {
+            log: read_log(root, ""),
             uptime,
             release,
             version,
@@ -332,4 +344,72 @@ fn read_config_gz(root: &Root, path: &str, problems: &mut Vec<Problem>) -> Optio
         path: path.into(),
         options: pk::kernel_config(&text),
     })
+}
+
+/// The kernel's log: live, every record `/dev/kmsg` holds, keeping those
+/// [`crate::parse::kmsg::kept`] says may be events; in a capture, the copy at `prefix` +
+/// [`RECORDED_LOG`] (`prefix`: a sample's folder).
+pub fn read_log(root: &Root, prefix: &str) -> KernelLog {
+    use crate::parse::kmsg::{LogFile, Record, kept};
+    if !root.is_live() {
+        let path = format!("{prefix}{RECORDED_LOG}");
+        return match root.read_text(&path) {
+            Ok(text) => match LogFile::parse(&text) {
+                Some(LogFile::Read {
+                    total,
+                    last_seq,
+                    records,
+                }) => KernelLog::Read {
+                    path,
+                    total,
+                    last_seq,
+                    records,
+                },
+                Some(LogFile::Unreadable { reason, needs_root }) => KernelLog::Unreadable {
+                    path,
+                    reason,
+                    needs_root,
+                },
+                None => KernelLog::Unreadable {
+                    reason: format!("{path}: not a kernel log written by gdrdoctor capture"),
+                    path,
+                    needs_root: false,
+                },
+            },
+            Err(e) if e.is_not_found() => KernelLog::NotCaptured { path },
+            Err(e) => KernelLog::Unreadable {
+                path,
+                reason: e.to_string(),
+                needs_root: false,
+            },
+        };
+    }
+    match root.read_records(KMSG, LOG_RECORDS_MAX) {
+        Ok(raw) => {
+            let all: Vec<Record> = raw.iter().filter_map(|r| Record::parse(r)).collect();
+            KernelLog::Read {
+                path: KMSG.into(),
+                total: all.len(),
+                last_seq: all.last().map(|r| r.seq),
+                records: all.into_iter().filter(kept).collect(),
+            }
+        }
+        Err(e) => {
+            let needs_root = matches!(e, ReadError::PermissionDenied { .. });
+            let reason = if needs_root {
+                let restrict = root
+                    .read_text("/proc/sys/kernel/dmesg_restrict")
+                    .map(|v| format!("kernel.dmesg_restrict={}", v.trim()))
+                    .unwrap_or_else(|_| "kernel.dmesg_restrict".into());
+                format!("{e}: reading the kernel log needs root or CAP_SYSLOG ({restrict})")
+            } else {
+                e.to_string()
+            };
+            KernelLog::Unreadable {
+                path: KMSG.into(),
+                reason,
+                needs_root,
+            }
+        }
+    }
 }

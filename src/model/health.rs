@@ -157,6 +157,8 @@ pub struct Sample {
     pub ports: Vec<(String, u32, PortCounters)>,
     /// By PCI function.
     pub aer: Vec<(crate::parse::pci::Bdf, Aer)>,
+    /// The kernel's log read again (its records after the first reading's are the window's).
+    pub kernel_log: Option<KernelLog>,
 }
 
 impl Sample {
@@ -213,4 +215,68 @@ pub fn growth_text(grew: &[Growth]) -> String {
         .map(|g| format!("{} +{}", g.watched.name, g.by()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The kernel's log as gdrdoctor read it: the records it judges (events on the GPU-NIC paths,
+/// see [`crate::parse::kmsg`]), or why it could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KernelLog {
+    /// Read from `path` (`/dev/kmsg`, or a capture's copy): `total` records since boot (or as
+    /// many as the ring still holds), the last one's sequence number, the kept records.
+    Read {
+        path: String,
+        total: usize,
+        last_seq: Option<u64>,
+        records: Vec<crate::parse::kmsg::Record>,
+    },
+    /// `path` could not be read; `needs_root` when only root (CAP_SYSLOG) may read it.
+    Unreadable {
+        path: String,
+        reason: String,
+        needs_root: bool,
+    },
+    /// A captured root without the log (captured by a gdrdoctor before the kernel-log check).
+    NotCaptured { path: String },
+}
+
+impl KernelLog {
+    pub fn path(&self) -> &str {
+        match self {
+            KernelLog::Read { path, .. }
+            | KernelLog::Unreadable { path, .. }
+            | KernelLog::NotCaptured { path } => path,
+        }
+    }
+
+    /// The events among the records read (none when unread).
+    pub fn events(&self) -> Vec<crate::parse::kmsg::Event> {
+        match self {
+            KernelLog::Read { records, .. } => crate::parse::kmsg::events(records),
+            _ => Vec::new(),
+        }
+    }
+
+    /// What a capture writes of it; `None` for a log a capture did not have.
+    pub fn file(&self) -> Option<crate::parse::kmsg::LogFile> {
+        use crate::parse::kmsg::LogFile;
+        match self {
+            KernelLog::Read {
+                total,
+                last_seq,
+                records,
+                ..
+            } => Some(LogFile::Read {
+                total: *total,
+                last_seq: *last_seq,
+                records: records.clone(),
+            }),
+            KernelLog::Unreadable {
+                reason, needs_root, ..
+            } => Some(LogFile::Unreadable {
+                reason: reason.clone(),
+                needs_root: *needs_root,
+            }),
+            KernelLog::NotCaptured { .. } => None,
+        }
+    }
 }

@@ -4,6 +4,7 @@
 pub mod counters;
 pub mod cpulist;
 pub mod kernel;
+pub mod kmsg;
 pub mod nccl_conf;
 pub mod nccl_dump;
 pub mod nccl_log;

@@ -9,9 +9,10 @@
 
 use crate::deadline::Deadline;
 use crate::inventory::Inventory;
+use crate::inventory::kernel::{RECORDED_LOG, read_log};
 use crate::inventory::pci::read_aer;
 use crate::inventory::rdma::read_counters;
-use crate::model::health::{Aer, PortCounters, Sample};
+use crate::model::health::{Aer, KernelLog, PortCounters, Sample};
 use crate::parse::pci::Bdf;
 use crate::root::Root;
 use std::collections::BTreeMap;
@@ -39,16 +40,20 @@ pub fn take(
         cut: budget.cut,
         ports,
         aer,
+        kernel_log: Some(read_log(root, "")),
     }
 }
 
-/// Whether a second reading could show anything: some RDMA port with a counter, or some PCI
-/// function of the GPU-NIC paths with AER statistics. A node with neither waits for nothing.
+/// Whether a second reading could show anything: some RDMA port with a counter, some PCI
+/// function of the GPU-NIC paths with AER statistics, or a kernel log that could be read. A node
+/// with none of them waits for nothing.
 pub fn worth_taking(inv: &Inventory) -> bool {
-    inv.rdma
-        .iter()
-        .flat_map(|d| &d.ports)
-        .any(|p| !p.counters.counters.is_empty())
+    matches!(inv.kernel.log, KernelLog::Read { .. })
+        || inv
+            .rdma
+            .iter()
+            .flat_map(|d| &d.ports)
+            .any(|p| !p.counters.counters.is_empty())
         || inv
             .pci
             .values()
@@ -65,11 +70,14 @@ pub fn recorded(root: &Root, inv: &Inventory) -> Option<Sample> {
         .ok()
         .filter(|s| s.is_finite() && *s > 0.0)?;
     let (ports, aer) = read(root, inv, RECORDED);
+    let kernel_log =
+        Some(read_log(root, RECORDED)).filter(|l| !matches!(l, KernelLog::NotCaptured { .. }));
     Some(Sample {
         seconds,
         cut: false,
         ports,
         aer,
+        kernel_log,
     })
 }
 
@@ -89,6 +97,12 @@ pub fn record(sample: &Sample, files: &mut BTreeMap<String, Vec<u8>>) {
             .map(|(_, t)| (&t.path, &t.raw))
             .collect::<Vec<_>>()
     });
+    if let Some(file) = sample.kernel_log.as_ref().and_then(KernelLog::file) {
+        files.insert(
+            format!("{RECORDED}{RECORDED_LOG}"),
+            file.render().into_bytes(),
+        );
+    }
     for (path, raw) in counters.chain(aer) {
         if let Ok(text) = raw {
             files.insert(

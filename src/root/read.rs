@@ -286,6 +286,46 @@ impl Root {
         Ok(target)
     }
 
+    /// The records of a record device (`/dev/kmsg`): one read returns one record, reading stops
+    /// where the device has no more (`EAGAIN`: it is opened non-blocking, so this never waits).
+    /// Records overwritten while reading (`EPIPE`) are skipped. At most `limit` records, the
+    /// oldest first. Live roots only; a capture keeps what was judged in a file of its own.
+    pub fn read_records(&self, path: &str, limit: usize) -> Result<Vec<String>, ReadError> {
+        if !self.live {
+            return Err(ReadError::Io {
+                path: path.to_owned(),
+                errno: None,
+                message: "device nodes are not opened in a captured root".into(),
+            });
+        }
+        let (resolved, kind) = self.lookup(path)?;
+        if kind != Kind::CharDevice {
+            return Err(ReadError::NotRegular {
+                path: path.to_owned(),
+                kind: "not a character device",
+            });
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.host_path(&resolved))
+            .map_err(|e| ReadError::from_io(path, &e))?;
+        // A record is at most 8 KiB (printk's CONSOLE_EXT_LOG_MAX); a smaller buffer is EINVAL.
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {}
+                Err(e) => return Err(ReadError::from_io(path, &e)),
+            }
+        }
+        Ok(out)
+    }
+
     /// Opens a character device read-write and closes it again: can this process use it?
     /// Live roots only; in a capture a device node is never opened.
     pub fn probe_device(&self, path: &str) -> Result<(), ReadError> {

@@ -1,0 +1,484 @@
+//! `kernel-log`: what the kernel logged about the GPUs, the RDMA NICs and the PCIe functions
+//! between them: NVIDIA Xid reports, mlx5 firmware command timeouts and health reports, AER
+//! errors, links that limit a device's bandwidth, peer-memory failures.
+//!
+//! The log holds everything since boot: an event there is shown with its time, and only the
+//! kinds that leave a device needing a reset or a repair warn. A sample window (`check
+//! --sample`) reads the log again: what the kernel logged inside the window is happening now.
+
+use super::link_health::uptime;
+use super::{Check, Context, Meta};
+use crate::inventory::Inventory;
+use crate::model::health::KernelLog;
+use crate::model::{Code, Evidence, Finding, Fix, Status};
+use crate::parse::kmsg::{Event, EventKind, PcieSeverity};
+use crate::parse::pci::Bdf;
+use std::collections::BTreeMap;
+
+pub struct KernelLogCheck;
+
+const CLEAN: Code = Code {
+    id: "kernel-log-clean",
+    summary: "the kernel logged no Xid, NIC firmware error, PCIe error or peer-memory failure on the GPU-NIC paths since boot",
+};
+const XID: Code = Code {
+    id: "kernel-log-xid",
+    summary: "a GPU reported an Xid that NVIDIA's catalog resolves with a GPU reset, a reboot or service, since boot",
+};
+const NIC_ERRORS: Code = Code {
+    id: "kernel-log-nic-errors",
+    summary: "an RDMA NIC's firmware timed out on commands or reported its health failing, since boot",
+};
+const PCIE_UNCORRECTED: Code = Code {
+    id: "kernel-log-pcie-uncorrected",
+    summary: "the kernel logged uncorrected PCIe errors on a function of the GPU-NIC paths since boot",
+};
+const PEERMEM_ERRORS: Code = Code {
+    id: "kernel-log-peermem-errors",
+    summary: "the peer-memory module failed to load or to pin GPU memory, since boot",
+};
+const HISTORY: Code = Code {
+    id: "kernel-log-history",
+    summary: "events that say nothing is broken now (corrected PCIe errors, application Xids, bandwidth notes at probe); shown, not judged",
+};
+const ERRORS_NOW: Code = Code {
+    id: "kernel-log-errors-now",
+    summary: "the kernel logged an Xid, NIC firmware error, uncorrected PCIe error or peer-memory failure inside the sample window",
+};
+const EVENTS_NOW: Code = Code {
+    id: "kernel-log-events-now",
+    summary: "the kernel logged corrected PCIe errors or application Xids inside the sample window",
+};
+const UNREADABLE: Code = Code {
+    id: "kernel-log-unreadable",
+    summary: "the kernel's log could not be read (reading it needs root or CAP_SYSLOG where kernel.dmesg_restrict=1)",
+};
+const NOT_CAPTURED: Code = Code {
+    id: "kernel-log-not-captured",
+    summary: "the captured root holds no kernel log (capture it again with this gdrdoctor, as root)",
+};
+
+const CODES: &[Code] = &[
+    CLEAN,
+    XID,
+    NIC_ERRORS,
+    PCIE_UNCORRECTED,
+    PEERMEM_ERRORS,
+    HISTORY,
+    ERRORS_NOW,
+    EVENTS_NOW,
+    UNREADABLE,
+    NOT_CAPTURED,
+];
+
+const META: Meta = Meta {
+    id: "kernel-log",
+    title: "Kernel log: no Xid, NIC firmware error, PCIe error or peer-memory failure on the GPU-NIC paths",
+    codes: CODES,
+    readme: include_str!("../../checks/kernel-log/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
+/// The Xids that NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) resolves with a GPU
+/// reset, a node reboot or service, not by restarting the application; with what each says.
+const HARDWARE_XIDS: &[(u32, &str)] = &[
+    (48, "double-bit ECC error"),
+    (61, "internal micro-controller breakpoint"),
+    (62, "internal micro-controller halt"),
+    (
+        63,
+        "ECC page retirement or row remapping pending: reset to activate",
+    ),
+    (64, "ECC page retirement or row remapping failed"),
+    (74, "NVLink error"),
+    (79, "GPU has fallen off the bus"),
+    (92, "high single-bit ECC error rate"),
+    (94, "contained ECC error"),
+    (95, "uncontained ECC error"),
+    (119, "GSP RPC timeout"),
+    (120, "GSP error"),
+    (140, "unrecovered ECC error"),
+    (154, "GPU recovery action changed"),
+];
+
+fn hardware_xid(code: u32) -> Option<&'static str> {
+    HARDWARE_XIDS
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, what)| *what)
+}
+
+/// What an event is judged as, most serious last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Class {
+    /// Says nothing is broken now: shown, not judged.
+    History,
+    PeerMemory,
+    Pcie,
+    Nic,
+    Xid,
+}
+
+impl Class {
+    fn of(e: &Event) -> Class {
+        match &e.kind {
+            EventKind::Xid(n) if hardware_xid(*n).is_some() => Class::Xid,
+            EventKind::NicCommandTimeout | EventKind::NicHealth | EventKind::NicTxTimeout => {
+                Class::Nic
+            }
+            EventKind::Pcie(s, _) if *s != PcieSeverity::Corrected => Class::Pcie,
+            EventKind::PeerMemory => Class::PeerMemory,
+            _ => Class::History,
+        }
+    }
+
+    fn code(self) -> Code {
+        match self {
+            Class::History => HISTORY,
+            Class::PeerMemory => PEERMEM_ERRORS,
+            Class::Pcie => PCIE_UNCORRECTED,
+            Class::Nic => NIC_ERRORS,
+            Class::Xid => XID,
+        }
+    }
+}
+
+impl Check for KernelLogCheck {
+    fn meta(&self) -> &'static Meta {
+        &META
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let inv = cx.inv;
+        let log = &inv.kernel.log;
+        let (total, last_seq) = match log {
+            KernelLog::Read {
+                total, last_seq, ..
+            } => (*total, *last_seq),
+            KernelLog::Unreadable {
+                path,
+                reason,
+                needs_root,
+            } => {
+                let mut f = Finding::unknown(
+                    UNREADABLE,
+                    "node",
+                    format!(
+                        "the kernel's log could not be read{}: {reason}",
+                        if *needs_root { " (needs root)" } else { "" }
+                    ),
+                )
+                .evidence(path.clone(), reason.clone());
+                if *needs_root {
+                    f = f.fix(
+                        Fix::new(
+                            "Run gdrdoctor as root (or with CAP_SYSLOG) to read the kernel's log",
+                            "Reading the log changes nothing.",
+                        )
+                        .manual("sudo gdrdoctor check"),
+                    );
+                }
+                return vec![f];
+            }
+            KernelLog::NotCaptured { path } => {
+                return vec![
+                    Finding::skip(
+                        NOT_CAPTURED,
+                        "node",
+                        "this capture holds no kernel log: capture the node again, as root, with this gdrdoctor",
+                    )
+                    .evidence(path.clone(), "<not captured>"),
+                ];
+            }
+        };
+        let events: Vec<Event> = log
+            .events()
+            .into_iter()
+            .filter(|e| relevant(inv, e))
+            .collect();
+        let mut out = Vec::new();
+        // Since boot: one finding per class and device.
+        let mut groups: BTreeMap<(Class, Option<Bdf>), Vec<&Event>> = BTreeMap::new();
+        for e in &events {
+            groups.entry((Class::of(e), e.device)).or_default().push(e);
+        }
+        for ((class, device), evs) in groups.iter().rev() {
+            out.push(since_boot(inv, log.path(), *class, *device, evs));
+        }
+        if out.is_empty() {
+            out.push(
+                Finding::pass(
+                    CLEAN,
+                    "node",
+                    format!(
+                        "{total} records since boot ({}): no Xid, NIC firmware error, PCIe error or peer-memory failure on the GPUs, the RDMA NICs or the PCIe functions between them",
+                        uptime(inv)
+                    ),
+                )
+                .evidence(log.path(), format!("{total} records")),
+            );
+        }
+        if let Some(now) = cx.runs.sample.as_ref() {
+            out.extend(in_window(inv, now, last_seq));
+        }
+        out
+    }
+}
+
+/// Whether an event is about what gdrdoctor judges: any GPU's Xid, the RDMA NICs, the PCI
+/// functions of the GPU-NIC paths, the peer-memory module.
+fn relevant(inv: &Inventory, e: &Event) -> bool {
+    let Some(bdf) = e.device else {
+        return true;
+    };
+    match e.kind {
+        EventKind::Xid(_) | EventKind::PeerMemory => true,
+        EventKind::NicCommandTimeout | EventKind::NicHealth | EventKind::NicTxTimeout => {
+            inv.rdma.iter().any(|d| d.pci == Some(bdf)) || detailed(inv, bdf)
+        }
+        EventKind::Pcie(..) => detailed(inv, bdf),
+        EventKind::BandwidthLimited { .. } => {
+            inv.gpus.iter().any(|g| g.bdf == bdf) || inv.rdma.iter().any(|d| d.pci == Some(bdf))
+        }
+    }
+}
+
+fn detailed(inv: &Inventory, bdf: Bdf) -> bool {
+    inv.pci.values().any(|f| f.bdf == bdf && f.detail.is_some())
+}
+
+fn subject(inv: &Inventory, device: Option<Bdf>) -> String {
+    match device {
+        None => "node".into(),
+        Some(bdf) => {
+            if inv.gpus.iter().any(|g| g.bdf == bdf) {
+                format!("GPU {bdf}")
+            } else if let Some(d) = inv.rdma.iter().find(|d| d.pci == Some(bdf)) {
+                format!("{} ({bdf})", d.name)
+            } else if inv.pci.values().any(|f| f.bdf == bdf) {
+                format!("bridge {bdf}")
+            } else {
+                format!("{bdf} (not on the node now)")
+            }
+        }
+    }
+}
+
+/// What an event says, in a few words: `Xid 79 (GPU has fallen off the bus)`, `uncorrected
+/// (non-fatal) PCIe error CmpltTO`.
+fn what(e: &Event) -> String {
+    match &e.kind {
+        EventKind::Xid(n) => match hardware_xid(*n) {
+            Some(w) => format!("Xid {n} ({w})"),
+            None => format!("Xid {n}"),
+        },
+        EventKind::NicCommandTimeout => "firmware command timeout".into(),
+        EventKind::NicHealth => "firmware health report".into(),
+        EventKind::NicTxTimeout => "transmit timeout".into(),
+        EventKind::Pcie(s, names) if names.is_empty() => format!("{} PCIe error", s.noun()),
+        EventKind::Pcie(s, names) => format!("{} PCIe error {}", s.noun(), names.join(" ")),
+        EventKind::BandwidthLimited { at: Some(at) } => {
+            format!("bandwidth limited by the link at {at} when its driver probed it")
+        }
+        EventKind::BandwidthLimited { at: None } => {
+            "bandwidth limited by a slower link when its driver probed it".into()
+        }
+        EventKind::PeerMemory => "peer-memory failure".into(),
+    }
+}
+
+/// The distinct things a group says, with their counts: `Xid 79 (...) x2, Xid 13`.
+fn tally(evs: &[&Event]) -> String {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for e in evs {
+        let w = what(e);
+        match seen.iter_mut().find(|(s, _)| *s == w) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((w, 1)),
+        }
+    }
+    // One kind: the count is the message's "logged N times".
+    let one = seen.len() == 1;
+    seen.into_iter()
+        .map(|(w, n)| {
+            if n > 1 && !one {
+                format!("{w} x{n}")
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn evidence(path: &str, e: &Event) -> Evidence {
+    Evidence {
+        path: path.to_owned(),
+        value: format!("{} {}", e.record.stamp(), e.record.text),
+    }
+}
+
+/// The first and the last record of a group as evidence (one when they are the same).
+fn first_last(path: &str, evs: &[&Event]) -> Vec<Evidence> {
+    let mut out = Vec::new();
+    if let Some(first) = evs.first() {
+        out.push(evidence(path, first));
+    }
+    if let Some(last) = evs.last().filter(|_| evs.len() > 1) {
+        out.push(evidence(path, last));
+    }
+    out
+}
+
+fn since_boot(
+    inv: &Inventory,
+    path: &str,
+    class: Class,
+    device: Option<Bdf>,
+    evs: &[&Event],
+) -> Finding {
+    let subject = subject(inv, device);
+    let when = match (evs.first(), evs.last()) {
+        (Some(f), Some(l)) if evs.len() > 1 => format!(
+            "logged {} times, {} to {}",
+            evs.len(),
+            f.record.stamp(),
+            l.record.stamp()
+        ),
+        (Some(f), _) => format!("logged at {}", f.record.stamp()),
+        _ => String::new(),
+    };
+    let message = format!(
+        "{}, {when} (seconds since boot; {})",
+        tally(evs),
+        uptime(inv)
+    );
+    let f = Finding::new(
+        class.code(),
+        if class == Class::History {
+            Status::Skip
+        } else {
+            Status::Warn
+        },
+        subject,
+        match class {
+            Class::History => format!("{message}; {}", history_note(evs)),
+            _ => message,
+        },
+    )
+    .with(first_last(path, evs));
+    match class {
+        Class::History => f,
+        _ => f.fix(fix(class, device)),
+    }
+}
+
+/// Why a history group is not judged.
+fn history_note(evs: &[&Event]) -> &'static str {
+    match evs.first().map(|e| &e.kind) {
+        Some(EventKind::BandwidthLimited { .. }) => {
+            "printed once when the driver probed the device; a GPU's link often trains down while idle, so pcie-link judges the link as it is now"
+        }
+        Some(EventKind::Xid(_)) => {
+            "Xids that NVIDIA's catalog resolves by restarting the application, not the GPU"
+        }
+        _ => {
+            "corrected errors: the hardware recovered; link-health's AER counters judge their growth"
+        }
+    }
+}
+
+fn fix(class: Class, device: Option<Bdf>) -> Fix {
+    let dev = device.map_or_else(|| "<bdf>".to_owned(), |b| b.to_string());
+    match class {
+        Class::Xid => Fix::new(
+            format!(
+                "GPU {dev} needs what NVIDIA's Xid catalog says for this Xid: drain the node, then reset the GPU (or reboot); if it comes back, service"
+            ),
+            "A GPU reset ends every process on that GPU: drain first.",
+        )
+        .manual(format!(
+            "nvidia-smi -q -i {dev} -d ECC,ROW_REMAPPER,PAGE_RETIREMENT   # what the GPU kept"
+        ))
+        .manual(format!("nvidia-smi -r -i {dev}   # after draining")),
+        Class::Nic => Fix::new(
+            format!(
+                "NIC {dev}'s firmware is not answering or reports its health failing: check its health reporters, reset it (or reboot), update its firmware"
+            ),
+            "A firmware reset takes the NIC's links down: drain first.",
+        )
+        .manual(format!("devlink health show pci/{dev}"))
+        .manual(format!("mlxfwreset -d {dev} reset   # MFT, after draining")),
+        Class::Pcie => Fix::new(
+            format!(
+                "Find why {dev}'s PCIe link loses transactions: reseat the card or riser, check the slot, update the firmware"
+            ),
+            "Reseating needs the node powered off: drain first.",
+        )
+        .manual(format!(
+            "lspci -vvv -s {dev} | grep -E 'UESta|CESta'   # the error bits now set"
+        ))
+        .manual("dmesg -T | grep -iE 'aer|pcie bus error'"),
+        Class::PeerMemory | Class::History => Fix::new(
+            "Make nvidia-peermem match the NVIDIA driver and the RDMA stack it was built against (an `Unknown symbol` means another ib_core: MLNX_OFED versus the kernel's own), then load it again",
+            "Reloading the module affects only new registrations.",
+        )
+        .manual("dmesg -T | grep -iE 'peermem|peer_mem'")
+        .manual("modinfo nvidia_peermem | grep -E 'version|depends'"),
+    }
+}
+
+/// What the kernel logged inside the sample window: records after the first reading's last.
+fn in_window(
+    inv: &Inventory,
+    sample: &crate::model::health::Sample,
+    last_seq: Option<u64>,
+) -> Vec<Finding> {
+    let Some(log) = sample.kernel_log.as_ref() else {
+        return Vec::new();
+    };
+    let path = log.path();
+    let new: Vec<Event> = log
+        .events()
+        .into_iter()
+        .filter(|e| last_seq.is_none_or(|q| e.record.seq > q))
+        .filter(|e| relevant(inv, e))
+        .collect();
+    let window = format!("the {:.1} s window", sample.seconds);
+    // One finding per device and weight: serious (a warn kind since boot) fails, minor warns.
+    let mut groups: BTreeMap<(bool, Option<Bdf>), Vec<&Event>> = BTreeMap::new();
+    for e in &new {
+        groups
+            .entry((Class::of(e) != Class::History, e.device))
+            .or_default()
+            .push(e);
+    }
+    let mut out = Vec::new();
+    for ((serious, device), evs) in groups.iter().rev() {
+        let times = if evs.len() > 1 {
+            format!(" ({} records)", evs.len())
+        } else {
+            String::new()
+        };
+        let message = format!("in {window}: {}{times}", tally(evs));
+        let f = if *serious {
+            let worst = evs
+                .iter()
+                .map(|e| Class::of(e))
+                .max()
+                .unwrap_or(Class::Pcie);
+            Finding::fail(ERRORS_NOW, subject(inv, *device), message).fix(fix(worst, *device))
+        } else {
+            Finding::warn(EVENTS_NOW, subject(inv, *device), message).fix(
+                Fix::new(
+                    "Watch whether they keep coming: `check --sample` again; corrected errors that grow point at a marginal link (reseat, replace the riser or cable)",
+                    "Reading the log changes nothing.",
+                )
+                .manual("dmesg -wT | grep -iE 'xid|aer|pcie bus error'"),
+            )
+        };
+        out.push(f.with(evs.iter().map(|e| evidence(path, e))));
+    }
+    out
+}
