@@ -128,3 +128,116 @@ fn the_live_log_is_read_and_captured() {
         .collect();
     assert_eq!(offline, live);
 }
+
+/// `check --baseline FILE` (what the metrics timer runs): the first run has nothing to compare
+/// and writes FILE, a capture archive of what it read; the next compares with it; one from
+/// another boot is not compared; FILE given as a link is replaced, never written through.
+#[test]
+fn the_baseline_is_kept_compared_and_never_written_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("baseline.tar.gz");
+    let run = |f: &Path| {
+        gdrdoctor(&[
+            "check",
+            "--select",
+            "kernel-log",
+            "--baseline",
+            f.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+    };
+    let first = run(&file);
+    assert!(
+        stderr(&first).contains("no baseline yet (the first run writes it)"),
+        "{}",
+        stderr(&first)
+    );
+    // A capture archive: a root of its own, with when and on which boot it was read.
+    let meta = gdrdoctor(&[
+        "--root",
+        file.to_str().unwrap(),
+        "check",
+        "--select",
+        "kernel-log",
+    ]);
+    assert_ne!(code(&meta), 2, "{}", stderr(&meta));
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let second = run(&file);
+    assert!(
+        !stderr(&second).contains("--baseline"),
+        "{}",
+        stderr(&second)
+    );
+    // Nothing the kernel logged between the two runs is a finding here (none is expected on a
+    // test machine; if one came, it would be judged, not ignored).
+    let report = json(&second);
+    assert!(
+        all_findings(&report).all(|f| f["code"] != "kernel-log-errors-now"),
+        "{report}"
+    );
+
+    // Another boot: rewrite the boot_id in a copy of the archive.
+    let unpacked = dir.path().join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    let tar = std::process::Command::new("tar")
+        .args([
+            "xzf",
+            file.to_str().unwrap(),
+            "-C",
+            unpacked.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let meta_path = unpacked.join("gdrdoctor/baseline");
+    let text = std::fs::read_to_string(&meta_path).unwrap();
+    assert!(text.contains(&format!("boot_id={}", boot.trim())), "{text}");
+    std::fs::write(
+        &meta_path,
+        text.replace(boot.trim(), "00000000-0000-0000-0000-000000000000"),
+    )
+    .unwrap();
+    let other = dir.path().join("other-boot.tar.gz");
+    let tar = std::process::Command::new("tar")
+        .args([
+            "czf",
+            other.to_str().unwrap(),
+            "-C",
+            unpacked.to_str().unwrap(),
+            ".",
+        ])
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let out = run(&other);
+    assert!(
+        stderr(&out).contains("read on another boot"),
+        "{}",
+        stderr(&out)
+    );
+
+    // FILE is a link to a file elsewhere: the link is replaced, its target left as it was.
+    let target = dir.path().join("elsewhere");
+    std::fs::write(&target, "not yours\n").unwrap();
+    let link = dir.path().join("link.tar.gz");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = run(&link);
+    assert_ne!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "not yours\n");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_file()
+    );
+    // A captured root has one reading: refused.
+    let out = gdrdoctor(&[
+        "--root",
+        fixture("kernel-log-xid"),
+        "check",
+        "--baseline",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 2);
+}

@@ -88,6 +88,7 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
         "probe",
         9,
         &[
+            "capture",
             "child",
             "config",
             "deadline",

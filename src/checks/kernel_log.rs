@@ -192,10 +192,19 @@ impl Check for KernelLogCheck {
                 ];
             }
         };
+        // Since the last run (a baseline), what came after its last record is judged as now.
+        let before_baseline = match cx.runs.sample.as_ref().map(|s| &s.kind) {
+            Some(crate::model::health::SampleKind::SinceLastRun {
+                kernel_last_seq: Some(q),
+                ..
+            }) => Some(*q),
+            _ => None,
+        };
         let events: Vec<Event> = log
             .events()
             .into_iter()
             .filter(|e| relevant(inv, e))
+            .filter(|e| before_baseline.is_none_or(|q| e.record.seq <= q))
             .collect();
         let mut out = Vec::new();
         // Since boot: one finding per class and device.
@@ -435,8 +444,17 @@ fn in_window(
     sample: &crate::model::health::Sample,
     last_seq: Option<u64>,
 ) -> Vec<Finding> {
-    let Some(log) = sample.kernel_log.as_ref() else {
-        return Vec::new();
+    use crate::model::health::SampleKind;
+    // A window: its second reading's records after the first's last. Since the last run: this
+    // run's records after that run's last.
+    let (log, last_seq) = match &sample.kind {
+        SampleKind::Window => match sample.kernel_log.as_ref() {
+            Some(log) => (log, last_seq),
+            None => return Vec::new(),
+        },
+        SampleKind::SinceLastRun {
+            kernel_last_seq, ..
+        } => (&inv.kernel.log, *kernel_last_seq),
     };
     let path = log.path();
     let new: Vec<Event> = log
@@ -445,7 +463,7 @@ fn in_window(
         .filter(|e| last_seq.is_none_or(|q| e.record.seq > q))
         .filter(|e| relevant(inv, e))
         .collect();
-    let window = format!("the {:.1} s window", sample.seconds);
+    let window = sample.span();
     // One finding per device and weight: serious (a warn kind since boot) fails, minor warns.
     let mut groups: BTreeMap<(bool, Option<Bdf>), Vec<&Event>> = BTreeMap::new();
     for e in &new {

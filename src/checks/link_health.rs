@@ -208,8 +208,11 @@ fn judge_port(inv: &Inventory, dev: &RdmaDevice, port: &Port, sample: Option<&Sa
         )
         .with(unreadable.iter().map(|c| evidence(c)));
     }
-    match sample.and_then(|s| s.port(&dev.name, port.num).map(|after| (s, after))) {
-        Some((s, after)) => judge_growth(dev, port, subject, before, after, s),
+    match sample.and_then(|s| s.port(&dev.name, port.num).map(|other| (s, other))) {
+        Some((s, other)) => {
+            let (before, after) = s.order(before, other);
+            judge_growth(dev, port, subject, before, after, s)
+        }
         None => judge_history(inv, port, subject, before, sample.is_some()),
     }
 }
@@ -331,15 +334,7 @@ fn judge_growth(
 }
 
 fn window(sample: &Sample) -> String {
-    format!(
-        "the {:.1} s window{}",
-        sample.seconds,
-        if sample.cut {
-            " (cut short by --deadline)"
-        } else {
-            ""
-        }
-    )
+    sample.span()
 }
 
 fn cable_fix(dev: &RdmaDevice, port: u32, netdev: Option<&str>) -> Fix {
@@ -471,7 +466,10 @@ fn judge_aer(inv: &Inventory, sample: Option<&Sample>) -> Vec<Finding> {
             continue;
         }
         let found = match sample.and_then(|s| s.aer(*bdf).map(|a| (s, a))) {
-            Some((s, after)) => aer_growth(inv, *bdf, aer, after, s),
+            Some((s, other)) => {
+                let (before, after) = s.order(*aer, other);
+                aer_growth(inv, *bdf, before, after, s)
+            }
             None => aer_history(aer, &subject),
         };
         match found {

@@ -48,6 +48,12 @@ pub struct Args {
     /// The GPU probe and the write test run inside the window. 0.1 to 3600; live roots only.
     #[arg(long, value_name = "SECONDS", value_parser = sample_seconds)]
     sample: Option<f64>,
+    /// Judge the link-health counters and the kernel log against the reading the last run left
+    /// in FILE (growth since then, with its span; not across a reboot), then leave this run's
+    /// reading there. What the metrics timer keeps in its state directory. Live roots only;
+    /// a --sample window, when asked, is judged instead and its later reading kept.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<std::path::PathBuf>,
 }
 
 pub(super) fn sample_seconds(s: &str) -> Result<f64, String> {
@@ -76,6 +82,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     selection.validate().map_err(anyhow::Error::msg)?;
     let config = global.config()?;
     let (root, display) = global.root()?;
+    if args.baseline.is_some() && !root.is_live() {
+        anyhow::bail!(
+            "--baseline compares the live node's counters with its last run's; a captured root holds one reading"
+        );
+    }
     // The probe feeds `gpu` and `peer-memory` (a verified DMA-BUF path); the write test needs
     // the GPU workers too. `--no-gpu-probe` loads no GPU library at all, for either.
     let probe_wanted = selection.runs("gpu", &config) || selection.runs("peer-memory", &config);
@@ -145,8 +156,15 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
             nccl::run_nccl(&inv, &config, None, None)
         };
     }
+    let health = selection.runs("link-health", &config) || selection.runs("kernel-log", &config);
+    // The last run's reading, before this run's replaces it.
+    let baseline = args
+        .baseline
+        .as_deref()
+        .filter(|_| inv.live && health)
+        .map(|path| (path, probe::baseline::load(path, &root, &inv)));
     if let Some(seconds) = args.sample.filter(|_| inv.live) {
-        if selection.runs("link-health", &config) && probe::sample::worth_taking(&inv) {
+        if health && probe::sample::worth_taking(&inv) {
             stage(Stage::Sample);
             let window = std::time::Duration::from_secs_f64(seconds);
             runs.sample = Some(probe::sample::take(
@@ -156,6 +174,18 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
                 window,
                 &deadline(),
             ));
+        }
+    }
+    if let Some((path, loaded)) = baseline {
+        if let Err(e) = probe::baseline::save(path, &root, &inv, runs.sample.as_ref()) {
+            errln!("gdrdoctor: --baseline: not written: {e}");
+        }
+        match loaded {
+            probe::baseline::Loaded::Found(last) if runs.sample.is_none() => {
+                runs.sample = Some(last);
+            }
+            probe::baseline::Loaded::Found(_) => {}
+            probe::baseline::Loaded::None(why) => errln!("gdrdoctor: --baseline: {why}"),
         }
     }
     report::write(&inv, &runs, &config, &selection, &args.wanted(), display)

@@ -159,9 +159,64 @@ pub struct Sample {
     pub aer: Vec<(crate::parse::pci::Bdf, Aer)>,
     /// The kernel's log read again (its records after the first reading's are the window's).
     pub kernel_log: Option<KernelLog>,
+    /// A window's second reading, or the last run's reading (a baseline).
+    pub kind: SampleKind,
+}
+
+/// What a [`Sample`] is to the inventory's reading.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SampleKind {
+    /// Read `seconds` after the inventory's reading: the later of the two.
+    Window,
+    /// Read by the last run (`check --baseline FILE`), `seconds` before this one: the earlier of
+    /// the two. `kernel_last_seq`: the last kernel log record that run had read.
+    SinceLastRun {
+        path: String,
+        kernel_last_seq: Option<u64>,
+    },
 }
 
 impl Sample {
+    /// The sample is the earlier reading (a baseline), the inventory the later.
+    pub fn is_earlier(&self) -> bool {
+        matches!(self.kind, SampleKind::SinceLastRun { .. })
+    }
+
+    /// (before, after) of two readings of one thing: `ours` is the inventory's.
+    pub fn order<'a, T>(&self, ours: &'a T, theirs: &'a T) -> (&'a T, &'a T) {
+        if self.is_earlier() {
+            (theirs, ours)
+        } else {
+            (ours, theirs)
+        }
+    }
+
+    /// `the 5.0 s window`, `the 10 min since the last run (/var/lib/gdrdoctor/baseline.tar.gz)`.
+    pub fn span(&self) -> String {
+        match &self.kind {
+            SampleKind::Window => format!(
+                "the {:.1} s window{}",
+                self.seconds,
+                if self.cut {
+                    " (cut short by --deadline)"
+                } else {
+                    ""
+                }
+            ),
+            SampleKind::SinceLastRun { path, .. } => {
+                let s = self.seconds.max(0.0);
+                let span = if s < 120.0 {
+                    format!("{s:.0} s")
+                } else if s < 7200.0 {
+                    format!("{:.0} min", s / 60.0)
+                } else {
+                    format!("{:.1} h", s / 3600.0)
+                };
+                format!("the {span} since the last run ({path})")
+            }
+        }
+    }
+
     pub fn port(&self, dev: &str, num: u32) -> Option<&PortCounters> {
         self.ports
             .iter()

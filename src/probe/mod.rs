@@ -8,6 +8,7 @@
 //! it, so that a check offline says what it said live.
 
 pub mod access;
+pub mod baseline;
 pub mod gdr_test;
 pub mod gpu;
 pub mod nccl;

@@ -12,7 +12,7 @@ use crate::inventory::Inventory;
 use crate::inventory::kernel::{RECORDED_LOG, read_log};
 use crate::inventory::pci::read_aer;
 use crate::inventory::rdma::read_counters;
-use crate::model::health::{Aer, KernelLog, PortCounters, Sample};
+use crate::model::health::{Aer, KernelLog, PortCounters, Sample, SampleKind};
 use crate::parse::pci::Bdf;
 use crate::root::Root;
 use std::collections::BTreeMap;
@@ -41,6 +41,7 @@ pub fn take(
         ports,
         aer,
         kernel_log: Some(read_log(root, "")),
+        kind: SampleKind::Window,
     }
 }
 
@@ -78,6 +79,7 @@ pub fn recorded(root: &Root, inv: &Inventory) -> Option<Sample> {
         ports,
         aer,
         kernel_log,
+        kind: SampleKind::Window,
     })
 }
 
@@ -113,9 +115,9 @@ pub fn record(sample: &Sample, files: &mut BTreeMap<String, Vec<u8>>) {
     }
 }
 
-type Reading = (Vec<(String, u32, PortCounters)>, Vec<(Bdf, Aer)>);
+pub type Reading = (Vec<(String, u32, PortCounters)>, Vec<(Bdf, Aer)>);
 
-fn read(root: &Root, inv: &Inventory, prefix: &str) -> Reading {
+pub fn read(root: &Root, inv: &Inventory, prefix: &str) -> Reading {
     let ports = inv
         .rdma
         .iter()

@@ -1,0 +1,158 @@
+//! The baseline a periodic run keeps (`check --baseline FILE`, the metrics timer's state
+//! directory): the link-health counters, the AER tables and the kernel log's last record as
+//! this run read them, for the next run to judge what grew in between.
+//!
+//! The file is a capture archive (`gdrdoctor --root FILE check` reads it): each counter file at
+//! its own path, and [`META`] with when it was read and on which boot. A baseline from another
+//! boot says nothing (every counter restarted): it is not compared. It is written to a new file
+//! beside FILE (created, never opened through a link) and renamed over FILE.
+
+use crate::inventory::Inventory;
+use crate::model::health::{KernelLog, Sample, SampleKind};
+use crate::root::{Recording, Root};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// When the baseline was read and on which boot.
+pub const META: &str = "/gdrdoctor/baseline";
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
+/// What `--baseline` found: the last run's reading, or why there is none to compare.
+#[derive(Debug)]
+pub enum Loaded {
+    Found(Sample),
+    /// No file yet (the first run), or one that cannot be compared, and why.
+    None(String),
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn boot_id(root: &Root) -> Option<String> {
+    root.read_text(BOOT_ID)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// The last run's reading from `path`, as a [`Sample`] that is the earlier of the two.
+pub fn load(path: &Path, live: &Root, inv: &Inventory) -> Loaded {
+    let shown = path.display().to_string();
+    if std::fs::symlink_metadata(path).is_err() {
+        return Loaded::None(format!(
+            "{shown}: no baseline yet (the first run writes it)"
+        ));
+    }
+    let root = match Root::archive(path) {
+        Ok(r) => r,
+        Err(e) => return Loaded::None(format!("{e}: not compared (this run writes a new one)")),
+    };
+    let Ok(meta) = root.read_text(META) else {
+        return Loaded::None(format!("{shown}: no {META} in it: not a baseline"));
+    };
+    let field = |k: &str| {
+        meta.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(str::trim)
+    };
+    let Some(taken) = field("taken_at").and_then(|v| v.parse::<f64>().ok()) else {
+        return Loaded::None(format!("{shown}: {META} has no taken_at"));
+    };
+    let (then, now) = (field("boot_id").unwrap_or(""), boot_id(live));
+    if now.as_deref() != Some(then) {
+        return Loaded::None(format!(
+            "{shown}: read on another boot (boot_id {then}): the counters restarted since, not compared"
+        ));
+    }
+    let seconds = now_unix() - taken;
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Loaded::None(format!(
+            "{shown}: taken_at {taken} is in the future: the clock moved, not compared"
+        ));
+    }
+    let (ports, aer) = super::sample::read(&root, inv, "");
+    Loaded::Found(Sample {
+        seconds,
+        cut: false,
+        ports,
+        aer,
+        kernel_log: None,
+        kind: SampleKind::SinceLastRun {
+            path: shown,
+            kernel_last_seq: field("kernel_last_seq").and_then(|v| v.parse().ok()),
+        },
+    })
+}
+
+/// Writes this run's reading to `path`: the window's second reading when one was taken (the
+/// later one), else the inventory's.
+pub fn save(
+    path: &Path,
+    live: &Root,
+    inv: &Inventory,
+    window: Option<&Sample>,
+) -> Result<(), String> {
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let (ports, aer) = match window.filter(|s| !s.is_earlier()) {
+        Some(s) => (s.ports.clone(), s.aer.clone()),
+        None => super::sample::read(live, inv, ""),
+    };
+    let counters = ports
+        .iter()
+        .flat_map(|(_, _, c)| c.counters.iter().map(|c| (&c.value.path, &c.value.raw)));
+    let tables = aer.iter().flat_map(|(_, a)| {
+        a.tables()
+            .into_iter()
+            .map(|(_, t)| (&t.path, &t.raw))
+            .collect::<Vec<_>>()
+    });
+    for (p, raw) in counters.chain(tables) {
+        if let Ok(text) = raw {
+            files.insert(p.clone(), format!("{text}\n").into_bytes());
+        }
+    }
+    let log = window
+        .and_then(|s| s.kernel_log.as_ref())
+        .unwrap_or(&inv.kernel.log);
+    let last_seq = match log {
+        KernelLog::Read { last_seq, .. } => last_seq.map(|q| q.to_string()),
+        _ => None,
+    };
+    // The boot it was read on, at its own path too: the copy is then a root (it has proc/)
+    // even on a node with no counter to keep.
+    if let Some(id) = boot_id(live) {
+        files.insert(BOOT_ID.to_owned(), format!("{id}\n").into_bytes());
+    }
+    files.insert(
+        META.to_owned(),
+        format!(
+            "taken_at={:.3}\nboot_id={}\nkernel_last_seq={}\n",
+            now_unix(),
+            boot_id(live).unwrap_or_default(),
+            last_seq.unwrap_or_else(|| "none".into())
+        )
+        .into_bytes(),
+    );
+    let recording = Recording {
+        files,
+        ..Recording::default()
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(".{name}.{}.tar.gz", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    crate::capture::write(&recording, live, &tmp).map_err(|e| e.to_string())?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
