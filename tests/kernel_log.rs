@@ -60,11 +60,7 @@ fn corrected_errors_and_application_xids_in_the_window_warn() {
     assert!(now.iter().all(|f| f.1 == "warn"), "{found:?}");
     assert!(now.iter().any(|f| f.2 == "GPU 0000:18:00.0"), "{found:?}");
     assert!(now.iter().any(|f| f.2 == "GPU 0000:1a:00.0"), "{found:?}");
-    assert!(
-        now.iter()
-            .all(|f| f.3 == ["/gdrdoctor/sample/gdrdoctor/kernel-log"]),
-        "{found:?}"
-    );
+    assert!(now.iter().all(|f| f.3 == ["/dev/kmsg"]), "{found:?}");
     // The fatal error at sequence 40 came before the window: not "now", and the first reading
     // does not hold it, so it is nowhere.
     assert!(

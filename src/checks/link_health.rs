@@ -124,7 +124,7 @@ impl Check for LinkHealth {
             .rdma
             .iter()
             .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
-            .map(|(d, p)| judge_port(inv, d, p, sample))
+            .flat_map(|(d, p)| judge_port(inv, d, p, sample))
             .collect();
         if out.is_empty() {
             out.push(
@@ -162,21 +162,28 @@ fn evidence(c: &Counter) -> Evidence {
     }
 }
 
-fn judge_port(inv: &Inventory, dev: &RdmaDevice, port: &Port, sample: Option<&Sample>) -> Finding {
+fn judge_port(
+    inv: &Inventory,
+    dev: &RdmaDevice,
+    port: &Port,
+    sample: Option<&Sample>,
+) -> Vec<Finding> {
     let subject = port.subject(&dev.name);
     let state = &port.state;
     if !port.is_active() {
-        return Finding::skip(
-            PORT_NOT_ACTIVE,
-            subject,
-            format!("{}: counters not judged (see rdma-link)", state.shown()),
-        )
-        .evidence(state.path.clone(), state.shown())
-        .prerequisites(&["rdma-link"]);
+        return vec![
+            Finding::skip(
+                PORT_NOT_ACTIVE,
+                subject,
+                format!("{}: counters not judged (see rdma-link)", state.shown()),
+            )
+            .evidence(state.path.clone(), state.shown())
+            .prerequisites(&["rdma-link"]),
+        ];
     }
     let before = &port.counters;
     if before.counters.is_empty() {
-        return Finding::skip(
+        return vec![Finding::skip(
             COUNTERS_NONE,
             subject,
             format!(
@@ -184,7 +191,7 @@ fn judge_port(inv: &Inventory, dev: &RdmaDevice, port: &Port, sample: Option<&Sa
                 dev.driver.as_deref().unwrap_or("its driver")
             ),
         )
-        .evidence(format!("{}/counters", port.dir), "<none read>");
+        .evidence(format!("{}/counters", port.dir), "<none read>")];
     }
     let unreadable: Vec<&Counter> = before
         .counters
@@ -192,28 +199,30 @@ fn judge_port(inv: &Inventory, dev: &RdmaDevice, port: &Port, sample: Option<&Sa
         .filter(|c| c.value.value().is_none())
         .collect();
     if !unreadable.is_empty() {
-        return Finding::unknown(
-            COUNTERS_UNREADABLE,
-            subject,
-            format!(
-                "{} of {} link counters could not be read: {}",
-                unreadable.len(),
-                before.counters.len(),
-                unreadable
-                    .iter()
-                    .map(|c| format!("{} ({})", c.watched.name, c.value.shown()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
-        .with(unreadable.iter().map(|c| evidence(c)));
+        return vec![
+            Finding::unknown(
+                COUNTERS_UNREADABLE,
+                subject,
+                format!(
+                    "{} of {} link counters could not be read: {}",
+                    unreadable.len(),
+                    before.counters.len(),
+                    unreadable
+                        .iter()
+                        .map(|c| format!("{} ({})", c.watched.name, c.value.shown()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .with(unreadable.iter().map(|c| evidence(c))),
+        ];
     }
     match sample.and_then(|s| s.port(&dev.name, port.num).map(|other| (s, other))) {
         Some((s, other)) => {
             let (before, after) = s.order(before, other);
             judge_growth(dev, port, subject, before, after, s)
         }
-        None => judge_history(inv, port, subject, before, sample.is_some()),
+        None => vec![judge_history(inv, port, subject, before, sample.is_some())],
     }
 }
 
@@ -290,47 +299,61 @@ fn judge_growth(
     before: &PortCounters,
     after: &PortCounters,
     sample: &Sample,
-) -> Finding {
+) -> Vec<Finding> {
     let grew = growth(before, after);
     let window = window(sample);
     let netdev = port.netdev.as_ref().map(|n| n.name.as_str());
     let Some(worst) = grew.iter().map(|g| g.watched.sign).min() else {
-        return Finding::pass(
-            QUIET,
-            subject,
-            format!(
-                "no flap, link error or retry in {window} ({} counters)",
-                before.counters.len()
-            ),
-        )
-        .with(after.counters.iter().map(evidence));
+        return vec![
+            Finding::pass(
+                QUIET,
+                subject,
+                format!(
+                    "no flap, link error or retry in {window} ({} counters)",
+                    before.counters.len()
+                ),
+            )
+            .with(after.counters.iter().map(evidence)),
+        ];
     };
-    let what = grew
-        .iter()
-        .map(|g| format!("{} +{} ({} -> {})", g.watched.name, g.by(), g.was, g.now))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let evidence = grew.iter().map(|g| Evidence {
-        path: g.path.clone(),
-        value: format!("{} -> {}", g.was, g.now),
-    });
-    let (code, status) = match worst {
-        Sign::Flap => (FLAPPING, Status::Fail),
-        Sign::Wire => (ERRORS_GROWING, Status::Warn),
-        Sign::Retry => (RETRIES_GROWING, Status::Warn),
-    };
-    let fix = match worst {
-        Sign::Flap | Sign::Wire => cable_fix(dev, port.num, netdev),
-        Sign::Retry => retry_fix(dev, port.num, netdev),
-    };
-    Finding::new(
-        code,
-        status,
-        subject,
-        format!("{} in {window}: {what}", worst.noun()),
-    )
-    .with(evidence)
-    .fix(fix)
+    // One finding per kind that grew, most serious first: retries that grow beside a flap or a
+    // few receive errors are still retries, with their own code and fix.
+    let mut signs: Vec<Sign> = grew.iter().map(|g| g.watched.sign).collect();
+    signs.sort();
+    signs.dedup();
+    debug_assert_eq!(signs.first(), Some(&worst));
+    signs
+        .into_iter()
+        .map(|sign| {
+            let these: Vec<_> = grew.iter().filter(|g| g.watched.sign == sign).collect();
+            let what = these
+                .iter()
+                .map(|g| format!("{} +{} ({} -> {})", g.watched.name, g.by(), g.was, g.now))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let evidence = these.iter().map(|g| Evidence {
+                path: g.path.clone(),
+                value: format!("{} -> {}", g.was, g.now),
+            });
+            let (code, status) = match sign {
+                Sign::Flap => (FLAPPING, Status::Fail),
+                Sign::Wire => (ERRORS_GROWING, Status::Warn),
+                Sign::Retry => (RETRIES_GROWING, Status::Warn),
+            };
+            let fix = match sign {
+                Sign::Flap | Sign::Wire => cable_fix(dev, port.num, netdev),
+                Sign::Retry => retry_fix(dev, port.num, netdev),
+            };
+            Finding::new(
+                code,
+                status,
+                subject.clone(),
+                format!("{} in {window}: {what}", sign.noun()),
+            )
+            .with(evidence)
+            .fix(fix)
+        })
+        .collect()
 }
 
 fn window(sample: &Sample) -> String {

@@ -353,6 +353,8 @@ pub fn read_log(root: &Root, prefix: &str) -> KernelLog {
     use crate::parse::kmsg::{LogFile, Record, kept};
     if !root.is_live() {
         let path = format!("{prefix}{RECORDED_LOG}");
+        // The copy's records are /dev/kmsg's, and are shown as such: the report on a capture
+        // equals the live one.
         return match root.read_text(&path) {
             Ok(text) => match LogFile::parse(&text) {
                 Some(LogFile::Read {
@@ -360,13 +362,13 @@ pub fn read_log(root: &Root, prefix: &str) -> KernelLog {
                     last_seq,
                     records,
                 }) => KernelLog::Read {
-                    path,
+                    path: KMSG.into(),
                     total,
                     last_seq,
                     records,
                 },
                 Some(LogFile::Unreadable { reason, needs_root }) => KernelLog::Unreadable {
-                    path,
+                    path: KMSG.into(),
                     reason,
                     needs_root,
                 },
