@@ -206,10 +206,12 @@ le32() { # N: four octal escapes for printf, little endian
 aer_inject() {
     bus=$(echo "$1" | cut -d: -f2) devfn=$(echo "$1" | cut -d: -f3)
     before=$(aer_total "$1" "$2")
+    read -r t0 _ < /proc/uptime
     printf "$(printf '\\%03o\\%03o\\%03o\\000' $((0x$bus)) $((0x${devfn%.*})) "${devfn#*.}")$(le32 "$3")$(le32 "$4")$(le32 0)$(le32 0)$(le32 0)$(le32 0)$(le32 0)" > /tmp/aer-inj
     dd if=/tmp/aer-inj of=/dev/aer_inject bs=32 count=1 2>/dev/null || log "aer_inject $1 failed"
     wait_for 30 aer_changed "$1" "$2" "$before" || log "$1 $2 still $before 30 s after aer_inject"
-    log "aer_inject $1 uncor $3 cor $4: $2 total $before -> $(aer_total "$1" "$2")"
+    read -r t1 _ < /proc/uptime
+    log "aer_inject $1 uncor $3 cor $4: $2 total $before -> $(aer_total "$1" "$2") after $(echo "$t0 $t1" | awk '{ print $2 - $1 }') s"
 }
 
 # hmp_inject BDF FILE COMMAND...: ask the host to send COMMAND to QEMU's monitor (HMP=1), then
@@ -218,9 +220,11 @@ hmp_inject() {
     bdf=$1 file=$2
     shift 2
     before=$(aer_total "$bdf" "$file")
+    read -r t0 _ < /proc/uptime
     echo "LAB_HMP $*"
     wait_for 60 aer_changed "$bdf" "$file" "$before" || log "$bdf $file still $before 60 s after HMP $*"
-    log "HMP $*: $bdf $file total $before -> $(aer_total "$bdf" "$file")"
+    read -r t1 _ < /proc/uptime
+    log "HMP $* (asked at $t0): $bdf $file total $before -> $(aer_total "$bdf" "$file") after $(echo "$t0 $t1" | awk '{ print $2 - $1 }') s"
 }
 
 # send NAME FILE: one file back to the host.
