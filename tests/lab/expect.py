@@ -16,8 +16,12 @@ EXPECT lines (blank lines and # comments ignored):
   gid-index-matches-kernel    the roce-v2-ipv4 finding names the index the guest's sysfs shows
   json PATH VALUE             a value in the report: a.b[2].c, a[key=value].c
   file-code FILE CODE STATUS  the same, in another report the scenario sent (gdr-test's)
+  file-nocode FILE CODE
   file-message FILE CODE TEXT
   file-json FILE PATH VALUE
+  file-finding FILE CODE SUBJECT | TEXT
+                              some finding with that code, in FILE, has SUBJECT in its subject
+                              and TEXT in its message (`rxe0 port 1 | rcvd_seq_err +`)
   below FILE SECONDS          FILE holds a number smaller than SECONDS
   rc FILE N                   FILE holds the exit code N (a two-node scenario's a/NAME.rc)
   positive FILE PATH          the number at PATH in the JSON FILE is above zero
@@ -205,6 +209,20 @@ def main():
                 path, want = arg.split(" ", 1)
                 got = walk(live, path)
                 check(json.dumps(got) == want or str(got) == want, line, f"{path} = {json.dumps(got)}")
+            elif word == "file-nocode":
+                name, code = arg.split()
+                got = [f["subject"] for f in findings(load(os.path.join(out, name))) if f["code"] == code]
+                check(not got, line, f"present for {got}")
+            elif word == "file-finding":
+                name, rest = arg.split(" ", 1)
+                code, rest = rest.split(" ", 1)
+                subject, text = (x.strip() for x in rest.split(" | ", 1))
+                fs = [f for f in findings(load(os.path.join(out, name))) if f["code"] == code]
+                check(
+                    any(subject in f["subject"] and text in f["message"] for f in fs),
+                    line,
+                    f"findings: {[(f['subject'], f['message']) for f in fs] or 'no such finding'}",
+                )
             elif word in ("file-code", "file-message", "file-json"):
                 name, rest = arg.split(" ", 1)
                 other = load(os.path.join(out, name))

@@ -9,6 +9,8 @@
 #
 # Each scenario file (POSIX sh) sets TOPO (switch|numa) and IOMMU (pt|lazy|strict|off), defines
 # guest() (node setup, run in the VM before gdrdoctor) and EXPECT (assertions, see expect.py).
+# Opt-in: NIC_LINK=1 joins the switch topology's two NICs on one QEMU hub (eth0 <-> eth1);
+# HMP=1 opens QEMU's monitor and sends it each `LAB_HMP <command>` line the guest prints.
 # The guest runs gdrdoctor live, captures, checks the capture; results come back over a serial
 # port. Work and results: target/lab/ (results/<scenario>/). Needs root (apt, QEMU).
 set -euo pipefail
@@ -70,8 +72,10 @@ fi
 GDRDOCTOR=${CARGO_TARGET_DIR:-$REPO/target}/release/gdrdoctor
 
 # ----------------------------------------------------------------------- base initramfs --
-# Busybox, the kernel modules, iproute2's ip and rdma, libibverbs with the rxe provider (for the
-# live rdma-access check), and the stand-in nvidia_peermem. Rebuilt when this script changes.
+# Busybox, the kernel modules, iproute2's ip, rdma and tc, libibverbs with the rxe provider (for
+# the live rdma-access check), and the stand-in nvidia_peermem. Rebuilt when this script changes.
+# sch_netem and aer_inject are there for the fault scenarios (packet loss, injected AER errors);
+# busybox has a tc applet of its own that lacks netem: the guest calls /usr/sbin/tc.
 BASE=$WORK/base-$KVER
 usr_path() { case "$1" in /lib/*|/lib64/*|/bin/*|/sbin/*) echo "/usr$1" ;; *) echo "$1" ;; esac; }
 copy_elf() { # SRC [DST]: a binary and every library ldd names, at merged-/usr paths
@@ -93,6 +97,7 @@ build_base() {
     for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "$R/bb/$a"; done
     copy_elf /usr/sbin/ip
     copy_elf /usr/bin/rdma
+    copy_elf /usr/sbin/tc
     copy_elf /usr/bin/setpci
     copy_elf /usr/bin/ib_write_bw
     # What rendered fix scripts run with on a real node: bash, GNU sed and grep.
@@ -107,7 +112,7 @@ build_base() {
     echo 'root:x:0:0:root:/root:/bin/sh' > "$R/etc/passwd"
     echo 'root:x:0:' > "$R/etc/group"
     local m f
-    for m in e1000e virtio_pci virtio_gpu crc32_generic rdma_rxe ib_uverbs rdma_ucm; do
+    for m in e1000e virtio_pci virtio_gpu crc32_generic rdma_rxe ib_uverbs rdma_ucm sch_netem aer_inject; do
         for f in $(modprobe -S "$KVER" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'); do
             mkdir -p "$R$(dirname "$f")"; cp -n "$f" "$R$f"
         done
@@ -157,9 +162,13 @@ fi
 #   00:02.0 root port rp2 -> 05:00.0 e1000e = eth1
 #   numa: + NUMA node 1 with a PCIe expander bridge (bus 0x80) -> 81:00.0 virtio-gpu
 #   split: the accelerator moves to rp2 (05:00.0): NIC and GPU meet only in the host bridge (PHB)
-# The NICs sit on hub ports with nothing else on the hub: no frame leaves the VM.
+# The NICs sit on hub ports with nothing else on the hub: no frame leaves the VM. NIC_LINK=1
+# (switch): both on hub 1, so that eth0's frames reach eth1 and back (still none leaves the VM).
+# QEMU's monitor (HMP=1) names the ports by their ids: rp1, up1, dn1 (02:00.0), dn2, rp2.
 topology() {
-    local sw="-netdev hubport,id=n1,hubid=1 -netdev hubport,id=n2,hubid=2
+    local hub2=2
+    [ "${NIC_LINK:-0}" = 1 ] && hub2=1
+    local sw="-netdev hubport,id=n1,hubid=1 -netdev hubport,id=n2,hubid=$hub2
         -device pcie-root-port,id=rp1,chassis=1,addr=01.0
         -device x3130-upstream,id=up1,bus=rp1
         -device xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0
@@ -187,10 +196,67 @@ topology() {
     esac
 }
 
+# hmp_follower RESULT_LOG SOCKET HMP_LOG: follows the guest's output as QEMU writes it, sends
+# each `LAB_HMP <command>` line to the monitor at SOCKET and appends the command and QEMU's
+# answer to HMP_LOG. Nothing flows back to the guest: it polls sysfs for the error's effect.
+# Run in the background: python replaces the subshell, so that $! is the process to stop.
+hmp_follower() {
+    exec python3 - "$@" <<'PY'
+import os, re, socket, sys, time
+log, sock, out = sys.argv[1:4]
+
+def send(cmd):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(sock)
+    buf = b""
+    def prompt():
+        nonlocal buf
+        while not buf.rstrip().endswith(b"(qemu)"):
+            d = s.recv(4096)
+            if not d:
+                break
+            buf += d
+    prompt()  # the banner
+    buf = b""
+    s.sendall(cmd.encode() + b"\n")
+    prompt()
+    s.close()
+    # The monitor echoes the command line, with terminal escapes, before its answer.
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", buf.decode(errors="replace")).replace("\r", "")
+    return "\n".join(l for l in text.split("\n") if l.strip() and l.strip() != "(qemu)" and cmd not in l)
+
+while not os.path.exists(log):
+    time.sleep(0.05)
+f = open(log, errors="replace")
+part = ""
+while True:
+    chunk = f.readline()
+    if not chunk:
+        time.sleep(0.05)
+        continue
+    part += chunk
+    if not part.endswith("\n"):
+        continue
+    line, part = part.strip(), ""
+    if line.startswith("LAB_RC="):
+        break
+    if line.startswith("LAB_HMP "):
+        cmd = line[8:]
+        t = time.time()
+        try:
+            answer = send(cmd)
+        except OSError as e:
+            answer = f"ERROR {e!r}"
+        with open(out, "a") as o:
+            o.write(f"> {cmd}\n{answer}\n({time.time() - t:.2f} s)\n")
+PY
+}
+
 # ------------------------------------------------------------------------------ scenarios --
 run_scenario() {
     local name=$1 out=$WORK/results/$1
-    local TOPO IOMMU EXPECT NODES=1
+    local TOPO IOMMU EXPECT NODES=1 NIC_LINK=0 HMP=0
     unset -f host_prepare
     # shellcheck disable=SC1090
     . "$HERE/scenarios/$name.sh"
@@ -221,6 +287,9 @@ run_scenario() {
         off) ;;
         *) say "unknown IOMMU $IOMMU"; exit 2 ;;
     esac
+    # HMP=1: QEMU's monitor on a socket of the results (for pcie_aer_inject_error and such).
+    local monitor=none
+    [ "$HMP" = 1 ] && monitor="unix:$out/mon.sock,server=on,wait=off"
     # shellcheck disable=SC2046,SC2086
     local cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 1024 -smp 2
         -machine q35,kernel-irqchip=split $iommu
@@ -228,10 +297,18 @@ run_scenario() {
         -kernel "$VMLINUX" -initrd "$out/initrd.gz" -append "$kapp"
         -chardev "file,id=c0,path=$out/console.log" -serial chardev:c0
         -chardev "file,id=c1,path=$out/result.log" -serial chardev:c1
-        -monitor none $(topology "$TOPO"))
+        -monitor "$monitor" $(topology "$TOPO"))
     echo "${cmd[*]}" > "$out/qemu-cmd.txt"
-    local t0=$SECONDS rc=0
+    local t0=$SECONDS rc=0 follower=
+    if [ "$HMP" = 1 ]; then
+        hmp_follower "$out/result.log" "$out/mon.sock" "$out/hmp.log" &
+        follower=$!
+    fi
     timeout "$TIMEOUT" "${cmd[@]}" > "$out/qemu.log" 2>&1 || rc=$?
+    if [ -n "$follower" ]; then
+        kill "$follower" 2>/dev/null || true
+        wait "$follower" 2>/dev/null || true
+    fi
     unpack "$out/result.log" "$out"
     if [ ! -f "$out/live.json" ]; then
         say "FAIL $name: the guest sent no report (qemu exit $rc, $((SECONDS - t0)) s); see $out/result.log and console.log"

@@ -75,11 +75,14 @@ ipv4_gid() {
 }
 
 # The index the kernel gave the RoCE v2 GID of $ADDR (192.0.2.1: ::ffff:c000:0201), or "none".
-kernel_gid_index() {
-    p=/sys/class/infiniband/rxe0/ports/1
+kernel_gid_index() { gid_index rxe0 "$ADDR"; }
+
+# gid_index DEV IPV4: the index of the RoCE v2 GID of IPV4 on DEV's port 1, or "none".
+gid_index() {
+    p=/sys/class/infiniband/$1/ports/1
     [ -d $p ] || { echo none; return; }
     # One grep over every slot: a fork per slot costs seconds under TCG.
-    grep -l "^$(ipv4_gid "$ADDR")\$" $p/gids/* 2>/dev/null | while read -r f; do
+    grep -l "^$(ipv4_gid "$2")\$" $p/gids/* 2>/dev/null | while read -r f; do
         i=${f##*/}
         [ "$(cat $p/gid_attrs/types/"$i")" = "RoCE v2" ] && echo "$i"
     done | sort -n | head -n 1 | grep . || echo none
@@ -117,6 +120,111 @@ comparator_write_bw() {
     done
     echo "comparator failed" >> /tmp/perftest-attempts.txt
     return 1
+}
+
+# ------------------------------------------------------------------- fault scenarios --
+# Packet loss (netem) between two rxe devices, and PCIe AER errors injected in the guest
+# (aer_inject) or by QEMU (HMP=1, `LAB_HMP <command>`). Busybox's tc applet lacks netem.
+TC=/usr/sbin/tc
+ADDR1=192.0.2.2 # eth1's address when the two NICs are wired together (NIC_LINK=1)
+
+dev_active() { [ "$(cat "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null)" = "4: ACTIVE" ]; }
+has_gid() { [ "$(gid_index "$1" "$2")" != none ]; }
+
+# net_on IFACE IPV4: IFACE up with IPV4/24 at its default MTU; waits for the carrier.
+net_on() {
+    echo 0 > "/proc/sys/net/ipv6/conf/$1/accept_dad"
+    $IP link set dev "$1" up
+    $IP addr add "$2/24" dev "$1"
+    wait_for 60 carrier_is "$1" 1 || log "$1: no carrier after 60 s"
+}
+
+# rxe_on DEV IFACE IPV4: Soft-RoCE device DEV on IFACE; waits for its port and IPV4's RoCE v2 GID.
+rxe_on() {
+    rdma link add "$1" type rxe netdev "$2" || log "rdma link add $1 failed"
+    wait_for 60 dev_active "$1" || log "$1 port 1 not ACTIVE after 60 s"
+    wait_for 60 has_gid "$1" "$3" || log "$1: no RoCE v2 GID for $3 after 60 s"
+    log "$1 on $2 ($3): $(cat "/sys/class/infiniband/$1/ports/1/state"), RoCE v2 GID index $(gid_index "$1" "$3")"
+}
+
+# rxe_wire: eth0 and eth1, on one QEMU hub (NIC_LINK=1), as the two ends of a wire: rxe0 on
+# eth0 ($ADDR), rxe1 on eth1 ($ADDR1). Both addresses are this node's own, so the kernel would
+# deliver between them through loopback (which rxe also short-cuts, past any qdisc): each is
+# routed out of the other's NIC instead, and what arrives on a NIC is delivered locally.
+rxe_wire() {
+    net_on eth0 "$ADDR"
+    net_on eth1 "$ADDR1"
+    for i in all eth0 eth1; do
+        echo 1 > "/proc/sys/net/ipv4/conf/$i/accept_local"
+        echo 0 > "/proc/sys/net/ipv4/conf/$i/rp_filter"
+    done
+    $IP rule add pref 10 iif eth0 lookup local
+    $IP rule add pref 11 iif eth1 lookup local
+    $IP route add "$ADDR1" dev eth0 src "$ADDR" table 100
+    $IP route add "$ADDR" dev eth1 src "$ADDR1" table 101
+    $IP rule add pref 20 to "$ADDR1" lookup 100
+    $IP rule add pref 21 to "$ADDR" lookup 101
+    $IP rule add pref 1000 lookup local
+    $IP rule del pref 0
+    # No ARP on the wire: QEMU's e1000e counts a received frame shorter than 60 bytes as
+    # undersized (rx_length_errors, part of rx_errors) and the sending one does not pad it, so
+    # each 42-byte ARP request and reply between the two NICs is a receive error on the other.
+    $IP neigh replace "$ADDR1" lladdr "$(cat /sys/class/net/eth1/address)" dev eth0 nud permanent
+    $IP neigh replace "$ADDR" lladdr "$(cat /sys/class/net/eth0/address)" dev eth1 nud permanent
+    log "route to $ADDR1: $($IP route get "$ADDR1" from "$ADDR" | head -n 1)"
+    rxe_on rxe0 eth0 "$ADDR"
+    rxe_on rxe1 eth1 "$ADDR1"
+}
+
+# rxe_counters DEV...: each device's hw_counters (sysfs) and `rdma statistic show`.
+rxe_counters() {
+    for d in "$@"; do
+        echo "# /sys/class/infiniband/$d/ports/1/hw_counters"
+        for c in "/sys/class/infiniband/$d/ports/1/hw_counters"/*; do
+            echo "$d ${c##*/} $(cat "$c")"
+        done
+        echo "# rdma statistic show link $d/1"
+        rdma statistic show link "$d/1"
+    done
+}
+
+# window_open ERR_FILE: the `check --sample` run whose stderr is ERR_FILE (GDRDOCTOR_TRACE=1)
+# has taken its first reading and waits for the second: faults from now on fall in the window.
+window_open() { grep -qs 'reading the link counters again' "$1"; }
+
+# aer_total BDF FILE: the TOTAL_ERR_ line of a function's aer_dev_* file.
+aer_total() { awk '/^TOTAL_ERR_/ { print $2 }' "/sys/bus/pci/devices/$1/$2"; }
+aer_changed() { [ "$(aer_total "$1" "$2")" != "$3" ]; }
+
+le32() { # N: four octal escapes for printf, little endian
+    printf '\\%03o\\%03o\\%03o\\%03o' $(($1 & 255)) $((($1 >> 8) & 255)) $((($1 >> 16) & 255)) $((($1 >> 24) & 255))
+}
+# aer_inject BDF FILE UNCOR COR: one error through the kernel's aer_inject (a 32-byte struct
+# aer_error_inj written to /dev/aer_inject: bus, dev, fn, pad; uncor_status, cor_status,
+# header_log0-3, domain as little-endian u32), then wait until FILE (aer_dev_correctable,
+# aer_dev_nonfatal) of the function counts it. BDF is 0000:BB:DD.F.
+aer_inject() {
+    bus=$(echo "$1" | cut -d: -f2) devfn=$(echo "$1" | cut -d: -f3)
+    before=$(aer_total "$1" "$2")
+    read -r t0 _ < /proc/uptime
+    printf "$(printf '\\%03o\\%03o\\%03o\\000' $((0x$bus)) $((0x${devfn%.*})) "${devfn#*.}")$(le32 "$3")$(le32 "$4")$(le32 0)$(le32 0)$(le32 0)$(le32 0)$(le32 0)" > /tmp/aer-inj
+    dd if=/tmp/aer-inj of=/dev/aer_inject bs=32 count=1 2>/dev/null || log "aer_inject $1 failed"
+    wait_for 30 aer_changed "$1" "$2" "$before" || log "$1 $2 still $before 30 s after aer_inject"
+    read -r t1 _ < /proc/uptime
+    log "aer_inject $1 uncor $3 cor $4: $2 total $before -> $(aer_total "$1" "$2") after $(echo "$t0 $t1" | awk '{ print $2 - $1 }') s"
+}
+
+# hmp_inject BDF FILE COMMAND...: ask the host to send COMMAND to QEMU's monitor (HMP=1), then
+# wait until FILE of the function counts the error.
+hmp_inject() {
+    bdf=$1 file=$2
+    shift 2
+    before=$(aer_total "$bdf" "$file")
+    read -r t0 _ < /proc/uptime
+    echo "LAB_HMP $*"
+    wait_for 60 aer_changed "$bdf" "$file" "$before" || log "$bdf $file still $before 60 s after HMP $*"
+    read -r t1 _ < /proc/uptime
+    log "HMP $* (asked at $t0): $bdf $file total $before -> $(aer_total "$bdf" "$file") after $(echo "$t0 $t1" | awk '{ print $2 - $1 }') s"
 }
 
 # send NAME FILE: one file back to the host.
