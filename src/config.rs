@@ -162,6 +162,15 @@ pub struct Thresholds {
     /// The GDR write test warns when a pair's bandwidth is below this fraction of the rate it
     /// should reach (the lowest of the port rate and the two PCIe links).
     pub gdr_min_bw_fraction: f64,
+    /// link-health: link errors (symbol, receive, CRC, recovery, ...) growing on a port faster
+    /// than this many a minute warn; at or below it the port is quiet. 0: any growth warns.
+    pub link_errors_per_min: f64,
+    /// link-health: transport retries and sequence errors growing faster than this many a
+    /// minute warn. 0: any growth warns.
+    pub link_retries_per_min: f64,
+    /// link-health: a counter whose total since the driver loaded is above its number here is
+    /// judged (`link-lifetime-over`, warn) even with one reading; none by default.
+    pub link_lifetime: BTreeMap<String, u64>,
 }
 
 impl Default for Thresholds {
@@ -182,6 +191,11 @@ impl Default for Thresholds {
             // A GPU at SYS distance reaches about half of host-memory bandwidth (perftest#241);
             // healthy GDR loopback reaches 90-95% of the port (Azure's health checks).
             gdr_min_bw_fraction: 0.6,
+            // The InfiniBand specification expects no symbol error on a healthy link over a
+            // window of seconds (16.1.3.5); a site with a known-noisy fabric sets a rate.
+            link_errors_per_min: 0.0,
+            link_retries_per_min: 0.0,
+            link_lifetime: BTreeMap::new(),
         }
     }
 }
@@ -402,6 +416,20 @@ impl Config {
                     path: path.to_owned(),
                     message: format!(
                         "{}timeouts.{key}: {t} is not a number of seconds between 0 and 3600",
+                        position(key)
+                    ),
+                });
+            }
+        }
+        for (key, v) in [
+            ("link_errors_per_min", self.thresholds.link_errors_per_min),
+            ("link_retries_per_min", self.thresholds.link_retries_per_min),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!(
+                        "{}thresholds.{key}: {v} is not a rate of 0 or more a minute",
                         position(key)
                     ),
                 });

@@ -183,3 +183,94 @@ fn the_fleet_ranks_links_by_their_growth_flaps_first() {
         "{human}"
     );
 }
+
+/// A site's thresholds: a lifetime limit judges one reading (link-lifetime-over), and a rate
+/// tolerates slow growth in the window (quiet, and said so) but never a flap.
+#[test]
+fn a_sites_lifetime_limits_and_rates() {
+    let (_dir, root) = fixture_copy("link-history");
+    std::fs::write(
+        root.join("limits.yaml"),
+        "thresholds:\n  link_lifetime: {symbol_error: 1000, link_downed: 10}\n",
+    )
+    .unwrap();
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--config",
+        root.join("limits.yaml").to_str().unwrap(),
+        "check",
+        "--format",
+        "json",
+    ]);
+    let report = json(&out);
+    let over: Vec<_> = all_findings(&report)
+        .filter(|f| f["code"] == "link-lifetime-over")
+        .collect();
+    assert_eq!(over.len(), 1, "{report}");
+    assert_eq!(over[0]["status"], "warn");
+    let message = over[0]["message"].as_str().unwrap();
+    // symbol_error 65535 is over 1000; link_downed 2 is not over 10.
+    assert!(message.contains("symbol_error 65535 > 1000"), "{message}");
+    assert!(!message.contains("link_downed"), "{message}");
+
+    // link-symbol-errors: symbol_error +41 and port_rcv_errors +7 (+ netdev errors) in 5 s.
+    let (_dir, root) = fixture_copy("link-symbol-errors");
+    let with = |rate: &str| {
+        std::fs::write(
+            root.join("limits.yaml"),
+            format!("thresholds:\n  link_errors_per_min: {rate}\n"),
+        )
+        .unwrap();
+        let out = gdrdoctor(&[
+            "--root",
+            root.to_str().unwrap(),
+            "--config",
+            root.join("limits.yaml").to_str().unwrap(),
+            "check",
+            "--format",
+            "json",
+        ]);
+        json(&out)
+    };
+    // Below the growth's rate (62 in 5 s: 744 a minute): still a warning.
+    let report = with("100");
+    assert!(
+        codes(&report).contains(&("link-errors-growing".into(), "warn".into())),
+        "{report}"
+    );
+    // At or above it: quiet, saying which rate let it pass.
+    let report = with("1000");
+    assert!(
+        !codes(&report)
+            .iter()
+            .any(|(c, _)| c == "link-errors-growing"),
+        "{report}"
+    );
+    let quiet: Vec<_> = all_findings(&report)
+        .filter(|f| f["code"] == "link-quiet" && f["subject"] == "mlx5_6 port 1")
+        .collect();
+    assert_eq!(quiet.len(), 1, "{report}");
+    assert!(
+        quiet[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at or below the site's 1000 (thresholds.link_errors_per_min)"),
+        "{report}"
+    );
+    // A flap is never tolerated by a rate.
+    let (_dir, root) = fixture_copy("link-flapping");
+    std::fs::write(
+        root.join("limits.yaml"),
+        "thresholds:\n  link_errors_per_min: 100000\n  link_retries_per_min: 100000\n",
+    )
+    .unwrap();
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--config",
+        root.join("limits.yaml").to_str().unwrap(),
+        "check",
+    ]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+}

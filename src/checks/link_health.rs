@@ -6,6 +6,7 @@
 //! --sample SECONDS`, a second reading in [`crate::model::Runs::sample`]) judges the growth.
 
 use super::{Check, Context, Meta};
+use crate::config::Thresholds;
 use crate::inventory::rdma::CLASS_INFINIBAND;
 use crate::inventory::{Inventory, Port, RdmaDevice};
 use crate::model::health::{Aer, Counter, PortCounters, Sample, Sign, growth};
@@ -37,6 +38,10 @@ const ERRORS_GROWING: Code = Code {
 const RETRIES_GROWING: Code = Code {
     id: "link-retries-growing",
     summary: "RDMA transport retries or sequence errors grew in the sample window",
+};
+const LIFETIME_OVER: Code = Code {
+    id: "link-lifetime-over",
+    summary: "a counter's total since the driver loaded is above the site's limit (thresholds.link_lifetime)",
 };
 const COUNTERS_NONE: Code = Code {
     id: "link-counters-none",
@@ -90,6 +95,7 @@ const CODES: &[Code] = &[
     FLAPPING,
     ERRORS_GROWING,
     RETRIES_GROWING,
+    LIFETIME_OVER,
     COUNTERS_NONE,
     COUNTERS_UNREADABLE,
     PORT_NOT_ACTIVE,
@@ -124,7 +130,7 @@ impl Check for LinkHealth {
             .rdma
             .iter()
             .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
-            .flat_map(|(d, p)| judge_port(inv, d, p, sample))
+            .flat_map(|(d, p)| judge_port(inv, d, p, sample, &cx.config.thresholds))
             .collect();
         if out.is_empty() {
             out.push(
@@ -167,6 +173,7 @@ fn judge_port(
     dev: &RdmaDevice,
     port: &Port,
     sample: Option<&Sample>,
+    limits: &Thresholds,
 ) -> Vec<Finding> {
     let subject = port.subject(&dev.name);
     let state = &port.state;
@@ -220,9 +227,17 @@ fn judge_port(
     match sample.and_then(|s| s.port(&dev.name, port.num).map(|other| (s, other))) {
         Some((s, other)) => {
             let (before, after) = s.order(before, other);
-            judge_growth(dev, port, subject, before, after, s)
+            judge_growth(dev, port, subject, before, after, s, limits)
         }
-        None => vec![judge_history(inv, port, subject, before, sample.is_some())],
+        None => vec![judge_history(
+            inv,
+            dev,
+            port,
+            subject,
+            before,
+            sample.is_some(),
+            limits,
+        )],
     }
 }
 
@@ -239,10 +254,12 @@ fn boot_value(c: &Counter) -> u64 {
 /// One reading: a clean history passes; a history with errors is shown, not judged.
 fn judge_history(
     inv: &Inventory,
+    dev: &RdmaDevice,
     port: &Port,
     subject: String,
     counters: &PortCounters,
     sampled: bool,
+    limits: &Thresholds,
 ) -> Finding {
     let counted: Vec<&Counter> = counters
         .counters
@@ -268,6 +285,35 @@ fn judge_history(
         )
         .with(counters.counters.iter().map(evidence))
         .with([uptime_evidence]);
+    }
+    // A site's lifetime limits judge the totals even from one reading.
+    let over: Vec<(&Counter, u64)> = counted
+        .iter()
+        .filter_map(|c| {
+            let limit = *limits.link_lifetime.get(c.watched.name)?;
+            c.value.value().filter(|v| **v > limit).map(|_| (*c, limit))
+        })
+        .collect();
+    if !over.is_empty() {
+        let netdev = port.netdev.as_ref().map(|n| n.name.as_str());
+        return Finding::warn(
+            LIFETIME_OVER,
+            subject,
+            format!(
+                "since the driver loaded ({uptime}): {} (thresholds.link_lifetime)",
+                over.iter()
+                    .map(|(c, limit)| format!(
+                        "{} {} > {limit}",
+                        c.watched.name,
+                        c.value.value().unwrap_or(&0)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .with(over.iter().map(|(c, _)| evidence(c)))
+        .with([uptime_evidence])
+        .fix(cable_fix(dev, port.num, netdev));
     }
     let why = if sampled {
         "its second reading is missing"
@@ -299,8 +345,47 @@ fn judge_growth(
     before: &PortCounters,
     after: &PortCounters,
     sample: &Sample,
+    limits: &Thresholds,
 ) -> Vec<Finding> {
     let grew = growth(before, after);
+    // Errors and retries at or below the site's rate are tolerated; a flap never is.
+    let minutes = (sample.seconds / 60.0).max(f64::MIN_POSITIVE);
+    let rate = |sign: Sign| {
+        grew.iter()
+            .filter(|g| g.watched.sign == sign)
+            .map(|g| g.by() as f64)
+            .sum::<f64>()
+            / minutes
+    };
+    let limit = |sign: Sign| match sign {
+        Sign::Flap => 0.0,
+        Sign::Wire => limits.link_errors_per_min,
+        Sign::Retry => limits.link_retries_per_min,
+    };
+    let tolerated: Vec<String> = [Sign::Wire, Sign::Retry]
+        .into_iter()
+        .filter(|&sign| limit(sign) > 0.0 && rate(sign) > 0.0 && rate(sign) <= limit(sign))
+        .map(|sign| {
+            format!(
+                "{} {:.1} a minute, at or below the site's {} ({})",
+                sign.noun(),
+                rate(sign),
+                limit(sign),
+                match sign {
+                    Sign::Retry => "thresholds.link_retries_per_min",
+                    _ => "thresholds.link_errors_per_min",
+                }
+            )
+        })
+        .collect();
+    let grew: Vec<_> = grew
+        .iter()
+        .filter(|g| {
+            let sign = g.watched.sign;
+            sign == Sign::Flap || limit(sign) == 0.0 || rate(sign) > limit(sign)
+        })
+        .cloned()
+        .collect();
     let window = window(sample);
     let netdev = port.netdev.as_ref().map(|n| n.name.as_str());
     let Some(worst) = grew.iter().map(|g| g.watched.sign).min() else {
@@ -308,10 +393,14 @@ fn judge_growth(
             Finding::pass(
                 QUIET,
                 subject,
-                format!(
-                    "no flap, link error or retry in {window} ({} counters)",
-                    before.counters.len()
-                ),
+                if tolerated.is_empty() {
+                    format!(
+                        "no flap, link error or retry in {window} ({} counters)",
+                        before.counters.len()
+                    )
+                } else {
+                    format!("no flap in {window}; {}", tolerated.join("; "))
+                },
             )
             .with(after.counters.iter().map(evidence)),
         ];

@@ -70,7 +70,24 @@ pub fn recorded(root: &Root, inv: &Inventory) -> Option<Sample> {
         .parse::<f64>()
         .ok()
         .filter(|s| s.is_finite() && *s > 0.0)?;
-    let (ports, aer) = read(root, inv, RECORDED);
+    let (mut ports, mut aer) = read(root, inv, RECORDED);
+    // Shown at the node's own paths, as the live check shows them: the copy's report is the
+    // node's.
+    let unprefix = |p: &mut String| {
+        if let Some(rest) = p.strip_prefix(RECORDED) {
+            *p = rest.to_owned();
+        }
+    };
+    for (_, _, c) in &mut ports {
+        c.counters
+            .iter_mut()
+            .for_each(|c| unprefix(&mut c.value.path));
+    }
+    for (_, a) in &mut aer {
+        for t in [&mut a.correctable, &mut a.nonfatal, &mut a.fatal] {
+            unprefix(&mut t.path);
+        }
+    }
     let kernel_log =
         Some(read_log(root, RECORDED)).filter(|l| !matches!(l, KernelLog::NotCaptured { .. }));
     Some(Sample {

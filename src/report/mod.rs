@@ -11,6 +11,7 @@ pub mod nfd;
 pub mod picture;
 pub mod prometheus;
 pub mod reason;
+pub mod sample;
 pub mod svg;
 pub mod topo;
 pub mod twonode;
@@ -127,6 +128,10 @@ pub struct InventorySummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_verify: Option<NcclVerifySummary>,
     pub rdma_devices: Vec<RdmaSummary>,
+    /// The sample window (`--sample`) or the last run's reading (`--baseline`) and what grew
+    /// since; absent when neither was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample: Option<sample::SampleSummary>,
     /// Files and directories that could not be read or made no sense.
     pub problems: Vec<Problem>,
 }
@@ -433,6 +438,7 @@ fn summarise(inv: &Inventory, runs: &Runs, checks: &[CheckResult]) -> InventoryS
     // One unreadable directory spoils every read below it; name it once.
     let problems = inv.all_problems();
     InventorySummary {
+        sample: runs.sample.as_ref().map(|s| sample::summarise(inv, s)),
         gpus,
         gpu_runtime: runs.gpu.clone(),
         gdr_test: match &runs.gdr_test {

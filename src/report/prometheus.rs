@@ -21,6 +21,7 @@ pub fn render(report: &Report, run: Option<Run>) -> String {
     verdict(&mut m, report);
     checks(&mut m, report);
     link_ports(&mut m, report);
+    growth(&mut m, report);
     m.family("gdrdoctor_gpus", "GPUs found in sysfs.");
     m.sample("gdrdoctor_gpus", &[], report.node.gpus as f64);
     m.family("gdrdoctor_rdma_devices", "RDMA devices found in sysfs.");
@@ -145,6 +146,52 @@ fn link_ports(m: &mut Metrics, report: &Report) {
             ],
             1.0,
         );
+    }
+}
+
+/// What grew in the sample window or since the last run (`--baseline`): the span, and each
+/// counter that moved by how much. The counters' values are node_exporter's; these are the
+/// deltas gdrdoctor judged.
+fn growth(m: &mut Metrics, report: &Report) {
+    let Some(s) = report.inventory.sample.as_ref() else {
+        return;
+    };
+    m.family(
+        "gdrdoctor_sample_seconds",
+        "The span link-health and kernel-log judged growth over: a --sample window, or the time since the last run (--baseline).",
+    );
+    m.sample("gdrdoctor_sample_seconds", &[("kind", s.kind)], s.seconds);
+    if !s.ports.is_empty() {
+        m.family(
+            "gdrdoctor_link_counter_growth",
+            "How much an RDMA port's error, flap or retry counter grew over gdrdoctor_sample_seconds (only counters that grew).",
+        );
+        for g in &s.ports {
+            let port = g.port.to_string();
+            m.sample(
+                "gdrdoctor_link_counter_growth",
+                &[
+                    ("device", g.device.as_str()),
+                    ("port", port.as_str()),
+                    ("counter", g.counter),
+                ],
+                (g.after - g.before) as f64,
+            );
+        }
+    }
+    if !s.aer.is_empty() {
+        m.family(
+            "gdrdoctor_aer_growth",
+            "How many PCIe AER errors a function of a GPU-NIC path counted over gdrdoctor_sample_seconds (only those that grew).",
+        );
+        for g in &s.aer {
+            let bdf = g.bdf.to_string();
+            m.sample(
+                "gdrdoctor_aer_growth",
+                &[("bdf", bdf.as_str()), ("severity", g.severity)],
+                (g.after - g.before) as f64,
+            );
+        }
     }
 }
 

@@ -65,4 +65,11 @@ file-finding aer.json link-flapping rxe1 port 1 | link_downed +1
 file-json aer.json verdict.exit_code 1
 rc aer.rc 1
 code aer-history skip
+# The kernel logged each error (kernel-log): inside its window it is now; after, history.
+file-finding hmp.json kernel-log-errors-now bridge 0000:02:00.0 | uncorrected (non-fatal) PCIe error CmpltTO
+file-finding aer.json kernel-log-errors-now rxe1 (0000:05:00.0) | uncorrected (non-fatal) PCIe error CmpltTO
+file-finding aer.json kernel-log-events-now rxe0 (0000:03:00.0) | corrected PCIe error RxErr
+file-nocode aer.json kernel-log-clean
+code kernel-log-pcie-uncorrected warn
+code kernel-log-history skip
 '

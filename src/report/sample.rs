@@ -1,0 +1,101 @@
+//! The sample window or the baseline in the report: its span and every counter that grew, with
+//! both readings (`inventory.sample` in JSON; `gdrdoctor_link_counter_growth` and
+//! `gdrdoctor_aer_growth` for Prometheus). Counters that did not move are left out: their
+//! values are node_exporter's to export.
+
+use crate::inventory::Inventory;
+use crate::model::health::{Sample, SampleKind, growth};
+use crate::parse::pci::Bdf;
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct SampleSummary {
+    /// `window` (`--sample`: the later reading) or `since-last-run` (`--baseline`).
+    pub kind: &'static str,
+    /// The span, to a tenth of a second (a capture's copy says the same).
+    pub seconds: f64,
+    pub cut: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    pub ports: Vec<PortGrowth>,
+    pub aer: Vec<AerGrowth>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PortGrowth {
+    pub device: String,
+    pub port: u32,
+    pub counter: &'static str,
+    pub path: String,
+    pub before: u64,
+    pub after: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AerGrowth {
+    pub bdf: Bdf,
+    /// `fatal`, `non-fatal` or `correctable`.
+    pub severity: &'static str,
+    pub path: String,
+    pub before: u64,
+    pub after: u64,
+}
+
+pub fn summarise(inv: &Inventory, sample: &Sample) -> SampleSummary {
+    let ports = inv
+        .rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter_map(|(d, p)| {
+            let other = sample.port(&d.name, p.num)?;
+            let (before, after) = sample.order(&p.counters, other);
+            Some(growth(before, after).into_iter().map(move |g| PortGrowth {
+                device: d.name.clone(),
+                port: p.num,
+                counter: g.watched.name,
+                path: g.path.clone(),
+                before: g.was,
+                after: g.now,
+            }))
+        })
+        .flatten()
+        .collect();
+    let aer = inv
+        .pci
+        .values()
+        .filter_map(|f| Some((f.bdf, &f.detail.as_ref()?.aer)))
+        .filter_map(|(bdf, ours)| {
+            let other = sample.aer(bdf)?;
+            let (before, after) = sample.order(ours, other);
+            let grew: Vec<AerGrowth> = before
+                .tables()
+                .into_iter()
+                .zip(after.tables())
+                .filter_map(|((severity, b), (_, a))| {
+                    let (b, av) = (b.value()?, a.value()?);
+                    (av.total > b.total).then(|| AerGrowth {
+                        bdf,
+                        severity,
+                        path: a.path.clone(),
+                        before: b.total,
+                        after: av.total,
+                    })
+                })
+                .collect();
+            Some(grew)
+        })
+        .flatten()
+        .collect();
+    let (kind, baseline) = match &sample.kind {
+        SampleKind::Window => ("window", None),
+        SampleKind::SinceLastRun { path, .. } => ("since-last-run", Some(path.clone())),
+    };
+    SampleSummary {
+        kind,
+        seconds: (sample.seconds * 10.0).round() / 10.0,
+        cut: sample.cut,
+        baseline,
+        ports,
+        aer,
+    }
+}
