@@ -488,6 +488,54 @@ mod tests {
         assert_eq!(e[4].device, Bdf::parse("0000:3b:00.0"));
     }
 
+    /// The lab guest's own kernel (Debian 6.1 under QEMU) logging three injected AER errors
+    /// (tests/lab/kernel-log/aer-inject.dmesg.txt, `dmesg` as it printed them): the events are
+    /// the three reports, each with its device, severity and error name, and nothing else of the
+    /// boot's 500-odd lines.
+    #[test]
+    fn a_real_kernels_aer_reports() {
+        let text = include_str!("../../tests/lab/kernel-log/aer-inject.dmesg.txt");
+        let records: Vec<Record> = text
+            .lines()
+            .enumerate()
+            .filter_map(|(k, l)| {
+                let (stamp, msg) = l.strip_prefix('[')?.split_once("] ")?;
+                let (s, us) = stamp.trim().split_once('.')?;
+                Some(Record {
+                    level: 3,
+                    seq: k as u64,
+                    usec: s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?,
+                    text: msg.to_owned(),
+                })
+            })
+            .collect();
+        assert!(records.len() > 400);
+        let e = events(&records);
+        let got: Vec<(String, EventKind)> = e
+            .iter()
+            .map(|e| (e.device.unwrap().to_string(), e.kind.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "0000:02:00.0".into(),
+                    EventKind::Pcie(PcieSeverity::NonFatal, vec!["CmpltTO".into()])
+                ),
+                (
+                    "0000:03:00.0".into(),
+                    EventKind::Pcie(PcieSeverity::Corrected, vec!["RxErr".into()])
+                ),
+                (
+                    "0000:05:00.0".into(),
+                    EventKind::Pcie(PcieSeverity::NonFatal, vec!["CmpltTO".into()])
+                ),
+            ]
+        );
+        // What a capture keeps: the three reports and their name lines, nothing of the boot.
+        assert_eq!(records.iter().filter(|r| kept(r)).count(), 6);
+    }
+
     #[test]
     fn the_file_round_trips() {
         let f = LogFile::Read {
