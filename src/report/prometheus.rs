@@ -163,13 +163,13 @@ fn growth(m: &mut Metrics, report: &Report) {
     m.sample("gdrdoctor_sample_seconds", &[("kind", s.kind)], s.seconds);
     if !s.ports.is_empty() {
         m.family(
-            "gdrdoctor_link_counter_growth",
+            "gdrdoctor_link_growth",
             "How much an RDMA port's error, flap or retry counter grew over gdrdoctor_sample_seconds (only counters that grew).",
         );
         for g in &s.ports {
             let port = g.port.to_string();
             m.sample(
-                "gdrdoctor_link_counter_growth",
+                "gdrdoctor_link_growth",
                 &[
                     ("device", g.device.as_str()),
                     ("port", port.as_str()),

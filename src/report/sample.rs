@@ -1,5 +1,5 @@
 //! The sample window or the baseline in the report: its span and every counter that grew, with
-//! both readings (`inventory.sample` in JSON; `gdrdoctor_link_counter_growth` and
+//! both readings (`inventory.sample` in JSON; `gdrdoctor_link_growth` and
 //! `gdrdoctor_aer_growth` for Prometheus). Counters that did not move are left out: their
 //! values are node_exporter's to export.
 
