@@ -3,6 +3,7 @@
 
 pub mod counters;
 pub mod cpulist;
+pub mod dcbnl;
 pub mod kernel;
 pub mod kmsg;
 pub mod nccl_conf;
