@@ -146,3 +146,24 @@ fn a_bad_or_missing_record() {
     };
     assert!(why.contains("made before"), "{why}");
 }
+
+/// The example in docs/qos-json.md is a record gdrdoctor reads, and writes back as it stands.
+#[test]
+fn the_documented_example_is_a_record() {
+    let doc = std::fs::read_to_string(crate_dir().join("docs/qos-json.md")).unwrap();
+    let start = doc.find("```json\n").expect("an example") + "```json\n".len();
+    let example = &doc[start..start + doc[start..].find("```").unwrap()];
+    let answers = QosAnswers::parse(example.as_bytes()).unwrap();
+    assert_eq!(answers.to_json(), example);
+    let mlx5 = &answers.netdevs["enp1s0f0np0"];
+    let pfc = mlx5.dcb.as_ref().unwrap().pfc.as_ref().unwrap();
+    assert_eq!(pfc.priorities(), vec![3]);
+    assert_eq!(mlx5.ethtool.stat("rx_prio3_pause"), Some(9));
+    assert!(
+        answers.netdevs["eth0"]
+            .dcb
+            .as_ref()
+            .unwrap_err()
+            .not_supported()
+    );
+}
