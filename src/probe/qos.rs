@@ -149,17 +149,26 @@ pub fn ethtool(netdev: &str) -> Ethtool {
     let pause = se::pause(netdev)
         .map_err(|e| sys_error(e, netdev))
         .and_then(|raw| pe::pause(&raw).map_err(malformed));
-    let stats = (|| {
-        let max = MAX_STATS as usize;
-        let names = se::stat_names(netdev, MAX_STATS).map_err(|e| sys_error(e, netdev))?;
-        let names = pe::stat_names(&names, max).map_err(malformed)?;
-        let values = se::stat_values(netdev, MAX_STATS).map_err(|e| sys_error(e, netdev))?;
-        let values = pe::stat_values(&values, max).map_err(malformed)?;
-        let mut stats = pe::stats(names, values).map_err(malformed)?;
-        stats.retain(|(name, _)| kept_stat(name));
-        Ok(stats)
-    })();
+    // A driver whose set changed between the names and the values (mlx5 adds a priority's
+    // counters when PFC is turned on for it) is read once more.
+    let stats = stats(netdev).or_else(|e| match e.kind {
+        ErrorKind::Malformed => stats(netdev),
+        _ => Err(e),
+    });
     Ethtool { pause, stats }
+}
+
+/// The driver's statistics that [`kept_stat`] keeps, names paired with values.
+fn stats(netdev: &str) -> Result<Vec<(String, u64)>, QueryError> {
+    let malformed = |why: String| QueryError::new(ErrorKind::Malformed, why);
+    let max = MAX_STATS as usize;
+    let names = se::stat_names(netdev, MAX_STATS).map_err(|e| sys_error(e, netdev))?;
+    let names = pe::stat_names(&names, max).map_err(malformed)?;
+    let values = se::stat_values(netdev, MAX_STATS).map_err(|e| sys_error(e, netdev))?;
+    let values = pe::stat_values(&values, max).map_err(malformed)?;
+    let mut stats = pe::stats(names, values).map_err(malformed)?;
+    stats.retain(|(name, _)| kept_stat(name));
+    Ok(stats)
 }
 
 /// The answers as `gdrdoctor capture` recorded them on the node ([`RECORDED_QOS`]), on a
