@@ -37,8 +37,8 @@ pub mod probe;
 pub mod report;
 pub mod root;
 pub mod sanitize;
-// The system calls the standard library lacks (fcntl, prctl, _exit, malloc_trim, getrandom),
-// each behind a safe function.
+// The system calls the standard library lacks (fcntl, prctl, _exit, malloc_trim, getrandom,
+// a netlink socket, the ethtool ioctl), each behind a safe function.
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod trace;

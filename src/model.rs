@@ -8,6 +8,7 @@ pub mod gdr;
 pub mod gpu;
 pub mod health;
 pub mod nccl;
+pub mod qos;
 mod runs;
 pub mod twonode;
 

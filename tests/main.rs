@@ -30,6 +30,7 @@ mod nccl_explain;
 mod nccl_verify;
 mod nccl_view;
 mod pciutils;
+mod qos;
 mod rdma_access;
 mod topo;
 mod topo_picture;

@@ -39,8 +39,13 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let root = root.recording();
     // Everything the checks read is read here: checks never touch files. The live-only access
-    // probes (device nodes, this process's limits) have no place in a copy.
-    let (inv, _) = crate::probe::load(&root, &config, crate::probe::Options::default());
+    // probes (device nodes, this process's limits) have no place in a copy; the kernel's QoS
+    // answers on the RoCE netdevs do (below).
+    let options = crate::probe::Options {
+        qos: true,
+        ..crate::probe::Options::default()
+    };
+    let (inv, runs) = crate::probe::load(&root, &config, options);
     let read_at = std::time::Instant::now();
     let mut recording = root.recorded();
     // As `check --sample`: a node with no counter to read again waits for nothing.
@@ -68,6 +73,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
             file.render().into_bytes(),
         );
     }
+    let qos = record_qos(&runs.qos, &mut recording.files);
     let nvml = if ask_nvml {
         record_nvml(&config, &inv, &mut recording.files)
     } else {
@@ -92,7 +98,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         n => format!(" ({n} leading outside the root rewritten to stay inside it)"),
     };
     errln!(
-        "captured {} files ({} bytes), {} links{rewritten} and {} directories from {display} into {}{nvml}",
+        "captured {} files ({} bytes), {} links{rewritten} and {} directories from {display} into {}{qos}{nvml}",
         summary.files,
         summary.bytes,
         summary.links,
@@ -144,6 +150,28 @@ fn record_nvml(
         );
     }
     nvml
+}
+
+/// What only the live kernel answers of the RoCE netdevs' QoS (dcbnl, ethtool), recorded in a
+/// file of its own (docs/qos-json.md), even when there is no RoCE netdev: the copy then says
+/// that none was asked, not that it was never recorded. A captured root's record was read
+/// through the root, and is copied as it is. Returns what the summary line says of it.
+fn record_qos(
+    qos: &crate::model::qos::Qos,
+    files: &mut std::collections::BTreeMap<String, Vec<u8>>,
+) -> String {
+    use crate::model::qos::{Qos, RECORDED_QOS};
+    let Qos::Live(answers) = qos else {
+        return String::new();
+    };
+    files.insert(RECORDED_QOS.to_owned(), answers.to_json().into_bytes());
+    match answers.netdevs.len() {
+        0 => String::new(),
+        n => format!(
+            "; the kernel's QoS answers for {n} netdev{} in {RECORDED_QOS}",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// The paths that could not be read, on standard error.

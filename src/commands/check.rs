@@ -104,6 +104,9 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
             args.no_gpu_probe || !(probe_wanted || gdr_wanted),
         ),
         gpu_probe_on_root: args.gpu_probe,
+        // The kernel's answers on the RoCE netdevs' QoS (dcbnl, ethtool): a few requests
+        // per RoCE netdev, for the lossless chain (issue 28).
+        qos: true,
     };
     stage(Stage::ReadingNode {
         live: root.is_live(),

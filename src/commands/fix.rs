@@ -74,6 +74,7 @@ fn judged(root: &Root, config: &Config) -> (Inventory, Vec<checks::CheckResult>)
         access: root.is_live(),
         gpu_probe: gpu_probe(config, crate::probe::gpu::Ask::FULL, false),
         gpu_probe_on_root: false,
+        qos: true,
     };
     let (inv, runs) = load_node(root, config, options);
     let results = checks::run(&inv, &runs, config, &selection);

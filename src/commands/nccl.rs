@@ -164,6 +164,7 @@ fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         access: false,
         gpu_probe: gpu_probe(&config, crate::probe::gpu::Ask::FULL, args.no_gpu_probe),
         gpu_probe_on_root: true,
+        qos: false,
     };
     let (inv, mut runs) = load_node(&root, &config, options);
     runs.nccl_verify = run_nccl(&inv, &config, args.library.clone(), args.log_dir.clone());

@@ -35,6 +35,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         access: false,
         gpu_probe: gpu_probe(&config, crate::probe::gpu::Ask::NVML, args.no_gpu_probe),
         gpu_probe_on_root: false,
+        qos: false,
     };
     let (inv, runs) = load_node(&root, &config, options);
     // What the matrix and the pictures stand on and could not be read: said, as `check` says

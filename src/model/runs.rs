@@ -1,5 +1,5 @@
-//! What the runs above the facts found: the GPU probe, the access probe, the GDR write test and
-//! NCCL's own run. The probe stage (`crate::probe`) runs them and fills this in; the checks and
+//! What the runs above the facts found: the GPU probe, the access probe, the GDR write test,
+//! NCCL's own run and the kernel's answers on the RoCE netdevs' QoS. The probe stage (`crate::probe`) runs them and fills this in; the checks and
 //! the reports read it beside the inventory, which holds only what was read off the node.
 
 use super::access::Access;
@@ -7,6 +7,7 @@ use super::gdr::GdrTest;
 use super::gpu::{Runtime, SkipReason};
 use super::health::Sample;
 use super::nccl::NcclVerify;
+use super::qos::Qos;
 
 #[derive(Debug)]
 pub struct Runs {
@@ -21,6 +22,9 @@ pub struct Runs {
     pub nccl_verify: NcclVerify,
     /// The second reading of the link-health counters (`--sample`), live roots only.
     pub sample: Option<Sample>,
+    /// dcbnl's and ethtool's answers on the RoCE ports' netdevs: asked of the live kernel, or
+    /// as a capture recorded them.
+    pub qos: Qos,
 }
 
 impl Runs {
@@ -39,6 +43,7 @@ impl Runs {
             }),
             nccl_verify: NcclVerify::not_run(NcclVerify::NOT_ASKED),
             sample: None,
+            qos: Qos::NotRead("not asked".into()),
         }
     }
 }

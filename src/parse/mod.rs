@@ -3,6 +3,8 @@
 
 pub mod counters;
 pub mod cpulist;
+pub mod dcbnl;
+pub mod ethtool;
 pub mod kernel;
 pub mod kmsg;
 pub mod nccl_conf;

@@ -4,14 +4,15 @@
 //! runs found ([`Runs`]). The GDR write test and NCCL's own run come after loading (the
 //! commands run them on the session this leaves running).
 //!
-//! A captured root runs nothing: what a capture recorded of a run (NVML's answer) stands for
-//! it, so that a check offline says what it said live.
+//! A captured root runs nothing: what a capture recorded of a run (NVML's answer, the kernel's
+//! QoS answers) stands for it, so that a check offline says what it said live.
 
 pub mod access;
 pub mod baseline;
 pub mod gdr_test;
 pub mod gpu;
 pub mod nccl;
+pub mod qos;
 pub mod sample;
 pub mod twonode;
 
@@ -33,6 +34,9 @@ pub struct Options {
     /// Run the GPU probe with a captured root too (`check --gpu-probe`): the root is the
     /// host's, seen from a container that has the host's GPUs.
     pub gpu_probe_on_root: bool,
+    /// Ask the kernel about the RoCE ports' netdevs (dcbnl, ethtool). Live roots only; a
+    /// captured root's recorded answers are read whatever this says.
+    pub qos: bool,
 }
 
 /// Reads the node and runs what `options` asks, the GPU probe to its end.
@@ -77,6 +81,7 @@ fn pending_on(
     let mut inv = partial.finish(root);
     let mut runs = Runs::none(root.is_live());
     runs.access = (options.access && root.is_live()).then(|| access::load(root, &inv.rdma));
+    runs.qos = qos::load(root, &mut inv, options.qos);
     // A capture may hold the second reading of a sample window: its growth is judged offline
     // as it was live.
     if !root.is_live() {

@@ -1,12 +1,15 @@
 //! The few system calls the standard library does not offer, each behind a safe function:
 //! descriptor flags (`fd`), a child's death with its parent and an exit without teardown
-//! (`process`), the C allocator's trim (`malloc`), getrandom(2) (`random`); and the kernel's
-//! path limits. With `ffi/`, the only code allowed `unsafe` (see the crate root). It imports
+//! (`process`), the C allocator's trim (`malloc`), getrandom(2) (`random`), one rtnetlink
+//! request and its reply (`netlink`), the ethtool ioctl (`ethtool`); and the kernel's path
+//! limits. With `ffi/`, the only code allowed `unsafe` (see the crate root). It imports
 //! nothing of the crate, so the I/O plumbing at the bottom of the house (`child`, `input`,
 //! `output`, `stdio`, `archive`, `root`) can use it.
 
+pub mod ethtool;
 pub mod fd;
 pub mod malloc;
+pub mod netlink;
 pub mod process;
 pub mod random;
 
