@@ -19,6 +19,7 @@ mod peer_memory;
 mod rdma_access;
 mod rdma_gid;
 mod rdma_link;
+mod roce_lossless;
 
 use crate::config::Config;
 use crate::inventory::Inventory;
@@ -201,6 +202,7 @@ pub static ALL: &[&dyn Check] = &[
     &rdma_gid::RdmaGid,
     &link_health::LinkHealth,
     &kernel_log::KernelLogCheck,
+    &roce_lossless::RoceLossless,
     &nccl_config::NcclConfig,
     &rdma_access::RdmaAccess,
     &gdr_test::GdrTestCheck,

@@ -9,6 +9,7 @@ pub mod iommu;
 pub mod kernel;
 pub mod nccl;
 pub mod net;
+pub mod ofed_qos;
 pub mod pci;
 pub mod rdma;
 pub mod vm;

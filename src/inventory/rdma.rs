@@ -101,6 +101,8 @@ pub struct Port {
     /// Slots in the table, used or not.
     pub gid_slots: usize,
     pub netdev: Option<Netdev>,
+    /// MLNX_OFED's QoS files of a RoCE port (none on the upstream driver).
+    pub ofed_qos: super::ofed_qos::OfedQos,
     /// The link-health counters read (an IB port's PMA and transport counters, a RoCE port's
     /// netdev carrier changes and errors).
     pub counters: PortCounters,
@@ -416,7 +418,15 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
 
     let netdev = port_netdev(root, &gids, class_path, num, attachment, &mut problems);
     let counters = read_counters(root, "", &dir, netdev.as_ref().map(|n| n.name.as_str()));
+    // MLNX_OFED's QoS files: RoCE ports only (the files are per netdev and per RoCE port).
+    let ofed_qos = if link_layer.value() == Some(&LinkLayer::Ethernet) {
+        let device = class_path.rsplit('/').next().unwrap_or("");
+        super::ofed_qos::read(root, device, num, netdev.as_ref().map(|n| n.name.as_str()))
+    } else {
+        super::ofed_qos::OfedQos::default()
+    };
     Port {
+        ofed_qos,
         num,
         dir,
         state,

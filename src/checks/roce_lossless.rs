@@ -1,0 +1,569 @@
+//! `roce-lossless`: the traffic NCCL puts on each RoCE port it will use lands on a lossless
+//! priority. The chain, link by link: the traffic class NCCL sets (`NCCL_IB_TC`, or MLNX_OFED's
+//! verbs-wide override) -> DSCP (TC >> 2) -> the port's trust (DSCP or PCP) -> the priority
+//! (the DSCP APP table, or the firmware's DSCP >> 3) -> PFC on that priority, 802.3x pause off,
+//! the priority's buffer its own, ECN on it where MLNX_OFED shows it. A break anywhere is one
+//! finding naming every link with its value and source.
+
+use super::{Check, Context, Meta};
+use crate::inventory::nccl::Setting;
+use crate::inventory::{Inventory, Port, RdmaDevice};
+use crate::model::qos::{NetdevQos, Qos};
+use crate::model::{Code, Evidence, Finding, Fix, Status};
+use crate::parse::dcbnl::{Dcb, dcbx, selector};
+
+pub struct RoceLossless;
+
+const OK: Code = Code {
+    id: "roce-lossless-ok",
+    summary: "NCCL's RoCE traffic lands on a priority with PFC on, global pause off",
+};
+const PFC_OFF: Code = Code {
+    id: "roce-pfc-off",
+    summary: "the priority NCCL's RoCE traffic lands on has no PFC: a lossy queue",
+};
+const TRUST_PCP: Code = Code {
+    id: "roce-trust-pcp",
+    summary: "the port trusts PCP and RoCE goes untagged: NCCL's traffic lands on priority 0 whatever NCCL_IB_TC says",
+};
+const TCLASS_OVERRIDE: Code = Code {
+    id: "roce-tclass-override",
+    summary: "MLNX_OFED's verbs-wide traffic class differs from NCCL_IB_TC: NCCL's QPs carry the override, GPU-initiated (DevX/DOCA) ones do not",
+};
+const GLOBAL_PAUSE: Code = Code {
+    id: "roce-global-pause",
+    summary: "802.3x global pause is on beside PFC: the link pauses every priority",
+};
+const BUFFER_SHARED: Code = Code {
+    id: "roce-buffer-shared",
+    summary: "the lossless priority's receive buffer is shared with a lossy priority",
+};
+const ECN_OFF: Code = Code {
+    id: "roce-ecn-off",
+    summary: "ECN (DCQCN) is off on the lossless priority (MLNX_OFED's ecn files)",
+};
+const PAUSE_STORM: Code = Code {
+    id: "roce-pause-storm",
+    summary: "the NIC counted pause storms, or pauses on a priority without PFC",
+};
+const QOS_UNKNOWN: Code = Code {
+    id: "roce-qos-unknown",
+    summary: "the port's DCB settings cannot be read (the driver has no DCB interface, or the query failed)",
+};
+const QOS_NOT_READ: Code = Code {
+    id: "roce-qos-not-read",
+    summary: "the DCB and ethtool answers were not read (a capture made before gdrdoctor recorded them)",
+};
+const NOT_APPLICABLE: Code = Code {
+    id: "roce-qos-not-applicable",
+    summary: "an InfiniBand port: lossless by credit-based flow control, no PFC or DSCP",
+};
+const NO_ROCE: Code = Code {
+    id: "roce-no-port",
+    summary: "no RoCE port NCCL will use",
+};
+
+const CODES: &[Code] = &[
+    OK,
+    PFC_OFF,
+    TRUST_PCP,
+    TCLASS_OVERRIDE,
+    GLOBAL_PAUSE,
+    BUFFER_SHARED,
+    ECN_OFF,
+    PAUSE_STORM,
+    QOS_UNKNOWN,
+    QOS_NOT_READ,
+    NOT_APPLICABLE,
+    NO_ROCE,
+];
+
+const META: Meta = Meta {
+    id: "roce-lossless",
+    title: "RoCE lossless chain: NCCL's traffic class lands on a priority with PFC",
+    codes: CODES,
+    readme: include_str!("../../checks/roce-lossless/README.md"),
+    live_only: false,
+    reads: &[],
+};
+
+impl Check for RoceLossless {
+    fn meta(&self) -> &'static Meta {
+        &META
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        let inv = cx.inv;
+        let carrying = crate::nccl::effective::carrying(inv);
+        let mut out = Vec::new();
+        for &i in &carrying {
+            let dev = &inv.rdma[i];
+            for port in dev.ports.iter().filter(|p| p.is_active()) {
+                if port.is_infiniband() {
+                    out.push(
+                        Finding::skip(
+                            NOT_APPLICABLE,
+                            port.subject(&dev.name),
+                            "InfiniBand: the fabric is lossless by credit-based flow control; PFC, DSCP and NCCL_IB_TC do not apply (NCCL_IB_SL picks the service level)",
+                        )
+                        .evidence(port.link_layer.path.clone(), port.link_layer.shown()),
+                    );
+                } else if port.is_ethernet() {
+                    out.extend(judge_port(inv, &cx.runs.qos, dev, port));
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(
+                Finding::skip(
+                    NO_ROCE,
+                    "node",
+                    "no ACTIVE RoCE port that NCCL will use (see rdma-link)",
+                )
+                .evidence(
+                    crate::inventory::rdma::CLASS_INFINIBAND,
+                    format!("{} RDMA devices carry NCCL's traffic", carrying.len()),
+                )
+                .prerequisites(&["rdma-link"]),
+            );
+        }
+        out
+    }
+}
+
+/// What NCCL's traffic class is on this port, and where it comes from.
+struct TrafficClass {
+    /// What NCCL sets (`NCCL_IB_TC`, default 0).
+    nccl: u8,
+    nccl_from: String,
+    /// MLNX_OFED's verbs-wide override, when set.
+    ofed: Option<u8>,
+    ofed_path: String,
+}
+
+impl TrafficClass {
+    /// What the kernel puts on NCCL's packets: the override rewrites the QPs the kernel creates
+    /// (NCCL's verbs QPs among them).
+    fn effective(&self) -> u8 {
+        self.ofed.unwrap_or(self.nccl)
+    }
+
+    fn shown(&self) -> String {
+        match self.ofed {
+            Some(o) if o != self.nccl => format!(
+                "traffic class {o} (MLNX_OFED's override {}, over NCCL_IB_TC={} from {})",
+                self.ofed_path, self.nccl, self.nccl_from
+            ),
+            Some(o) => format!(
+                "NCCL_IB_TC={o} ({}; MLNX_OFED's override the same)",
+                self.nccl_from
+            ),
+            None => format!("NCCL_IB_TC={} ({})", self.nccl, self.nccl_from),
+        }
+    }
+}
+
+fn traffic_class(inv: &Inventory, dev: &RdmaDevice, port: &Port) -> TrafficClass {
+    let setting: Option<&Setting> = inv.nccl.get("NCCL_IB_TC");
+    let (nccl, nccl_from) =
+        match setting.and_then(|s| s.value.trim().parse::<u8>().ok().map(|v| (s, v))) {
+            Some((s, v)) => (v, s.origin.path()),
+            None => (0, "NCCL's default".to_owned()),
+        };
+    let ofed = port
+        .ofed_qos
+        .tclass
+        .as_ref()
+        .and_then(|f| f.value().copied());
+    TrafficClass {
+        nccl,
+        nccl_from,
+        ofed,
+        ofed_path: format!(
+            "/sys/class/infiniband/{}/tc/{}/traffic_class",
+            dev.name, port.num
+        ),
+    }
+}
+
+/// How the port classifies: DSCP or PCP, and from what that was read.
+fn trust(dcb: &Dcb, port: &Port) -> (bool, String) {
+    if let Some(t) = &dcb.trust {
+        let dscp = t.contains(&selector::DSCP);
+        return (
+            dscp,
+            format!(
+                "trust {} (dcbnl trust table)",
+                if dscp { "dscp" } else { "pcp" }
+            ),
+        );
+    }
+    let dscp_entries = dcb
+        .app
+        .iter()
+        .filter(|a| a.selector == selector::DSCP)
+        .count();
+    if dscp_entries > 0 {
+        return (
+            true,
+            format!("trust dscp (APP table, {dscp_entries} DSCP entries)"),
+        );
+    }
+    if let Some(v) = port.ofed_qos.trust.as_ref().and_then(|f| f.value()) {
+        return (
+            v == "dscp",
+            format!(
+                "trust {v} ({})",
+                port.ofed_qos.trust.as_ref().map_or("", |f| f.path.as_str())
+            ),
+        );
+    }
+    (
+        false,
+        "trust pcp (no DSCP entry in the APP table: the driver's default)".into(),
+    )
+}
+
+fn judge_port(inv: &Inventory, qos: &Qos, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
+    let subject = port.subject(&dev.name);
+    let Some(netdev) = port.netdev.as_ref() else {
+        return vec![
+            Finding::unknown(
+                QOS_UNKNOWN,
+                subject,
+                "the RoCE port has no netdev: its DCB settings cannot be asked",
+            )
+            .evidence(port.dir.clone(), "<no netdev>"),
+        ];
+    };
+    let ifname = netdev.name.as_str();
+    let answers: &NetdevQos = match qos {
+        Qos::NotRead(why) => {
+            return vec![
+                Finding::skip(QOS_NOT_READ, subject, format!("not read: {why}"))
+                    .evidence(crate::model::qos::RECORDED_QOS, "<absent>"),
+            ];
+        }
+        _ => match qos.netdev(ifname) {
+            Some(a) => a,
+            None => {
+                return vec![
+                    Finding::unknown(
+                        QOS_UNKNOWN,
+                        subject,
+                        format!("{ifname}: not asked (not among the answers)"),
+                    )
+                    .evidence(format!("/sys/class/net/{ifname}"), "<not asked>"),
+                ];
+            }
+        },
+    };
+    let tc = traffic_class(inv, dev, port);
+    let dcb = match &answers.dcb {
+        Ok(d) => d,
+        Err(e) => {
+            let why = if e.not_supported() {
+                format!(
+                    "{ifname}'s driver has no DCB interface ({e}): the lossless chain cannot be read, so it is not known to hold"
+                )
+            } else {
+                format!("{ifname}: the DCB query failed: {e}")
+            };
+            return vec![
+                Finding::unknown(QOS_UNKNOWN, subject, format!("{}: {why}", tc.shown()))
+                    .evidence(format!("dcbnl {ifname}"), e.to_string()),
+            ];
+        }
+    };
+    let mut out = Vec::new();
+    let evidence = |what: &str, value: String| Evidence {
+        path: format!("dcbnl {ifname}"),
+        value: format!("{what}: {value}"),
+    };
+    // 1-2: the traffic class and its DSCP.
+    let class = tc.effective();
+    let dscp = class >> 2;
+    if let Some(o) = tc.ofed.filter(|&o| o != tc.nccl) {
+        out.push(
+            Finding::warn(
+                TCLASS_OVERRIDE,
+                subject.clone(),
+                format!(
+                    "MLNX_OFED's traffic class {o} ({}) overrides NCCL_IB_TC={} ({}) for the QPs the kernel creates; NCCL's GPU-initiated (DevX/DOCA) QPs keep {}: the two land on different priorities where the fabric does not map both",
+                    tc.ofed_path, tc.nccl, tc.nccl_from, tc.nccl
+                ),
+            )
+            .evidence(tc.ofed_path.clone(), format!("Global tclass={o}"))
+            .fix(
+                Fix::new(
+                    format!("Make NCCL_IB_TC and the override say the same: NCCL_IB_TC={o} in /etc/nccl.conf (or the job), or write NCCL's value to the override"),
+                    "The override applies to new QPs only; running jobs keep theirs.",
+                )
+                .manual(format!("echo NCCL_IB_TC={o} >> /etc/nccl.conf"))
+                .manual(format!("echo {} > {}", tc.nccl, tc.ofed_path)),
+            ),
+        );
+    }
+    // 3-4: trust and priority.
+    let (dscp_trust, trust_shown) = trust(dcb, port);
+    let (priority, prio_shown) = if dscp_trust {
+        match dcb
+            .app
+            .iter()
+            .find(|a| a.selector == selector::DSCP && a.protocol == u16::from(dscp))
+        {
+            Some(a) => (
+                a.priority,
+                format!(
+                    "priority {} (APP table: dscp {dscp} -> {})",
+                    a.priority, a.priority
+                ),
+            ),
+            None => (
+                dscp >> 3,
+                format!(
+                    "priority {} (no APP entry for DSCP {dscp}: the firmware's DSCP >> 3)",
+                    dscp >> 3
+                ),
+            ),
+        }
+    } else {
+        (0, "priority 0 (untagged RoCE under PCP trust)".to_owned())
+    };
+    let chain = |pfc: &str| {
+        format!(
+            "{} -> DSCP {dscp} -> {trust_shown} -> {prio_shown} -> {pfc}",
+            tc.shown()
+        )
+    };
+    // 5: PFC.
+    let Some(pfc) = dcb.pfc.as_ref() else {
+        out.push(
+            Finding::unknown(
+                QOS_UNKNOWN,
+                subject,
+                chain("PFC not reported by the driver"),
+            )
+            .evidence(
+                format!("dcbnl {ifname}"),
+                "no DCB_ATTR_IEEE_PFC in the reply",
+            ),
+        );
+        return out;
+    };
+    let enabled = pfc.priorities();
+    let enabled_shown = if enabled.is_empty() {
+        "none".to_owned()
+    } else {
+        enabled
+            .iter()
+            .map(u8::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let pfc_ev = evidence(
+        "pfc_en",
+        format!("0x{:02x} (priorities {enabled_shown})", pfc.enabled),
+    );
+    if !pfc.on(priority) {
+        let (code, fix) = if !dscp_trust && enabled.iter().any(|&p| p != 0) {
+            (
+                TRUST_PCP,
+                Fix::new(
+                    format!("Trust DSCP on {ifname} so that NCCL_IB_TC decides the priority (or tag RoCE with the lossless priority's PCP)"),
+                    "Changing trust reclassifies the port's traffic at once: drain the node first. The switch must trust DSCP too.",
+                )
+                .manual(format!("mlnx_qos -i {ifname} --trust dscp"))
+                .manual(format!("dcb app add dev {ifname} dscp-prio {}:{}", enabled[0] * 8, enabled[0])),
+            )
+        } else {
+            let want = enabled.first().copied().unwrap_or(3);
+            let mut pfc_list = [0u8; 8];
+            pfc_list[priority as usize] = 1;
+            (
+                PFC_OFF,
+                Fix::new(
+                    format!("Put NCCL's traffic on the fabric's lossless priority: enable PFC on priority {priority} on {ifname}, or set NCCL_IB_TC to the traffic class of the priority that has PFC (DSCP {d} -> NCCL_IB_TC={t})", d = want * 8, t = (want * 8) << 2),
+                    "PFC changes take the port's queues through a reconfiguration: drain first. The switch ports must have PFC on the same priority.",
+                )
+                .manual(format!(
+                    "mlnx_qos -i {ifname} --pfc {}",
+                    pfc_list.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
+                ))
+                .manual(format!("dcb pfc set dev {ifname} prio-pfc {priority}:on"))
+                .manual(format!("echo NCCL_IB_TC={} >> /etc/nccl.conf", (want * 8) << 2)),
+            )
+        };
+        out.push(
+            Finding::fail(
+                code,
+                subject,
+                chain(&format!("PFC off on {priority} (enabled: {enabled_shown})")),
+            )
+            .evidence(
+                format!("dcbnl {ifname}"),
+                format!("pfc_en 0x{:02x}", pfc.enabled),
+            )
+            .with([pfc_ev])
+            .fix(fix),
+        );
+        return out;
+    }
+    // 5b: global pause beside PFC.
+    if let Ok(p) = &answers.ethtool.pause {
+        if p.rx || p.tx {
+            out.push(
+                Finding::fail(
+                    GLOBAL_PAUSE,
+                    subject.clone(),
+                    format!(
+                        "{}; but 802.3x global pause is on (rx {}, tx {}): a paused link stops every priority, and PFC and global pause together are undefined on most NICs",
+                        chain(&format!("PFC on {priority}")),
+                        if p.rx { "on" } else { "off" },
+                        if p.tx { "on" } else { "off" }
+                    ),
+                )
+                .evidence(format!("ethtool -a {ifname}"), format!("autoneg {} rx {} tx {}", p.autoneg, p.rx, p.tx))
+                .fix(
+                    Fix::new(
+                        format!("Turn 802.3x pause off on {ifname}: PFC does the pausing, per priority"),
+                        "Takes effect at once; the switch port should have global pause off too.",
+                    )
+                    .manual(format!("ethtool -A {ifname} autoneg off rx off tx off")),
+                ),
+            );
+        }
+    }
+    // 5c: the buffer.
+    if let Some(b) = &dcb.buffer {
+        let mine = b.prio2buffer[priority as usize];
+        let lossy: Vec<u8> = (0..8u8)
+            .filter(|&p| p != priority && b.prio2buffer[p as usize] == mine && !pfc.on(p))
+            .collect();
+        if !lossy.is_empty() {
+            out.push(
+                Finding::warn(
+                    BUFFER_SHARED,
+                    subject.clone(),
+                    format!(
+                        "priority {priority}'s receive buffer {mine} is shared with lossy priorities {}: their traffic can fill the headroom PFC needs",
+                        lossy.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
+                    ),
+                )
+                .with([evidence("prio2buffer", format!("{:?}", b.prio2buffer))])
+                .fix(
+                    Fix::new(
+                        format!("Give priority {priority} a buffer of its own on {ifname}"),
+                        "Buffer changes reconfigure the port's queues: drain first.",
+                    )
+                    .manual(format!("mlnx_qos -i {ifname} --prio2buffer <8 buffer numbers, priority {priority} alone>")),
+                ),
+            );
+        }
+    }
+    // 6: ECN, where MLNX_OFED shows it.
+    let ecn = port.ofed_qos.ecn.iter().find(|(p, _, _)| *p == priority);
+    if let Some((_, rp, np)) = ecn {
+        if *rp == Some(false) || *np == Some(false) {
+            out.push(
+                Finding::warn(
+                    ECN_OFF,
+                    subject.clone(),
+                    format!(
+                        "ECN on priority {priority}: reaction point {}, notification point {}: without DCQCN, congestion is left to PFC alone (pause spreading, head-of-line blocking)",
+                        on_off(*rp),
+                        on_off(*np)
+                    ),
+                )
+                .evidence(format!("/sys/class/net/{ifname}/ecn/roce_rp/enable/{priority}"), on_off(*rp))
+                .evidence(format!("/sys/class/net/{ifname}/ecn/roce_np/enable/{priority}"), on_off(*np))
+                .fix(
+                    Fix::new(
+                        format!("Enable ECN on priority {priority} of {ifname} (MLNX_OFED)"),
+                        "Takes effect at once.",
+                    )
+                    .manual(format!("echo 1 > /sys/class/net/{ifname}/ecn/roce_rp/enable/{priority}"))
+                    .manual(format!("echo 1 > /sys/class/net/{ifname}/ecn/roce_np/enable/{priority}")),
+                ),
+            );
+        }
+    }
+    // 8: pause storms, and pauses on a priority without PFC (counted since the driver loaded).
+    if let Ok(stats) = &answers.ethtool.stats {
+        let storms: Vec<&(String, u64)> = stats
+            .iter()
+            .filter(|(n, v)| *v > 0 && n.contains("pause_storm"))
+            .collect();
+        let stray: Vec<&(String, u64)> = stats
+            .iter()
+            .filter(|(n, v)| {
+                *v > 0
+                    && (0..8u8).any(|p| {
+                        !pfc.on(p)
+                            && (n == &format!("rx_prio{p}_pause")
+                                || n == &format!("tx_prio{p}_pause"))
+                    })
+            })
+            .collect();
+        if !storms.is_empty() || !stray.is_empty() {
+            out.push(
+                Finding::warn(
+                    PAUSE_STORM,
+                    subject.clone(),
+                    format!(
+                        "since the driver loaded: {}",
+                        storms
+                            .iter()
+                            .chain(&stray)
+                            .map(|(n, v)| format!("{n} {v}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .with(storms.iter().chain(&stray).map(|(n, v)| Evidence {
+                    path: format!("ethtool -S {ifname}"),
+                    value: format!("{n}: {v}"),
+                }))
+                .fix(
+                    Fix::new(
+                        format!("Find the receiver that cannot drain: a pause storm means a NIC (this one or a peer) stopped taking frames; pauses on a priority without PFC mean the switch and {ifname} disagree on the lossless priority"),
+                        "Reading counters changes nothing.",
+                    )
+                    .manual(format!("ethtool -S {ifname} | grep -E 'pause|storm'"))
+                    .manual(format!("mlnx_qos -i {ifname}")),
+                ),
+            );
+        }
+    }
+    if out.iter().all(|f| f.status <= Status::Pass) {
+        let mut notes = Vec::new();
+        if dcb.dcbx.is_some_and(|d| d & dcbx::LLD_MANAGED != 0) {
+            notes.push("DCBX in firmware/LLDP mode: the switch can change PFC after boot");
+        }
+        if port.ofed_qos.ecn.is_empty() {
+            notes.push("ECN not visible without MLNX_OFED");
+        }
+        let note = if notes.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", notes.join("; "))
+        };
+        out.push(
+            Finding::pass(
+                OK,
+                subject,
+                format!("{}{note}", chain(&format!("PFC on {priority}"))),
+            )
+            .with([pfc_ev]),
+        );
+    }
+    out
+}
+
+fn on_off(v: Option<bool>) -> String {
+    match v {
+        Some(true) => "on".into(),
+        Some(false) => "off".into(),
+        None => "unknown".into(),
+    }
+}
