@@ -2,7 +2,8 @@
 //!
 //! NCCL's decision model, the one judge every view asks ("how far is this NIC, and does NCCL
 //! use GPUDirect RDMA at that distance"): [`params`] (what NCCL makes of its parameters'
-//! values), [`levels`] (how each release numbers path types), [`tree`] (the PCI tree NCCL
+//! values; [`transport`] for the settings of its InfiniBand/RoCE transport and sockets),
+//! [`levels`] (how each release numbers path types), [`tree`] (the PCI tree NCCL
 //! builds from a topology file) and [`effective`] (the settings in force, the NICs used, each
 //! GPU's nearest NICs: `effective::judge`, which the checks, the pictures, the fleet view and
 //! `nccl verify` all call). The sysfs distance it starts from is `crate::placement`'s, which
@@ -27,6 +28,7 @@ pub mod effective;
 pub mod explain;
 pub mod levels;
 pub mod params;
+pub mod transport;
 pub mod tree;
 
 use crate::inventory::Inventory;
@@ -244,8 +246,9 @@ fn net_gdr_level(judged: &effective::Judgement, nearest: &[Near], gdr_level: Lev
     }
 }
 
-/// NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev.
-fn socket_ifname(inv: &Inventory) -> Setting {
+/// NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev
+/// (`nccl-config` proposes it too, in place of a value that names no interface).
+pub fn socket_ifname(inv: &Inventory) -> Setting {
     let rdma_netdevs: Vec<&str> = inv
         .rdma
         .iter()
