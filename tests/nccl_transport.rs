@@ -147,7 +147,9 @@ fn values_out_of_range() {
         "{f}"
     );
     assert!(
-        f["fix"].to_string().contains("sed -i '1d' /etc/nccl.conf"),
+        f["fix"]
+            .to_string()
+            .contains("sed -i '1s/^NCCL_IB_TIMEOUT=/# &/' /etc/nccl.conf"),
         "{f}"
     );
     let m = message(about(

@@ -363,6 +363,9 @@ fn shown_as(code: Code, s: &Setting, what: &str, inv: &Inventory) -> Finding {
 }
 
 /// A fix that removes or replaces the line (or the environment variable) a setting came from.
+/// A line is commented out, not deleted (NCCL skips a line that starts with `#`), and only if
+/// it still sets the name: the fix script runs every fix of a file one after the other, and a
+/// deleted line would move the lines the later fixes name.
 fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -> Fix {
     let fix = Fix::new(summary, safety);
     match &s.origin {
@@ -375,7 +378,10 @@ fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -
                 ),
                 None => fix.cmd(
                     FixClass::Persistent,
-                    format!("sed -i '{line}d' {path_q}   # {}={}", s.name, s.value),
+                    format!(
+                        "sed -i '{line}s/^{}=/# &/' {path_q}   # {}={}",
+                        s.name, s.name, s.value
+                    ),
                 ),
             }
         }
