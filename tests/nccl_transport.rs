@@ -297,3 +297,120 @@ fn short_and_excluding_interface_lists() {
     ));
     assert!(m.contains("ens8np0 (up)") && !m.contains("lo ("), "{m}");
 }
+
+/// `gdrdoctor nccl` on the RoCE node, by the NCCL release: not known on a captured root (the pin
+/// is written for older releases, and it is what 2.21 and later pick themselves); 2.21 and
+/// later pick the GID themselves, so no pin, with what NCCL picks on each port; before 2.21, the
+/// pin.
+#[test]
+fn gid_index_by_release() {
+    let n = Node::roce();
+    let root = n.root.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--root", root, "nccl"];
+        args.extend(extra);
+        stdout(&gdrdoctor(&args))
+    };
+    let out = run(&[]);
+    assert!(
+        out.contains("# NCCL's version is not known: a captured root holds no libnccl to ask"),
+        "{out}"
+    );
+    assert!(
+        out.contains("it is the index 2.21 and later pick themselves on every port used"),
+        "{out}"
+    );
+    assert!(out.contains("export NCCL_IB_GID_INDEX='3'"), "{out}");
+
+    let out = run(&["--nccl-version", "2.28.9"]);
+    assert!(out.contains("# NCCL 2.28.9 (--nccl-version)\n"), "{out}");
+    assert!(out.contains("# NCCL_IB_GID_INDEX not set"), "{out}");
+    assert!(
+        out.contains("NVIDIA advises leaving NCCL_IB_GID_INDEX unset from 2.21"),
+        "{out}"
+    );
+    assert!(
+        out.contains("mlx5_0 port 1: NCCL picks index 3, RoCE v2 192.168.1.1 on ens1np0"),
+        "{out}"
+    );
+    assert!(!out.contains("NCCL_IB_GID_INDEX=3"), "{out}");
+
+    let out = stdout(&gdrdoctor(&[
+        "--root",
+        root,
+        "nccl",
+        "settings",
+        "--nccl-version",
+        "2.20",
+    ]));
+    assert!(
+        out.contains("NCCL 2.20 (--nccl-version) predates 2.21: without NCCL_IB_GID_INDEX it uses GID index 0"),
+        "{out}"
+    );
+    assert!(out.contains("export NCCL_IB_GID_INDEX='3'"), "{out}");
+    let bad = gdrdoctor(&["--root", root, "nccl", "--nccl-version", "2.x"]);
+    assert_eq!(code(&bad), 2);
+}
+
+/// With 2.21 and later, a pin only where NCCL's own pick is wrong: a vxlan stacked on mlx5_0's
+/// bond has its IPv4 GID first in the table (index 3), so NCCL would take the vxlan's; the bond's
+/// own is at 5, and that is pinned.
+#[test]
+fn gid_index_pinned_where_nccls_pick_is_wrong() {
+    let n = Node::roce();
+    let port = "sys/class/infiniband/mlx5_0/ports/1";
+    let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
+    let lla = "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned();
+    let table = [
+        (lla.clone(), "IB/RoCE v1", "bond0"),
+        (lla, "RoCE v2", "bond0"),
+        (v4("0ac8:0005"), "IB/RoCE v1", "vxlan100"),
+        (v4("0ac8:0005"), "RoCE v2", "vxlan100"),
+        (v4("c0a8:0101"), "IB/RoCE v1", "bond0"),
+        (v4("c0a8:0101"), "RoCE v2", "bond0"),
+    ];
+    for (i, (gid, ty, ndev)) in table.iter().enumerate() {
+        n.write(&format!("{port}/gids/{i}"), &format!("{gid}\n"));
+        n.write(&format!("{port}/gid_attrs/types/{i}"), &format!("{ty}\n"));
+        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), &format!("{ndev}\n"));
+    }
+    n.write("etc/nccl.conf", "NCCL_IB_HCA==mlx5_0\n");
+    let root = n.root.to_str().unwrap();
+    let out = stdout(&gdrdoctor(&[
+        "--root",
+        root,
+        "nccl",
+        "--nccl-version",
+        "2.23.4",
+    ]));
+    assert!(
+        out.contains("NCCL 2.23.4 (--nccl-version) picks the RoCE GID itself, and its pick is wrong on 1 of the 1 RoCE ports used, so this pin overrides it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("mlx5_0 port 1: NCCL picks index 3, RoCE v2 10.200.0.5 on vxlan100: wrong, it belongs to vxlan100, stacked on the port's own netdev bond0, whose GID is at index 5"),
+        "{out}"
+    );
+    assert!(out.contains("export NCCL_IB_GID_INDEX='5'"), "{out}");
+}
+
+/// On the live node, the release is what `ncclGetVersion` of the library NCCL's run would load
+/// answers (the stand-in libnccl here, as `nccl verify` finds it).
+#[test]
+fn release_asked_of_the_library() {
+    for (code, version) in [("22809", "2.28.9"), ("22005", "2.20.5")] {
+        let out = Gdrdoctor::new()
+            .args(["nccl"])
+            .env("GDRDOCTOR_LIBNCCL", stub("nccl", &[]))
+            .env("FAKE_NCCL_VERSION", code)
+            .command()
+            .output()
+            .unwrap();
+        let s = stdout(&out);
+        assert!(
+            s.contains(&format!("# NCCL {version} (ncclGetVersion of ")),
+            "{s}\n{}",
+            stderr(&out)
+        );
+    }
+}
