@@ -84,9 +84,17 @@ fn every_failing_fixture_gets_a_clean_script() {
 fn every_changing_command_is_guarded_or_idempotent() {
     // A runtime or persistent command either has a guard, or is one of the forms that leave
     // the node as they found it when repeated: writing a whole file with fixed content,
-    // installing a package, a test-then-act one-liner, regenerating the boot configuration.
+    // installing a package, a test-then-act one-liner, regenerating the boot configuration,
+    // commenting out a numbered line of an NCCL configuration file only while it still sets
+    // the name (nccl-config), or writing that line whole.
+    let nccl_line = |run: &str| {
+        run.starts_with("sed -i '")
+            && (run.contains("=/# &/' ") || run.contains("s/.*/NCCL_"))
+            && run.contains("nccl.conf")
+    };
     let idempotent = |run: &str| {
-        run.contains(" > /etc/")
+        nccl_line(run)
+            || run.contains(" > /etc/")
             || run.starts_with("grep -q ")
             || run.starts_with("if command -v ")
             || run.starts_with("sed -i -E 's/^(GRUB_CMDLINE_LINUX=")

@@ -528,6 +528,22 @@ const CASES: &[Case] = &[
             ("link-port-not-active", "skip"),
         ],
     },
+    // healthy-8gpu-roce with another cluster's /etc/nccl.conf (issue 28): the bootstrap
+    // interface it names is not on this node, and its queue pairs would never time out.
+    Case {
+        name: "nccl-transport-misset",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("nccl-socket-ifname-unmatched", "fail"),
+            ("nccl-ib-timeout-bad", "fail"),
+            ("nccl-ib-gdr-level-leftover", "warn"),
+            ("nccl-transport-setting", "pass"),
+        ],
+    },
     // Dual-port NICs whose second port is Disabled, no NCCL_IB_HCA: ready.
     Case {
         name: "rdma-second-port-disabled",

@@ -27,6 +27,7 @@ mod kernel_log;
 mod layers;
 mod link_health;
 mod nccl_explain;
+mod nccl_transport;
 mod nccl_verify;
 mod nccl_view;
 mod pciutils;

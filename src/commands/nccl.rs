@@ -17,14 +17,40 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(flatten)]
+    settings: SettingsArgs,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct SettingsArgs {
+    /// The NCCL release the node's jobs run (2.21, 2.28.9). From 2.21 NCCL picks the RoCE GID
+    /// itself, and NCCL_IB_GID_INDEX is written only where its pick is wrong. Without it,
+    /// gdrdoctor asks the libnccl `nccl verify` would load for its version (ncclGetVersion, in
+    /// a child); with --root it is not known.
+    #[arg(long, value_name = "VERSION", value_parser = release_version)]
+    nccl_version: Option<String>,
+}
+
+/// `2.21` or `2.28.9`.
+fn release_version(s: &str) -> Result<String, String> {
+    let parts: Vec<&str> = s.split('.').collect();
+    let ok = (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit()));
+    if ok {
+        Ok(s.to_owned())
+    } else {
+        Err("an NCCL release as MAJOR.MINOR or MAJOR.MINOR.PATCH (2.21, 2.28.9)".into())
+    }
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
     /// The NCCL settings that follow from this node (what `gdrdoctor nccl` prints).
-    Settings,
+    Settings(SettingsArgs),
     /// Read NCCL_DEBUG=INFO logs and tell, per node, rank and NIC, where GPUDirect RDMA was
     /// used and where not, and why, in terms of gdrdoctor's checks. Exit 0: every NET
     /// connection used GDR; 1: some did not; 2: not an NCCL log.
@@ -76,19 +102,47 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     match &args.command {
         Some(Command::Explain(args)) => explain(global, args),
         Some(Command::Verify(args)) => verify(global, args),
-        None | Some(Command::Settings) => settings(global),
+        Some(Command::Settings(a)) => settings(global, a),
+        None => settings(global, &args.settings),
+    }
+}
+
+/// The node's NCCL release: as stated, else `ncclGetVersion` of the library NCCL's run would
+/// load (live only: a captured root holds no library to ask).
+fn release(args: &SettingsArgs, live: bool) -> crate::nccl::Release {
+    use crate::nccl::Release;
+    if let Some(v) = &args.nccl_version {
+        return Release::Known {
+            version: v.clone(),
+            from: "--nccl-version".into(),
+        };
+    }
+    if !live {
+        return Release::Unknown(
+            "a captured root holds no libnccl to ask (--nccl-version states it)".into(),
+        );
+    }
+    stage(Stage::RunningNccl);
+    let limit = deadline().budget(std::time::Duration::from_secs(20)).limit;
+    match probe::nccl::version(&this_exe(), None, limit) {
+        Ok((version, file)) => Release::Known {
+            version,
+            from: format!("ncclGetVersion of {file}"),
+        },
+        Err(e) => Release::Unknown(format!("{e} (--nccl-version states it)")),
     }
 }
 
 /// `gdrdoctor nccl`: the settings, and what they stand on that could not be read.
-fn settings(global: &Global) -> anyhow::Result<ExitCode> {
+fn settings(global: &Global, args: &SettingsArgs) -> anyhow::Result<ExitCode> {
     let config = global.config()?;
     let (root, display) = global.root()?;
     let (inv, _) = load_node(&root, &config, probe::Options::default());
-    let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level);
+    let release = release(args, root.is_live());
+    let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level, &release);
     out!(
         "{}",
-        crate::report::nccl::settings::render(&inv, &settings, &display)
+        crate::report::nccl::settings::render(&inv, &settings, &release, &display)
     );
     // What the settings stand on and could not be read (the PCI tree, the RDMA devices and
     // their ports' GIDs, NCCL's own files) is said, and is not exit 0: the settings may miss or

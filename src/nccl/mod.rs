@@ -2,7 +2,8 @@
 //!
 //! NCCL's decision model, the one judge every view asks ("how far is this NIC, and does NCCL
 //! use GPUDirect RDMA at that distance"): [`params`] (what NCCL makes of its parameters'
-//! values), [`levels`] (how each release numbers path types), [`tree`] (the PCI tree NCCL
+//! values; [`transport`] for the settings of its InfiniBand/RoCE transport and sockets),
+//! [`levels`] (how each release numbers path types), [`tree`] (the PCI tree NCCL
 //! builds from a topology file) and [`effective`] (the settings in force, the NICs used, each
 //! GPU's nearest NICs: `effective::judge`, which the checks, the pictures, the fleet view and
 //! `nccl verify` all call). The sysfs distance it starts from is `crate::placement`'s, which
@@ -25,8 +26,10 @@
 pub mod compare;
 pub mod effective;
 pub mod explain;
+pub mod gid;
 pub mod levels;
 pub mod params;
+pub mod transport;
 pub mod tree;
 
 use crate::inventory::Inventory;
@@ -42,8 +45,42 @@ pub struct Setting {
     pub why: Vec<String>,
 }
 
+/// The NCCL release on the node, as far as gdrdoctor knows it: what `ncclGetVersion` of the
+/// library NCCL's own run would load answers (`gdrdoctor nccl` on the live node), what the
+/// operator states (`--nccl-version`), or why it is not known (a captured root holds no
+/// library to ask).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    Known {
+        /// `2.28.9`.
+        version: String,
+        /// Where it was learnt: `ncclGetVersion of /usr/lib/.../libnccl.so.2.28.9`.
+        from: String,
+    },
+    Unknown(String),
+}
+
+impl Release {
+    /// (major, minor) of a known release.
+    pub fn major_minor(&self) -> Option<(u32, u32)> {
+        let Release::Known { version, .. } = self else {
+            return None;
+        };
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+        Some((parts.next()??, parts.next()??))
+    }
+
+    /// `NCCL 2.28.9 (ncclGetVersion of ...)`, or why the version is not known.
+    pub fn describe(&self) -> String {
+        match self {
+            Release::Known { version, from } => format!("NCCL {version} ({from})"),
+            Release::Unknown(why) => format!("NCCL's version is not known: {why}"),
+        }
+    }
+}
+
 /// The settings this node needs, each with why, then what NCCL already reads for each.
-pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
+pub fn settings(inv: &Inventory, gdr_level: Level, release: &Release) -> Vec<Setting> {
     // The levels NCCL will use: on its tree when a topology file is in effect (issue 16),
     // judged against the level NCCL runs with by default (the site's `thresholds.gdr_level`):
     // NCCL_NET_GDR_LEVEL is proposed only where that is not enough.
@@ -62,7 +99,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level) -> Vec<Setting> {
     let (hca, ports) = ib_hca(inv, &nearest);
     let mut out = vec![
         hca,
-        ib_gid_index(inv, &ports),
+        ib_gid_index(inv, &ports, release),
         net_gdr_level(&judged, &nearest, gdr_level),
         socket_ifname(inv),
     ];
@@ -131,8 +168,112 @@ fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, Stri
     (setting, hca)
 }
 
+/// NCCL_IB_GID_INDEX, by the node's NCCL release: from 2.21 NCCL picks the GID itself and NVIDIA
+/// advises leaving it unset (NVIDIA/nccl issues 890, 1573), so it is pinned only where NCCL's own
+/// pick ([`gid`]) is wrong on a port used; before 2.21 (index 0 by default), and where the
+/// release is not known, the pin of [`gid_pin`] is written, with what 2.21 and later would pick.
+fn ib_gid_index(inv: &Inventory, hca: &[(String, u32, String)], release: &Release) -> Setting {
+    let pin = gid_pin(inv, hca);
+    let ports: Vec<(&crate::inventory::RdmaDevice, &crate::inventory::Port)> = hca
+        .iter()
+        .filter_map(|(d, n, _)| {
+            let dev = inv.rdma.iter().find(|x| &x.name == d)?;
+            Some((dev, dev.ports.iter().find(|p| p.num == *n)?))
+        })
+        .collect();
+    let picks = gid::picks(ports, &gid::Wants::of(&inv.nccl));
+    if picks.is_empty() {
+        return pin;
+    }
+    let wrong = picks.iter().filter(|(_, p)| p.wrong.is_some()).count();
+    // The picks to list: every one, or those that are wrong or differ from the pin.
+    let differs = |p: &gid::Pick| {
+        p.wrong.is_some()
+            || pin
+                .value
+                .as_deref()
+                .is_some_and(|v| v != p.index.to_string())
+    };
+    let lines = |who: &str, all: bool| -> Vec<String> {
+        picks
+            .iter()
+            .filter(|(_, p)| all || differs(p))
+            .map(|(port, p)| {
+                format!(
+                    "{port}: {who} {}{}",
+                    p.shown,
+                    p.wrong
+                        .as_deref()
+                        .map(|w| format!(": wrong, {w}"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    let advice = "NVIDIA advises leaving NCCL_IB_GID_INDEX unset from 2.21, when NCCL began to pick the RoCE GID itself (NCCL issues 890, 1573)";
+    let mut why = Vec::new();
+    let value = match release.major_minor().map(|v| v >= gid::SINCE) {
+        Some(true) if wrong == 0 => {
+            why.push(format!(
+                "not set: {} picks the RoCE GID itself, right on every RoCE port used; {advice}",
+                release.describe()
+            ));
+            why.extend(lines("NCCL picks", true));
+            None
+        }
+        Some(true) => {
+            why.push(format!(
+                "{} picks the RoCE GID itself, and its pick is wrong on {wrong} of the {} RoCE ports used, so {}",
+                release.describe(),
+                picks.len(),
+                if pin.value.is_some() {
+                    "this pin overrides it (otherwise, it would be left unset as NVIDIA advises)"
+                } else {
+                    "a pin is needed, but no single index fits every port (below); NCCL_IB_ADDR_RANGE set to the ports' own subnet keeps NCCL's pick off other netdevs' addresses without one"
+                }
+            ));
+            why.extend(lines("NCCL picks", false));
+            why.extend(pin.why);
+            pin.value
+        }
+        Some(false) => {
+            why.push(format!(
+                "{} predates 2.21: without NCCL_IB_GID_INDEX it uses GID index 0 on every port",
+                release.describe()
+            ));
+            why.extend(pin.why);
+            pin.value
+        }
+        None => {
+            let same = !picks.iter().any(|(_, p)| differs(p));
+            let later = format!(
+                "2.21 and later would pick wrong on {wrong} of the {} RoCE ports used",
+                picks.len()
+            );
+            let what = match (&pin.value, same, wrong) {
+                (Some(_), true, _) => "this pin is for older releases, and it is the index 2.21 and later pick themselves on every port used".to_owned(),
+                (Some(_), _, 0) => "this pin is for older releases".to_owned(),
+                (Some(_), _, _) => format!("this pin is for older releases, and it corrects {later}"),
+                (None, _, 0) => "no single index fits every port (below)".to_owned(),
+                (None, _, _) => format!("no single index fits every port (below); {later}"),
+            };
+            why.push(format!(
+                "the node's NCCL release is not known (above); {advice}: {what}"
+            ));
+            why.extend(lines("NCCL 2.21 and later pick", false));
+            why.extend(pin.why);
+            pin.value
+        }
+    };
+    Setting {
+        name: "NCCL_IB_GID_INDEX",
+        value,
+        why,
+    }
+}
+
 /// NCCL_IB_GID_INDEX: the RoCE v2 index, when it is the same on every RoCE port used.
-fn ib_gid_index(inv: &Inventory, hca: &[(String, u32, String)]) -> Setting {
+fn gid_pin(inv: &Inventory, hca: &[(String, u32, String)]) -> Setting {
     let mut indices: Vec<(String, Option<u32>)> = Vec::new();
     for (d, n, _) in hca {
         if let Some(p) = inv
@@ -178,7 +319,7 @@ fn ib_gid_index(inv: &Inventory, hca: &[(String, u32, String)]) -> Setting {
                 .collect(),
         },
         _ => {
-            let mut w = vec!["WARNING: not set: the RoCE v2 GID is not at the same index on every port used, so one NCCL_IB_GID_INDEX would be wrong for some; NCCL picks the RoCE v2 IPv4 GID per port when it is unset".to_owned()];
+            let mut w = vec!["WARNING: not set: the RoCE v2 GID is not at the same index on every port used, so one NCCL_IB_GID_INDEX would be wrong for some; unset, NCCL 2.21 and later pick a GID per port themselves (earlier releases use index 0)".to_owned()];
             w.extend(indices.iter().map(|(p, i)| {
                 let port = p.split(": ").next().unwrap_or(p);
                 match i {
@@ -244,8 +385,9 @@ fn net_gdr_level(judged: &effective::Judgement, nearest: &[Near], gdr_level: Lev
     }
 }
 
-/// NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev.
-fn socket_ifname(inv: &Inventory) -> Setting {
+/// NCCL_SOCKET_IFNAME: an up interface for bootstrap that is not an RDMA port's netdev
+/// (`nccl-config` proposes it too, in place of a value that names no interface).
+pub fn socket_ifname(inv: &Inventory) -> Setting {
     let rdma_netdevs: Vec<&str> = inv
         .rdma
         .iter()

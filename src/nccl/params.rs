@@ -235,6 +235,12 @@ impl HcaList {
     }
 }
 
+/// `NCCL_SOCKET_IFNAME` is read by the same two functions as `NCCL_IB_HCA` (src/os/linux.cc
+/// `ncclOsFindInterfaces`, src/misc/socket.cc `ncclFindInterfaces`, 2.29 and later; before,
+/// `findInterfaces` in socket.cc): `^` excludes, `=` asks for exact names, else each entry is a
+/// prefix; a `:port` after a name is read and not used for interfaces.
+pub type IfList = HcaList;
+
 /// `atoi`: what `parseStringList` makes of a port number.
 fn nccl_int_atoi(s: &str) -> i64 {
     let t = s.trim_start();

@@ -1,6 +1,8 @@
 //! `nccl-config`: what NCCL itself is told on this node (the declared job environment,
 //! `NCCL_CONF_FILE` or `~/.nccl.conf`, `/etc/nccl.conf`, the topology file), shown with where
-//! each setting comes from, and judged where it turns GPUDirect RDMA off or points at nothing.
+//! each setting comes from, and judged where it turns GPUDirect RDMA off or points at nothing;
+//! and the settings of NCCL's InfiniBand/RoCE transport and sockets, judged against NCCL's own
+//! ranges and the node's interfaces (issue 28).
 
 use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
@@ -9,9 +11,11 @@ use crate::model::{Code, Finding, Fix, FixClass};
 use crate::nccl::params;
 
 mod gid;
+mod ifname;
 mod settings;
 mod sources;
 mod topology;
+mod transport;
 
 pub struct NcclConfig;
 
@@ -120,6 +124,51 @@ const TOPO_FILE_GDR_OFF: Code = Code {
     summary: "the topology file says gdr=\"0\" for a GPU or NIC: NCCL keeps it and never uses GPUDirect RDMA there",
 };
 
+const TRANSPORT_SETTING: Code = Code {
+    id: "nccl-transport-setting",
+    summary: "a setting of NCCL's InfiniBand/RoCE transport or its sockets, its value, where NCCL reads it and what NCCL does with it",
+};
+
+const IB_TIMEOUT_BAD: Code = Code {
+    id: "nccl-ib-timeout-bad",
+    summary: "NCCL_IB_TIMEOUT is 0 (queue pairs never time out: a lost packet hangs the job) or outside the verbs field's 0-31",
+};
+
+const IB_RETRY_CNT_BAD: Code = Code {
+    id: "nccl-ib-retry-cnt-bad",
+    summary: "NCCL_IB_RETRY_CNT is outside the verbs field's 0-7, or 0 (the first lost packet fails the job)",
+};
+
+const IB_QPS_BAD: Code = Code {
+    id: "nccl-ib-qps-bad",
+    summary: "NCCL_IB_QPS_PER_CONNECTION is below 1 or above the 128 queue pairs a connection holds",
+};
+
+const IB_SL_BAD: Code = Code {
+    id: "nccl-ib-sl-bad",
+    summary: "NCCL_IB_SL is not a service level of the ports NCCL uses (0-15 on InfiniBand, 0-7 on RoCE)",
+};
+
+const IB_TC_BAD: Code = Code {
+    id: "nccl-ib-tc-bad",
+    summary: "NCCL_IB_TC or NCCL_IB_FIFO_TC is outside the 8-bit traffic class (0-255)",
+};
+
+const IB_GDR_LEVEL_LEFTOVER: Code = Code {
+    id: "nccl-ib-gdr-level-leftover",
+    summary: "NCCL_IB_GDR_LEVEL is set, which NCCL has ignored since 2.4 (NCCL_NET_GDR_LEVEL replaced it)",
+};
+
+const SOCKET_IFNAME_UNMATCHED: Code = Code {
+    id: "nccl-socket-ifname-unmatched",
+    summary: "NCCL_SOCKET_IFNAME matches none of the node's interfaces (or names interfaces it lacks)",
+};
+
+const SOCKET_IFNAME_DOWN: Code = Code {
+    id: "nccl-socket-ifname-down",
+    summary: "NCCL_SOCKET_IFNAME matches only interfaces that are not up",
+};
+
 const NO_GPU: Code = Code {
     id: "nccl-no-gpu",
     summary: "no GPU, so no NCCL setting to judge",
@@ -147,6 +196,15 @@ const CODES: &[Code] = &[
     TOPO_FILE_STALE,
     TOPO_FILE_INCOMPLETE,
     TOPO_FILE_GDR_OFF,
+    TRANSPORT_SETTING,
+    IB_TIMEOUT_BAD,
+    IB_RETRY_CNT_BAD,
+    IB_QPS_BAD,
+    IB_SL_BAD,
+    IB_TC_BAD,
+    IB_GDR_LEVEL_LEFTOVER,
+    SOCKET_IFNAME_UNMATCHED,
+    SOCKET_IFNAME_DOWN,
     NO_GPU,
 ];
 
@@ -168,7 +226,7 @@ impl Check for NcclConfig {
     fn summary(&self, _cx: &Context, passed: &[&Finding]) -> String {
         let mut parts: Vec<String> = passed
             .iter()
-            .filter(|f| f.code == SETTING.id)
+            .filter(|f| f.code == SETTING.id || f.code == TRANSPORT_SETTING.id)
             .map(|f| f.subject.clone())
             .collect();
         if let Some(d) = passed.iter().find(|f| f.code == DEFAULTS.id) {
@@ -186,7 +244,7 @@ impl Check for NcclConfig {
         parts.extend(
             passed
                 .iter()
-                .filter(|f| f.code != SETTING.id)
+                .filter(|f| f.code != SETTING.id && f.code != TRANSPORT_SETTING.id)
                 .map(|f| f.message.split(':').next().unwrap_or("").to_owned()),
         );
         if parts.is_empty() {
@@ -217,10 +275,11 @@ impl Check for NcclConfig {
         }
         out.extend(gid::judge(inv));
         out.extend(topology::judge(inv));
+        out.extend(transport::judge(inv));
         if !out.iter().any(|f| f.status != crate::model::Status::Pass)
-            && !out
-                .iter()
-                .any(|f| f.code == SETTING.id || f.code == TOPO_FILE_OK.id)
+            && !out.iter().any(|f| {
+                f.code == SETTING.id || f.code == TOPO_FILE_OK.id || f.code == TRANSPORT_SETTING.id
+            })
         {
             out.push(defaults(inv));
         }
@@ -265,6 +324,12 @@ fn defaults(inv: &Inventory) -> Finding {
 
 /// A GDR-relevant setting, shown with its origin and the definitions NCCL ignores.
 fn shown(s: &Setting, what: &str, inv: &Inventory) -> Finding {
+    shown_as(SETTING, s, what, inv)
+}
+
+/// A setting shown under `code`: `NAME=value from ORIGIN: what`, and the later definitions
+/// NCCL ignores.
+fn shown_as(code: Code, s: &Setting, what: &str, inv: &Inventory) -> Finding {
     let ignored: Vec<String> = inv
         .nccl
         .shadowed
@@ -281,7 +346,7 @@ fn shown(s: &Setting, what: &str, inv: &Inventory) -> Finding {
         )
     };
     let mut f = Finding::pass(
-        SETTING,
+        code,
         format!("{}={}", s.name, s.value),
         format!(
             "{}={} from {}: {what}{also}",
@@ -298,6 +363,9 @@ fn shown(s: &Setting, what: &str, inv: &Inventory) -> Finding {
 }
 
 /// A fix that removes or replaces the line (or the environment variable) a setting came from.
+/// A line is commented out, not deleted (NCCL skips a line that starts with `#`), and only if
+/// it still sets the name: the fix script runs every fix of a file one after the other, and a
+/// deleted line would move the lines the later fixes name.
 fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -> Fix {
     let fix = Fix::new(summary, safety);
     match &s.origin {
@@ -310,7 +378,10 @@ fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -
                 ),
                 None => fix.cmd(
                     FixClass::Persistent,
-                    format!("sed -i '{line}d' {path_q}   # {}={}", s.name, s.value),
+                    format!(
+                        "sed -i '{line}s/^{}=/# &/' {path_q}   # {}={}",
+                        s.name, s.name, s.value
+                    ),
                 ),
             }
         }

@@ -55,6 +55,8 @@ pub enum Outcome {
     MissingSymbol { library: String, symbol: String },
     /// The spec could not be read.
     BadSpec { error: String },
+    /// Only the library's version was asked (`gdrdoctor nccl`): it loaded, and nothing ran.
+    Loaded,
 }
 
 /// What the child did and saw.

@@ -76,6 +76,9 @@ fn child_run(spec: &Spec, a: &mut ChildAnswer) -> Outcome {
         Ok(n) => n,
         Err(outcome) => return outcome,
     };
+    if spec.version_only {
+        return Outcome::Loaded;
+    }
     let session = match Session::open() {
         Ok(s) => s,
         Err(e) => return cuda_error(e),

@@ -23,7 +23,7 @@ mod child;
 mod run;
 
 pub use child::child_main;
-pub use run::{WHEEL_PATH, run, run_on, search};
+pub use run::{WHEEL_PATH, run, run_on, search, version};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -38,6 +38,9 @@ pub struct Spec {
     pub gpus: Vec<String>,
     /// int32 elements per rank in the all-reduce.
     pub elements: u64,
+    /// Load the library and answer its version, nothing else (`gdrdoctor nccl`).
+    #[serde(default)]
+    pub version_only: bool,
 }
 
 /// The all-reduce's buffer: 4 MiB of int32 per rank, enough for NCCL to split it over its

@@ -74,6 +74,63 @@ fn python_sys_path() -> Result<Vec<String>, String> {
     serde_json::from_str(&line).map_err(|e| format!("python3's sys.path is unreadable ({e})"))
 }
 
+/// The version of the libnccl a run would load (the same search), asked in a child that loads
+/// it and calls `ncclGetVersion`, nothing else: (`2.28.9`, the library's file), or why not.
+pub fn version(
+    exe: &Path,
+    library: Option<&Path>,
+    timeout: Duration,
+) -> Result<(String, String), String> {
+    let search = search(library);
+    let spec = Spec {
+        libraries: search
+            .candidates
+            .iter()
+            .map(|c| c.library.clone())
+            .collect(),
+        gpus: Vec::new(),
+        elements: 0,
+        version_only: true,
+    };
+    let spec_json = serde_json::to_string(&spec).unwrap_or_default();
+    let env: Vec<(&str, Option<&str>)> = HIDING_ENV.iter().map(|n| (*n, None)).collect();
+    let done = crate::child::run_env(
+        exe,
+        &["nccl-child", "--spec", &spec_json],
+        &env,
+        timeout,
+        "NCCL",
+    )?;
+    let answer = done
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.split_once(crate::child::ANSWER).map(|(_, a)| a))
+        .ok_or_else(|| format!("NCCL's child printed no answer{}", done.stderr_tail))
+        .and_then(|a| {
+            serde_json::from_str::<ChildAnswer>(a)
+                .map_err(|e| format!("NCCL's child answered garbage ({e})"))
+        })?;
+    match (answer.version, answer.library) {
+        (Some(v), Some(l)) => {
+            let file = crate::root::Root::live().canonical(&l).unwrap_or(l);
+            Ok((v, file))
+        }
+        _ if answer.tried.is_empty() => {
+            Err(format!("no libnccl could be loaded ({:?})", answer.outcome))
+        }
+        _ => Err(format!(
+            "no libnccl could be loaded: {}",
+            answer
+                .tried
+                .iter()
+                .map(|t| format!("{}: {}", t.library, t.error))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+    }
+}
+
 /// Runs NCCL on the node's NVIDIA GPUs, or says why not.
 pub fn run_on(gpus: &[Bdf], opts: &Options) -> NcclVerify {
     if gpus.is_empty() {
@@ -279,6 +336,7 @@ fn start_child(run: &mut Run, opts: &Options, env: &[(String, String)]) {
             .collect(),
         gpus: run.gpus.clone(),
         elements: opts.elements,
+        version_only: false,
     };
     let spec_json = serde_json::to_string(&spec).unwrap_or_default();
     let mut child_env: Vec<(&str, Option<&str>)> = env

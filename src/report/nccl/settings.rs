@@ -12,7 +12,12 @@ fn quote(v: &str) -> String {
 /// Environment exports, then an /etc/nccl.conf body. Where a file NCCL reads could not be read
 /// (issue 25: an /etc/nccl.conf that is a directory, a FIFO or too big), it says so first, and
 /// an unreadable /etc/nccl.conf gets no body to replace it, only the lines to add by hand.
-pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
+pub fn render(
+    inv: &Inventory,
+    settings: &[Setting],
+    release: &crate::nccl::Release,
+    root: &str,
+) -> String {
     let mut o = String::new();
     let host = inv
         .kernel
@@ -29,6 +34,7 @@ pub fn render(inv: &Inventory, settings: &[Setting], root: &str) -> String {
         o,
         "# Each line says what it came from; settings the node does not need are left out, with why."
     );
+    let _ = writeln!(o, "# {}", crate::sanitize::text(&release.describe()));
     let unread = crate::nccl::unread(inv);
     for (path, why) in &unread {
         let _ = writeln!(

@@ -67,6 +67,7 @@ fn what_ran(o: &mut String, run: &Run, v: &Verification, verbose: bool) {
             Outcome::NoLibrary => "no library".into(),
             Outcome::MissingSymbol { symbol, .. } => format!("library lacks {symbol}"),
             Outcome::BadSpec { .. } => "bad spec".into(),
+            Outcome::Loaded => "loaded only".into(),
         };
         let times = [("init", a.init_ms), ("all-reduce", a.all_reduce_ms)]
             .iter()

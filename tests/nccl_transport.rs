@@ -1,0 +1,416 @@
+//! NCCL's transport settings (issue 28), shown and judged by `nccl-config` on the healthy 8-GPU
+//! RoCE node: from the declared job environment (`--nccl-env`) and /etc/nccl.conf, each with
+//! its value, where NCCL reads it and what NCCL does with it; `NCCL_SOCKET_IFNAME` against the
+//! node's interfaces, `NCCL_IB_HCA` against its RDMA devices.
+#![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
+
+use crate::common::*;
+use std::path::{Path, PathBuf};
+
+struct Node {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Node {
+    fn roce() -> Node {
+        let (dir, root) = fixture_copy("healthy-8gpu-roce");
+        Node { _dir: dir, root }
+    }
+
+    fn write(&self, p: &str, content: &str) {
+        let path = self.root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    /// `check --select nccl-config --format json`, with `extra` before `check`.
+    fn check(&self, extra: &[&str]) -> (i32, serde_json::Value) {
+        let mut args = vec!["--root", self.root.to_str().unwrap()];
+        args.extend(extra);
+        args.extend(["check", "--select", "nccl-config", "--format", "json"]);
+        let out = gdrdoctor(&args);
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        (code(&out), json(&out))
+    }
+}
+
+/// The one finding with `code` and `status` whose subject starts with `name=`.
+fn about<'a>(
+    r: &'a serde_json::Value,
+    name: &str,
+    code: &str,
+    status: &str,
+) -> &'a serde_json::Value {
+    let all = findings_with(r, code);
+    all.iter()
+        .copied()
+        .find(|f| {
+            f["status"] == status
+                && f["subject"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{name}="))
+        })
+        .unwrap_or_else(|| panic!("no {status} {code} about {name}: {:#?}", codes(r)))
+}
+
+fn message(f: &serde_json::Value) -> &str {
+    f["message"].as_str().unwrap()
+}
+
+fn env_file(dir: &Path, lines: &str) -> String {
+    let p = dir.join("prolog.env");
+    std::fs::write(&p, lines).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// The issue's cases, in the declared job environment a Slurm TaskProlog prints: an interface
+/// the node lacks fails naming the ones it has; a timeout of 0 fails; an HCA list that selects
+/// no device fails naming the devices; a leftover NCCL_IB_GDR_LEVEL warns and names its
+/// successor. Each names the file and line it came from.
+#[test]
+fn declared_environment_cases() {
+    let n = Node::roce();
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_file(
+        dir.path(),
+        "export NCCL_SOCKET_IFNAME=bogus0\nexport NCCL_IB_TIMEOUT=0\nexport NCCL_IB_HCA=mlx9\nexport NCCL_IB_GDR_LEVEL=3\n",
+    );
+    let (c, r) = n.check(&["--nccl-env", &env]);
+    assert_eq!(c, 1);
+
+    let f = about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-socket-ifname-unmatched",
+        "fail",
+    );
+    let m = message(f);
+    assert!(m.contains("prolog.env line 1"), "{m}");
+    assert!(
+        m.contains("matches none of the node's interfaces (ens1np0 (up), ens2np0 (up)"),
+        "{m}"
+    );
+    assert!(
+        m.contains("lo (unknown)") && m.contains("Bootstrap : no socket interface found"),
+        "{m}"
+    );
+    assert!(f.to_string().contains("/sys/class/net"), "{f}");
+
+    let m = message(about(&r, "NCCL_IB_TIMEOUT", "nccl-ib-timeout-bad", "fail"));
+    assert!(
+        m.contains("prolog.env line 2") && m.contains("no timeout at all"),
+        "{m}"
+    );
+
+    let m = message(about(&r, "NCCL_IB_HCA", "nccl-hca-unmatched", "fail"));
+    assert!(
+        m.contains("selects none of the node's RDMA devices (this node has mlx5_0, mlx5_1"),
+        "{m}"
+    );
+
+    let f = about(
+        &r,
+        "NCCL_IB_GDR_LEVEL",
+        "nccl-ib-gdr-level-leftover",
+        "warn",
+    );
+    assert!(
+        message(f).contains("NCCL has not read NCCL_IB_GDR_LEVEL since 2.4"),
+        "{f}"
+    );
+    assert!(
+        f["fix"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("NCCL_NET_GDR_LEVEL"),
+        "{f}"
+    );
+}
+
+/// Values outside the ranges the verbs fields hold, which NCCL passes on unchecked, from
+/// /etc/nccl.conf: each its own finding, with the `sed` line that removes it; a value that is
+/// not the number it looks like is said as strtoll reads it.
+#[test]
+fn values_out_of_range() {
+    let n = Node::roce();
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_IB_TIMEOUT=32\nNCCL_IB_RETRY_CNT=8\nNCCL_IB_QPS_PER_CONNECTION=129\nNCCL_IB_SL=11\nNCCL_IB_TC=256\nNCCL_IB_FIFO_TC=-2\nNCCL_IB_ADAPTIVE_ROUTING=yes\nNCCL_SOCKET_IFNAME=ens1np0,bogus\n",
+    );
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1);
+    let f = about(&r, "NCCL_IB_TIMEOUT", "nccl-ib-timeout-bad", "fail");
+    assert!(
+        message(f).contains("0-31") && message(f).contains("no timeout at all"),
+        "{f}"
+    );
+    assert!(
+        f["fix"]
+            .to_string()
+            .contains("sed -i '1s/^NCCL_IB_TIMEOUT=/# &/' /etc/nccl.conf"),
+        "{f}"
+    );
+    let m = message(about(
+        &r,
+        "NCCL_IB_RETRY_CNT",
+        "nccl-ib-retry-cnt-bad",
+        "fail",
+    ));
+    assert!(m.contains("0-7"), "{m}");
+    let m = message(about(
+        &r,
+        "NCCL_IB_QPS_PER_CONNECTION",
+        "nccl-ib-qps-bad",
+        "fail",
+    ));
+    assert!(m.contains("at most 128 queue pairs"), "{m}");
+    let m = message(about(&r, "NCCL_IB_SL", "nccl-ib-sl-bad", "warn"));
+    assert!(
+        m.contains("mlx5_0 port 1") && m.contains("carries priority 3"),
+        "{m}"
+    );
+    let m = message(about(&r, "NCCL_IB_TC", "nccl-ib-tc-bad", "fail"));
+    assert!(m.contains("256 becomes 0"), "{m}");
+    let m = message(about(&r, "NCCL_IB_FIFO_TC", "nccl-ib-tc-bad", "fail"));
+    assert!(
+        m.contains("-2 becomes 254") && m.contains("control messages"),
+        "{m}"
+    );
+    let f = about(
+        &r,
+        "NCCL_IB_ADAPTIVE_ROUTING",
+        "nccl-conf-line-ignored",
+        "warn",
+    );
+    assert!(
+        message(f).contains("NCCL reads \"yes\" as the number 0") && message(f).contains("off"),
+        "{f}"
+    );
+    assert!(
+        f["fix"]
+            .to_string()
+            .contains("7s/.*/NCCL_IB_ADAPTIVE_ROUTING=0/"),
+        "{f}"
+    );
+    let m = message(about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-socket-ifname-unmatched",
+        "warn",
+    ));
+    assert!(
+        m.contains("names bogus that the node lacks") && m.contains("NCCL takes ens1np0 (up)"),
+        "{m}"
+    );
+}
+
+/// Values NCCL takes, shown with what it does with them (a pass each); a retry count of 0, no
+/// queue pairs, a service level past 15, and an interface that is down.
+#[test]
+fn values_shown_and_the_rest_judged() {
+    let n = Node::roce();
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_IB_TIMEOUT=22\nNCCL_IB_TC=106\nNCCL_IB_QPS_PER_CONNECTION=4\nNCCL_IB_ADAPTIVE_ROUTING=1\nNCCL_SOCKET_IFNAME=ens\n",
+    );
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 0, "{:#?}", codes(&r));
+    let pass = |name| message(about(&r, name, "nccl-transport-setting", "pass")).to_owned();
+    let m = pass("NCCL_IB_TIMEOUT");
+    assert!(
+        m.contains("/etc/nccl.conf line 1") && m.contains("each try waits 17.2 s"),
+        "{m}"
+    );
+    assert!(
+        m.contains("with 7 retries a queue pair gives up on a lost peer after about 2.3 min"),
+        "{m}"
+    );
+    let m = pass("NCCL_IB_TC");
+    assert!(m.contains("DSCP 26 (TC >> 2)"), "{m}");
+    assert!(pass("NCCL_IB_QPS_PER_CONNECTION").contains("4 queue pairs per NIC"));
+    assert!(pass("NCCL_IB_ADAPTIVE_ROUTING").contains("on for every port"));
+    let m = pass("NCCL_SOCKET_IFNAME");
+    assert!(
+        m.contains("it selects ens1np0 (up), ens2np0 (up)") && !m.contains("lo (unknown)"),
+        "{m}"
+    );
+
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_IB_RETRY_CNT=0\nNCCL_IB_QPS_PER_CONNECTION=0\nNCCL_IB_SL=16\nNCCL_SOCKET_IFNAME==ens1np0\n",
+    );
+    n.write("sys/class/net/ens1np0/operstate", "down\n");
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 1);
+    let m = message(about(
+        &r,
+        "NCCL_IB_RETRY_CNT",
+        "nccl-ib-retry-cnt-bad",
+        "warn",
+    ));
+    assert!(m.contains("never retransmit"), "{m}");
+    let m = message(about(
+        &r,
+        "NCCL_IB_QPS_PER_CONNECTION",
+        "nccl-ib-qps-bad",
+        "fail",
+    ));
+    assert!(m.contains("does not exist"), "{m}");
+    let m = message(about(&r, "NCCL_IB_SL", "nccl-ib-sl-bad", "fail"));
+    assert!(m.contains("0-15"), "{m}");
+    let m = message(about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-socket-ifname-down",
+        "fail",
+    ));
+    assert!(
+        m.contains("matches only ens1np0 (down)") && m.contains("ens2np0 (up)"),
+        "{m}"
+    );
+}
+
+/// NCCL reads NCCL_SOCKET_IFNAME only when it is longer than one character; an exclusion list
+/// that leaves the RDMA netdevs is taken as it is.
+#[test]
+fn short_and_excluding_interface_lists() {
+    let n = Node::roce();
+    n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=e\n");
+    let (_, r) = n.check(&[]);
+    let m = message(about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-conf-line-ignored",
+        "warn",
+    ));
+    assert!(m.contains("longer than one character"), "{m}");
+    n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=^=lo\n");
+    let (c, r) = n.check(&[]);
+    assert_eq!(c, 0, "{:#?}", codes(&r));
+    let m = message(about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-transport-setting",
+        "pass",
+    ));
+    assert!(m.contains("ens8np0 (up)") && !m.contains("lo ("), "{m}");
+}
+
+/// `gdrdoctor nccl` on the RoCE node, by the NCCL release: not known on a captured root (the pin
+/// is written for older releases, and it is what 2.21 and later pick themselves); 2.21 and
+/// later pick the GID themselves, so no pin, with what NCCL picks on each port; before 2.21, the
+/// pin.
+#[test]
+fn gid_index_by_release() {
+    let n = Node::roce();
+    let root = n.root.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--root", root, "nccl"];
+        args.extend(extra);
+        stdout(&gdrdoctor(&args))
+    };
+    let out = run(&[]);
+    assert!(
+        out.contains("# NCCL's version is not known: a captured root holds no libnccl to ask"),
+        "{out}"
+    );
+    assert!(
+        out.contains("it is the index 2.21 and later pick themselves on every port used"),
+        "{out}"
+    );
+    assert!(out.contains("export NCCL_IB_GID_INDEX='3'"), "{out}");
+
+    let out = run(&["--nccl-version", "2.28.9"]);
+    assert!(out.contains("# NCCL 2.28.9 (--nccl-version)\n"), "{out}");
+    assert!(out.contains("# NCCL_IB_GID_INDEX not set"), "{out}");
+    assert!(
+        out.contains("NVIDIA advises leaving NCCL_IB_GID_INDEX unset from 2.21"),
+        "{out}"
+    );
+    assert!(
+        out.contains("mlx5_0 port 1: NCCL picks index 3, RoCE v2 192.168.1.1 on ens1np0"),
+        "{out}"
+    );
+    assert!(!out.contains("NCCL_IB_GID_INDEX=3"), "{out}");
+
+    let out = stdout(&gdrdoctor(&[
+        "--root",
+        root,
+        "nccl",
+        "settings",
+        "--nccl-version",
+        "2.20",
+    ]));
+    assert!(
+        out.contains("NCCL 2.20 (--nccl-version) predates 2.21: without NCCL_IB_GID_INDEX it uses GID index 0"),
+        "{out}"
+    );
+    assert!(out.contains("export NCCL_IB_GID_INDEX='3'"), "{out}");
+    let bad = gdrdoctor(&["--root", root, "nccl", "--nccl-version", "2.x"]);
+    assert_eq!(code(&bad), 2);
+}
+
+/// With 2.21 and later, a pin only where NCCL's own pick is wrong: a vxlan stacked on mlx5_0's
+/// bond has its IPv4 GID first in the table (index 3), so NCCL would take the vxlan's; the bond's
+/// own is at 5, and that is pinned.
+#[test]
+fn gid_index_pinned_where_nccls_pick_is_wrong() {
+    let n = Node::roce();
+    let port = "sys/class/infiniband/mlx5_0/ports/1";
+    let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
+    let lla = "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned();
+    let table = [
+        (lla.clone(), "IB/RoCE v1", "bond0"),
+        (lla, "RoCE v2", "bond0"),
+        (v4("0ac8:0005"), "IB/RoCE v1", "vxlan100"),
+        (v4("0ac8:0005"), "RoCE v2", "vxlan100"),
+        (v4("c0a8:0101"), "IB/RoCE v1", "bond0"),
+        (v4("c0a8:0101"), "RoCE v2", "bond0"),
+    ];
+    for (i, (gid, ty, ndev)) in table.iter().enumerate() {
+        n.write(&format!("{port}/gids/{i}"), &format!("{gid}\n"));
+        n.write(&format!("{port}/gid_attrs/types/{i}"), &format!("{ty}\n"));
+        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), &format!("{ndev}\n"));
+    }
+    n.write("etc/nccl.conf", "NCCL_IB_HCA==mlx5_0\n");
+    let root = n.root.to_str().unwrap();
+    let out = stdout(&gdrdoctor(&[
+        "--root",
+        root,
+        "nccl",
+        "--nccl-version",
+        "2.23.4",
+    ]));
+    assert!(
+        out.contains("NCCL 2.23.4 (--nccl-version) picks the RoCE GID itself, and its pick is wrong on 1 of the 1 RoCE ports used, so this pin overrides it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("mlx5_0 port 1: NCCL picks index 3, RoCE v2 10.200.0.5 on vxlan100: wrong, it belongs to vxlan100, stacked on the port's own netdev bond0, whose GID is at index 5"),
+        "{out}"
+    );
+    assert!(out.contains("export NCCL_IB_GID_INDEX='5'"), "{out}");
+}
+
+/// On the live node, the release is what `ncclGetVersion` of the library NCCL's run would load
+/// answers (the stand-in libnccl here, as `nccl verify` finds it).
+#[test]
+fn release_asked_of_the_library() {
+    for (code, version) in [("22809", "2.28.9"), ("22005", "2.20.5")] {
+        let out = Gdrdoctor::new()
+            .args(["nccl"])
+            .env("GDRDOCTOR_LIBNCCL", stub("nccl", &[]))
+            .env("FAKE_NCCL_VERSION", code)
+            .command()
+            .output()
+            .unwrap();
+        let s = stdout(&out);
+        assert!(
+            s.contains(&format!("# NCCL {version} (ncclGetVersion of ")),
+            "{s}\n{}",
+            stderr(&out)
+        );
+    }
+}
