@@ -42,6 +42,7 @@ fn list_shows_every_check_in_order() {
             "rdma-gid",
             "link-health",
             "kernel-log",
+            "roce-lossless",
             "nccl-config",
             "rdma-access",
             "gdr-test",
@@ -123,7 +124,7 @@ fn select_and_skip() {
     assert_eq!(rdma["skipped"], serde_json::Value::Null);
     assert_eq!(
         rdma["prerequisite_of"],
-        serde_json::json!(["pcie-placement", "rdma-gid", "link-health"])
+        serde_json::json!(["pcie-placement", "rdma-gid", "link-health", "roce-lossless"])
     );
     // A check with no such prerequisite stays skipped.
     let out = gdrdoctor(&[
@@ -171,7 +172,7 @@ fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", h200(), "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
-        "NOT READY rdma-link (rdma-no-device); 6 passed, 7 skipped"
+        "NOT READY rdma-link (rdma-no-device); 6 passed, 8 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",

@@ -441,6 +441,79 @@ const CASES: &[Case] = &[
         ],
         codes: &[("link-flapping", "fail"), ("link-quiet", "pass")],
     },
+    // NCCL_IB_TC=106 -> DSCP 26 -> trust dscp -> priority 3 -> PFC on 3 (issue 28).
+    Case {
+        name: "roce-lossless-ok",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-lossless-ok", "pass")],
+    },
+    // PFC on 4, NCCL's traffic on 3: a lossy queue.
+    Case {
+        name: "roce-pfc-off-on-nccl-priority",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-pfc-off", "fail")],
+    },
+    // PCP trust: untagged RoCE on priority 0, which has no PFC.
+    Case {
+        name: "roce-trust-pcp-untagged",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-trust-pcp", "fail")],
+    },
+    // MLNX_OFED's Global tclass=106 beside NCCL_IB_TC unset.
+    Case {
+        name: "roce-ofed-tclass-override",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("roce-tclass-override", "warn"),
+            ("roce-lossless-ok", "pass"),
+        ],
+    },
+    // 802.3x pause on beside PFC.
+    Case {
+        name: "roce-global-pause-and-pfc",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-global-pause", "fail")],
+    },
+    // No DCB interface: unknown, never a pass.
+    Case {
+        name: "roce-no-dcb-driver",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-qos-unknown", "unknown")],
+    },
+    // InfiniBand: no PFC or DSCP to judge.
+    Case {
+        name: "ib-qos-not-applicable",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-qos-not-applicable", "skip")],
+    },
     // The kernel's log (issue 27): GPU 2's Xid 79 warns; GPU 0's Xid 13 and probe-time
     // bandwidth note are history.
     Case {
@@ -640,9 +713,9 @@ fn compact_and_verbose_reports() {
         let root = fixture(name);
         let compact = stdout(&gdrdoctor(&["--root", root, "check"]));
         let verbose = stdout(&gdrdoctor(&["--root", root, "check", "-v"]));
-        // Header, blank, a line per check (14), blank, verdict: the failing one adds its finding.
+        // Header, blank, a line per check (15), blank, verdict: the failing one adds its finding.
         if name == "healthy-8gpu-roce" {
-            assert_eq!(compact.lines().count(), 19, "{compact}");
+            assert_eq!(compact.lines().count(), 20, "{compact}");
         }
         assert!(verbose.lines().count() > compact.lines().count());
         for line in compact.lines().filter(|l| l.starts_with("FAIL ")) {
@@ -786,6 +859,8 @@ fn lab_capture_reports_what_the_guest_saw_live() {
             .filter(|c| c["id"] != "nccl-config")
             // ... and older than link-health and kernel-log (issue 27).
             .filter(|c| c["id"] != "link-health" && c["id"] != "kernel-log")
+            // ... and older than roce-lossless and the transport settings (issue 28).
+            .filter(|c| c["id"] != "roce-lossless")
             .map(|c| {
                 // `summary` is derived from the findings and newer than this reference.
                 let mut c = c.clone();

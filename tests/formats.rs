@@ -156,7 +156,7 @@ fn junit_one_testcase_per_finding() {
         .sum();
     assert_eq!(xml.matches("<testcase ").count(), findings);
     assert!(
-        xml.contains("tests=\"18\" failures=\"1\" errors=\"0\""),
+        xml.contains("tests=\"19\" failures=\"1\" errors=\"0\""),
         "{xml}"
     );
     // Ready: no failure, no error. Unknown is skipped, or an error under --strict.

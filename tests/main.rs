@@ -33,6 +33,7 @@ mod nccl_view;
 mod pciutils;
 mod qos;
 mod rdma_access;
+mod roce_lossless;
 mod topo;
 mod topo_picture;
 mod twonode;

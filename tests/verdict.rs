@@ -11,7 +11,7 @@ fn h200() -> &'static str {
     fixture("h200x2-vm")
 }
 
-const ALL_CHECKS: &str = "gpu-driver,gpu,peer-memory,pcie-placement,acs,pcie-link,iommu,rdma-link,rdma-gid,link-health,nccl-config,rdma-access,gdr-test";
+const ALL_CHECKS: &str = "gpu-driver,gpu,peer-memory,pcie-placement,acs,pcie-link,iommu,rdma-link,rdma-gid,link-health,kernel-log,roce-lossless,nccl-config,rdma-access,gdr-test";
 
 /// The same run in each verdict-carrying format: human, the JSON verdict, reason, the
 /// Prometheus verdict gauges, NFD and JUnit, one text to snapshot.

@@ -535,7 +535,9 @@ fn judge_port(inv: &Inventory, qos: &Qos, dev: &RdmaDevice, port: &Port) -> Vec<
             );
         }
     }
-    if out.iter().all(|f| f.status <= Status::Pass) {
+    // The chain holds unless something above failed: a warning beside it (an override that
+    // differs, a shared buffer) does not break it.
+    if out.iter().all(|f| f.status != Status::Fail) {
         let mut notes = Vec::new();
         if dcb.dcbx.is_some_and(|d| d & dcbx::LLD_MANAGED != 0) {
             notes.push("DCBX in firmware/LLDP mode: the switch can change PFC after boot");

@@ -285,6 +285,7 @@ mod tests {
             counters: crate::model::health::PortCounters {
                 counters: Vec::new(),
             },
+            ofed_qos: Default::default(),
             problems: Vec::new(),
         }
     }

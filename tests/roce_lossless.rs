@@ -1,0 +1,131 @@
+//! roce-lossless's branches beyond the seven fixtures, each on a copy of `roce-lossless-ok`
+//! with one link of the chain changed: a buffer shared with lossy priorities, ECN off on the
+//! lossless priority, pause storms and pauses on a priority without PFC, and NCCL_IB_TC from
+//! the job's environment moving the traffic off the lossless priority.
+#![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
+
+use crate::common::*;
+use std::path::Path;
+
+fn roce(root: &Path, extra: &[&str]) -> Vec<(String, String, String, String)> {
+    let mut args = vec!["--root", root.to_str().unwrap(), "check"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--select", "roce-lossless", "--format", "json"]);
+    let out = gdrdoctor(&args);
+    all_findings(&json(&out))
+        .map(|f| {
+            let text = |k: &str| f[k].as_str().unwrap().to_owned();
+            (
+                text("code"),
+                text("status"),
+                text("subject"),
+                text("message"),
+            )
+        })
+        .collect()
+}
+
+/// Rewrites `gdrdoctor/qos.json` of `root` through `edit` on its JSON value.
+fn edit_qos(root: &Path, edit: impl Fn(&mut serde_json::Value)) {
+    let path = root.join("gdrdoctor/qos.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for (_, nd) in v["netdevs"].as_object_mut().unwrap().iter_mut() {
+        edit(nd);
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn a_shared_buffer_warns_and_the_chain_still_holds() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    edit_qos(&root, |nd| {
+        nd["dcb"]["ok"]["buffer"]["prio2buffer"] = serde_json::json!([0, 0, 0, 0, 0, 0, 0, 0]);
+    });
+    let found = roce(&root, &[]);
+    let shared: Vec<_> = found
+        .iter()
+        .filter(|f| f.0 == "roce-buffer-shared")
+        .collect();
+    assert_eq!(shared.len(), 8, "{found:?}");
+    assert!(
+        shared[0].3.contains(
+            "priority 3's receive buffer 0 is shared with lossy priorities 0,1,2,4,5,6,7"
+        ),
+        "{found:?}"
+    );
+    assert!(found.iter().any(|f| f.0 == "roce-lossless-ok"), "{found:?}");
+}
+
+#[test]
+fn ecn_off_on_the_lossless_priority_warns() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    std::fs::write(
+        root.join("sys/class/net/ens1np0/ecn/roce_rp/enable/3"),
+        "0\n",
+    )
+    .unwrap();
+    let found = roce(&root, &[]);
+    let off: Vec<_> = found.iter().filter(|f| f.0 == "roce-ecn-off").collect();
+    assert_eq!(off.len(), 1, "{found:?}");
+    assert_eq!(off[0].2, "mlx5_0 port 1");
+    assert!(
+        off[0]
+            .3
+            .contains("reaction point off, notification point on"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn pause_storms_and_pauses_without_pfc_warn() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    edit_qos(&root, |nd| {
+        nd["ethtool"]["stats"]["ok"] = serde_json::json!([
+            ["rx_prio0_pause", 12],
+            ["rx_prio3_pause", 1841],
+            ["tx_pause_storm_error_events", 3]
+        ]);
+    });
+    let found = roce(&root, &[]);
+    let storms: Vec<_> = found.iter().filter(|f| f.0 == "roce-pause-storm").collect();
+    assert_eq!(storms.len(), 8, "{found:?}");
+    // Pausing on the lossless priority itself is normal and not named.
+    assert!(
+        storms[0].3.contains("tx_pause_storm_error_events 3")
+            && storms[0].3.contains("rx_prio0_pause 12"),
+        "{found:?}"
+    );
+    assert!(!storms[0].3.contains("rx_prio3_pause"), "{found:?}");
+}
+
+#[test]
+fn the_jobs_traffic_class_is_the_one_judged() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    let env = root.join("job.env");
+    // DSCP 32: priority 4, which has no PFC on this node.
+    std::fs::write(&env, "NCCL_IB_TC=128\n").unwrap();
+    let found = roce(&root, &["--nccl-env", env.to_str().unwrap()]);
+    let off: Vec<_> = found.iter().filter(|f| f.0 == "roce-pfc-off").collect();
+    assert_eq!(off.len(), 8, "{found:?}");
+    assert!(
+        off[0].3.starts_with("NCCL_IB_TC=128 (")
+            && off[0].3.contains("-> DSCP 32 ->")
+            && off[0].3.contains("PFC off on 4 (enabled: 3)"),
+        "{found:?}"
+    );
+}
+
+/// This machine: no RoCE port, so nothing to judge, and said so; its NICs' real dcbnl answer
+/// (EOPNOTSUPP on virtio-net) is tests/qos.rs's.
+#[test]
+fn a_node_without_roce_skips_with_the_reason() {
+    let found = roce(Path::new("/"), &[]);
+    let own: Vec<_> = found.iter().filter(|f| f.0.starts_with("roce-")).collect();
+    if own.iter().any(|f| f.0 == "roce-no-port") {
+        assert_eq!(own.len(), 1, "{found:?}");
+        assert_eq!(own[0].1, "skip");
+        // rdma-link comes back as its prerequisite and decides.
+        assert!(found.iter().any(|f| f.0 == "rdma-no-device"), "{found:?}");
+    }
+}
