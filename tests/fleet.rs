@@ -623,3 +623,44 @@ fn an_unreadable_nccl_conf_is_not_unset() {
         "{m}"
     );
 }
+
+/// Two nodes of one model whose RoCE QoS differs (PFC on 3 against PFC on 4): the fleet names
+/// the difference and the nodes on each side (issue 28).
+#[test]
+fn fleet_compares_the_roce_qos() {
+    let dir = tempfile::tempdir().unwrap();
+    let caps = dir.path().join("caps");
+    std::fs::create_dir(&caps).unwrap();
+    copy_to("roce-lossless-ok", &caps.join("a"));
+    copy_to("roce-pfc-off-on-nccl-priority", &caps.join("b"));
+    std::fs::write(caps.join("b/proc/sys/kernel/hostname"), "gpu-node-02\n").unwrap();
+    let r = json(&gdrdoctor(&[
+        "fleet",
+        caps.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let nodes = r["nodes"].as_array().unwrap();
+    let qos: Vec<&str> = nodes
+        .iter()
+        .map(|n| n["roce_qos"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        qos,
+        ["trust dscp, PFC on 3", "trust dscp, PFC on 4"],
+        "{r:#}"
+    );
+    let cross: Vec<&serde_json::Value> = r["cross"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["code"] == "fleet-roce-qos-differs")
+        .collect();
+    assert_eq!(cross.len(), 1, "{r:#}");
+    let m = cross[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains("trust dscp, PFC on 3 on 1 node(s) (e.g. gpu-node-01)")
+            && m.contains("trust dscp, PFC on 4 on 1 node(s) (e.g. gpu-node-02)"),
+        "{m}"
+    );
+}

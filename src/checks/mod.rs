@@ -20,6 +20,7 @@ mod rdma_access;
 mod rdma_gid;
 mod rdma_link;
 mod roce_lossless;
+pub use roce_lossless::node_summary as roce_qos_summary;
 
 use crate::config::Config;
 use crate::inventory::Inventory;

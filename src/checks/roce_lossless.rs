@@ -562,6 +562,52 @@ fn judge_port(inv: &Inventory, qos: &Qos, dev: &RdmaDevice, port: &Port) -> Vec<
     out
 }
 
+/// The QoS of the node's RoCE ports that NCCL will use, for comparing nodes of one model
+/// (`fleet`): each distinct `trust dscp, PFC on 3` (or `no DCB`, `not read`), in port order;
+/// `None` without a RoCE port.
+pub fn node_summary(inv: &Inventory, qos: &Qos) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for &i in &crate::nccl::effective::carrying(inv) {
+        let dev = &inv.rdma[i];
+        for port in dev
+            .ports
+            .iter()
+            .filter(|p| p.is_active() && p.is_ethernet())
+        {
+            let what = match (qos, port.netdev.as_ref()) {
+                (Qos::NotRead(_), _) => "not read".to_owned(),
+                (_, None) => "no netdev".to_owned(),
+                (_, Some(n)) => match qos.netdev(&n.name).map(|a| &a.dcb) {
+                    Some(Ok(dcb)) => {
+                        let (dscp, _) = trust(dcb, port);
+                        let pfc = dcb.pfc.as_ref().map_or_else(
+                            || "PFC unknown".to_owned(),
+                            |p| {
+                                let on = p.priorities();
+                                if on.is_empty() {
+                                    "PFC off".to_owned()
+                                } else {
+                                    format!(
+                                        "PFC on {}",
+                                        on.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
+                                    )
+                                }
+                            },
+                        );
+                        format!("trust {}, {pfc}", if dscp { "dscp" } else { "pcp" })
+                    }
+                    Some(Err(_)) => "no DCB".to_owned(),
+                    None => "not asked".to_owned(),
+                },
+            };
+            if !seen.contains(&what) {
+                seen.push(what);
+            }
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join("; "))
+}
+
 fn on_off(v: Option<bool>) -> String {
     match v {
         Some(true) => "on".into(),

@@ -87,6 +87,7 @@ pub fn analyse(
         placement: placement(&inv, &runs.gpu),
         peermem: peermem(&inv).to_owned(),
         gdr_path,
+        roce_qos: checks::roce_qos_summary(&inv, &runs.qos),
         links: links(&inv, runs.sample.as_ref()),
         nccl: nccl_settings(&inv.nccl),
         picture,

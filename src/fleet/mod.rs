@@ -63,6 +63,9 @@ pub struct NodeResult {
     pub nccl: BTreeMap<String, String>,
     /// The path the peer-memory check found: `dmabuf`, `peermem`, `none`, `unknown`.
     pub gdr_path: String,
+    /// The QoS of the RoCE ports NCCL uses (`trust dscp, PFC on 3`), each distinct one; null
+    /// without a RoCE port (issue 28).
+    pub roce_qos: Option<String>,
     /// The RDMA ports whose link counters grew in the capture's recorded sample window
     /// (`capture --sample`), worst first; empty without a second reading.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -61,6 +61,10 @@ const ASPECTS: &[(&str, &str)] = &[
     ("kernel", "the kernel"),
     ("placement", "the GPU-NIC placement"),
     ("peermem", "nvidia_peermem"),
+    (
+        "roce-qos",
+        "the RoCE QoS NCCL's traffic meets (trust, PFC priorities)",
+    ),
 ];
 
 impl Tally {
@@ -89,7 +93,7 @@ impl Tally {
         let name = n.hostname.clone().unwrap_or_else(|| n.capture.clone());
         let t = self.models.entry(model).or_default();
         t.nodes += 1;
-        let values: [(&str, Option<String>); 7] = [
+        let values: [(&str, Option<String>); 8] = [
             (
                 "gid-index",
                 (!n.gid_indices.is_empty()).then(|| n.gid_indices.join(",")),
@@ -103,6 +107,7 @@ impl Tally {
             ("kernel", n.kernel.clone()),
             ("placement", n.placement.clone()),
             ("peermem", Some(n.peermem.clone())),
+            ("roce-qos", n.roce_qos.clone()),
         ];
         // NCCL's settings: every one of them, "(unset)" where a node does not set it, so that a
         // setting on some nodes only is a difference too.
