@@ -30,7 +30,7 @@ file-contains first.err no baseline yet (the first run writes it)
 rc first.rc 0
 file-code first.json link-clean pass
 file-finding second.json link-flapping rxe0 port 1 | since the last run (/tmp/baseline.tar.gz)
-file-finding second.json link-flapping rxe0 port 1 | link_downed +1
+file-finding second.json link-flapping rxe0 port 1 | link_downed +
 file-finding second.json link-flapping rxe0 port 1 | carrier_changes +2
 rc second.rc 1
 file-code third.json link-quiet pass
