@@ -88,8 +88,11 @@ fn pause_storms_and_pauses_without_pfc_warn() {
         ]);
     });
     let found = roce(&root, &[]);
+    // One reading: history, shown and not judged.
     let storms: Vec<_> = found.iter().filter(|f| f.0 == "roce-pause-storm").collect();
     assert_eq!(storms.len(), 8, "{found:?}");
+    assert!(storms.iter().all(|f| f.1 == "skip"), "{found:?}");
+    assert!(storms[0].3.starts_with("since the driver loaded: "), "{found:?}");
     // Pausing on the lossless priority itself is normal and not named.
     assert!(
         storms[0].3.contains("tx_pause_storm_error_events 3")
@@ -97,6 +100,39 @@ fn pause_storms_and_pauses_without_pfc_warn() {
         "{found:?}"
     );
     assert!(!storms[0].3.contains("rx_prio3_pause"), "{found:?}");
+}
+
+/// A sample window (`capture --sample`'s recorded second reading): a pause storm that grew
+/// fails, pauses that grew on a priority without PFC warn, pausing on the lossless priority is
+/// not named.
+#[test]
+fn pause_counters_that_grow_in_the_window() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    edit_qos(&root, |nd| {
+        nd["ethtool"]["stats"]["ok"] = serde_json::json!([
+            ["rx_prio0_pause", 0],
+            ["rx_prio3_pause", 1841],
+            ["tx_pause_storm_error_events", 0]
+        ]);
+    });
+    std::fs::create_dir_all(root.join("gdrdoctor/sample/gdrdoctor")).unwrap();
+    std::fs::write(root.join("gdrdoctor/sample/window"), "5.0\n").unwrap();
+    std::fs::write(
+        root.join("gdrdoctor/sample/gdrdoctor/pause.json"),
+        r#"{"ens1np0":[["rx_prio0_pause",12],["rx_prio3_pause",3000],["tx_pause_storm_error_events",2]],
+            "ens2np0":[["rx_prio0_pause",7],["rx_prio3_pause",1900],["tx_pause_storm_error_events",0]]}"#,
+    )
+    .unwrap();
+    let found = roce(&root, &[]);
+    let storms: Vec<_> = found.iter().filter(|f| f.0 == "roce-pause-storm").collect();
+    assert_eq!(storms.len(), 2, "{found:?}");
+    assert_eq!((storms[0].1.as_str(), storms[0].2.as_str()), ("fail", "mlx5_0 port 1"), "{found:?}");
+    assert!(
+        storms[0].3.contains("in the 5.0 s window: rx_prio0_pause +12 (0 -> 12), tx_pause_storm_error_events +2 (0 -> 2)"),
+        "{found:?}"
+    );
+    assert!(!storms[0].3.contains("rx_prio3_pause"), "{found:?}");
+    assert_eq!((storms[1].1.as_str(), storms[1].2.as_str()), ("warn", "mlx5_1 port 1"), "{found:?}");
 }
 
 #[test]

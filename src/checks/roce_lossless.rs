@@ -8,6 +8,7 @@
 use super::{Check, Context, Meta};
 use crate::inventory::nccl::Setting;
 use crate::inventory::{Inventory, Port, RdmaDevice};
+use crate::model::health::Sample;
 use crate::model::qos::{NetdevQos, Qos};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::dcbnl::{Dcb, dcbx, selector};
@@ -44,7 +45,7 @@ const ECN_OFF: Code = Code {
 };
 const PAUSE_STORM: Code = Code {
     id: "roce-pause-storm",
-    summary: "the NIC counted pause storms, or pauses on a priority without PFC",
+    summary: "pause storms (fail) or pauses on a priority without PFC (warn) grew in the sample window or since the last run; one reading is history",
 };
 const QOS_UNKNOWN: Code = Code {
     id: "roce-qos-unknown",
@@ -109,7 +110,7 @@ impl Check for RoceLossless {
                         .evidence(port.link_layer.path.clone(), port.link_layer.shown()),
                     );
                 } else if port.is_ethernet() {
-                    out.extend(judge_port(inv, &cx.runs.qos, dev, port));
+                    out.extend(judge_port(inv, &cx.runs.qos, cx.runs.sample.as_ref(), dev, port));
                 }
             }
         }
@@ -224,7 +225,13 @@ fn trust(dcb: &Dcb, port: &Port) -> (bool, String) {
     )
 }
 
-fn judge_port(inv: &Inventory, qos: &Qos, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
+fn judge_port(
+    inv: &Inventory,
+    qos: &Qos,
+    sample: Option<&Sample>,
+    dev: &RdmaDevice,
+    port: &Port,
+) -> Vec<Finding> {
     let subject = port.subject(&dev.name);
     let Some(netdev) = port.netdev.as_ref() else {
         return vec![
@@ -488,51 +495,79 @@ fn judge_port(inv: &Inventory, qos: &Qos, dev: &RdmaDevice, port: &Port) -> Vec<
             );
         }
     }
-    // 8: pause storms, and pauses on a priority without PFC (counted since the driver loaded).
+    // 8: pause storms, and pauses on a priority without PFC. Counters: one reading is history;
+    // a sample window or the last run's reading judges their growth, as link-health's.
     if let Ok(stats) = &answers.ethtool.stats {
-        let storms: Vec<&(String, u64)> = stats
-            .iter()
-            .filter(|(n, v)| *v > 0 && n.contains("pause_storm"))
-            .collect();
-        let stray: Vec<&(String, u64)> = stats
-            .iter()
-            .filter(|(n, v)| {
-                *v > 0
-                    && (0..8u8).any(|p| {
-                        !pfc.on(p)
-                            && (n == &format!("rx_prio{p}_pause")
-                                || n == &format!("tx_prio{p}_pause"))
-                    })
+        let stray_name = |n: &str| {
+            (0..8u8).any(|p| {
+                !pfc.on(p) && (n == format!("rx_prio{p}_pause") || n == format!("tx_prio{p}_pause"))
             })
+        };
+        let watched: Vec<&(String, u64)> = stats
+            .iter()
+            .filter(|(n, _)| n.contains("pause_storm") || stray_name(n))
             .collect();
-        if !storms.is_empty() || !stray.is_empty() {
-            out.push(
-                Finding::warn(
-                    PAUSE_STORM,
-                    subject.clone(),
-                    format!(
-                        "since the driver loaded: {}",
-                        storms
-                            .iter()
-                            .chain(&stray)
-                            .map(|(n, v)| format!("{n} {v}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )
-                .with(storms.iter().chain(&stray).map(|(n, v)| Evidence {
-                    path: format!("ethtool -S {ifname}"),
-                    value: format!("{n}: {v}"),
-                }))
-                .fix(
-                    Fix::new(
-                        format!("Find the receiver that cannot drain: a pause storm means a NIC (this one or a peer) stopped taking frames; pauses on a priority without PFC mean the switch and {ifname} disagree on the lossless priority"),
-                        "Reading counters changes nothing.",
-                    )
-                    .manual(format!("ethtool -S {ifname} | grep -E 'pause|storm'"))
-                    .manual(format!("mlnx_qos -i {ifname}")),
-                ),
-            );
+        let fix = Fix::new(
+            format!("Find the receiver that cannot drain: a pause storm means a NIC (this one or a peer) stopped taking frames; pauses on a priority without PFC mean the switch and {ifname} disagree on the lossless priority"),
+            "Reading counters changes nothing.",
+        )
+        .manual(format!("ethtool -S {ifname} | grep -E 'pause|storm'"))
+        .manual(format!("mlnx_qos -i {ifname}"));
+        match sample.filter(|s| s.pause.contains_key(ifname)) {
+            Some(s) => {
+                let grew: Vec<(&str, u64, u64)> = watched
+                    .iter()
+                    .filter_map(|(n, _)| {
+                        s.pause_growth(ifname, stats, n).map(|(a, b)| (n.as_str(), a, b))
+                    })
+                    .collect();
+                if !grew.is_empty() {
+                    let storm = grew.iter().any(|(n, _, _)| n.contains("pause_storm"));
+                    out.push(
+                        Finding::new(
+                            PAUSE_STORM,
+                            if storm { Status::Fail } else { Status::Warn },
+                            subject.clone(),
+                            format!(
+                                "in {}: {}",
+                                s.span(),
+                                grew.iter()
+                                    .map(|(n, a, b)| format!("{n} +{} ({a} -> {b})", b - a))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                        .with(grew.iter().map(|(n, a, b)| Evidence {
+                            path: format!("ethtool -S {ifname}"),
+                            value: format!("{n}: {a} -> {b}"),
+                        }))
+                        .fix(fix),
+                    );
+                }
+            }
+            None => {
+                let counted: Vec<&&(String, u64)> = watched.iter().filter(|(_, v)| *v > 0).collect();
+                if !counted.is_empty() {
+                    out.push(
+                        Finding::skip(
+                            PAUSE_STORM,
+                            subject.clone(),
+                            format!(
+                                "since the driver loaded: {}; one reading is history, not a verdict (`check --sample 5` judges what grows now)",
+                                counted
+                                    .iter()
+                                    .map(|(n, v)| format!("{n} {v}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                        .with(counted.iter().map(|(n, v)| Evidence {
+                            path: format!("ethtool -S {ifname}"),
+                            value: format!("{n}: {v}"),
+                        })),
+                    );
+                }
+            }
         }
     }
     // The chain holds unless something above failed: a warning beside it (an override that

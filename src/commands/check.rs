@@ -159,7 +159,9 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
             nccl::run_nccl(&inv, &config, None, None)
         };
     }
-    let health = selection.runs("link-health", &config) || selection.runs("kernel-log", &config);
+    let health = ["link-health", "kernel-log", "roce-lossless"]
+        .iter()
+        .any(|c| selection.runs(c, &config));
     // The last run's reading, before this run's replaces it.
     let baseline = args
         .baseline

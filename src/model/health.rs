@@ -3,6 +3,7 @@
 //! PMA counter asks the firmware); a sample window reads them again; the `link-health` check
 //! judges the growth.
 
+use std::collections::BTreeMap;
 use super::Fact;
 use crate::parse::counters::AerTable;
 
@@ -161,6 +162,25 @@ pub struct Sample {
     pub kernel_log: Option<KernelLog>,
     /// A window's second reading, or the last run's reading (a baseline).
     pub kind: SampleKind,
+    /// The RoCE netdevs' pause statistics (the driver statistics kept by
+    /// [`crate::model::qos::kept_stat`]) read again, by netdev: what roce-lossless judges
+    /// pause storms and stray pauses by.
+    pub pause: BTreeMap<String, Vec<(String, u64)>>,
+}
+
+/// Where a capture's sample and a baseline keep the pause statistics, below their folder.
+pub const RECORDED_PAUSE: &str = "/gdrdoctor/pause.json";
+
+impl Sample {
+    /// The growth of `netdev`'s statistic `name` between the two readings (`ours`: the
+    /// inventory's answer): `(before, after)` when it grew.
+    pub fn pause_growth(&self, netdev: &str, ours: &[(String, u64)], name: &str) -> Option<(u64, u64)> {
+        let theirs = self.pause.get(netdev)?;
+        let find = |list: &[(String, u64)]| list.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        let (a, b) = (find(ours)?, find(theirs)?);
+        let (before, after) = if self.is_earlier() { (b, a) } else { (a, b) };
+        (after > before).then_some((before, after))
+    }
 }
 
 /// What a [`Sample`] is to the inventory's reading.

@@ -84,6 +84,7 @@ pub fn load(path: &Path, live: &Root, inv: &Inventory) -> Loaded {
             path: shown,
             kernel_last_seq: field("kernel_last_seq").and_then(|v| v.parse().ok()),
         },
+        pause: super::sample::recorded_pause(&root, ""),
     })
 }
 
@@ -113,6 +114,16 @@ pub fn save(
         if let Ok(text) = raw {
             files.insert(p.clone(), format!("{text}\n").into_bytes());
         }
+    }
+    let pause = match window.filter(|s| !s.is_earlier()) {
+        Some(s) => s.pause.clone(),
+        None => super::sample::read_pause(inv),
+    };
+    if !pause.is_empty() {
+        files.insert(
+            crate::model::health::RECORDED_PAUSE.to_owned(),
+            super::sample::pause_json(&pause).into_bytes(),
+        );
     }
     let log = window
         .and_then(|s| s.kernel_log.as_ref())

@@ -12,7 +12,7 @@ use crate::inventory::Inventory;
 use crate::inventory::kernel::{RECORDED_LOG, read_log};
 use crate::inventory::pci::read_aer;
 use crate::inventory::rdma::read_counters;
-use crate::model::health::{Aer, KernelLog, PortCounters, Sample, SampleKind};
+use crate::model::health::{Aer, KernelLog, PortCounters, RECORDED_PAUSE, Sample, SampleKind};
 use crate::parse::pci::Bdf;
 use crate::root::Root;
 use std::collections::BTreeMap;
@@ -42,6 +42,7 @@ pub fn take(
         aer,
         kernel_log: Some(read_log(root, "")),
         kind: SampleKind::Window,
+        pause: read_pause(inv),
     }
 }
 
@@ -50,6 +51,7 @@ pub fn take(
 /// with none of them waits for nothing.
 pub fn worth_taking(inv: &Inventory) -> bool {
     matches!(inv.kernel.log, KernelLog::Read { .. })
+        || !super::qos::roce_netdevs(inv).is_empty()
         || inv
             .rdma
             .iter()
@@ -97,6 +99,7 @@ pub fn recorded(root: &Root, inv: &Inventory) -> Option<Sample> {
         aer,
         kernel_log,
         kind: SampleKind::Window,
+        pause: recorded_pause(root, RECORDED),
     })
 }
 
@@ -116,6 +119,12 @@ pub fn record(sample: &Sample, files: &mut BTreeMap<String, Vec<u8>>) {
             .map(|(_, t)| (&t.path, &t.raw))
             .collect::<Vec<_>>()
     });
+    if !sample.pause.is_empty() {
+        files.insert(
+            format!("{RECORDED}{RECORDED_PAUSE}"),
+            pause_json(&sample.pause).into_bytes(),
+        );
+    }
     if let Some(file) = sample.kernel_log.as_ref().and_then(KernelLog::file) {
         files.insert(
             format!("{RECORDED}{RECORDED_LOG}"),
@@ -130,6 +139,32 @@ pub fn record(sample: &Sample, files: &mut BTreeMap<String, Vec<u8>>) {
             );
         }
     }
+}
+
+/// The RoCE netdevs' pause statistics, read live (what the chain's counters are).
+pub fn read_pause(inv: &Inventory) -> BTreeMap<String, Vec<(String, u64)>> {
+    super::qos::roce_netdevs(inv)
+        .into_iter()
+        .filter_map(|n| {
+            let stats = super::qos::ethtool(&n).stats.ok()?;
+            Some((n, stats))
+        })
+        .collect()
+}
+
+/// The pause statistics as a capture's sample or a baseline keeps them: `{netdev: [[name,
+/// value], ...]}`.
+pub fn pause_json(pause: &BTreeMap<String, Vec<(String, u64)>>) -> String {
+    serde_json::to_string(pause).unwrap_or_else(|_| "{}".into()) + "\n"
+}
+
+/// The pause statistics recorded below `prefix`; none when absent or not what
+/// [`pause_json`] writes.
+pub fn recorded_pause(root: &Root, prefix: &str) -> BTreeMap<String, Vec<(String, u64)>> {
+    root.read_text(&format!("{prefix}{RECORDED_PAUSE}"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
 }
 
 pub type Reading = (Vec<(String, u32, PortCounters)>, Vec<(Bdf, Aer)>);
