@@ -92,7 +92,10 @@ fn pause_storms_and_pauses_without_pfc_warn() {
     let storms: Vec<_> = found.iter().filter(|f| f.0 == "roce-pause-storm").collect();
     assert_eq!(storms.len(), 8, "{found:?}");
     assert!(storms.iter().all(|f| f.1 == "skip"), "{found:?}");
-    assert!(storms[0].3.starts_with("since the driver loaded: "), "{found:?}");
+    assert!(
+        storms[0].3.starts_with("since the driver loaded: "),
+        "{found:?}"
+    );
     // Pausing on the lossless priority itself is normal and not named.
     assert!(
         storms[0].3.contains("tx_pause_storm_error_events 3")
@@ -126,13 +129,21 @@ fn pause_counters_that_grow_in_the_window() {
     let found = roce(&root, &[]);
     let storms: Vec<_> = found.iter().filter(|f| f.0 == "roce-pause-storm").collect();
     assert_eq!(storms.len(), 2, "{found:?}");
-    assert_eq!((storms[0].1.as_str(), storms[0].2.as_str()), ("fail", "mlx5_0 port 1"), "{found:?}");
+    assert_eq!(
+        (storms[0].1.as_str(), storms[0].2.as_str()),
+        ("fail", "mlx5_0 port 1"),
+        "{found:?}"
+    );
     assert!(
         storms[0].3.contains("in the 5.0 s window: rx_prio0_pause +12 (0 -> 12), tx_pause_storm_error_events +2 (0 -> 2)"),
         "{found:?}"
     );
     assert!(!storms[0].3.contains("rx_prio3_pause"), "{found:?}");
-    assert_eq!((storms[1].1.as_str(), storms[1].2.as_str()), ("warn", "mlx5_1 port 1"), "{found:?}");
+    assert_eq!(
+        (storms[1].1.as_str(), storms[1].2.as_str()),
+        ("warn", "mlx5_1 port 1"),
+        "{found:?}"
+    );
 }
 
 #[test]

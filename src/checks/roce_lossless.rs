@@ -110,7 +110,13 @@ impl Check for RoceLossless {
                         .evidence(port.link_layer.path.clone(), port.link_layer.shown()),
                     );
                 } else if port.is_ethernet() {
-                    out.extend(judge_port(inv, &cx.runs.qos, cx.runs.sample.as_ref(), dev, port));
+                    out.extend(judge_port(
+                        inv,
+                        &cx.runs.qos,
+                        cx.runs.sample.as_ref(),
+                        dev,
+                        port,
+                    ));
                 }
             }
         }
@@ -518,7 +524,8 @@ fn judge_port(
                 let grew: Vec<(&str, u64, u64)> = watched
                     .iter()
                     .filter_map(|(n, _)| {
-                        s.pause_growth(ifname, stats, n).map(|(a, b)| (n.as_str(), a, b))
+                        s.pause_growth(ifname, stats, n)
+                            .map(|(a, b)| (n.as_str(), a, b))
                     })
                     .collect();
                 if !grew.is_empty() {
@@ -546,7 +553,8 @@ fn judge_port(
                 }
             }
             None => {
-                let counted: Vec<&&(String, u64)> = watched.iter().filter(|(_, v)| *v > 0).collect();
+                let counted: Vec<&&(String, u64)> =
+                    watched.iter().filter(|(_, v)| *v > 0).collect();
                 if !counted.is_empty() {
                     out.push(
                         Finding::skip(

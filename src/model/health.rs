@@ -3,9 +3,9 @@
 //! PMA counter asks the firmware); a sample window reads them again; the `link-health` check
 //! judges the growth.
 
-use std::collections::BTreeMap;
 use super::Fact;
 use crate::parse::counters::AerTable;
+use std::collections::BTreeMap;
 
 /// Where a counter lives, relative to its port or netdev.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -174,7 +174,12 @@ pub const RECORDED_PAUSE: &str = "/gdrdoctor/pause.json";
 impl Sample {
     /// The growth of `netdev`'s statistic `name` between the two readings (`ours`: the
     /// inventory's answer): `(before, after)` when it grew.
-    pub fn pause_growth(&self, netdev: &str, ours: &[(String, u64)], name: &str) -> Option<(u64, u64)> {
+    pub fn pause_growth(
+        &self,
+        netdev: &str,
+        ours: &[(String, u64)],
+        name: &str,
+    ) -> Option<(u64, u64)> {
         let theirs = self.pause.get(netdev)?;
         let find = |list: &[(String, u64)]| list.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
         let (a, b) = (find(ours)?, find(theirs)?);
