@@ -231,6 +231,42 @@ fn trust(dcb: &Dcb, port: &Port) -> (bool, String) {
     )
 }
 
+/// One RoCE port's chain, as far as it could be read: the traffic class, its DSCP, the trust
+/// and the priority, with what each was read from.
+struct Walk<'a> {
+    subject: String,
+    ifname: &'a str,
+    port: &'a Port,
+    answers: &'a NetdevQos,
+    dcb: &'a Dcb,
+    tc: TrafficClass,
+    dscp: u8,
+    dscp_trust: bool,
+    trust_shown: String,
+    priority: u8,
+    prio_shown: String,
+}
+
+impl Walk<'_> {
+    /// `NCCL_IB_TC=106 (/etc/nccl.conf) -> DSCP 26 -> trust dscp (...) -> priority 3 (...) -> PFC`.
+    fn chain(&self, pfc: &str) -> String {
+        format!(
+            "{} -> DSCP {} -> {} -> {} -> {pfc}",
+            self.tc.shown(),
+            self.dscp,
+            self.trust_shown,
+            self.prio_shown
+        )
+    }
+
+    fn evidence(&self, what: &str, value: String) -> Evidence {
+        Evidence {
+            path: format!("dcbnl {}", self.ifname),
+            value: format!("{what}: {value}"),
+        }
+    }
+}
+
 fn judge_port(
     inv: &Inventory,
     qos: &Qos,
@@ -238,36 +274,76 @@ fn judge_port(
     dev: &RdmaDevice,
     port: &Port,
 ) -> Vec<Finding> {
-    let subject = port.subject(&dev.name);
-    let Some(netdev) = port.netdev.as_ref() else {
-        return vec![
+    let w = match walk(inv, qos, dev, port) {
+        Ok(w) => w,
+        Err(f) => return vec![f],
+    };
+    let mut out: Vec<Finding> = tclass_override(&w).into_iter().collect();
+    let Some(pfc) = w.dcb.pfc.as_ref() else {
+        out.push(
             Finding::unknown(
                 QOS_UNKNOWN,
-                subject,
-                "the RoCE port has no netdev: its DCB settings cannot be asked",
+                w.subject.clone(),
+                w.chain("PFC not reported by the driver"),
             )
-            .evidence(port.dir.clone(), "<no netdev>"),
-        ];
+            .evidence(
+                format!("dcbnl {}", w.ifname),
+                "no DCB_ATTR_IEEE_PFC in the reply",
+            ),
+        );
+        return out;
+    };
+    if let Some(f) = pfc_broken(&w, pfc) {
+        out.push(f);
+        return out;
+    }
+    out.extend(global_pause(&w));
+    out.extend(buffer_shared(&w, pfc));
+    out.extend(ecn_off(&w));
+    out.extend(pause_counters(&w, pfc, sample));
+    // The chain holds unless something above failed: a warning beside it (an override that
+    // differs, a shared buffer) does not break it.
+    if out.iter().all(|f| f.status != Status::Fail) {
+        out.push(chain_holds(&w, pfc));
+    }
+    out
+}
+
+/// Follows the chain as far as the priority; a port whose answers are missing is its finding.
+/// (The finding is the result either way, once per port: boxing it would buy nothing.)
+#[allow(clippy::result_large_err)]
+fn walk<'a>(
+    inv: &Inventory,
+    qos: &'a Qos,
+    dev: &RdmaDevice,
+    port: &'a Port,
+) -> Result<Walk<'a>, Finding> {
+    let subject = port.subject(&dev.name);
+    let Some(netdev) = port.netdev.as_ref() else {
+        return Err(Finding::unknown(
+            QOS_UNKNOWN,
+            subject,
+            "the RoCE port has no netdev: its DCB settings cannot be asked",
+        )
+        .evidence(port.dir.clone(), "<no netdev>"));
     };
     let ifname = netdev.name.as_str();
     let answers: &NetdevQos = match qos {
         Qos::NotRead(why) => {
-            return vec![
+            return Err(
                 Finding::skip(QOS_NOT_READ, subject, format!("not read: {why}"))
                     .evidence(crate::model::qos::RECORDED_QOS, "<absent>"),
-            ];
+            );
         }
         _ => match qos.netdev(ifname) {
             Some(a) => a,
             None => {
-                return vec![
-                    Finding::unknown(
-                        QOS_UNKNOWN,
-                        subject,
-                        format!("{ifname}: not asked (not among the answers)"),
-                    )
-                    .evidence(format!("/sys/class/net/{ifname}"), "<not asked>"),
-                ];
+                return Err(Finding::unknown(
+                    QOS_UNKNOWN,
+                    subject,
+                    format!("{ifname}: not asked (not among the answers)"),
+                )
+                .evidence(format!("/sys/class/net/{ifname}"), "<not asked>"));
             }
         },
     };
@@ -282,42 +358,13 @@ fn judge_port(
             } else {
                 format!("{ifname}: the DCB query failed: {e}")
             };
-            return vec![
+            return Err(
                 Finding::unknown(QOS_UNKNOWN, subject, format!("{}: {why}", tc.shown()))
                     .evidence(format!("dcbnl {ifname}"), e.to_string()),
-            ];
+            );
         }
     };
-    let mut out = Vec::new();
-    let evidence = |what: &str, value: String| Evidence {
-        path: format!("dcbnl {ifname}"),
-        value: format!("{what}: {value}"),
-    };
-    // 1-2: the traffic class and its DSCP.
-    let class = tc.effective();
-    let dscp = class >> 2;
-    if let Some(o) = tc.ofed.filter(|&o| o != tc.nccl) {
-        out.push(
-            Finding::warn(
-                TCLASS_OVERRIDE,
-                subject.clone(),
-                format!(
-                    "MLNX_OFED's traffic class {o} ({}) overrides NCCL_IB_TC={} ({}) for the QPs the kernel creates; NCCL's GPU-initiated (DevX/DOCA) QPs keep {}: the two land on different priorities where the fabric does not map both",
-                    tc.ofed_path, tc.nccl, tc.nccl_from, tc.nccl
-                ),
-            )
-            .evidence(tc.ofed_path.clone(), format!("Global tclass={o}"))
-            .fix(
-                Fix::new(
-                    format!("Make NCCL_IB_TC and the override say the same: NCCL_IB_TC={o} in /etc/nccl.conf (or the job), or write NCCL's value to the override"),
-                    "The override applies to new QPs only; running jobs keep theirs.",
-                )
-                .manual(format!("echo NCCL_IB_TC={o} >> /etc/nccl.conf"))
-                .manual(format!("echo {} > {}", tc.nccl, tc.ofed_path)),
-            ),
-        );
-    }
-    // 3-4: trust and priority.
+    let dscp = tc.effective() >> 2;
     let (dscp_trust, trust_shown) = trust(dcb, port);
     let (priority, prio_shown) = if dscp_trust {
         match dcb
@@ -343,27 +390,51 @@ fn judge_port(
     } else {
         (0, "priority 0 (untagged RoCE under PCP trust)".to_owned())
     };
-    let chain = |pfc: &str| {
-        format!(
-            "{} -> DSCP {dscp} -> {trust_shown} -> {prio_shown} -> {pfc}",
-            tc.shown()
-        )
-    };
-    // 5: PFC.
-    let Some(pfc) = dcb.pfc.as_ref() else {
-        out.push(
-            Finding::unknown(
-                QOS_UNKNOWN,
-                subject,
-                chain("PFC not reported by the driver"),
+    Ok(Walk {
+        subject,
+        ifname,
+        port,
+        answers,
+        dcb,
+        tc,
+        dscp,
+        dscp_trust,
+        trust_shown,
+        priority,
+        prio_shown,
+    })
+}
+
+/// MLNX_OFED's override against NCCL_IB_TC.
+fn tclass_override(w: &Walk) -> Option<Finding> {
+    let tc = &w.tc;
+    if let Some(o) = tc.ofed.filter(|&o| o != tc.nccl) {
+        return Some(
+            Finding::warn(
+                TCLASS_OVERRIDE,
+                w.subject.clone(),
+                format!(
+                    "MLNX_OFED's traffic class {o} ({}) overrides NCCL_IB_TC={} ({}) for the QPs the kernel creates; NCCL's GPU-initiated (DevX/DOCA) QPs keep {}: the two land on different priorities where the fabric does not map both",
+                    tc.ofed_path, tc.nccl, tc.nccl_from, tc.nccl
+                ),
             )
-            .evidence(
-                format!("dcbnl {ifname}"),
-                "no DCB_ATTR_IEEE_PFC in the reply",
+            .evidence(tc.ofed_path.clone(), format!("Global tclass={o}"))
+            .fix(
+                Fix::new(
+                    format!("Make NCCL_IB_TC and the override say the same: NCCL_IB_TC={o} in /etc/nccl.conf (or the job), or write NCCL's value to the override"),
+                    "The override applies to new QPs only; running jobs keep theirs.",
+                )
+                .manual(format!("echo NCCL_IB_TC={o} >> /etc/nccl.conf"))
+                .manual(format!("echo {} > {}", tc.nccl, tc.ofed_path)),
             ),
         );
-        return out;
-    };
+    }
+    None
+}
+
+/// PFC off on the priority NCCL's traffic lands on (or PCP trust sending it to 0).
+fn pfc_broken(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
+    let (ifname, priority, dscp_trust) = (w.ifname, w.priority, w.dscp_trust);
     let enabled = pfc.priorities();
     let enabled_shown = if enabled.is_empty() {
         "none".to_owned()
@@ -374,7 +445,7 @@ fn judge_port(
             .collect::<Vec<_>>()
             .join(",")
     };
-    let pfc_ev = evidence(
+    let pfc_ev = w.evidence(
         "pfc_en",
         format!("0x{:02x} (priorities {enabled_shown})", pfc.enabled),
     );
@@ -407,11 +478,11 @@ fn judge_port(
                 .manual(format!("echo NCCL_IB_TC={} >> /etc/nccl.conf", (want * 8) << 2)),
             )
         };
-        out.push(
+        return Some(
             Finding::fail(
                 code,
-                subject,
-                chain(&format!("PFC off on {priority} (enabled: {enabled_shown})")),
+                w.subject.clone(),
+                w.chain(&format!("PFC off on {priority} (enabled: {enabled_shown})")),
             )
             .evidence(
                 format!("dcbnl {ifname}"),
@@ -420,18 +491,22 @@ fn judge_port(
             .with([pfc_ev])
             .fix(fix),
         );
-        return out;
     }
-    // 5b: global pause beside PFC.
-    if let Ok(p) = &answers.ethtool.pause {
+    None
+}
+
+/// 802.3x global pause beside PFC.
+fn global_pause(w: &Walk) -> Option<Finding> {
+    let (ifname, priority) = (w.ifname, w.priority);
+    if let Ok(p) = &w.answers.ethtool.pause {
         if p.rx || p.tx {
-            out.push(
+            return Some(
                 Finding::fail(
                     GLOBAL_PAUSE,
-                    subject.clone(),
+                    w.subject.clone(),
                     format!(
                         "{}; but 802.3x global pause is on (rx {}, tx {}): a paused link stops every priority, and PFC and global pause together are undefined on most NICs",
-                        chain(&format!("PFC on {priority}")),
+                        w.chain(&format!("PFC on {priority}")),
                         if p.rx { "on" } else { "off" },
                         if p.tx { "on" } else { "off" }
                     ),
@@ -447,23 +522,28 @@ fn judge_port(
             );
         }
     }
-    // 5c: the buffer.
-    if let Some(b) = &dcb.buffer {
+    None
+}
+
+/// The lossless priority's buffer shared with lossy ones.
+fn buffer_shared(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
+    let (ifname, priority) = (w.ifname, w.priority);
+    if let Some(b) = &w.dcb.buffer {
         let mine = b.prio2buffer[priority as usize];
         let lossy: Vec<u8> = (0..8u8)
             .filter(|&p| p != priority && b.prio2buffer[p as usize] == mine && !pfc.on(p))
             .collect();
         if !lossy.is_empty() {
-            out.push(
+            return Some(
                 Finding::warn(
                     BUFFER_SHARED,
-                    subject.clone(),
+                    w.subject.clone(),
                     format!(
                         "priority {priority}'s receive buffer {mine} is shared with lossy priorities {}: their traffic can fill the headroom PFC needs",
                         lossy.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
                     ),
                 )
-                .with([evidence("prio2buffer", format!("{:?}", b.prio2buffer))])
+                .with([w.evidence("prio2buffer", format!("{:?}", b.prio2buffer))])
                 .fix(
                     Fix::new(
                         format!("Give priority {priority} a buffer of its own on {ifname}"),
@@ -474,14 +554,19 @@ fn judge_port(
             );
         }
     }
-    // 6: ECN, where MLNX_OFED shows it.
-    let ecn = port.ofed_qos.ecn.iter().find(|(p, _, _)| *p == priority);
+    None
+}
+
+/// ECN off on the lossless priority, where MLNX_OFED shows it.
+fn ecn_off(w: &Walk) -> Option<Finding> {
+    let (ifname, priority) = (w.ifname, w.priority);
+    let ecn = w.port.ofed_qos.ecn.iter().find(|(p, _, _)| *p == priority);
     if let Some((_, rp, np)) = ecn {
         if *rp == Some(false) || *np == Some(false) {
-            out.push(
+            return Some(
                 Finding::warn(
                     ECN_OFF,
-                    subject.clone(),
+                    w.subject.clone(),
                     format!(
                         "ECN on priority {priority}: reaction point {}, notification point {}: without DCQCN, congestion is left to PFC alone (pause spreading, head-of-line blocking)",
                         on_off(*rp),
@@ -501,9 +586,18 @@ fn judge_port(
             );
         }
     }
-    // 8: pause storms, and pauses on a priority without PFC. Counters: one reading is history;
-    // a sample window or the last run's reading judges their growth, as link-health's.
-    if let Ok(stats) = &answers.ethtool.stats {
+    None
+}
+
+/// Pause storms and pauses on a priority without PFC: one reading is history; a window or the
+/// last run's reading judges their growth.
+fn pause_counters(
+    w: &Walk,
+    pfc: &crate::parse::dcbnl::Pfc,
+    sample: Option<&Sample>,
+) -> Option<Finding> {
+    let ifname = w.ifname;
+    if let Ok(stats) = &w.answers.ethtool.stats {
         let stray_name = |n: &str| {
             (0..8u8).any(|p| {
                 !pfc.on(p) && (n == format!("rx_prio{p}_pause") || n == format!("tx_prio{p}_pause"))
@@ -530,11 +624,11 @@ fn judge_port(
                     .collect();
                 if !grew.is_empty() {
                     let storm = grew.iter().any(|(n, _, _)| n.contains("pause_storm"));
-                    out.push(
+                    return Some(
                         Finding::new(
                             PAUSE_STORM,
                             if storm { Status::Fail } else { Status::Warn },
-                            subject.clone(),
+                            w.subject.clone(),
                             format!(
                                 "in {}: {}",
                                 s.span(),
@@ -556,10 +650,10 @@ fn judge_port(
                 let counted: Vec<&&(String, u64)> =
                     watched.iter().filter(|(_, v)| *v > 0).collect();
                 if !counted.is_empty() {
-                    out.push(
+                    return Some(
                         Finding::skip(
                             PAUSE_STORM,
-                            subject.clone(),
+                            w.subject.clone(),
                             format!(
                                 "since the driver loaded: {}; one reading is history, not a verdict (`check --sample 5` judges what grows now)",
                                 counted
@@ -578,31 +672,42 @@ fn judge_port(
             }
         }
     }
-    // The chain holds unless something above failed: a warning beside it (an override that
-    // differs, a shared buffer) does not break it.
-    if out.iter().all(|f| f.status != Status::Fail) {
-        let mut notes = Vec::new();
-        if dcb.dcbx.is_some_and(|d| d & dcbx::LLD_MANAGED != 0) {
-            notes.push("DCBX in firmware/LLDP mode: the switch can change PFC after boot");
-        }
-        if port.ofed_qos.ecn.is_empty() {
-            notes.push("ECN not visible without MLNX_OFED");
-        }
-        let note = if notes.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", notes.join("; "))
-        };
-        out.push(
-            Finding::pass(
-                OK,
-                subject,
-                format!("{}{note}", chain(&format!("PFC on {priority}"))),
-            )
-            .with([pfc_ev]),
-        );
+    None
+}
+
+/// The chain holds: what it is, with the notes an operator needs.
+fn chain_holds(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Finding {
+    let enabled = pfc.priorities();
+    let pfc_ev = w.evidence(
+        "pfc_en",
+        format!(
+            "0x{:02x} (priorities {})",
+            pfc.enabled,
+            enabled
+                .iter()
+                .map(u8::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    );
+    let mut notes = Vec::new();
+    if w.dcb.dcbx.is_some_and(|d| d & dcbx::LLD_MANAGED != 0) {
+        notes.push("DCBX in firmware/LLDP mode: the switch can change PFC after boot");
     }
-    out
+    if w.port.ofed_qos.ecn.is_empty() {
+        notes.push("ECN not visible without MLNX_OFED");
+    }
+    let note = if notes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", notes.join("; "))
+    };
+    Finding::pass(
+        OK,
+        w.subject.clone(),
+        format!("{}{note}", w.chain(&format!("PFC on {}", w.priority))),
+    )
+    .with([pfc_ev])
 }
 
 /// The QoS of the node's RoCE ports that NCCL will use, for comparing nodes of one model
