@@ -176,3 +176,27 @@ fn a_node_without_roce_skips_with_the_reason() {
         assert!(found.iter().any(|f| f.0 == "rdma-no-device"), "{found:?}");
     }
 }
+
+/// CNPs on NCCL's own priority (cnp_dscp 26 -> priority 3) warn; on DSCP 48 (priority 6, the
+/// fixture's) they do not.
+#[test]
+fn cnps_on_the_data_priority_warn() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    assert!(!roce(&root, &[]).iter().any(|f| f.0 == "roce-cnp-shared"));
+    std::fs::write(
+        root.join("sys/class/net/ens2np0/ecn/roce_np/cnp_dscp"),
+        "26\n",
+    )
+    .unwrap();
+    let found = roce(&root, &[]);
+    let shared: Vec<_> = found.iter().filter(|f| f.0 == "roce-cnp-shared").collect();
+    assert_eq!(shared.len(), 1, "{found:?}");
+    assert_eq!(
+        (shared[0].1.as_str(), shared[0].2.as_str()),
+        ("warn", "mlx5_1 port 1")
+    );
+    assert!(
+        shared[0].3.contains("(cnp_dscp 26 -> priority 3)"),
+        "{found:?}"
+    );
+}

@@ -43,6 +43,10 @@ const ECN_OFF: Code = Code {
     id: "roce-ecn-off",
     summary: "ECN (DCQCN) is off on the lossless priority (MLNX_OFED's ecn files)",
 };
+const CNP_SHARED: Code = Code {
+    id: "roce-cnp-shared",
+    summary: "CNPs (MLNX_OFED's cnp_dscp / cnp_802p_prio) ride NCCL's own priority instead of one of their own",
+};
 const PAUSE_STORM: Code = Code {
     id: "roce-pause-storm",
     summary: "pause storms (fail) or pauses on a priority without PFC (warn) grew in the sample window or since the last run; one reading is history",
@@ -72,6 +76,7 @@ const CODES: &[Code] = &[
     GLOBAL_PAUSE,
     BUFFER_SHARED,
     ECN_OFF,
+    CNP_SHARED,
     PAUSE_STORM,
     QOS_UNKNOWN,
     QOS_NOT_READ,
@@ -300,6 +305,7 @@ fn judge_port(
     out.extend(global_pause(&w));
     out.extend(buffer_shared(&w, pfc));
     out.extend(ecn_off(&w));
+    out.extend(cnp_shared(&w));
     out.extend(pause_counters(&w, pfc, sample));
     // The chain holds unless something above failed: a warning beside it (an override that
     // differs, a shared buffer) does not break it.
@@ -587,6 +593,50 @@ fn ecn_off(w: &Walk) -> Option<Finding> {
         }
     }
     None
+}
+
+/// CNPs (DCQCN's congestion notifications, sent by the notification point) on NCCL's own
+/// priority wait behind the data they are about: MLNX_OFED's `ecn/roce_np/cnp_dscp` (and
+/// `cnp_802p_prio` under PCP trust) should put them on a priority of their own.
+fn cnp_shared(w: &Walk) -> Option<Finding> {
+    let ofed = &w.port.ofed_qos;
+    let (cnp_prio, shown, path) = if w.dscp_trust {
+        let f = ofed.cnp_dscp.as_ref()?;
+        let dscp = *f.value()?;
+        let prio = w
+            .dcb
+            .app
+            .iter()
+            .find(|a| a.selector == selector::DSCP && a.protocol == u16::from(dscp))
+            .map_or(dscp >> 3, |a| a.priority);
+        (
+            prio,
+            format!("cnp_dscp {dscp} -> priority {prio}"),
+            f.path.clone(),
+        )
+    } else {
+        let f = ofed.cnp_prio.as_ref()?;
+        let prio = *f.value()?;
+        (prio, format!("cnp_802p_prio {prio}"), f.path.clone())
+    };
+    (cnp_prio == w.priority).then(|| {
+        Finding::warn(
+            CNP_SHARED,
+            w.subject.clone(),
+            format!(
+                "CNPs ride NCCL's own priority {} ({shown}): congestion notifications queue behind the data they report, and DCQCN reacts late",
+                w.priority
+            ),
+        )
+        .evidence(path, shown.clone())
+        .fix(
+            Fix::new(
+                format!("Give CNPs a priority of their own on {} (NVIDIA's RoCE guides use DSCP 48, priority 6)", w.ifname),
+                "Takes effect at once; the switch must map that DSCP to a priority of its own too.",
+            )
+            .manual(format!("echo 48 > /sys/class/net/{}/ecn/roce_np/cnp_dscp", w.ifname)),
+        )
+    })
 }
 
 /// Pause storms and pauses on a priority without PFC: one reading is history; a window or the
