@@ -6,7 +6,7 @@
 //! (src/transport/net_ib/init.cc). A list that selects none fails both: "Bootstrap : no socket
 //! interface found", "NET/IB : No IP interface found" (issue 28: `bogus0` passed before).
 
-use super::transport::remove_or;
+use super::remove_or;
 use super::{CONF_LINE_IGNORED, SOCKET_IFNAME_DOWN, SOCKET_IFNAME_UNMATCHED};
 use crate::inventory::Inventory;
 use crate::inventory::nccl::Setting;
@@ -38,8 +38,8 @@ fn state(n: &NetIf) -> String {
     )
 }
 
-pub(super) fn judge(s: &Setting, inv: &Inventory) -> super::transport::Judged {
-    use super::transport::Judged;
+pub(super) fn judge(s: &Setting, inv: &Inventory) -> super::Judged {
+    use super::Judged;
     let subject = format!("{}={}", s.name, s.value);
     let from = format!("{}={} from {}", s.name, s.value, s.origin.describe());
     // NCCL reads the list only when it is longer than one character (`strlen(env) > 1`).

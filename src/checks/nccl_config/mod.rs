@@ -394,6 +394,23 @@ fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -
 }
 
 /// Has the node a peer-memory path besides DMA-BUF (nvidia_peermem registered or loaded)?
+/// What NCCL makes of one transport setting: the meaning, said when nothing is wrong, or the
+/// findings (`transport`, `ifname`).
+enum Judged {
+    Means(String),
+    Problems(Vec<Finding>),
+}
+
+/// The fix of an `NCCL_SOCKET_IFNAME` line that names no interface (`ifname`).
+fn remove_or(s: &Setting, summary: String, replacement: Option<&str>) -> Fix {
+    undo(
+        s,
+        summary,
+        "Changes the interface every NCCL job on the node bootstraps over; every node of a job must reach the others through it.",
+        replacement,
+    )
+}
+
 fn has_peermem(inv: &Inventory) -> bool {
     inv.kernel
         .memory_peers

@@ -5,19 +5,13 @@
 
 use super::{
     CONF_LINE_IGNORED, IB_GDR_LEVEL_LEFTOVER, IB_QPS_BAD, IB_RETRY_CNT_BAD, IB_SL_BAD, IB_TC_BAD,
-    IB_TIMEOUT_BAD, TRANSPORT_SETTING, shown_as, undo,
+    IB_TIMEOUT_BAD, Judged, TRANSPORT_SETTING, shown_as, undo,
 };
 use crate::inventory::nccl::Setting;
 use crate::inventory::{Inventory, Port, RdmaDevice};
-use crate::model::{Code, Finding, Fix};
+use crate::model::{Code, Finding};
 use crate::nccl::params::HcaList;
 use crate::nccl::transport::{self as t, Reading, Timeout};
-
-/// What NCCL makes of one setting: the meaning, said when nothing is wrong, or the findings.
-pub(super) enum Judged {
-    Means(String),
-    Problems(Vec<Finding>),
-}
 
 /// Every transport setting NCCL reads on the node, and a leftover `NCCL_IB_GDR_LEVEL`.
 pub(super) fn judge(inv: &Inventory) -> Vec<Finding> {
@@ -407,15 +401,5 @@ fn leftover_gdr_level(s: &Setting, inv: &Inventory) -> Finding {
             "None: NCCL ignores the line already.",
             None,
         ),
-    )
-}
-
-/// The fix of a line that names no interface: `Fix` is built in `ifname`.
-pub(super) fn remove_or(s: &Setting, summary: String, replacement: Option<&str>) -> Fix {
-    undo(
-        s,
-        summary,
-        "Changes the interface every NCCL job on the node bootstraps over; every node of a job must reach the others through it.",
-        replacement,
     )
 }
