@@ -291,25 +291,7 @@ impl Root {
     /// Records overwritten while reading (`EPIPE`) are skipped. At most `limit` records, the
     /// oldest first. Live roots only; a capture keeps what was judged in a file of its own.
     pub fn read_records(&self, path: &str, limit: usize) -> Result<Vec<String>, ReadError> {
-        if !self.live {
-            return Err(ReadError::Io {
-                path: path.to_owned(),
-                errno: None,
-                message: "device nodes are not opened in a captured root".into(),
-            });
-        }
-        let (resolved, kind) = self.lookup(path)?;
-        if kind != Kind::CharDevice {
-            return Err(ReadError::NotRegular {
-                path: path.to_owned(),
-                kind: "not a character device",
-            });
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(self.host_path(&resolved))
-            .map_err(|e| ReadError::from_io(path, &e))?;
+        let mut file = self.open_device(path, false)?;
         // A record is at most 8 KiB (printk's CONSOLE_EXT_LOG_MAX); a smaller buffer is EINVAL.
         let mut buf = vec![0u8; 16 * 1024];
         let mut out = Vec::new();
@@ -329,6 +311,12 @@ impl Root {
     /// Opens a character device read-write and closes it again: can this process use it?
     /// Live roots only; in a capture a device node is never opened.
     pub fn probe_device(&self, path: &str) -> Result<(), ReadError> {
+        self.open_device(path, true).map(drop)
+    }
+
+    /// A character device of the live root, opened non-blocking and never through a link
+    /// (`write`: read-write, else read-only).
+    fn open_device(&self, path: &str, write: bool) -> Result<std::fs::File, ReadError> {
         if !self.live {
             return Err(ReadError::Io {
                 path: path.to_owned(),
@@ -345,10 +333,9 @@ impl Root {
         }
         std::fs::OpenOptions::new()
             .read(true)
-            .write(true)
+            .write(write)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(self.host_path(&resolved))
-            .map(drop)
             .map_err(|e| ReadError::from_io(path, &e))
     }
 }
