@@ -200,3 +200,54 @@ fn cnps_on_the_data_priority_warn() {
         "{found:?}"
     );
 }
+
+/// NCCL_IB_FIFO_TC on a priority without PFC: NCCL's control messages ride a lossy queue.
+#[test]
+fn the_control_messages_traffic_class_is_judged_too() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    let env = root.join("job.env");
+    std::fs::write(&env, "NCCL_IB_FIFO_TC=0\n").unwrap();
+    let found = roce(&root, &["--nccl-env", env.to_str().unwrap()]);
+    let fifo: Vec<_> = found
+        .iter()
+        .filter(|f| f.0 == "roce-fifo-tc-lossy")
+        .collect();
+    assert_eq!(fifo.len(), 8, "{found:?}");
+    assert!(
+        fifo[0].3.starts_with("NCCL_IB_FIFO_TC=0 (") && fifo[0].3.contains("PFC off on 0"),
+        "{found:?}"
+    );
+    // The data still lands on priority 3: the chain itself holds.
+    assert!(found.iter().any(|f| f.0 == "roce-lossless-ok"), "{found:?}");
+}
+
+/// PCP trust with RoCE over a VLAN (the RoCE v2 GID belongs to `IF.VID`): NCCL_IB_SL is the
+/// PCP, so NCCL_IB_SL=3 reaches the lossless priority where untagged RoCE would not.
+#[test]
+fn pcp_trust_over_a_vlan_takes_nccl_ib_sl() {
+    let (_dir, root) = fixture_copy("roce-trust-pcp-untagged");
+    let gid_ndev = root.join("sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/3");
+    assert_eq!(
+        std::fs::read_to_string(&gid_ndev).unwrap().trim(),
+        "ens1np0"
+    );
+    std::fs::write(&gid_ndev, "ens1np0.100\n").unwrap();
+    std::fs::write(root.join("etc/nccl.conf"), "NCCL_IB_TC=106\nNCCL_IB_SL=3\n").unwrap();
+    let found = roce(&root, &[]);
+    let port0: Vec<_> = found.iter().filter(|f| f.2 == "mlx5_0 port 1").collect();
+    assert_eq!(port0.len(), 1, "{found:?}");
+    assert_eq!(port0[0].0, "roce-lossless-ok", "{found:?}");
+    assert!(
+        port0[0].3.contains(
+            "priority 3 (PCP trust, tagged over ens1np0.100: NCCL_IB_SL=3 (/etc/nccl.conf))"
+        ),
+        "{found:?}"
+    );
+    // The untagged ports still land on 0.
+    assert!(
+        found
+            .iter()
+            .any(|f| f.0 == "roce-trust-pcp" && f.2 == "mlx5_1 port 1"),
+        "{found:?}"
+    );
+}

@@ -43,6 +43,10 @@ const ECN_OFF: Code = Code {
     id: "roce-ecn-off",
     summary: "ECN (DCQCN) is off on the lossless priority (MLNX_OFED's ecn files)",
 };
+const FIFO_TC_LOSSY: Code = Code {
+    id: "roce-fifo-tc-lossy",
+    summary: "NCCL_IB_FIFO_TC puts NCCL's control messages on a priority without PFC",
+};
 const CNP_SHARED: Code = Code {
     id: "roce-cnp-shared",
     summary: "CNPs (MLNX_OFED's cnp_dscp / cnp_802p_prio) ride NCCL's own priority instead of one of their own",
@@ -76,6 +80,7 @@ const CODES: &[Code] = &[
     GLOBAL_PAUSE,
     BUFFER_SHARED,
     ECN_OFF,
+    FIFO_TC_LOSSY,
     CNP_SHARED,
     PAUSE_STORM,
     QOS_UNKNOWN,
@@ -304,6 +309,7 @@ fn judge_port(
     }
     out.extend(global_pause(&w));
     out.extend(buffer_shared(&w, pfc));
+    out.extend(fifo_tc_lossy(inv, &w, pfc));
     out.extend(ecn_off(&w));
     out.extend(cnp_shared(&w));
     out.extend(pause_counters(&w, pfc, sample));
@@ -313,6 +319,58 @@ fn judge_port(
         out.push(chain_holds(&w, pfc));
     }
     out
+}
+
+/// The priority a DSCP is given: the APP table's entry, else the firmware's DSCP >> 3.
+fn dscp_priority(dcb: &Dcb, dscp: u8) -> (u8, String) {
+    match dcb
+        .app
+        .iter()
+        .find(|a| a.selector == selector::DSCP && a.protocol == u16::from(dscp))
+    {
+        Some(a) => (
+            a.priority,
+            format!(
+                "priority {} (APP table: dscp {dscp} -> {})",
+                a.priority, a.priority
+            ),
+        ),
+        None => (
+            dscp >> 3,
+            format!(
+                "priority {} (no APP entry for DSCP {dscp}: the firmware's DSCP >> 3)",
+                dscp >> 3
+            ),
+        ),
+    }
+}
+
+/// Under PCP trust: untagged RoCE is priority 0; RoCE over a VLAN (the RoCE v2 GID NCCL uses
+/// belongs to `IF.VID`) carries NCCL_IB_SL as its PCP (mlx5 keeps its low 3 bits on RoCE).
+fn pcp_priority(inv: &Inventory, port: &Port) -> (u8, String) {
+    let vlan = port
+        .roce_v2_gid_choice()
+        .and_then(|c| port.gids.iter().find(|g| g.index == c.index))
+        .and_then(|g| g.ndev.value().cloned())
+        .filter(|n| n.contains('.') && port.netdev.as_ref().is_some_and(|d| &d.name != n));
+    match vlan {
+        None => (0, "priority 0 (untagged RoCE under PCP trust)".to_owned()),
+        Some(ndev) => {
+            let (sl, from) = match inv
+                .nccl
+                .get("NCCL_IB_SL")
+                .and_then(|s| s.value.trim().parse::<u8>().ok().map(|v| (v, s)))
+            {
+                Some((v, s)) => (v, format!("NCCL_IB_SL={v} ({})", s.origin.path())),
+                None => (0, "NCCL_IB_SL unset: 0".to_owned()),
+            };
+            let p = sl & 7;
+            (
+                p,
+                format!("priority {p} (PCP trust, tagged over {ndev}: {from})"),
+            )
+        }
+    }
 }
 
 /// Follows the chain as far as the priority; a port whose answers are missing is its finding.
@@ -373,28 +431,9 @@ fn walk<'a>(
     let dscp = tc.effective() >> 2;
     let (dscp_trust, trust_shown) = trust(dcb, port);
     let (priority, prio_shown) = if dscp_trust {
-        match dcb
-            .app
-            .iter()
-            .find(|a| a.selector == selector::DSCP && a.protocol == u16::from(dscp))
-        {
-            Some(a) => (
-                a.priority,
-                format!(
-                    "priority {} (APP table: dscp {dscp} -> {})",
-                    a.priority, a.priority
-                ),
-            ),
-            None => (
-                dscp >> 3,
-                format!(
-                    "priority {} (no APP entry for DSCP {dscp}: the firmware's DSCP >> 3)",
-                    dscp >> 3
-                ),
-            ),
-        }
+        dscp_priority(dcb, dscp)
     } else {
-        (0, "priority 0 (untagged RoCE under PCP trust)".to_owned())
+        pcp_priority(inv, port)
     };
     Ok(Walk {
         subject,
@@ -499,6 +538,43 @@ fn pfc_broken(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
         );
     }
     None
+}
+
+/// `NCCL_IB_FIFO_TC`: the traffic class of NCCL's control messages (the receiver's writes into
+/// the sender's FIFO) when it differs from the data's: its priority must be lossless too.
+fn fifo_tc_lossy(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
+    let s = inv.nccl.get("NCCL_IB_FIFO_TC")?;
+    let class: u8 = s.value.trim().parse().ok()?;
+    if !w.dscp_trust {
+        return None;
+    }
+    let dscp = class >> 2;
+    let (prio, shown) = dscp_priority(w.dcb, dscp);
+    (!pfc.on(prio)).then(|| {
+        Finding::warn(
+            FIFO_TC_LOSSY,
+            w.subject.clone(),
+            format!(
+                "NCCL_IB_FIFO_TC={class} ({}) -> DSCP {dscp} -> {} -> {shown} -> PFC off on {prio}: NCCL's control messages (the receiver's writes into the sender's FIFO) ride a lossy queue while its data rides priority {}",
+                s.origin.path(),
+                w.trust_shown,
+                w.priority
+            ),
+        )
+        .with([s.evidence()])
+        .fix(
+            Fix::new(
+                format!("Put NCCL's control messages on a lossless priority too: NCCL_IB_FIFO_TC={} (the data's class), or unset it", w.tc.effective()),
+                "Takes effect for new jobs.",
+            )
+            .manual(match &s.origin {
+                crate::inventory::nccl::Origin::File { path, .. } => {
+                    format!("sed -i 's/^NCCL_IB_FIFO_TC=/# &/' {path}")
+                }
+                other => format!("# unset NCCL_IB_FIFO_TC in {}", other.path()),
+            }),
+        )
+    })
 }
 
 /// 802.3x global pause beside PFC.
