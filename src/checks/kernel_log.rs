@@ -6,7 +6,7 @@
 //! kinds that leave a device needing a reset or a repair warn. A sample window (`check
 //! --sample`) reads the log again: what the kernel logged inside the window is happening now.
 
-use super::link_health::uptime;
+use super::link_health::{function_subject, uptime};
 use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
 use crate::model::health::KernelLog;
@@ -254,24 +254,11 @@ fn relevant(inv: &Inventory, e: &Event) -> bool {
 }
 
 fn detailed(inv: &Inventory, bdf: Bdf) -> bool {
-    inv.pci.values().any(|f| f.bdf == bdf && f.detail.is_some())
+    inv.function(bdf).is_some_and(|f| f.detail.is_some())
 }
 
 fn subject(inv: &Inventory, device: Option<Bdf>) -> String {
-    match device {
-        None => "node".into(),
-        Some(bdf) => {
-            if inv.gpus.iter().any(|g| g.bdf == bdf) {
-                format!("GPU {bdf}")
-            } else if let Some(d) = inv.rdma.iter().find(|d| d.pci == Some(bdf)) {
-                format!("{} ({bdf})", d.name)
-            } else if inv.pci.values().any(|f| f.bdf == bdf) {
-                format!("bridge {bdf}")
-            } else {
-                format!("{bdf} (not on the node now)")
-            }
-        }
-    }
+    device.map_or_else(|| "node".into(), |bdf| function_subject(inv, bdf))
 }
 
 /// What an event says, in a few words: `Xid 79 (GPU has fallen off the bus)`, `uncorrected

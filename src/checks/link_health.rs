@@ -494,14 +494,17 @@ fn retry_fix(dev: &RdmaDevice, port: u32, netdev: Option<&str>) -> Fix {
     ))
 }
 
-/// What `bdf` is on the GPU-NIC paths, for a subject: `GPU ...`, `mlx5_0 (...)`, `bridge ...`.
-fn function_subject(inv: &Inventory, bdf: Bdf) -> String {
+/// What `bdf` is on the GPU-NIC paths, for a subject: `GPU ...`, `mlx5_0 (...)`, `bridge ...`,
+/// or a function the node no longer has (named in the kernel's log).
+pub(super) fn function_subject(inv: &Inventory, bdf: Bdf) -> String {
     if inv.gpus.iter().any(|g| g.bdf == bdf) {
         format!("GPU {bdf}")
     } else if let Some(d) = inv.rdma.iter().find(|d| d.pci == Some(bdf)) {
         format!("{} ({bdf})", d.name)
-    } else {
+    } else if inv.function(bdf).is_some() {
         format!("bridge {bdf}")
+    } else {
+        format!("{bdf} (not on the node now)")
     }
 }
 
@@ -642,21 +645,17 @@ fn aer_growth(inv: &Inventory, bdf: Bdf, before: &Aer, after: &Aer, s: &Sample) 
     let mut grew = Vec::new();
     let mut evidence = Vec::new();
     let mut uncorrectable = false;
-    for ((severity, b), (_, after_fact)) in before.tables().into_iter().zip(after.tables()) {
-        if let (Some(b), Some(a)) = (b.value(), after_fact.value()) {
-            if a.total > b.total {
-                grew.push(format!(
-                    "{severity} +{} ({})",
-                    a.total - b.total,
-                    a.growth(b)
-                ));
-                evidence.push(Evidence {
-                    path: after_fact.path.clone(),
-                    value: format!("total {} -> {}", b.total, a.total),
-                });
-                uncorrectable |= severity != "correctable";
-            }
-        }
+    for (severity, b, a, path) in before.grew(after) {
+        grew.push(format!(
+            "{severity} +{} ({})",
+            a.total - b.total,
+            a.growth(b)
+        ));
+        evidence.push(Evidence {
+            path: path.to_owned(),
+            value: format!("total {} -> {}", b.total, a.total),
+        });
+        uncorrectable |= severity != "correctable";
     }
     if grew.is_empty() {
         return None;

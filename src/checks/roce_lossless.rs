@@ -180,13 +180,20 @@ impl TrafficClass {
     }
 }
 
+/// An 8-bit setting (`NCCL_IB_TC`, `NCCL_IB_FIFO_TC`, `NCCL_IB_SL`) as NCCL reads it
+/// ([`crate::nccl::transport::read`]) and stores it (a `uint8_t`: 256 is 0); `None` when unset
+/// or left at NCCL's default. nccl-config judges the values out of range.
+fn nccl_u8<'a>(inv: &'a Inventory, name: &str) -> Option<(u8, &'a Setting)> {
+    let s = inv.nccl.get(name)?;
+    let r = crate::nccl::transport::read(s.value.trim(), crate::nccl::transport::UNSET);
+    (!r.defaulted && r.value >= 0).then_some(((r.value & 0xff) as u8, s))
+}
+
 fn traffic_class(inv: &Inventory, dev: &RdmaDevice, port: &Port) -> TrafficClass {
-    let setting: Option<&Setting> = inv.nccl.get("NCCL_IB_TC");
-    let (nccl, nccl_from) =
-        match setting.and_then(|s| s.value.trim().parse::<u8>().ok().map(|v| (s, v))) {
-            Some((s, v)) => (v, s.origin.path()),
-            None => (0, "NCCL's default".to_owned()),
-        };
+    let (nccl, nccl_from) = match nccl_u8(inv, "NCCL_IB_TC") {
+        Some((v, s)) => (v, s.origin.path()),
+        None => (0, "NCCL's default".to_owned()),
+    };
     let ofed = port
         .ofed_qos
         .tclass
@@ -356,11 +363,7 @@ fn pcp_priority(inv: &Inventory, port: &Port) -> (u8, String) {
     match vlan {
         None => (0, "priority 0 (untagged RoCE under PCP trust)".to_owned()),
         Some(ndev) => {
-            let (sl, from) = match inv
-                .nccl
-                .get("NCCL_IB_SL")
-                .and_then(|s| s.value.trim().parse::<u8>().ok().map(|v| (v, s)))
-            {
+            let (sl, from) = match nccl_u8(inv, "NCCL_IB_SL") {
                 Some((v, s)) => (v, format!("NCCL_IB_SL={v} ({})", s.origin.path())),
                 None => (0, "NCCL_IB_SL unset: 0".to_owned()),
             };
@@ -481,19 +484,8 @@ fn tclass_override(w: &Walk) -> Option<Finding> {
 fn pfc_broken(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
     let (ifname, priority, dscp_trust) = (w.ifname, w.priority, w.dscp_trust);
     let enabled = pfc.priorities();
-    let enabled_shown = if enabled.is_empty() {
-        "none".to_owned()
-    } else {
-        enabled
-            .iter()
-            .map(u8::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let pfc_ev = w.evidence(
-        "pfc_en",
-        format!("0x{:02x} (priorities {enabled_shown})", pfc.enabled),
-    );
+    let enabled_shown = pfc.shown();
+    let pfc_ev = w.evidence("pfc_en", pfc.evidence());
     if !pfc.on(priority) {
         let (code, fix) = if !dscp_trust && enabled.iter().any(|&p| p != 0) {
             (
@@ -543,8 +535,7 @@ fn pfc_broken(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
 /// `NCCL_IB_FIFO_TC`: the traffic class of NCCL's control messages (the receiver's writes into
 /// the sender's FIFO) when it differs from the data's: its priority must be lossless too.
 fn fifo_tc_lossy(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
-    let s = inv.nccl.get("NCCL_IB_FIFO_TC")?;
-    let class: u8 = s.value.trim().parse().ok()?;
+    let (class, s) = nccl_u8(inv, "NCCL_IB_FIFO_TC")?;
     if !w.dscp_trust {
         return None;
     }
@@ -803,19 +794,7 @@ fn pause_counters(
 
 /// The chain holds: what it is, with the notes an operator needs.
 fn chain_holds(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Finding {
-    let enabled = pfc.priorities();
-    let pfc_ev = w.evidence(
-        "pfc_en",
-        format!(
-            "0x{:02x} (priorities {})",
-            pfc.enabled,
-            enabled
-                .iter()
-                .map(u8::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-    );
+    let pfc_ev = w.evidence("pfc_en", pfc.evidence());
     let mut notes = Vec::new();
     if w.dcb.dcbx.is_some_and(|d| d & dcbx::LLD_MANAGED != 0) {
         notes.push("DCBX in firmware/LLDP mode: the switch can change PFC after boot");
@@ -854,20 +833,11 @@ pub fn node_summary(inv: &Inventory, qos: &Qos) -> Option<String> {
                 (_, Some(n)) => match qos.netdev(&n.name).map(|a| &a.dcb) {
                     Some(Ok(dcb)) => {
                         let (dscp, _) = trust(dcb, port);
-                        let pfc = dcb.pfc.as_ref().map_or_else(
-                            || "PFC unknown".to_owned(),
-                            |p| {
-                                let on = p.priorities();
-                                if on.is_empty() {
-                                    "PFC off".to_owned()
-                                } else {
-                                    format!(
-                                        "PFC on {}",
-                                        on.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
-                                    )
-                                }
-                            },
-                        );
+                        let pfc = match dcb.pfc.as_ref().map(|p| p.shown()) {
+                            None => "PFC unknown".to_owned(),
+                            Some(on) if on == "none" => "PFC off".to_owned(),
+                            Some(on) => format!("PFC on {on}"),
+                        };
                         format!("trust {}, {pfc}", if dscp { "dscp" } else { "pcp" })
                     }
                     Some(Err(_)) => "no DCB".to_owned(),

@@ -182,7 +182,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some((path, loaded)) = baseline {
-        if let Err(e) = probe::baseline::save(path, &root, &inv, runs.sample.as_ref()) {
+        if let Err(e) = probe::baseline::save(path, &root, &inv, &runs.qos, runs.sample.as_ref()) {
             errln!("gdrdoctor: --baseline: not written: {e}");
         }
         match loaded {

@@ -136,7 +136,7 @@ impl PciDetail {
                 }
             }
         }
-        let aer = read_aer(root, dir);
+        let aer = read_aer(root, "", dir);
         PciDetail {
             aer,
             problems,
@@ -394,9 +394,16 @@ pub fn classify_gpus(
 }
 
 /// The function's AER tables (`aer_dev_correctable`, `aer_dev_nonfatal`, `aer_dev_fatal`);
-/// absent before Linux 4.19 and on functions without AER. A sample window calls this again.
-pub fn read_aer(root: &Root, dir: &str) -> Aer {
-    let table = |name: &str| Fact::read(root, format!("{dir}/{name}"), aer_table);
+/// absent before Linux 4.19 and on functions without AER. A sample window calls this again:
+/// `prefix` is where a capture recorded that reading (empty: the node's own files); either way
+/// the facts name the node's own paths.
+pub fn read_aer(root: &Root, prefix: &str, dir: &str) -> Aer {
+    let table = |name: &str| {
+        let path = format!("{dir}/{name}");
+        let mut fact = Fact::read(root, format!("{prefix}{path}"), aer_table);
+        fact.path = path;
+        fact
+    };
     Aer {
         correctable: table("aer_dev_correctable"),
         nonfatal: table("aer_dev_nonfatal"),

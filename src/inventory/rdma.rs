@@ -457,16 +457,15 @@ pub fn read_counters(
         .iter()
         .filter_map(|w| {
             let path = match (w.place, netdev) {
-                (Place::Pma | Place::Hw, _) => {
-                    format!("{prefix}{port_dir}/{}/{}", w.place.dir(), w.name)
-                }
-                (Place::Netdev, Some(n)) => format!("{prefix}{CLASS_NET}/{n}/{}", w.name),
-                (Place::NetdevStats, Some(n)) => {
-                    format!("{prefix}{CLASS_NET}/{n}/statistics/{}", w.name)
-                }
+                (Place::Pma | Place::Hw, _) => format!("{port_dir}/{}/{}", w.place.dir(), w.name),
+                (Place::Netdev, Some(n)) => format!("{CLASS_NET}/{n}/{}", w.name),
+                (Place::NetdevStats, Some(n)) => format!("{CLASS_NET}/{n}/statistics/{}", w.name),
                 (_, None) => return None,
             };
-            let value = Fact::read(root, path, counter);
+            // Read below `prefix`, shown at the node's own path: a capture's recorded reading
+            // reads as the live one did.
+            let mut value = Fact::read(root, format!("{prefix}{path}"), counter);
+            value.path = path;
             (!value.is_missing()).then_some(Counter { watched: *w, value })
         })
         .collect();

@@ -139,6 +139,22 @@ impl Aer {
         ]
     }
 
+    /// The tables whose total grew from `self` (the earlier reading) to `after`: the severity,
+    /// both tables, and the later reading's path.
+    pub fn grew<'a>(
+        &'a self,
+        after: &'a Aer,
+    ) -> Vec<(&'static str, &'a AerTable, &'a AerTable, &'a str)> {
+        self.tables()
+            .into_iter()
+            .zip(after.tables())
+            .filter_map(|((severity, b), (_, a))| {
+                let (bv, av) = (b.value()?, a.value()?);
+                (av.total > bv.total).then_some((severity, bv, av, a.path.as_str()))
+            })
+            .collect()
+    }
+
     /// The function shows no AER statistics (an old kernel, no AER capability).
     pub fn absent(&self) -> bool {
         self.tables().iter().all(|(_, t)| t.is_missing())

@@ -89,47 +89,26 @@ pub fn load(path: &Path, live: &Root, inv: &Inventory) -> Loaded {
 }
 
 /// Writes this run's reading to `path`: the window's second reading when one was taken (the
-/// later one), else the inventory's.
+/// later one), else the inventory's own (nothing is read again).
 pub fn save(
     path: &Path,
     live: &Root,
     inv: &Inventory,
+    qos: &crate::model::qos::Qos,
     window: Option<&Sample>,
 ) -> Result<(), String> {
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let (ports, aer) = match window.filter(|s| !s.is_earlier()) {
-        Some(s) => (s.ports.clone(), s.aer.clone()),
-        None => super::sample::read(live, inv, ""),
-    };
-    let counters = ports
-        .iter()
-        .flat_map(|(_, _, c)| c.counters.iter().map(|c| (&c.value.path, &c.value.raw)));
-    let tables = aer.iter().flat_map(|(_, a)| {
-        a.tables()
-            .into_iter()
-            .map(|(_, t)| (&t.path, &t.raw))
-            .collect::<Vec<_>>()
-    });
-    for (p, raw) in counters.chain(tables) {
-        if let Ok(text) = raw {
-            files.insert(p.clone(), format!("{text}\n").into_bytes());
+    let first;
+    let latest = match window.filter(|s| !s.is_earlier()) {
+        Some(s) => s,
+        None => {
+            first = super::sample::first_reading(inv, qos);
+            &first
         }
-    }
-    let pause = match window.filter(|s| !s.is_earlier()) {
-        Some(s) => s.pause.clone(),
-        None => super::sample::read_pause(inv),
     };
-    if !pause.is_empty() {
-        files.insert(
-            crate::model::health::RECORDED_PAUSE.to_owned(),
-            super::sample::pause_json(&pause).into_bytes(),
-        );
-    }
-    let log = window
-        .and_then(|s| s.kernel_log.as_ref())
-        .unwrap_or(&inv.kernel.log);
-    let last_seq = match log {
-        KernelLog::Read { last_seq, .. } => last_seq.map(|q| q.to_string()),
+    super::sample::files_of(latest, "", &mut files);
+    let last_seq = match &latest.kernel_log {
+        Some(KernelLog::Read { last_seq, .. }) => last_seq.map(|q| q.to_string()),
         _ => None,
     };
     // The boot it was read on, at its own path too: the copy is then a root (it has proc/)

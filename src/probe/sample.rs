@@ -72,24 +72,7 @@ pub fn recorded(root: &Root, inv: &Inventory) -> Option<Sample> {
         .parse::<f64>()
         .ok()
         .filter(|s| s.is_finite() && *s > 0.0)?;
-    let (mut ports, mut aer) = read(root, inv, RECORDED);
-    // Shown at the node's own paths, as the live check shows them: the copy's report is the
-    // node's.
-    let unprefix = |p: &mut String| {
-        if let Some(rest) = p.strip_prefix(RECORDED) {
-            *p = rest.to_owned();
-        }
-    };
-    for (_, _, c) in &mut ports {
-        c.counters
-            .iter_mut()
-            .for_each(|c| unprefix(&mut c.value.path));
-    }
-    for (_, a) in &mut aer {
-        for t in [&mut a.correctable, &mut a.nonfatal, &mut a.fatal] {
-            unprefix(&mut t.path);
-        }
-    }
+    let (ports, aer) = read(root, inv, RECORDED);
     let kernel_log =
         Some(read_log(root, RECORDED)).filter(|l| !matches!(l, KernelLog::NotCaptured { .. }));
     Some(Sample {
@@ -109,6 +92,13 @@ pub fn record(sample: &Sample, files: &mut BTreeMap<String, Vec<u8>>) {
         format!("{RECORDED}/window"),
         format!("{:.3}\n", sample.seconds).into_bytes(),
     );
+    files_of(sample, RECORDED, files);
+}
+
+/// A reading's files at their node paths below `prefix`: every counter and AER table read, the
+/// pause statistics, the kernel log's judged records. What a capture's sample and a baseline
+/// keep, and what [`read`], [`recorded_pause`] and `read_log` read back.
+pub fn files_of(sample: &Sample, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) {
     let counters = sample
         .ports
         .iter()
@@ -119,25 +109,59 @@ pub fn record(sample: &Sample, files: &mut BTreeMap<String, Vec<u8>>) {
             .map(|(_, t)| (&t.path, &t.raw))
             .collect::<Vec<_>>()
     });
+    for (path, raw) in counters.chain(aer) {
+        if let Ok(text) = raw {
+            files.insert(format!("{prefix}{path}"), format!("{text}\n").into_bytes());
+        }
+    }
     if !sample.pause.is_empty() {
         files.insert(
-            format!("{RECORDED}{RECORDED_PAUSE}"),
+            format!("{prefix}{RECORDED_PAUSE}"),
             pause_json(&sample.pause).into_bytes(),
         );
     }
     if let Some(file) = sample.kernel_log.as_ref().and_then(KernelLog::file) {
         files.insert(
-            format!("{RECORDED}{RECORDED_LOG}"),
+            format!("{prefix}{RECORDED_LOG}"),
             file.render().into_bytes(),
         );
     }
-    for (path, raw) in counters.chain(aer) {
-        if let Ok(text) = raw {
-            files.insert(
-                format!("{RECORDED}{path}"),
-                format!("{text}\n").into_bytes(),
-            );
-        }
+}
+
+/// The inventory's own reading as a [`Sample`] (nothing is read again): the counters, AER
+/// tables and kernel log it holds, and the pause statistics the QoS probe answered.
+pub fn first_reading(inv: &Inventory, qos: &crate::model::qos::Qos) -> Sample {
+    let ports = inv
+        .rdma
+        .iter()
+        .flat_map(|d| {
+            d.ports
+                .iter()
+                .map(|p| (d.name.clone(), p.num, p.counters.clone()))
+        })
+        .collect();
+    let aer = inv
+        .pci
+        .values()
+        .filter_map(|f| Some((f.bdf, f.detail.as_ref()?.aer.clone())))
+        .collect();
+    let pause = qos
+        .answers()
+        .map(|a| {
+            a.netdevs
+                .iter()
+                .filter_map(|(n, q)| Some((n.clone(), q.ethtool.stats.as_ref().ok()?.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Sample {
+        seconds: 0.0,
+        cut: false,
+        ports,
+        aer,
+        kernel_log: Some(inv.kernel.log.clone()),
+        kind: SampleKind::Window,
+        pause,
     }
 }
 
@@ -185,7 +209,7 @@ pub fn read(root: &Root, inv: &Inventory, prefix: &str) -> Reading {
         .pci
         .values()
         .filter(|f| f.detail.is_some())
-        .map(|f| (f.bdf, read_aer(root, &format!("{prefix}{}", f.path))))
+        .map(|f| (f.bdf, read_aer(root, prefix, &f.path)))
         .collect();
     (ports, aer)
 }

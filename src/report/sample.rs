@@ -68,18 +68,14 @@ pub fn summarise(inv: &Inventory, sample: &Sample) -> SampleSummary {
             let other = sample.aer(bdf)?;
             let (before, after) = sample.order(ours, other);
             let grew: Vec<AerGrowth> = before
-                .tables()
+                .grew(after)
                 .into_iter()
-                .zip(after.tables())
-                .filter_map(|((severity, b), (_, a))| {
-                    let (b, av) = (b.value()?, a.value()?);
-                    (av.total > b.total).then(|| AerGrowth {
-                        bdf,
-                        severity,
-                        path: a.path.clone(),
-                        before: b.total,
-                        after: av.total,
-                    })
+                .map(|(severity, b, a, path)| AerGrowth {
+                    bdf,
+                    severity,
+                    path: path.to_owned(),
+                    before: b.total,
+                    after: a.total,
                 })
                 .collect();
             Some(grew)

@@ -133,6 +133,20 @@ impl Pfc {
     pub fn priorities(&self) -> Vec<u8> {
         (0..8).filter(|&p| self.on(p)).collect()
     }
+
+    /// The priorities with PFC on as a report says them: `3`, `3,4`, or `none`.
+    pub fn shown(&self) -> String {
+        let on = self.priorities();
+        if on.is_empty() {
+            return "none".into();
+        }
+        on.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
+    }
+
+    /// `pfc_en 0x08 (priorities 3)`: the evidence of a report.
+    pub fn evidence(&self) -> String {
+        format!("0x{:02x} (priorities {})", self.enabled, self.shown())
+    }
 }
 
 /// `struct ieee_ets`, less the recommendation TLV's fields (`tc_reco_*`, `reco_prio_tc`).
