@@ -414,3 +414,41 @@ fn release_asked_of_the_library() {
         );
     }
 }
+
+/// `NCCL_IB_HCA` on a node with no RDMA device at all (the real 2x H200 capture): the setting
+/// counted on devices that are missing, said beside rdma-link's own finding; an exclusion list
+/// expects nothing and says nothing.
+#[test]
+fn hca_list_on_a_node_without_rdma_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_path("h200x2-vm");
+    let run = |line: &str| {
+        let env = env_file(dir.path(), line);
+        let out = gdrdoctor(&[
+            "--root",
+            root.to_str().unwrap(),
+            "check",
+            "--select",
+            "nccl-config",
+            "--nccl-env",
+            &env,
+            "--format",
+            "json",
+        ]);
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        json(&out)
+    };
+    let r = run("export NCCL_IB_HCA=mlx5_0,mlx5_1\n");
+    let f = about(&r, "NCCL_IB_HCA", "nccl-hca-unmatched", "warn");
+    assert!(
+        message(f).contains("names mlx5_0, mlx5_1 but the node has no RDMA device"),
+        "{f}"
+    );
+    assert!(f.to_string().contains("/sys/class/infiniband"), "{f}");
+    assert!(
+        f["fix"]["summary"].as_str().unwrap().contains("rdma-link"),
+        "{f}"
+    );
+    let r = run("export NCCL_IB_HCA=^mlx5_3\n");
+    assert!(findings_with(&r, "nccl-hca-unmatched").is_empty(), "{r}");
+}

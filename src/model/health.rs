@@ -150,7 +150,7 @@ impl Aer {
             .zip(after.tables())
             .filter_map(|((severity, b), (_, a))| {
                 let (bv, av) = (b.value()?, a.value()?);
-                (av.total > bv.total).then_some((severity, bv, av, a.path.as_str()))
+                grew(bv.total, av.total).map(|_| (severity, bv, av, a.path.as_str()))
             })
             .collect()
     }
@@ -198,9 +198,9 @@ impl Sample {
     ) -> Option<(u64, u64)> {
         let theirs = self.pause.get(netdev)?;
         let find = |list: &[(String, u64)]| list.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
-        let (a, b) = (find(ours)?, find(theirs)?);
-        let (before, after) = if self.is_earlier() { (b, a) } else { (a, b) };
-        (after > before).then_some((before, after))
+        let (ours, theirs) = (find(ours)?, find(theirs)?);
+        let (before, after) = self.order(&ours, &theirs);
+        grew(*before, *after)
     }
 }
 
@@ -286,6 +286,14 @@ impl Growth {
     }
 }
 
+/// How two readings of one counter compare, the one rule every counter gdrdoctor judges goes by
+/// (port counters, AER totals, the RoCE netdevs' pause statistics): `(was, now)` when it grew. A
+/// counter that went back was reset (a driver reload, `perfquery -R`): no growth, never a
+/// negative one.
+pub fn grew(was: u64, now: u64) -> Option<(u64, u64)> {
+    (now > was).then_some((was, now))
+}
+
 /// The counters of `before` that grew by `after`, in [`WATCHED`]'s order. A counter that went
 /// back was reset (a driver reload, `perfquery -R`): no growth.
 pub fn growth(before: &PortCounters, after: &PortCounters) -> Vec<Growth> {
@@ -294,8 +302,8 @@ pub fn growth(before: &PortCounters, after: &PortCounters) -> Vec<Growth> {
         .iter()
         .filter_map(|b| {
             let a = after.get(&b.watched)?;
-            let (&was, &now) = (b.value.value()?, a.value.value()?);
-            (now > was).then(|| Growth {
+            let (was, now) = grew(*b.value.value()?, *a.value.value()?)?;
+            Some(Growth {
                 watched: b.watched,
                 was,
                 now,

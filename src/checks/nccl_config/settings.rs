@@ -105,10 +105,31 @@ pub(super) fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
 }
 
 fn hca(s: &Setting, inv: &Inventory) -> Option<Finding> {
-    if inv.rdma.is_empty() {
-        return None;
-    }
     let list = HcaList::parse(&s.value);
+    if inv.rdma.is_empty() {
+        // The setting expects devices the node does not have: the missing driver or NIC is
+        // rdma-link's finding; this one says the job's configuration counted on them.
+        let named: Vec<&str> = list.entries.iter().map(|e| e.name.as_str()).collect();
+        return (!list.exclude && !named.is_empty()).then(|| {
+            Finding::warn(
+                HCA_UNMATCHED,
+                format!("{}={}", s.name, s.value),
+                format!(
+                    "names {} but the node has no RDMA device: NCCL falls back to sockets (see rdma-link for why the devices are missing)",
+                    named.join(", ")
+                ),
+            )
+            .with([s.evidence()])
+            .evidence(crate::inventory::rdma::CLASS_INFINIBAND, "(no devices)")
+            .fix(
+                Fix::new(
+                    "Bring up the RDMA devices this setting names (rdma-link's fix), or drop the setting on nodes without them",
+                    "Changes which NICs jobs use.",
+                )
+                .manual("ls /sys/class/infiniband"),
+            )
+        });
+    }
     let names: Vec<&str> = inv.rdma.iter().map(|d| d.name.as_str()).collect();
     let unmatched = list.unmatched(&names);
     let selected = crate::nccl::effective::nics(inv);
