@@ -504,6 +504,27 @@ const CASES: &[Case] = &[
         ],
         codes: &[("roce-qos-unknown", "unknown")],
     },
+    // Older MLNX_OFED: trust and the DSCP map in its own files; the map moves NCCL's DSCP off
+    // the PFC priority.
+    Case {
+        name: "roce-ofed-dscp2prio",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-pfc-off", "fail")],
+    },
+    // The upstream driver: the CNPs' DSCP from debugfs, on NCCL's own priority.
+    Case {
+        name: "roce-upstream-cnp-shared",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-cnp-shared", "warn"), ("roce-lossless-ok", "pass")],
+    },
     // InfiniBand: no PFC or DSCP to judge.
     Case {
         name: "ib-qos-not-applicable",

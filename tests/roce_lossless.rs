@@ -251,3 +251,104 @@ fn pcp_trust_over_a_vlan_takes_nccl_ib_sl() {
         "{found:?}"
     );
 }
+
+/// Older MLNX_OFED keeps the DSCP map out of dcbnl's APP table: `qos/trust` and `qos/dscp2prio`
+/// decide the priority, are named in the chain and shown as evidence, and the fix offers no
+/// NCCL_IB_TC when the map leaves the PFC priority without a DSCP.
+#[test]
+fn ofed_dscp_map_decides_the_priority() {
+    let root = fixture_path("roce-ofed-dscp2prio");
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "check",
+        "--select",
+        "roce-lossless",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let fails = findings_with(&r, "roce-pfc-off");
+    assert_eq!(fails.len(), 8, "{:?}", codes(&r));
+    let f = fails[0];
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("trust dscp (/sys/class/net/ens1np0/qos/trust) -> priority 4 (/sys/class/net/ens1np0/qos/dscp2prio: dscp 26 -> 4) -> PFC off on 4 (enabled: 3)"),
+        "{m}"
+    );
+    let ev = f["evidence"].to_string();
+    assert!(
+        ev.contains("/sys/class/net/ens1np0/qos/dscp2prio") && ev.contains("dscp 26 -> priority 4"),
+        "{ev}"
+    );
+    let fix = f["fix"].to_string();
+    assert!(
+        fix.contains("enable PFC on priority 4") && !fix.contains("NCCL_IB_TC="),
+        "{fix}"
+    );
+
+    // The same map, with 24-31 back on 3: the chain holds through it, and a fix that moves
+    // NCCL_IB_TC names a DSCP the map really puts on the PFC priority.
+    let (_dir, copy) = fixture_copy("roce-ofed-dscp2prio");
+    let map = std::fs::read_to_string(copy.join("sys/class/net/ens1np0/qos/dscp2prio")).unwrap();
+    let back = map
+        .replace(
+            "\tprio:3 dscp:\n",
+            "\tprio:3 dscp:31,30,29,28,27,26,25,24,\n",
+        )
+        .replace(
+            "\tprio:4 dscp:39,38,37,36,35,34,33,32,31,30,29,28,27,26,25,24,\n",
+            "\tprio:4 dscp:39,38,37,36,35,34,33,32,\n",
+        );
+    assert_ne!(back, map);
+    std::fs::write(copy.join("sys/class/net/ens1np0/qos/dscp2prio"), back).unwrap();
+    let found = roce(&copy, &[]);
+    let ok: Vec<_> = found.iter().filter(|f| f.0 == "roce-lossless-ok").collect();
+    assert_eq!(ok.len(), 1, "{found:?}");
+    assert!(
+        ok[0].3.contains("qos/dscp2prio: dscp 26 -> 3) -> PFC on 3"),
+        "{ok:?}"
+    );
+}
+
+/// The upstream mlx5 driver: the CNPs' DSCP from its root-only debugfs; as another user the
+/// file is unreadable and the chain says the CNPs' priority was not read, naming the file.
+#[test]
+fn upstream_cnp_dscp_from_debugfs() {
+    let found = roce(&fixture_path("roce-upstream-cnp-shared"), &[]);
+    let shared: Vec<_> = found.iter().filter(|f| f.0 == "roce-cnp-shared").collect();
+    assert_eq!(shared.len(), 8, "{found:?}");
+    assert!(
+        shared[0].3.contains("(cnp_dscp 26 -> priority 3)"),
+        "{shared:?}"
+    );
+
+    let (d, root) = fixture_copy("roce-upstream-cnp-shared");
+    let file = root.join("sys/kernel/debug/mlx5/0000:19:00.0/cc_params/np_cnp_dscp");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
+    for p in [d.path(), &root] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let Some(out) = Gdrdoctor::new()
+        .root_at(&root)
+        .args(["check", "--select", "roce-lossless", "--format", "json"])
+        .unprivileged()
+        .try_output()
+    else {
+        return;
+    };
+    let r = json(&out);
+    let ok: Vec<_> = findings_with(&r, "roce-lossless-ok")
+        .into_iter()
+        .filter(|f| f["subject"] == "mlx5_0 port 1")
+        .collect();
+    assert_eq!(ok.len(), 1, "{:?}", codes(&r));
+    assert!(
+        ok[0]["message"].as_str().unwrap().contains(
+            "the CNPs' priority not read: /sys/kernel/debug/mlx5/0000:19:00.0/cc_params/np_cnp_dscp needs root"
+        ),
+        "{}",
+        ok[0]
+    );
+}

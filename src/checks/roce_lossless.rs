@@ -7,10 +7,11 @@
 
 use super::{Check, Context, Meta};
 use crate::inventory::nccl::Setting;
+use crate::inventory::ofed_qos::DscpMap;
 use crate::inventory::{Inventory, Port, RdmaDevice};
 use crate::model::health::Sample;
 use crate::model::qos::{NetdevQos, Qos};
-use crate::model::{Code, Evidence, Finding, Fix, Status};
+use crate::model::{Code, Evidence, Fact, Finding, Fix, ReadError, Status};
 use crate::parse::dcbnl::{Dcb, dcbx, selector};
 
 pub struct RoceLossless;
@@ -212,6 +213,12 @@ fn traffic_class(inv: &Inventory, dev: &RdmaDevice, port: &Port) -> TrafficClass
 
 /// How the port classifies: DSCP or PCP, and from what that was read.
 fn trust(dcb: &Dcb, port: &Port) -> (bool, String) {
+    let (dscp, shown, _) = trust_from(dcb, port);
+    (dscp, shown)
+}
+
+/// [`trust`], with MLNX_OFED's `qos/trust` file when that is what decided.
+fn trust_from<'a>(dcb: &Dcb, port: &'a Port) -> (bool, String, Option<&'a Fact<String>>) {
     if let Some(t) = &dcb.trust {
         let dscp = t.contains(&selector::DSCP);
         return (
@@ -220,6 +227,7 @@ fn trust(dcb: &Dcb, port: &Port) -> (bool, String) {
                 "trust {} (dcbnl trust table)",
                 if dscp { "dscp" } else { "pcp" }
             ),
+            None,
         );
     }
     let dscp_entries = dcb
@@ -231,20 +239,18 @@ fn trust(dcb: &Dcb, port: &Port) -> (bool, String) {
         return (
             true,
             format!("trust dscp (APP table, {dscp_entries} DSCP entries)"),
+            None,
         );
     }
-    if let Some(v) = port.ofed_qos.trust.as_ref().and_then(|f| f.value()) {
-        return (
-            v == "dscp",
-            format!(
-                "trust {v} ({})",
-                port.ofed_qos.trust.as_ref().map_or("", |f| f.path.as_str())
-            ),
-        );
+    if let Some(f) = port.ofed_qos.trust.as_ref()
+        && let Some(v) = f.value()
+    {
+        return (v == "dscp", format!("trust {v} ({})", f.path), Some(f));
     }
     (
         false,
         "trust pcp (no DSCP entry in the APP table: the driver's default)".into(),
+        None,
     )
 }
 
@@ -262,6 +268,9 @@ struct Walk<'a> {
     trust_shown: String,
     priority: u8,
     prio_shown: String,
+    /// The files of the chain read beside dcbnl (MLNX_OFED's override, trust and DSCP map),
+    /// where they decided a link of it.
+    sources: Vec<Evidence>,
 }
 
 impl Walk<'_> {
@@ -328,28 +337,51 @@ fn judge_port(
     out
 }
 
-/// The priority a DSCP is given: the APP table's entry, else the firmware's DSCP >> 3.
-fn dscp_priority(dcb: &Dcb, dscp: u8) -> (u8, String) {
-    match dcb
+/// The priority a DSCP is given: the APP table's entry, else older OFED's `qos/dscp2prio`
+/// (whose mlx5 kept the map out of the APP table), else the firmware's DSCP >> 3.
+fn dscp_priority(dcb: &Dcb, port: &Port, dscp: u8) -> (u8, String) {
+    let (p, shown, _) = dscp_priority_from(dcb, port, dscp);
+    (p, shown)
+}
+
+/// [`dscp_priority`], with OFED's `qos/dscp2prio` when that is what decided.
+fn dscp_priority_from<'a>(
+    dcb: &Dcb,
+    port: &'a Port,
+    dscp: u8,
+) -> (u8, String, Option<&'a Fact<DscpMap>>) {
+    if let Some(a) = dcb
         .app
         .iter()
         .find(|a| a.selector == selector::DSCP && a.protocol == u16::from(dscp))
     {
-        Some(a) => (
+        return (
             a.priority,
             format!(
                 "priority {} (APP table: dscp {dscp} -> {})",
                 a.priority, a.priority
             ),
-        ),
-        None => (
-            dscp >> 3,
-            format!(
-                "priority {} (no APP entry for DSCP {dscp}: the firmware's DSCP >> 3)",
-                dscp >> 3
-            ),
-        ),
+            None,
+        );
     }
+    let ofed = port.ofed_qos.dscp2prio.as_ref();
+    if let Some((f, &(_, p))) =
+        ofed.and_then(|f| Some((f, f.value()?.iter().find(|(d, _)| *d == dscp)?)))
+    {
+        return (
+            p,
+            format!("priority {p} ({}: dscp {dscp} -> {p})", f.path),
+            Some(f),
+        );
+    }
+    (
+        dscp >> 3,
+        format!(
+            "priority {} (no APP entry for DSCP {dscp}: the firmware's DSCP >> 3)",
+            dscp >> 3
+        ),
+        None,
+    )
 }
 
 /// Under PCP trust: untagged RoCE is priority 0; RoCE over a VLAN (the RoCE v2 GID NCCL uses
@@ -432,12 +464,25 @@ fn walk<'a>(
         }
     };
     let dscp = tc.effective() >> 2;
-    let (dscp_trust, trust_shown) = trust(dcb, port);
-    let (priority, prio_shown) = if dscp_trust {
-        dscp_priority(dcb, dscp)
+    let (dscp_trust, trust_shown, trust_file) = trust_from(dcb, port);
+    let (priority, prio_shown, map_file) = if dscp_trust {
+        dscp_priority_from(dcb, port, dscp)
     } else {
-        pcp_priority(inv, port)
+        let (p, shown) = pcp_priority(inv, port);
+        (p, shown, None)
     };
+    let ofed = &port.ofed_qos;
+    let sources = [
+        ofed.tclass.as_ref().map(Fact::evidence),
+        trust_file.map(Fact::evidence),
+        map_file.map(|f| Evidence {
+            path: f.path.clone(),
+            value: format!("dscp {dscp} -> priority {priority}"),
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     Ok(Walk {
         subject,
         ifname,
@@ -450,6 +495,7 @@ fn walk<'a>(
         trust_shown,
         priority,
         prio_shown,
+        sources,
     })
 }
 
@@ -501,18 +547,35 @@ fn pfc_broken(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
             let want = enabled.first().copied().unwrap_or(3);
             let mut pfc_list = [0u8; 8];
             pfc_list[priority as usize] = 1;
+            // The lowest DSCP the port's own map puts on the priority that has PFC (under PCP
+            // trust the firmware's DSCP >> 3, for when trust is moved to DSCP); none when the
+            // map leaves that priority empty.
+            let to_want = (0..64u8).find(|&d| {
+                let p = if dscp_trust {
+                    dscp_priority(w.dcb, w.port, d).0
+                } else {
+                    d >> 3
+                };
+                p == want
+            });
+            let alternative = to_want.map_or(String::new(), |d| {
+                format!(", or set NCCL_IB_TC to the traffic class of the priority that has PFC (DSCP {d} -> NCCL_IB_TC={})", d << 2)
+            });
+            let fix = Fix::new(
+                format!("Put NCCL's traffic on the fabric's lossless priority: enable PFC on priority {priority} on {ifname}{alternative}"),
+                "PFC changes take the port's queues through a reconfiguration: drain first. The switch ports must have PFC on the same priority.",
+            )
+            .manual(format!(
+                "mlnx_qos -i {ifname} --pfc {}",
+                pfc_list.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
+            ))
+            .manual(format!("dcb pfc set dev {ifname} prio-pfc {priority}:on"));
             (
                 PFC_OFF,
-                Fix::new(
-                    format!("Put NCCL's traffic on the fabric's lossless priority: enable PFC on priority {priority} on {ifname}, or set NCCL_IB_TC to the traffic class of the priority that has PFC (DSCP {d} -> NCCL_IB_TC={t})", d = want * 8, t = (want * 8) << 2),
-                    "PFC changes take the port's queues through a reconfiguration: drain first. The switch ports must have PFC on the same priority.",
-                )
-                .manual(format!(
-                    "mlnx_qos -i {ifname} --pfc {}",
-                    pfc_list.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
-                ))
-                .manual(format!("dcb pfc set dev {ifname} prio-pfc {priority}:on"))
-                .manual(format!("echo NCCL_IB_TC={} >> /etc/nccl.conf", (want * 8) << 2)),
+                match to_want {
+                    Some(d) => fix.manual(format!("echo NCCL_IB_TC={} >> /etc/nccl.conf", d << 2)),
+                    None => fix,
+                },
             )
         };
         return Some(
@@ -521,10 +584,7 @@ fn pfc_broken(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
                 w.subject.clone(),
                 w.chain(&format!("PFC off on {priority} (enabled: {enabled_shown})")),
             )
-            .evidence(
-                format!("dcbnl {ifname}"),
-                format!("pfc_en 0x{:02x}", pfc.enabled),
-            )
+            .with(w.sources.iter().cloned())
             .with([pfc_ev])
             .fix(fix),
         );
@@ -540,7 +600,7 @@ fn fifo_tc_lossy(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> O
         return None;
     }
     let dscp = class >> 2;
-    let (prio, shown) = dscp_priority(w.dcb, dscp);
+    let (prio, shown) = dscp_priority(w.dcb, w.port, dscp);
     (!pfc.on(prio)).then(|| {
         Finding::warn(
             FIFO_TC_LOSSY,
@@ -668,14 +728,9 @@ fn ecn_off(w: &Walk) -> Option<Finding> {
 fn cnp_shared(w: &Walk) -> Option<Finding> {
     let ofed = &w.port.ofed_qos;
     let (cnp_prio, shown, path) = if w.dscp_trust {
-        let f = ofed.cnp_dscp.as_ref()?;
+        let f = ofed.cnp_dscp.as_ref().or(ofed.cc_cnp_dscp.as_ref())?;
         let dscp = *f.value()?;
-        let prio = w
-            .dcb
-            .app
-            .iter()
-            .find(|a| a.selector == selector::DSCP && a.protocol == u16::from(dscp))
-            .map_or(dscp >> 3, |a| a.priority);
+        let (prio, _) = dscp_priority(w.dcb, w.port, dscp);
         (
             prio,
             format!("cnp_dscp {dscp} -> priority {prio}"),
@@ -695,13 +750,17 @@ fn cnp_shared(w: &Walk) -> Option<Finding> {
                 w.priority
             ),
         )
-        .evidence(path, shown.clone())
+        .evidence(path.clone(), shown.clone())
         .fix(
             Fix::new(
                 format!("Give CNPs a priority of their own on {} (NVIDIA's RoCE guides use DSCP 48, priority 6)", w.ifname),
                 "Takes effect at once; the switch must map that DSCP to a priority of its own too.",
             )
-            .manual(format!("echo 48 > /sys/class/net/{}/ecn/roce_np/cnp_dscp", w.ifname)),
+            .manual(if path.starts_with("/sys/kernel/debug/") {
+                format!("echo 48 > {path}")
+            } else {
+                format!("echo 48 > /sys/class/net/{}/ecn/roce_np/cnp_dscp", w.ifname)
+            }),
         )
     })
 }
@@ -797,10 +856,19 @@ fn chain_holds(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Finding {
     let pfc_ev = w.evidence("pfc_en", pfc.evidence());
     let mut notes = Vec::new();
     if w.dcb.dcbx.is_some_and(|d| d & dcbx::LLD_MANAGED != 0) {
-        notes.push("DCBX in firmware/LLDP mode: the switch can change PFC after boot");
+        notes.push("DCBX in firmware/LLDP mode: the switch can change PFC after boot".to_owned());
     }
-    if w.port.ofed_qos.ecn.is_empty() {
-        notes.push("ECN not visible without MLNX_OFED");
+    let ofed = &w.port.ofed_qos;
+    if ofed.ecn.is_empty() {
+        notes.push("ECN not visible without MLNX_OFED".to_owned());
+    }
+    if let Some(f) = ofed.cc_cnp_dscp.as_ref().filter(|f| f.value().is_none()) {
+        notes.push(match &f.raw {
+            Err(ReadError::PermissionDenied { .. }) => {
+                format!("the CNPs' priority not read: {} needs root", f.path)
+            }
+            _ => format!("the CNPs' priority not read: {}", f.shown()),
+        });
     }
     let note = if notes.is_empty() {
         String::new()
@@ -812,6 +880,7 @@ fn chain_holds(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Finding {
         w.subject.clone(),
         format!("{}{note}", w.chain(&format!("PFC on {}", w.priority))),
     )
+    .with(w.sources.iter().cloned())
     .with([pfc_ev])
 }
 

@@ -4,8 +4,20 @@
 //!   `Global tclass=106` once set (empty, or absent, when not); it rewrites the traffic class of
 //!   QPs the kernel creates, not of DevX/DOCA ones;
 //! - `/sys/class/net/IF/qos/trust`: `pcp` or `dscp` (older OFED);
+//! - `/sys/class/net/IF/qos/dscp2prio`: the DSCP -> priority map of older OFED, whose mlx5 put no
+//!   DSCP entries in dcbnl's APP table; read in the lines `mlnx_qos -i IF` prints it with
+//!   (`prio:3 dscp:31,30,29,28,27,26,25,24,`, under a `dscp2prio mapping:` header), the only
+//!   published form of it found; a file in another form is unknown, named, never guessed at.
+//!   (OFED's `qos/prio2buffer` is not read: the same map is in dcbnl's buffer reply, which
+//!   MLNX_OFED's mlx5 answers as the upstream one does.)
 //! - `/sys/class/net/IF/ecn/roce_rp/enable/P` and `ecn/roce_np/enable/P`: ECN reaction and
 //!   notification per priority (`0`/`1`); `ecn/roce_np/cnp_dscp`, `ecn/roce_np/cnp_802p_prio`.
+//!
+//!
+//! The upstream mlx5 driver has no such files; the CNPs' DSCP is in its root-only debugfs,
+//! `/sys/kernel/debug/mlx5/PCI/cc_params/np_cnp_dscp` (drivers/infiniband/hw/mlx5/cong.c: one
+//! decimal number), read where MLNX_OFED's `cnp_dscp` is absent. A run as another user reads
+//! "permission denied" there: the CNPs' priority is then unknown, and said so.
 //!
 //! Sources: Mellanox/network-operator#269 (the commands an operator ran: `mlnx_qos --trust=dscp
 //! --pfc=0,0,0,1,0,0,0,0`, `echo 106 > /sys/class/infiniband/mlx5_0/tc/1/traffic_class`,
@@ -14,6 +26,9 @@
 
 use crate::model::Fact;
 use crate::root::Root;
+
+/// `(dscp, priority)` pairs, by DSCP.
+pub type DscpMap = Vec<(u8, u8)>;
 
 #[derive(Debug, Clone, Default)]
 pub struct OfedQos {
@@ -25,6 +40,12 @@ pub struct OfedQos {
     pub ecn: Vec<(u8, Option<bool>, Option<bool>)>,
     pub cnp_dscp: Option<Fact<u8>>,
     pub cnp_prio: Option<Fact<u8>>,
+    /// Older OFED's DSCP -> priority map.
+    pub dscp2prio: Option<Fact<DscpMap>>,
+    /// The upstream mlx5 driver's CNP DSCP (debugfs `cc_params/np_cnp_dscp`), read only where
+    /// OFED's `cnp_dscp` is absent; `None` when the file is absent too (debugfs not mounted, not
+    /// mlx5).
+    pub cc_cnp_dscp: Option<Fact<u8>>,
 }
 
 impl OfedQos {
@@ -40,6 +61,31 @@ fn optional<T>(root: &Root, path: String, parse: impl Fn(&str) -> Option<T>) -> 
     (!f.is_missing()).then_some(f)
 }
 
+/// `dscp2prio mapping:` then `prio:P dscp:D,D,...,` lines -> `(dscp, priority)` pairs by DSCP.
+/// Any other line, a DSCP over 63, a priority over 7, a DSCP given twice or no pair at all is
+/// not the map: `None`.
+pub fn parse_dscp2prio(s: &str) -> Option<DscpMap> {
+    let mut pairs: Vec<(u8, u8)> = Vec::new();
+    for line in s.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line == "dscp2prio mapping:" || line == "dscp2prio:" {
+            continue;
+        }
+        let (prio, dscps) = line.strip_prefix("prio:")?.split_once(" dscp:")?;
+        let prio: u8 = prio.trim().parse().ok().filter(|p| *p < 8)?;
+        // A priority no DSCP maps to is listed with nothing after `dscp:`.
+        let dscps = dscps.trim().trim_end_matches(',');
+        for d in dscps.split(',').filter(|_| !dscps.is_empty()) {
+            let d: u8 = d.trim().parse().ok().filter(|d| *d < 64)?;
+            if pairs.iter().any(|(x, _)| *x == d) {
+                return None;
+            }
+            pairs.push((d, prio));
+        }
+    }
+    pairs.sort_unstable();
+    (!pairs.is_empty()).then_some(pairs)
+}
+
 /// `Global tclass=106` -> 106. An empty file (no override) is `None`.
 pub fn parse_tclass(s: &str) -> Option<u8> {
     let t = s.trim();
@@ -47,7 +93,14 @@ pub fn parse_tclass(s: &str) -> Option<u8> {
     v.trim().parse().ok()
 }
 
-pub fn read(root: &Root, device: &str, port: u32, netdev: Option<&str>) -> OfedQos {
+/// `mlx5_pci`: the PCI function of an mlx5 device, whose debugfs may hold `cc_params`.
+pub fn read(
+    root: &Root,
+    device: &str,
+    port: u32,
+    netdev: Option<&str>,
+    mlx5_pci: Option<&str>,
+) -> OfedQos {
     let tclass = optional(
         root,
         format!("/sys/class/infiniband/{device}/tc/{port}/traffic_class"),
@@ -86,12 +139,23 @@ pub fn read(root: &Root, device: &str, port: u32, netdev: Option<&str>) -> OfedQ
         Vec::new()
     };
     let number = |s: &str| s.trim().parse::<u8>().ok();
+    let cnp_dscp = optional(root, format!("{net}/ecn/roce_np/cnp_dscp"), number);
+    let cc_cnp_dscp = match (&cnp_dscp, mlx5_pci) {
+        (None, Some(pci)) => optional(
+            root,
+            format!("/sys/kernel/debug/mlx5/{pci}/cc_params/np_cnp_dscp"),
+            |s| number(s).filter(|d| *d < 64),
+        ),
+        _ => None,
+    };
     OfedQos {
         tclass,
         trust,
         ecn,
-        cnp_dscp: optional(root, format!("{net}/ecn/roce_np/cnp_dscp"), number),
+        cnp_dscp,
         cnp_prio: optional(root, format!("{net}/ecn/roce_np/cnp_802p_prio"), number),
+        dscp2prio: optional(root, format!("{net}/qos/dscp2prio"), parse_dscp2prio),
+        cc_cnp_dscp,
     }
 }
 
@@ -103,5 +167,30 @@ mod tests {
         assert_eq!(super::parse_tclass("106"), Some(106));
         assert_eq!(super::parse_tclass(""), None);
         assert_eq!(super::parse_tclass("Global tclass=999"), None);
+    }
+
+    /// The map in the lines `mlnx_qos -i eth4 --trust dscp` printed in att/netarbiter's
+    /// nvmf/OUTPUTSAMPLE.setup-nic-lossless-layer3.sh.md (the firmware default, DSCP >> 3).
+    #[test]
+    fn the_dscp_map_as_mlnx_qos_prints_it() {
+        let text = "dscp2prio mapping:\n\tprio:0 dscp:07,06,05,04,03,02,01,00,\n\tprio:1 dscp:15,14,13,12,11,10,09,08,\n\tprio:2 dscp:23,22,21,20,19,18,17,16,\n\tprio:3 dscp:31,30,29,28,27,26,25,24,\n\tprio:4 dscp:39,38,37,36,35,34,33,32,\n\tprio:5 dscp:47,46,45,44,43,42,41,40,\n\tprio:6 dscp:55,54,53,52,51,50,49,48,\n\tprio:7 dscp:63,62,61,60,59,58,57,56,\n";
+        let map = super::parse_dscp2prio(text).unwrap();
+        assert_eq!(map.len(), 64);
+        assert!(map.iter().all(|(d, p)| *p == d >> 3), "{map:?}");
+        assert_eq!(map[26], (26, 3));
+        let moved = super::parse_dscp2prio("prio:3 dscp:\nprio:4 dscp:26,\n").unwrap();
+        assert_eq!(moved, vec![(26, 4)]);
+        // Not the map: another layout, out of range, twice, nothing.
+        for bad in [
+            "",
+            "dscp2prio mapping:\n",
+            "{26,3}\n",
+            "prio:8 dscp:26,\n",
+            "prio:3 dscp:64,\n",
+            "prio:3 dscp:26,\nprio:4 dscp:26,\n",
+            "prio:3 dscp:2x,\n",
+        ] {
+            assert_eq!(super::parse_dscp2prio(bad), None, "{bad:?}");
+        }
     }
 }

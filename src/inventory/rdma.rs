@@ -301,6 +301,9 @@ fn device(root: &Root, name: String) -> RdmaDevice {
             .map(str::to_owned),
     };
 
+    let mlx5_pci = pci
+        .filter(|_| driver.as_deref() == Some("mlx5_core"))
+        .map(|b| b.to_string());
     let ports_dir = format!("{path}/ports");
     let mut port_nums: Vec<u32> = Vec::new();
     match root.read_dir(&ports_dir) {
@@ -321,7 +324,7 @@ fn device(root: &Root, name: String) -> RdmaDevice {
     port_nums.sort_unstable();
     let ports = port_nums
         .into_iter()
-        .map(|n| port(root, &class_path, n, &attachment))
+        .map(|n| port(root, &class_path, n, &attachment, mlx5_pci.as_deref()))
         .collect();
 
     RdmaDevice {
@@ -338,7 +341,15 @@ fn device(root: &Root, name: String) -> RdmaDevice {
     }
 }
 
-fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Port {
+/// `mlx5_pci`: the device's PCI function when its driver is mlx5 (whose debugfs has the
+/// congestion-control parameters).
+fn port(
+    root: &Root,
+    class_path: &str,
+    num: u32,
+    attachment: &Attachment,
+    mlx5_pci: Option<&str>,
+) -> Port {
     // Read through the class path operators type (`/sys/class/infiniband/mlx5_0/ports/1/state`),
     // so evidence names it; the resolver caches the link, so this costs nothing extra.
     let dir = format!("{class_path}/ports/{num}");
@@ -421,7 +432,13 @@ fn port(root: &Root, class_path: &str, num: u32, attachment: &Attachment) -> Por
     // MLNX_OFED's QoS files: RoCE ports only (the files are per netdev and per RoCE port).
     let ofed_qos = if link_layer.value() == Some(&LinkLayer::Ethernet) {
         let device = class_path.rsplit('/').next().unwrap_or("");
-        super::ofed_qos::read(root, device, num, netdev.as_ref().map(|n| n.name.as_str()))
+        super::ofed_qos::read(
+            root,
+            device,
+            num,
+            netdev.as_ref().map(|n| n.name.as_str()),
+            mlx5_pci,
+        )
     } else {
         super::ofed_qos::OfedQos::default()
     };
