@@ -19,6 +19,7 @@ EXPECT lines (blank lines and # comments ignored):
   file-nocode FILE CODE
   file-message FILE CODE TEXT
   file-json FILE PATH VALUE
+  file-has FILE PATH          the JSON FILE has a value at PATH (any value)
   file-finding FILE CODE SUBJECT | TEXT
                               some finding with that code, in FILE, has SUBJECT in its subject
                               and TEXT in its message (`rxe0 port 1 | rcvd_seq_err +`)
@@ -238,6 +239,13 @@ def main():
                     path, want = rest.split(" ", 1)
                     got = walk(other, path)
                     check(json.dumps(got) == want or str(got) == want, line, f"{path} = {json.dumps(got)}")
+            elif word == "file-has":
+                name, path = arg.split(" ", 1)
+                try:
+                    walk(load(os.path.join(out, name)), path)
+                    check(True, line, "")
+                except (KeyError, IndexError, TypeError, ValueError, OSError) as e:
+                    check(False, line, f"{path}: {e!r}")
             elif word in ("file-contains", "file-count"):
                 name, rest = arg.split(" ", 1)
                 text = open(os.path.join(out, name), errors="replace").read()

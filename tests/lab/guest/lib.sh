@@ -252,6 +252,8 @@ report() {
         send "$f" "/tmp/$f"
     done
     send cap.tar.gz /tmp/cap.tar.gz
+    # What the kernel answered to dcbnl and ethtool, as the capture keeps it (docs/qos-json.md).
+    if [ -f /tmp/cap/gdrdoctor/qos.json ]; then send qos.json /tmp/cap/gdrdoctor/qos.json; fi
     log "reported"
 }
 

@@ -33,5 +33,13 @@ json inventory.rdma_devices[name=rxe0].driver rxe
 check roce-lossless unknown
 code roce-qos-unknown unknown
 message roce-qos-unknown eth0'"'"'s driver has no DCB interface
+# What the kernel answered, as the capture keeps it: dcbnl EOPNOTSUPP (95), and e1000e'"'"'s real
+# ethtool answers: its pause parameters (802.3x autonegotiated, both ways: e1000e'"'"'s default)
+# and its flow-control statistics (the kept ones).
+file-json qos.json netdevs.eth0.dcb.error.kind not-supported
+file-json qos.json netdevs.eth0.dcb.error.errno 95
+file-json qos.json netdevs.eth0.ethtool.pause.ok {"autoneg": true, "rx": true, "tx": true}
+file-has qos.json netdevs.eth0.ethtool.stats.ok[0]
+file-contains qos.json rx_flow_control_xon
 code kernel-log-clean pass
 '
