@@ -221,6 +221,32 @@ mod tests {
         assert_eq!(eth.stats.unwrap_err().kind, ErrorKind::NotSupported);
     }
 
+    /// Every netdev of the machine the tests run on, whatever its drivers: each query answers
+    /// or fails with a kernel errno, never as `malformed` (a reply laid out otherwise than this
+    /// code reads it). `GDRDOCTOR_PRINT_QOS=1` prints the answers as a capture keeps them (how
+    /// the GPU machine's NIC was read: docs/verified/gpu-machine/).
+    #[test]
+    fn every_netdev_here_answers_in_the_kernels_layout() {
+        let root = Root::live();
+        let Ok(listing) = root.read_dir("/sys/class/net") else {
+            return;
+        };
+        let answers = read(listing.names.iter().map(String::as_str));
+        if std::env::var_os("GDRDOCTOR_PRINT_QOS").is_some() {
+            println!("{}", serde_json::to_string_pretty(&answers).unwrap());
+        }
+        for (name, q) in &answers.netdevs {
+            let errors = [
+                q.dcb.as_ref().err(),
+                q.ethtool.pause.as_ref().err(),
+                q.ethtool.stats.as_ref().err(),
+            ];
+            for e in errors.into_iter().flatten() {
+                assert_ne!(e.kind, ErrorKind::Malformed, "{name}: {e:?}");
+            }
+        }
+    }
+
     #[test]
     fn no_such_netdev() {
         let q = read_netdev("gdrdoctor-no0");
