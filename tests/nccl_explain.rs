@@ -22,6 +22,14 @@ struct Case {
 
 const CASES: &[Case] = &[
     Case {
+        name: "aibrix-758-ray-pxn-gdr1",
+        exit: 0,
+        causes: &[],
+        codes: &[],
+        says: &["rings `use ring ... GDR 1`", "NCCL 2.24 or later"],
+        not_says: &[],
+    },
+    Case {
         name: "aks-rdma-infiniband-36-level-sys",
         exit: 0,
         causes: &[],
@@ -36,6 +44,40 @@ const CASES: &[Case] = &[
         codes: &["rdma-no-device"],
         says: &[],
         not_says: &[],
+    },
+    Case {
+        name: "aws-ofi-nccl-715-ib-disable",
+        exit: 1,
+        causes: &["plugin-failed"],
+        codes: &["rdma-no-device"],
+        says: &[
+            "node algo-1:",
+            "aws-ofi-nccl (NET/OFI) failed to initialize",
+            "is not the cause",
+        ],
+        not_says: &["Unset NCCL_IB_DISABLE"],
+    },
+    Case {
+        name: "aws-ofi-nccl-889-plugin-init-failed",
+        exit: 1,
+        causes: &["plugin-failed"],
+        codes: &["uverbs-missing"],
+        says: &[
+            "node ip-10-36-29-253:",
+            "GDR disabled on GDR-supported instance type",
+        ],
+        not_says: &["no host in the log"],
+    },
+    Case {
+        name: "awsome-distributed-ai-386-ray-efa",
+        exit: 1,
+        causes: &["plugin-failed"],
+        codes: &["rdma-no-device"],
+        says: &[
+            "node ini-worker-ray-worker-p5:",
+            "network Socket; plugin aws-ofi-nccl\n",
+        ],
+        not_says: &["repeated", "across cluster"],
     },
     Case {
         name: "deeplearningexamples-383-level-phb",
@@ -67,6 +109,25 @@ const CASES: &[Case] = &[
         causes: &[],
         codes: &[],
         says: &[],
+        not_says: &[],
+    },
+    Case {
+        name: "nccl-1653-wsl-single-node",
+        exit: 3,
+        causes: &["sockets"],
+        codes: &["libibverbs-missing"],
+        says: &["GPUDirect RDMA not exercised", "nNodes 1"],
+        not_says: &[],
+    },
+    Case {
+        name: "nccl-1657-link-local-gid",
+        exit: 1,
+        causes: &["not-explained"],
+        codes: &[],
+        says: &[
+            "NCCL 2.20 or later",
+            "GID 0 (NCCL_IB_GID_INDEX=0 in the environment), a link-local GID",
+        ],
         not_says: &[],
     },
     Case {
@@ -118,6 +179,17 @@ const CASES: &[Case] = &[
         not_says: &[],
     },
     Case {
+        name: "nccl-897-gdr-one-side",
+        exit: 1,
+        causes: &["gdr-one-side"],
+        codes: &["peermem-not-loaded"],
+        says: &[
+            "(no prefix: host and rank unknown)",
+            "missing on the node of rank 2",
+        ],
+        not_says: &[],
+    },
+    Case {
         name: "nccl-899-no-module",
         exit: 1,
         causes: &["no-peer-memory", "not-explained"],
@@ -131,6 +203,17 @@ const CASES: &[Case] = &[
         causes: &["sockets"],
         codes: &["rdma-no-device"],
         says: &[],
+        not_says: &[],
+    },
+    Case {
+        name: "nccl-988-ibext-2-12-no-decision",
+        exit: 1,
+        causes: &[],
+        codes: &[],
+        says: &[
+            "needs NCCL 2.12.9: no DMA-BUF path before 2.13",
+            "nvidia_peermem",
+        ],
         not_says: &[],
     },
     Case {
@@ -164,6 +247,37 @@ const CASES: &[Case] = &[
         codes: &["gpu-nic-too-far"],
         says: &[],
         not_says: &[],
+    },
+    Case {
+        name: "rccl-tests-163-mi50-single-node",
+        exit: 3,
+        causes: &["sockets"],
+        codes: &["libibverbs-missing"],
+        says: &[
+            "node z292: RCCL 2.21.5-HEAD:9a0e6a1",
+            "NCCL_DMABUF_ENABLE=1",
+            "every rank on z292",
+        ],
+        not_says: &[],
+    },
+    Case {
+        name: "rocm-systems-4203-topo-expl-no-prefix",
+        exit: 1,
+        causes: &["distance", "distance"],
+        codes: &["gpu-nic-too-far"],
+        says: &[
+            "3 without NCCL's prefix",
+            "node (no prefix: host and rank unknown)",
+        ],
+        not_says: &[],
+    },
+    Case {
+        name: "vllm-2734-ray-single-node",
+        exit: 3,
+        causes: &["sockets"],
+        codes: &["rdma-no-device"],
+        says: &["plugin IBext\n", "GPUDirect RDMA not exercised"],
+        not_says: &["repeated", "[32m"],
     },
 ];
 
