@@ -279,23 +279,6 @@ pub struct Collector {
     pub(super) bare_rccl: bool,
     /// The hosts nccl-tests listed its ranks on (`#  Rank  0 ... on node7 device 0`).
     pub(super) tests_hosts: BTreeSet<String>,
-    /// Each connection pair (from rank, to rank) with how each side went: GDR is decided per
-    /// side, so a send with GDR and the matching receive without names the receiving node.
-    pub(super) pairs: HashMap<(u32, u32), PairAcc>,
-}
-
-/// One side of a connection pair: the first node and NIC seen with GDR, and without.
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct SideAcc {
-    pub(super) with: Option<(usize, u32, u32)>,
-    pub(super) without: Option<(usize, u32, u32)>,
-}
-
-/// The send side (printed by the `from` rank) and the receive side (by the `to` rank).
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct PairAcc {
-    pub(super) send: SideAcc,
-    pub(super) receive: SideAcc,
 }
 
 /// The node of lines quoted without NCCL's prefix (`parse_bare`); no host is this key.
@@ -467,29 +450,8 @@ impl Collector {
         node.no_verbs |= no_verbs;
     }
 
-    /// Each side of a pair, as its rank printed it.
-    fn pair(&mut self, n: usize, c: &log::Connection<'_>) {
-        let key = (c.from, c.to);
-        if !self.pairs.contains_key(&key) && !self.keep() {
-            return;
-        }
-        let p = self.pairs.entry(key).or_default();
-        let side = match c.dir {
-            Dir::Send => &mut p.send,
-            Dir::Receive => &mut p.receive,
-        };
-        let (local, _) = c.local_and_peer();
-        let slot = if c.gdr {
-            &mut side.with
-        } else {
-            &mut side.without
-        };
-        slot.get_or_insert((n, c.dev, local));
-    }
-
     /// `Channel NN : a -> b [send] via NET/...`: counted in its connection group.
     fn connection(&mut self, n: usize, dev: Option<u32>, c: log::Connection<'_>) {
-        self.pair(n, &c);
         let net = self.net(c.net);
         let (rank, peer) = c.local_and_peer();
         let key = ConnKey {

@@ -7,7 +7,7 @@
 use super::collector::{Collector, NodeAcc};
 use super::release::Known;
 use crate::model::nccl::explain::{ConnGroup, See, see};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A cause, as `diagnosis` keeps them: kind, subject, message, checks, fix.
 pub(super) struct Cause {
@@ -36,23 +36,47 @@ pub(super) struct Context {
 }
 
 impl Context {
-    /// The receives (node, rank) without GDR whose pair's send had GDR, and only GDR, and no
-    /// receive of the pair had GDR: GDR was decided per side and this side lacked it.
+    /// The receives (node, rank) without GDR from a peer whose sends to that rank all had GDR,
+    /// where no receive of the rank from that peer had it: GDR was decided per side and the
+    /// receiving side lacked it. Read from the connection groups after the log (each group's
+    /// peers), so the lines themselves cost nothing more.
     pub(super) fn one_sided(c: &Collector) -> HashMap<(usize, u32), OtherSide> {
+        // (sender, receiver) -> the sender's node and NIC, for sends with GDR; and the pairs
+        // seen without it on the send side, or with it on the receive side.
+        let mut sent_gdr: HashMap<(u32, u32), (usize, u32)> = HashMap::new();
+        let mut spoilt: HashSet<(u32, u32)> = HashSet::new();
+        for (n, node) in c.nodes.iter().enumerate() {
+            for (k, a) in &node.conns {
+                for &peer in &a.peers {
+                    if a.sends > 0 {
+                        if k.gdr {
+                            sent_gdr.entry((k.rank, peer)).or_insert((n, k.nic));
+                        } else {
+                            spoilt.insert((k.rank, peer));
+                        }
+                    }
+                    if a.receives > 0 && k.gdr {
+                        spoilt.insert((peer, k.rank));
+                    }
+                }
+            }
+        }
         let mut out = HashMap::new();
-        for p in c.pairs.values() {
-            let (Some((peer_node, peer_nic, peer_rank)), None) = (p.send.with, p.send.without)
-            else {
-                continue;
-            };
-            let (None, Some((node, _, rank))) = (p.receive.with, p.receive.without) else {
-                continue;
-            };
-            out.entry((node, rank)).or_insert(OtherSide {
-                peer_rank,
-                peer_nic,
-                peer_node,
-            });
+        for (n, node) in c.nodes.iter().enumerate() {
+            for (k, a) in node.conns.iter().filter(|(k, a)| !k.gdr && a.receives > 0) {
+                for &peer in &a.peers {
+                    let pair = (peer, k.rank);
+                    if let (Some(&(peer_node, peer_nic)), false) =
+                        (sent_gdr.get(&pair), spoilt.contains(&pair))
+                    {
+                        out.entry((n, k.rank)).or_insert(OtherSide {
+                            peer_rank: peer,
+                            peer_nic,
+                            peer_node,
+                        });
+                    }
+                }
+            }
         }
         out
     }

@@ -131,9 +131,6 @@ fn net(m: &str) -> Option<(Event<'_>, Era)> {
     }
     let (net, what) = rest.split_once(" : ").or_else(|| rest.split_once(": "))?;
     let net = net.trim();
-    if what.contains(" qpn ") {
-        return qp_gid(what);
-    }
     if let Some(devs) = what.strip_prefix("Using") {
         return Some((
             Event::NetDevices {
@@ -148,6 +145,9 @@ fn net(m: &str) -> Option<(Event<'_>, Era)> {
     }
     if what.starts_with("GPU Direct RDMA ") {
         return hca_gdr(net, what).or_else(|| gpu_gdr(what, Some(net)));
+    }
+    if what.contains(" qpn ") {
+        return qp_gid(what);
     }
     Some((Event::Other, Era::ANY))
 }

@@ -563,7 +563,7 @@ fn connection_start(head: &str) -> Option<usize> {
 pub fn undecorate(message: &str) -> &str {
     let m = message.trim_end();
     // The cheap test first: Ray's suffix ends in `]`, `)` or an ANSI `m`.
-    if !matches!(m.as_bytes().last(), Some(b']' | b')' | b'm' | b'0')) {
+    if !matches!(m.as_bytes().last(), Some(b']' | b')' | b'm')) {
         return m;
     }
     let Some(at) = RAY.find(m.as_bytes()) else {

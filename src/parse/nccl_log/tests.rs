@@ -506,7 +506,7 @@ fn decorations_are_cut() {
         undecorate("Trees [0] 1/-1/-1->0->7 [1]"),
         "Trees [0] 1/-1/-1->0->7 [1]"
     );
-    assert_eq!(undecorate("x [repeated 3x across cluster] [0"), "x");
+    assert_eq!(undecorate("x [repeated 3x across cluster] [0m"), "x");
     // `#` comments of a pasted configuration (ROCm setups note RCCL's lines beside settings).
     assert!(is_comment(
         "# VALIDATED!!  NCCL INFO Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1"
