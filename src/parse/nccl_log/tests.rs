@@ -465,8 +465,41 @@ fn garbage_never_panics() {
         "NCCL INFO GPU/0 : NET/ (",
         "NCCL INFO GPU/0 :NET/0 (1/x/PHB)",
         "NCCL INFO GPU/0 :NET/0 (99999999999/1.0/PHB)",
+        "NCCL INFO NET/IB: Dev x qpn GID (",
+        "NCCL INFO NET/IB: NCCL Dev 0 qpn 1 GID 99999999999999999999 (80FE/",
+        "NCCL INFO RCCL version :",
+        "NCCL INFO x [repeated",
+        "NCCL INFO x [repeated 2x across cluster]\u{1b}[",
+        "NCCL INFO [repeated 2x across cluster] [m",
+        "h:1:2 [0] \u{e9}\u{e9} \u{e9} \u{e9} \u{e9} \u{e9} \u{e9} \u{e9} \u{e9} NCCL WARN x",
+        "# NCCL WARN",
+        "via NET/ -> [send]",
+        " -> x via NET/IB/0",
+        "RCCL version",
+        "RCCL version : x",
+        "\u{e9}GPU Direct RDMA \u{e9}NET/IB : ",
+        "NET/IB : GPU Direct RDMA Disabled for HCA 0 '",
+        "Connected all rings, use ring PXN",
+        "#  Rank on",
+        "#  Rank 0 Pid 1 on",
     ] {
         let _ = parse(l);
+        let _ = parse_bare(l);
+        let _ = undecorate(l);
+        let _ = tests_rank_host(l);
+        let _ = is_comment(l);
+    }
+    // Every cut of a real pasted line, at every character.
+    let line = "\u{1b}[36m(RayWorkerWrapper pid=1)\u{1b}[0m h:1:2 [0] int f(g**):208 NCCL WARN NET/OFI x [repeated 2x across cluster]\u{1b}[0m";
+    for (i, _) in line.char_indices() {
+        let _ = parse(&line[..i]);
+        let _ = parse_bare(&line[i..]);
+        let _ = undecorate(&line[..i]);
+    }
+    let pair = "9[1a000] -> 2[6b000] [receive] via NET/IB/1(3)/GDRDMA(PCI)/Shared";
+    for (i, _) in pair.char_indices() {
+        let _ = parse_bare(&pair[..i]);
+        let _ = parse_bare(&pair[i..]);
     }
 }
 
