@@ -143,6 +143,24 @@ fn rccl_topology_file_on_mi300x() {
     assert!(f.contains("NCCL reads only version 1"), "{f}");
 }
 
+/// `gdrdoctor nccl` on an AMD node writes RCCL's opt-in for its DMA-BUF path where that path
+/// is the one the node has; an NVIDIA node gets no such line (NCCL's is on by default).
+#[test]
+fn rccl_settings_on_mi300x() {
+    let node = Node::of("amd-mi300x-roce");
+    let out = gdrdoctor(&["--root", node.root.to_str().unwrap(), "nccl"]);
+    let text = stdout(&out);
+    assert!(text.contains("export NCCL_DMABUF_ENABLE='1'"), "{text}");
+    assert!(text.contains("CONFIG_DMABUF_MOVE_NOTIFY=y"), "{text}");
+    assert!(text.contains("\nNCCL_DMABUF_ENABLE=1\n"), "{text}");
+    let out = gdrdoctor(&["--root", fixture("azure-ndv4-vm-topo"), "nccl"]);
+    assert!(
+        !stdout(&out).contains("NCCL_DMABUF_ENABLE"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn stale_topology_file() {
     let n = Node::of("azure-ndv4-vm-topo");
