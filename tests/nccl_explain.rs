@@ -605,6 +605,15 @@ fn evidence_beyond_the_fixtures() {
         "\u{1b}[36m(RayWorkerWrapper pid=1)\u{1b}[0m n1:1:2 [0] NCCL INFO Using network IB\u{1b}[32m [repeated 7x across cluster]\u{1b}[0m\n",
     );
     assert_eq!(j["nodes"][0]["networks"][0], "IB");
+    // Connections inside the node on two hosts: an excerpt of a run across nodes, not a
+    // single-node run.
+    let (exit, _, _) = run(
+        "a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n\
+         b:1:2 [0] NCCL INFO Channel 00/0 : 8[0] -> 9[1] via P2P/IPC\n",
+    );
+    assert_eq!(exit, 1);
+    let (exit, _, human) = run("a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n");
+    assert_eq!(exit, 3, "{human}");
     // Only comments: nothing NCCL printed, exit 2.
     let f = temp_log(b"# NCCL WARN something\n");
     assert_eq!(code(&explain(&[f.path().to_str().unwrap()])), 2);

@@ -66,6 +66,13 @@ fn build(c: Collector) -> Explanation {
             n.requirements.clear();
         }
     }
+    // Lines from several hosts: not one node's run, whatever each host's lines show.
+    let hosts = c
+        .nodes
+        .iter()
+        .filter(|n| !n.key.is_empty() && n.key != super::collector::BARE_KEY)
+        .count();
+    tally.many_nodes |= hosts > 1;
     // nccl-tests listed every rank with its host: one host is a single-node run.
     if let (None, Some(host)) = (&tally.one_node, c.tests_hosts.iter().next()) {
         if c.tests_hosts.len() == 1 {
