@@ -15,116 +15,269 @@ struct Case {
     causes: &'static [&'static str],
     /// Codes the explanation must name.
     codes: &'static [&'static str],
+    /// Text the human explanation must hold, and text it must not.
+    says: &'static [&'static str],
+    not_says: &'static [&'static str],
 }
 
 const CASES: &[Case] = &[
+    Case {
+        name: "aibrix-758-ray-pxn-gdr1",
+        exit: 0,
+        causes: &[],
+        codes: &[],
+        says: &["rings `use ring ... GDR 1`", "NCCL 2.24 or later"],
+        not_says: &[],
+    },
     Case {
         name: "aks-rdma-infiniband-36-level-sys",
         exit: 0,
         causes: &[],
         codes: &[],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "aws-k8s-tester-473-efa-sockets",
         exit: 1,
         causes: &["sockets"],
         codes: &["rdma-no-device"],
+        says: &[],
+        not_says: &[],
+    },
+    Case {
+        name: "aws-ofi-nccl-715-ib-disable",
+        exit: 1,
+        causes: &["plugin-failed"],
+        codes: &["rdma-no-device"],
+        says: &[
+            "node algo-1:",
+            "aws-ofi-nccl (NET/OFI) failed to initialize",
+            "is not the cause",
+        ],
+        not_says: &["Unset NCCL_IB_DISABLE"],
+    },
+    Case {
+        name: "aws-ofi-nccl-889-plugin-init-failed",
+        exit: 1,
+        causes: &["plugin-failed"],
+        codes: &["uverbs-missing"],
+        says: &[
+            "node ip-10-36-29-253:",
+            "GDR disabled on GDR-supported instance type",
+        ],
+        not_says: &["no host in the log"],
+    },
+    Case {
+        name: "awsome-distributed-ai-386-ray-efa",
+        exit: 1,
+        causes: &["plugin-failed"],
+        codes: &["rdma-no-device"],
+        says: &[
+            "node ini-worker-ray-worker-p5:",
+            "network Socket; plugin aws-ofi-nccl\n",
+        ],
+        not_says: &["repeated", "across cluster"],
     },
     Case {
         name: "deeplearningexamples-383-level-phb",
         exit: 1,
         causes: &["distance", "distance"],
         codes: &["gpu-nic-too-far"],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-1151-distance",
         exit: 1,
         causes: &["distance"],
         codes: &["gpu-nic-too-far"],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-1412-no-gdrdma",
         exit: 1,
         causes: &["not-explained"],
         codes: &["peermem-not-loaded"],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-1453-ibext-gdrdma",
         exit: 0,
         causes: &[],
         codes: &[],
+        says: &[],
+        not_says: &[],
+    },
+    Case {
+        name: "nccl-1653-wsl-single-node",
+        exit: 3,
+        causes: &["sockets"],
+        codes: &["libibverbs-missing"],
+        says: &["GPUDirect RDMA not exercised", "nNodes 1"],
+        not_says: &[],
+    },
+    Case {
+        name: "nccl-1657-link-local-gid",
+        exit: 1,
+        causes: &["not-explained"],
+        codes: &[],
+        says: &[
+            "NCCL 2.20 or later",
+            "GID 0 (NCCL_IB_GID_INDEX=0 in the environment), a link-local GID",
+        ],
+        not_says: &[],
     },
     Case {
         name: "nccl-1676-nvidia-peermem-unseen",
         exit: 1,
         causes: &["no-peer-memory"],
         codes: &["peermem-not-registered"],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-1737-completion-errors",
         exit: 1,
         causes: &[],
         codes: &["acs-redirect-on-path"],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-226-aws-sockets",
         exit: 1,
         causes: &["sockets", "sockets"],
         codes: &["rdma-no-device"],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-392-roce-partial",
         exit: 1,
         causes: &["not-explained"],
         codes: &[],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-451-container-cannot-open",
         exit: 1,
         causes: &["sockets"],
         codes: &["uverbs-no-access"],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-707-gdrdma-ib",
         exit: 0,
         causes: &[],
         codes: &[],
+        says: &[],
+        not_says: &[],
+    },
+    Case {
+        name: "nccl-897-gdr-one-side",
+        exit: 1,
+        causes: &["gdr-one-side"],
+        codes: &["peermem-not-loaded"],
+        says: &[
+            "(no prefix: host and rank unknown)",
+            "missing on the node of rank 2",
+        ],
+        not_says: &[],
     },
     Case {
         name: "nccl-899-no-module",
         exit: 1,
         causes: &["no-peer-memory", "not-explained"],
         codes: &["peermem-not-loaded"],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-941-container-no-device",
         exit: 1,
         causes: &["sockets"],
         codes: &["rdma-no-device"],
+        says: &[],
+        not_says: &[],
+    },
+    Case {
+        name: "nccl-988-ibext-2-12-no-decision",
+        exit: 1,
+        causes: &[],
+        codes: &[],
+        says: &[
+            "needs NCCL 2.12.9: no DMA-BUF path before 2.13",
+            "nvidia_peermem",
+        ],
+        not_says: &[],
     },
     Case {
         name: "nccl-tests-133-roce-gdrdma",
         exit: 0,
         causes: &[],
         codes: &[],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-tests-245-aws-ofi",
         exit: 1,
         causes: &["plugin-disabled"],
         codes: &[],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nccl-tests-36-gdr-read-off",
         exit: 1,
         causes: &["gdr-read-off"],
         codes: &[],
+        says: &[],
+        not_says: &[],
     },
     Case {
         name: "nv_peer_memory-56-distance",
         exit: 1,
         causes: &["distance", "distance"],
         codes: &["gpu-nic-too-far"],
+        says: &[],
+        not_says: &[],
+    },
+    Case {
+        name: "rccl-tests-163-mi50-single-node",
+        exit: 3,
+        causes: &["sockets"],
+        codes: &["libibverbs-missing"],
+        says: &[
+            "node z292: RCCL 2.21.5-HEAD:9a0e6a1",
+            "NCCL_DMABUF_ENABLE=1",
+            "every rank on z292",
+        ],
+        not_says: &[],
+    },
+    Case {
+        name: "rocm-systems-4203-topo-expl-no-prefix",
+        exit: 1,
+        causes: &["distance", "distance"],
+        codes: &["gpu-nic-too-far"],
+        says: &[
+            "3 without NCCL's prefix",
+            "node (no prefix: host and rank unknown)",
+        ],
+        not_says: &[],
+    },
+    Case {
+        name: "vllm-2734-ray-single-node",
+        exit: 3,
+        causes: &["sockets"],
+        codes: &["rdma-no-device"],
+        says: &["plugin IBext\n", "GPUDirect RDMA not exercised"],
+        not_says: &["repeated", "[32m"],
     },
 ];
 
@@ -184,6 +337,13 @@ fn real_logs() {
             );
         }
         assert_eq!(j["verdict"]["exit_code"], case.exit, "{}", case.name);
+        let human = stdout(&out);
+        for t in case.says {
+            assert!(human.contains(t), "{}: no {t:?} in\n{human}", case.name);
+        }
+        for t in case.not_says {
+            assert!(!human.contains(t), "{}: {t:?} in\n{human}", case.name);
+        }
     }
 }
 
@@ -368,4 +528,93 @@ fn settings_are_still_the_default() {
     assert_eq!(code(&plain), 0);
     assert_eq!(stdout(&plain), stdout(&named));
     assert!(stdout(&plain).contains("NCCL_SOCKET_IFNAME"));
+}
+
+/// What no public log in the fixtures shows, in lines NCCL prints (each in the wording of the
+/// source named): the ring GDR flag of another rank, GDR through another NIC of the same GPU,
+/// a plugin warning whose location is a C++ signature, `#` comments of a pasted configuration.
+#[test]
+fn evidence_beyond_the_fixtures() {
+    let run = |text: &str| {
+        let f = temp_log(text.as_bytes());
+        let out = explain(&["--format", "json", f.path().to_str().unwrap()]);
+        let human = stdout(&explain(&[f.path().to_str().unwrap()]));
+        (code(&out), json(&out), human)
+    };
+    let causes = |j: &serde_json::Value| -> Vec<String> {
+        j["diagnoses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["cause"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // 2.24+ src/transport/generic.cc: the flag combined over every rank; this node's own
+    // connections all used GDR.
+    let (exit, j, human) = run(
+        "n1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n\
+         n1:1:2 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n\
+         n1:1:2 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 0\n",
+    );
+    assert_eq!(
+        (exit, causes(&j)),
+        (1, vec!["gdr-off-elsewhere".to_owned()])
+    );
+    assert!(human.contains("get that rank's log"), "{human}");
+    // GDR 1 on a node whose connections used it: nothing to add.
+    let (exit, j, _) = run(
+        "n1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n\
+         n1:1:2 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1\n",
+    );
+    assert_eq!((exit, causes(&j).len()), (0, 0));
+    // The same GPU (rank 0) did GDR through NIC 0 and not through NIC 1: its memory path works.
+    let (exit, j, human) = run(
+        "n1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n\
+         n1:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/1\n",
+    );
+    assert_eq!((exit, causes(&j)), (1, vec!["nic-specific".to_owned()]));
+    assert!(
+        human.contains("the same GPU (rank 0) did GDR through NIC 0"),
+        "{human}"
+    );
+    assert!(!human.contains("peermem-not-loaded"), "{human}");
+    // aws-ofi-nccl 1.13+ (C++) names its function with the signature; the host still reads.
+    let (exit, j, human) = run(
+        "ip-10-1-2-3:79:2547 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208 NCCL WARN NET/OFI Failed to initialize sendrecv protocol\n\
+         ip-10-1-2-3:79:2547 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n\
+         ip-10-1-2-3:79:2547 [0] NCCL INFO Using network Socket\n",
+    );
+    assert_eq!((exit, causes(&j)), (1, vec!["plugin-failed".to_owned()]));
+    assert!(human.contains("node ip-10-1-2-3:"), "{human}");
+    assert!(!human.contains("Unset NCCL_IB_DISABLE"), "{human}");
+    // A pasted configuration: its `#` comments quote NCCL and are no log line.
+    let (exit, j, human) = run(
+        "# export NCCL_IB_DISABLE=1  # else: NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n\
+         # VALIDATED!!  NCCL INFO Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1\n\
+         n1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n",
+    );
+    assert_eq!((exit, causes(&j).len()), (0, 0));
+    assert_eq!(j["inputs"][0]["commented"], 2);
+    assert!(j["warnings"].as_array().unwrap().is_empty(), "{j:#}");
+    assert!(
+        human.contains("2 lines in `#` comments (skipped)"),
+        "{human}"
+    );
+    // Ray's suffix with real escape bytes.
+    let (_, j, _) = run(
+        "\u{1b}[36m(RayWorkerWrapper pid=1)\u{1b}[0m n1:1:2 [0] NCCL INFO Using network IB\u{1b}[32m [repeated 7x across cluster]\u{1b}[0m\n",
+    );
+    assert_eq!(j["nodes"][0]["networks"][0], "IB");
+    // Connections inside the node on two hosts: an excerpt of a run across nodes, not a
+    // single-node run.
+    let (exit, _, _) = run(
+        "a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n\
+         b:1:2 [0] NCCL INFO Channel 00/0 : 8[0] -> 9[1] via P2P/IPC\n",
+    );
+    assert_eq!(exit, 1);
+    let (exit, _, human) = run("a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n");
+    assert_eq!(exit, 3, "{human}");
+    // Only comments: nothing NCCL printed, exit 2.
+    let f = temp_log(b"# NCCL WARN something\n");
+    assert_eq!(code(&explain(&[f.path().to_str().unwrap()])), 2);
 }

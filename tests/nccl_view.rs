@@ -92,6 +92,75 @@ fn ndv4_without_and_with_the_image_files() {
 
 /// A file written for another VM: a GPU the node lacks is named with its line, and the node's
 /// own GPU missing from the file is placed from sysfs.
+/// The MI300X fixture's own tree (fixtures/amd-mi300x-roce/FIXTURE.md), as RCCL dumps it:
+/// version 2, each GPU and bnxt_re NIC under one Gen5 switch (the layout of ROCm/rccl#1185's
+/// dump, fixtures/nccl-topo/rccl-1185-topo.xml).
+fn mi300x_topo(version: u32) -> String {
+    let mut s = format!("<system version=\"{version}\">\n");
+    for (numa_bus, pairs) in [
+        (0x21, [(0x23, 0x24), (0x25, 0x26)]),
+        (0x41, [(0x43, 0x44), (0x45, 0x46)]),
+    ] {
+        s.push_str(&format!("  <cpu numaid=\"0\" affinity=\"ffffffff\" arch=\"x86_64\" vendor=\"AMD\" familyid=\"25\" modelid=\"17\">\n    <pci busid=\"0000:{numa_bus:02x}:00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"));
+        for (gpu, nic) in pairs {
+            let dev = (gpu - 0x23) / 2 % 2 + if numa_bus == 0x41 { 2 } else { 0 };
+            s.push_str(&format!("      <pci busid=\"0000:{gpu:02x}:00.0\" class=\"0x120000\" vendor=\"0x1002\" device=\"0x74a1\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n        <gpu dev=\"{dev}\" sm=\"94\" gcn=\"gfx942\" rank=\"{dev}\" gdr=\"1\"/>\n      </pci>\n"));
+            s.push_str(&format!("      <pci busid=\"0000:{nic:02x}:00.0\" class=\"0x020000\" vendor=\"0x14e4\" device=\"0x1760\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n        <nic>\n          <net name=\"bnxt_re{dev}\" dev=\"{dev}\" speed=\"400000\" port=\"1\" gdr=\"1\"/>\n        </nic>\n      </pci>\n"));
+        }
+        s.push_str("    </pci>\n  </cpu>\n");
+    }
+    s.push_str("</system>\n");
+    s
+}
+
+/// RCCL reads its own topology file (version 2) and refuses NCCL's (version 1): on the MI300X
+/// fixture, /etc/nccl.conf naming RCCL's file is judged as RCCL reads it (issue 30).
+#[test]
+fn rccl_topology_file_on_mi300x() {
+    let node = Node::of("amd-mi300x-roce");
+    node.write("etc/nccl.conf", "NCCL_TOPO_FILE=/etc/rccl-topo.xml\n")
+        .write("etc/rccl-topo.xml", mi300x_topo(2));
+    let (_, r) = node.check(&[]);
+    assert!(
+        findings_with(&r, "nccl-topo-file-invalid").is_empty(),
+        "{:#}",
+        r["checks"]
+    );
+    let ok = one(&r, "nccl-topo-file-ok", "pass");
+    assert!(text(ok).contains("/etc/rccl-topo.xml"), "{}", text(ok));
+    // NCCL's version 1 on the same node: RCCL refuses it, and says which version it reads.
+    node.write("etc/rccl-topo.xml", mi300x_topo(1));
+    let (c, r) = node.check(&[]);
+    assert_eq!(c, 1);
+    let f = text(one(&r, "nccl-topo-file-invalid", "fail"));
+    assert!(f.contains("RCCL reads only version 2"), "{f}");
+    assert!(f.contains("every RCCL job"), "{f}");
+    // RCCL's file on an NVIDIA node: NCCL refuses it, as before.
+    let node = Node::of("azure-ndv4-vm-topo");
+    node.write(TOPO, NDV4.replacen("version=\"1\"", "version=\"2\"", 1));
+    let (_, r) = node.check(&[]);
+    let f = text(one(&r, "nccl-topo-file-invalid", "fail"));
+    assert!(f.contains("NCCL reads only version 1"), "{f}");
+}
+
+/// `gdrdoctor nccl` on an AMD node writes RCCL's opt-in for its DMA-BUF path where that path
+/// is the one the node has; an NVIDIA node gets no such line (NCCL's is on by default).
+#[test]
+fn rccl_settings_on_mi300x() {
+    let node = Node::of("amd-mi300x-roce");
+    let out = gdrdoctor(&["--root", node.root.to_str().unwrap(), "nccl"]);
+    let text = stdout(&out);
+    assert!(text.contains("export NCCL_DMABUF_ENABLE='1'"), "{text}");
+    assert!(text.contains("CONFIG_DMABUF_MOVE_NOTIFY=y"), "{text}");
+    assert!(text.contains("\nNCCL_DMABUF_ENABLE=1\n"), "{text}");
+    let out = gdrdoctor(&["--root", fixture("azure-ndv4-vm-topo"), "nccl"]);
+    assert!(
+        !stdout(&out).contains("NCCL_DMABUF_ENABLE"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn stale_topology_file() {
     let n = Node::of("azure-ndv4-vm-topo");

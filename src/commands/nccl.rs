@@ -51,9 +51,10 @@ fn release_version(s: &str) -> Result<String, String> {
 enum Command {
     /// The NCCL settings that follow from this node (what `gdrdoctor nccl` prints).
     Settings(SettingsArgs),
-    /// Read NCCL_DEBUG=INFO logs and tell, per node, rank and NIC, where GPUDirect RDMA was
-    /// used and where not, and why, in terms of gdrdoctor's checks. Exit 0: every NET
-    /// connection used GDR; 1: some did not; 2: not an NCCL log.
+    /// Read NCCL_DEBUG=INFO logs (NCCL or RCCL) and tell, per node, rank and NIC, where
+    /// GPUDirect RDMA was used and where not, and why, in terms of gdrdoctor's checks. Exit 0:
+    /// every NET connection used GDR; 1: some did not; 3: not exercised (no NET connection, one
+    /// node); 2: not an NCCL log.
     Explain(ExplainArgs),
     /// Run NCCL itself on this node's GPUs (a one-rank communicator on one GPU; an all-reduce
     /// over its network on several) and say whether it uses GPUDirect RDMA, and where it sees
@@ -87,7 +88,8 @@ struct VerifyArgs {
 #[derive(clap::Args, Debug)]
 struct ExplainArgs {
     /// NCCL logs: files (gzip is recognised), or `-` for standard input. Lines of many ranks
-    /// and nodes may be interleaved, with other output mixed in.
+    /// and nodes may be interleaved, with other output mixed in; message bodies quoted without
+    /// NCCL's prefix are read too.
     #[arg(required = true, value_name = "LOG")]
     logs: Vec<PathBuf>,
     /// human, or json (docs/nccl-explain-json.md).

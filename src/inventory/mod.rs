@@ -128,22 +128,24 @@ impl Inventory {
     pub fn begin_on(root: &Root, config: &Config, threads: Threads) -> Partial {
         // A check's time is almost all system calls (about 1200 files on a large node), so the
         // two independent halves are read on two threads: kernel and RDMA, and the PCI bus.
-        let ((mut problems, kernel, ((rdma, rdma_class), netdevs, nccl)), (pci_problems, scanned)) =
-            threads.both(
-                || {
-                    let mut problems = Vec::new();
-                    let kernel = Kernel::load(root, &mut problems);
-                    let rdma = rdma::load(root, &mut problems);
-                    let netdevs = net::load(root, &mut problems);
-                    let nccl = nccl::load(root, &config.nccl);
-                    (problems, kernel, (rdma, netdevs, nccl))
-                },
-                || {
-                    let mut pci_problems = Vec::new();
-                    let scanned = pci::scan(root, config, &mut pci_problems);
-                    (pci_problems, scanned)
-                },
-            );
+        let (
+            (mut problems, kernel, ((rdma, rdma_class), netdevs, mut nccl)),
+            (pci_problems, scanned),
+        ) = threads.both(
+            || {
+                let mut problems = Vec::new();
+                let kernel = Kernel::load(root, &mut problems);
+                let rdma = rdma::load(root, &mut problems);
+                let netdevs = net::load(root, &mut problems);
+                let nccl = nccl::load(root, &config.nccl);
+                (problems, kernel, (rdma, netdevs, nccl))
+            },
+            || {
+                let mut pci_problems = Vec::new();
+                let scanned = pci::scan(root, config, &mut pci_problems);
+                (pci_problems, scanned)
+            },
+        );
         problems.extend(pci_problems);
         let (pci, unidentified) = scanned;
         if let Some(why) = root.unread_problem() {
@@ -155,6 +157,11 @@ impl Inventory {
         problems.sort_by(|a, b| a.path.cmp(&b.path));
         let gpus = pci::classify_gpus(root, &pci, config, &kernel);
         let amd = gpus.iter().any(|g| g.vendor == GpuVendor::Amd);
+        // A node of AMD GPUs runs RCCL, which reads NCCL's files its own way (its topology
+        // file's version is 2).
+        if amd && gpus.iter().all(|g| g.vendor == GpuVendor::Amd) {
+            nccl.library = crate::parse::nccl_topo::Library::Rccl;
+        }
         let kfd = amd.then(|| gpu::kfd(root, &mut problems));
         Partial {
             gpus,

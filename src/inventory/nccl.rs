@@ -15,7 +15,7 @@
 
 use super::Problem;
 use crate::parse::nccl_conf::{self, ConfFile, OddLine};
-use crate::parse::nccl_topo::{self as topo, ParseError, Topology};
+use crate::parse::nccl_topo::{self as topo, Library, ParseError, Topology};
 use crate::root::{ReadError, Root};
 use std::collections::BTreeMap;
 
@@ -173,6 +173,9 @@ pub struct Nccl {
     pub topology: Option<Topo>,
     pub user: Option<User>,
     pub problems: Vec<Problem>,
+    /// The library that reads these files: RCCL on a node whose GPUs are all AMD's (set by
+    /// the inventory once it knows the GPUs), else NCCL.
+    pub library: Library,
 }
 
 impl Nccl {
@@ -189,7 +192,7 @@ impl Nccl {
     pub fn topology(&self) -> Option<(&Topo, &Topology)> {
         let t = self.topology.as_ref()?;
         match &t.state {
-            TopoState::Parsed { topology, .. } if topology.refusals().is_empty() => {
+            TopoState::Parsed { topology, .. } if topology.refusals(self.library).is_empty() => {
                 Some((t, topology))
             }
             _ => None,

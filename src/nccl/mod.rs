@@ -103,8 +103,70 @@ pub fn settings(inv: &Inventory, gdr_level: Level, release: &Release) -> Vec<Set
         net_gdr_level(&judged, &nearest, gdr_level),
         socket_ifname(inv),
     ];
+    if inv.nccl.library == crate::parse::nccl_topo::Library::Rccl {
+        out.push(rccl_dmabuf(inv));
+    }
     agree_with_conf(inv, &mut out);
     out
+}
+
+/// The AMD kernel options the DMA-BUF path needs (perftest's ROCm path and the peer-memory
+/// check test the same two).
+const AMD_DMABUF_OPTIONS: [&str; 2] = ["CONFIG_DMABUF_MOVE_NOTIFY", "CONFIG_PCI_P2PDMA"];
+
+/// NCCL_DMABUF_ENABLE for RCCL, whose DMA-BUF path is opt-in (ROCm/rccl src/misc/rocmwrap.cc:
+/// `Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1`; NCCL's is on by default): set to 1
+/// where the DMA-BUF path is the one available, left alone where AMD's peer-memory module is
+/// loaded or the kernel lacks what DMA-BUF needs.
+fn rccl_dmabuf(inv: &Inventory) -> Setting {
+    let name = "NCCL_DMABUF_ENABLE";
+    let legacy = ["amd_peer_mem", "amdp2p"]
+        .into_iter()
+        .find(|m| inv.kernel.module(m).is_some_and(|m| m.live()));
+    if let Some(m) = legacy {
+        return Setting {
+            name,
+            value: None,
+            why: vec![format!(
+                "RCCL's peer-memory path is there ({m} is loaded): its opt-in DMA-BUF path is not needed"
+            )],
+        };
+    }
+    let Some(c) = &inv.kernel.config else {
+        return Setting {
+            name,
+            value: None,
+            why: vec![format!(
+                "RCCL's DMA-BUF path is opt-in, and whether this kernel has what it needs is not known: its config is unreadable (tried {})",
+                inv.kernel.config_tried.join(", ")
+            )],
+        };
+    };
+    let missing: Vec<String> = AMD_DMABUF_OPTIONS
+        .iter()
+        .filter(|o| !c.enabled(o))
+        .map(|o| format!("{}: {}", c.path, c.shown(o)))
+        .collect();
+    if missing.is_empty() {
+        Setting {
+            name,
+            value: Some("1".to_owned()),
+            why: vec![
+                "RCCL's DMA-BUF path is opt-in (without it RCCL prints `Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1`) and no AMD peer-memory module is loaded".to_owned(),
+                format!("{}: {}; {}", c.path, c.shown(AMD_DMABUF_OPTIONS[0]), c.shown(AMD_DMABUF_OPTIONS[1])),
+            ],
+        }
+    } else {
+        Setting {
+            name,
+            value: None,
+            why: vec![format!(
+                "RCCL's DMA-BUF path needs a kernel with {}: {} (peer-memory check: amd-no-gdr-path)",
+                AMD_DMABUF_OPTIONS.join(" and "),
+                missing.join("; ")
+            )],
+        }
+    }
 }
 
 /// A GPU and the NICs nearest to it, as the judge placed them.

@@ -69,8 +69,10 @@ pub(super) fn judge(inv: &Inventory) -> Vec<Finding> {
             .evidence(t.path.clone(), format!("line {}: {}", e.line, e.message)),
         ],
         TopoState::Parsed { topology, .. } => {
-            let refusals = topology.refusals();
+            let library = inv.nccl.library;
+            let refusals = topology.refusals(library);
             if let Some((line, why)) = refusals.first() {
+                let lib = library.name();
                 named.push(Evidence {
                     path: t.path.clone(),
                     value: format!("line {line}: {why}"),
@@ -79,10 +81,10 @@ pub(super) fn judge(inv: &Inventory) -> Vec<Finding> {
                     Finding::fail(
                         TOPO_FILE_INVALID,
                         subject,
-                        format!("{by} names {}, which NCCL refuses: {why}; communicator initialisation fails, so every NCCL job on the node fails to start", t.path),
+                        format!("{by} names {}, which {lib} refuses: {why}; communicator initialisation fails, so every {lib} job on the node fails to start", t.path),
                     )
                     .with(named)
-                    .fix(Fix::new("Replace the file with one for NCCL (version 1, as NCCL_TOPO_DUMP_FILE writes it), or remove NCCL_TOPO_FILE", "Changes the tree every NCCL job builds.").manual(format!("head -3 {}", crate::checks::sh(&t.path)))),
+                    .fix(Fix::new(format!("Replace the file with one for {lib} (version {}, as its NCCL_TOPO_DUMP_FILE writes it), or remove NCCL_TOPO_FILE", library.xml_version()), "Changes the tree every NCCL job builds.").manual(format!("head -3 {}", crate::checks::sh(&t.path)))),
                 ];
             }
             matched(inv, t, topology, &by, named)

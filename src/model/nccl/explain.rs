@@ -35,8 +35,13 @@ pub struct Input {
     /// Bytes read (after decompression).
     pub bytes: u64,
     pub lines: u64,
-    /// `NCCL INFO` and `NCCL WARN` lines.
+    /// `NCCL INFO` and `NCCL WARN` lines, and the message bodies read without NCCL's prefix.
     pub nccl_lines: u64,
+    /// Of them, message bodies quoted without NCCL's `host:pid:tid [dev] NCCL INFO` prefix
+    /// (`9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA`): who printed them is unknown.
+    pub unprefixed: u64,
+    /// Lines that quote NCCL inside a `#` comment (a pasted configuration or script): skipped.
+    pub commented: u64,
     /// Lines longer than `nccl::explain::MAX_LINE`, skipped.
     pub long_lines_skipped: u64,
     /// Why reading stopped early, if it did (a corrupt gzip stream, a read error).
@@ -82,6 +87,14 @@ pub struct Node {
     /// `Connected all rings, use ring PXN x GDR y` (2.24+): y as NCCL printed it.
     pub rings_gdr: Vec<i64>,
     pub connections: Vec<ConnGroup>,
+    /// Connections that stayed inside the node (`via P2P/...`, `via SHM/...`): counted.
+    pub intra_node_connections: u64,
+    /// `nNodes` of the node's communicator lines (2.20+): `[1]` for a single-node run.
+    pub communicator_nodes: Vec<u32>,
+    /// What GDR needs on this node, by its library and release, where its lines leave GDR
+    /// unverified: the peer-memory module before NCCL 2.13 (no DMA-BUF path), RCCL's opt-in
+    /// DMA-BUF path or AMD's peer memory, libibverbs.
+    pub requirements: Vec<String>,
     /// NCCL's path from each GPU to each network device (NCCL_DEBUG_SUBSYS=GRAPH); absent when
     /// the log has no GRAPH path line.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -134,6 +147,8 @@ pub fn nic_index(nic: &str) -> Option<u32> {
 /// Which NCCL wrote the node's lines.
 #[derive(Debug, Clone, Serialize)]
 pub struct NcclVersion {
+    /// `NCCL`, or `RCCL` (AMD's port: its version banner, `ROCr version`, its DMA-BUF line).
+    pub library: &'static str,
     /// `2.18.5+cuda12.2`, when a version line says so.
     pub version: Option<String>,
     /// `log` (the node's own version line), `log-unprefixed` (a version line without a host,
@@ -220,7 +235,8 @@ pub struct Diagnosis {
     /// The nodes it applies to (the same cause on many nodes is one diagnosis).
     pub nodes: Vec<String>,
     /// `distance`, `level-from-env`, `no-peer-memory`, `sockets`, `plugin-disabled`,
-    /// `gdr-read-off`, `not-explained`.
+    /// `plugin-failed`, `gdr-read-off`, `gdr-one-side`, `gdr-off-elsewhere`, `nic-specific`,
+    /// `not-explained`.
     pub cause: &'static str,
     /// What it is about: `GPU 18000 -> NIC 0`, `NIC 0 'mlx5_0'`, `network Socket`.
     pub subject: String,
@@ -253,7 +269,8 @@ pub struct Verdict {
     pub net_connections: u64,
     pub with_gdr: u64,
     pub without_gdr: u64,
-    /// 0: every NET connection used GDR; 1: some did not (or nothing says it did).
+    /// 0: every NET connection used GDR; 1: some did not (or nothing says it did); 3: not
+    /// exercised: no NET connection, and the communicators stayed on one node.
     pub exit_code: u8,
     pub summary: String,
 }

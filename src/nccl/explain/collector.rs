@@ -86,6 +86,24 @@ pub(super) struct NodeAcc {
     pub(super) net_subsys: bool,
     /// Lines of the INIT subsystem were seen.
     pub(super) init_subsys: bool,
+    /// The library is AMD's RCCL (its version banner, `ROCr version`, its DMA-BUF line).
+    pub(super) rccl: bool,
+    /// `Failed to open libibverbs.so[.1]`.
+    pub(super) no_verbs: bool,
+    /// RCCL's DMA-BUF path is off, as it said (`Dmabuf feature disabled without ...`).
+    pub(super) rccl_dmabuf_off: Option<String>,
+    /// RCCL found AMD's peer memory (`Found /sys/kernel/mm/memory_peers/amdkfd/version`).
+    pub(super) peermem_found: Option<String>,
+    /// A network plugin said it failed to initialize (aws-ofi-nccl's `NET/OFI aws-ofi-nccl
+    /// initialization failed`): its warnings, as printed.
+    pub(super) plugin_failed: Vec<String>,
+    /// The GID each NCCL device's queue pairs were built on: device -> (index, subnet prefix
+    /// as printed).
+    pub(super) gids: BTreeMap<String, (i64, String)>,
+    /// `nNodes` of the communicator lines.
+    pub(super) nnodes: BTreeSet<u32>,
+    /// Connections that stay inside the node (P2P, SHM): counted.
+    pub(super) intra: u64,
 }
 
 impl NodeAcc {
@@ -108,7 +126,12 @@ impl NodeAcc {
     /// What a line says of the node alone, each kind kept to a few.
     fn note(&mut self, event: Event<'_>) {
         match event {
-            Event::Version { version, text } => {
+            Event::Version {
+                version,
+                text,
+                rccl,
+            } => {
+                self.rccl |= rccl;
                 if self.versions.len() < 8 {
                     self.versions.insert(version, clean(text));
                 }
@@ -130,11 +153,15 @@ impl NodeAcc {
                 }
             }
             Event::Plugin { name } => {
-                if self.plugins.len() < 8 {
+                // aws-ofi-nccl names itself on every one of its lines: no copy for those.
+                if self.plugins.len() < 8 && !self.plugins.contains(name) {
                     self.plugins.insert(clean(name));
                 }
             }
             Event::PluginGdrOff { text } => {
+                if self.plugins.len() < 8 && !self.plugins.contains(log::OFI_PLUGIN) {
+                    self.plugins.insert(log::OFI_PLUGIN.to_owned());
+                }
                 let text = clean(text);
                 if self.plugin_gdr_off.len() < MAX_SAMPLES && !self.plugin_gdr_off.contains(&text) {
                     self.plugin_gdr_off.push(text);
@@ -146,9 +173,35 @@ impl NodeAcc {
                 }
             }
             Event::Env { name, value } => {
-                if ENV_KEPT.contains(&name) {
+                // RCCL's own settings and the HSA runtime's change its transport too
+                // (RCCL_FORCE_ENABLE_GDRDMA, HSA_FORCE_FINE_GRAIN_PCIE): kept, a few.
+                let amd = name.starts_with("RCCL_") || name.starts_with("HSA_");
+                if ENV_KEPT.contains(&name) || (amd && self.env.len() < 32) {
                     self.env.insert(name.to_owned(), clean(value));
                 }
+            }
+            Event::NoVerbs => self.no_verbs = true,
+            Event::Rocr => self.rccl = true,
+            Event::RcclDmabufOff { text } => {
+                self.rccl = true;
+                if self.rccl_dmabuf_off.is_none() {
+                    self.rccl_dmabuf_off = Some(clean(text));
+                }
+            }
+            Event::PeerMemFound { path } => {
+                self.rccl = true;
+                if self.peermem_found.is_none() {
+                    self.peermem_found = Some(clean(path));
+                }
+            }
+            Event::QpGid { dev, index, prefix } => {
+                if self.gids.len() < 16 && !self.gids.contains_key(dev) {
+                    self.gids.insert(clean(dev), (index, clean(prefix)));
+                }
+            }
+            Event::IntraNode => {
+                self.init_subsys = true;
+                self.intra += 1;
             }
             Event::DmaBufAvailable { cuda_dev } => {
                 self.init_subsys = true;
@@ -160,9 +213,15 @@ impl NodeAcc {
                 rank,
                 cuda_dev,
                 bus_id,
+                nnodes,
                 ..
             } => {
                 self.init_subsys = true;
+                if let Some(n) = nnodes {
+                    if self.nnodes.len() < 4 {
+                        self.nnodes.insert(n);
+                    }
+                }
                 if let Some(b) = bus_id {
                     if self.rank_bus.len() < 4096 {
                         self.rank_bus.insert(rank, clean(b));
@@ -216,7 +275,14 @@ pub struct Collector {
     pub(super) unrecognised: Unrecognised,
     pub(super) kept: usize,
     pub(super) dropped: u64,
+    /// RCCL's banner was among the bare version lines.
+    pub(super) bare_rccl: bool,
+    /// The hosts nccl-tests listed its ranks on (`#  Rank  0 ... on node7 device 0`).
+    pub(super) tests_hosts: BTreeSet<String>,
 }
+
+/// The node of lines quoted without NCCL's prefix (`parse_bare`); no host is this key.
+pub(super) const BARE_KEY: &str = "\u{0}bare";
 
 impl Collector {
     pub fn new() -> Self {
@@ -271,7 +337,13 @@ impl Collector {
     /// One parsed line: kept where it belongs (a bare version line, a warning, a node's fact).
     pub(super) fn apply(&mut self, l: log::Line<'_>) {
         if l.level == Level::Version && l.origin.host.is_none() {
-            if let Event::Version { version, text } = l.event {
+            if let Event::Version {
+                version,
+                text,
+                rccl,
+            } = l.event
+            {
+                self.bare_rccl |= rccl;
                 if self.bare_versions.len() < 16 {
                     self.bare_versions.insert(version, clean(text));
                 }
@@ -284,9 +356,14 @@ impl Collector {
                 self.unrecognised.examples.push(clean(l.message));
             }
         }
-        let host = host_key(l.origin.host.unwrap_or(""));
+        let host = if l.bare {
+            BARE_KEY.into()
+        } else {
+            host_key(l.origin.host.unwrap_or(""))
+        };
         if let Event::Warn { text } = l.event {
             self.warn(&host, text);
+            self.warning_facts(&host, text);
             return;
         }
         let Some(n) = self.node(&host) else { return };
@@ -340,6 +417,39 @@ impl Collector {
         }
     }
 
+    /// What a warning says of its node's network: a plugin that failed to initialize or
+    /// turned GDR off, no libibverbs (older NCCL warns it).
+    fn warning_facts(&mut self, host: &str, text: &str) {
+        let ofi = text.strip_prefix("NET/OFI ");
+        let failed = ofi.is_some_and(|t| {
+            t.contains("initialization failed")
+                || t.contains("Initializing plugin failed")
+                || t.starts_with("Failed to initialize")
+        });
+        let gdr_off =
+            ofi.is_some_and(|t| t.contains("GDR disabled") || t.contains("disabling GDR"));
+        let no_verbs = text.starts_with("Failed to open libibverbs");
+        if !(failed || gdr_off || no_verbs) {
+            return;
+        }
+        let Some(n) = self.node(host) else { return };
+        let node = &mut self.nodes[n];
+        let text = clean(text);
+        if failed && node.plugin_failed.len() < MAX_SAMPLES && !node.plugin_failed.contains(&text) {
+            node.plugin_failed.push(text.clone());
+        }
+        if gdr_off
+            && node.plugin_gdr_off.len() < MAX_SAMPLES
+            && !node.plugin_gdr_off.contains(&text)
+        {
+            node.plugin_gdr_off.push(text);
+        }
+        if (failed || gdr_off) && node.plugins.len() < 8 {
+            node.plugins.insert(log::OFI_PLUGIN.to_owned());
+        }
+        node.no_verbs |= no_verbs;
+    }
+
     /// `Channel NN : a -> b [send] via NET/...`: counted in its connection group.
     fn connection(&mut self, n: usize, dev: Option<u32>, c: log::Connection<'_>) {
         let net = self.net(c.net);
@@ -368,10 +478,12 @@ impl Collector {
             Dir::Send => acc.sends += 1,
             Dir::Receive => acc.receives += 1,
         }
-        if c.channel < 64 {
-            acc.channels |= 1 << c.channel;
-        } else if acc.channels_more.len() < MAX_LIST {
-            acc.channels_more.insert(c.channel);
+        match c.channel {
+            Some(ch) if ch < 64 => acc.channels |= 1 << ch,
+            Some(ch) if acc.channels_more.len() < MAX_LIST => {
+                acc.channels_more.insert(ch);
+            }
+            _ => {}
         }
         if acc.peers.len() < MAX_LIST {
             acc.peers.insert(peer);

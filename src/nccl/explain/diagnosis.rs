@@ -3,6 +3,7 @@
 //! code that explain it, and the fix.
 
 use super::collector::{GpuAcc, HcaAcc, HcaKey, NodeAcc};
+use super::evidence::{self, Cause, Context};
 use super::release::{Known, level_source, names, tables_for};
 use crate::model::nccl::explain::{ConnGroup, Diagnosis, Node, See, nic_index, see};
 use crate::nccl::levels;
@@ -47,19 +48,11 @@ fn is_socket(net: &str) -> bool {
     net == "Socket"
 }
 
-/// Why one connection group had no GDR.
-struct Cause {
-    kind: &'static str,
-    subject: String,
-    message: String,
-    see: Vec<See>,
-    fix: String,
-}
-
 pub(super) fn diagnose(
     acc: &NodeAcc,
     known: Known,
     node: &Node,
+    ctx: &Context,
     out: &mut Vec<Diagnosis>,
     hints: &mut BTreeSet<String>,
 ) {
@@ -76,45 +69,84 @@ pub(super) fn diagnose(
     };
     let without: Vec<&ConnGroup> = node.connections.iter().filter(|g| !g.gdr).collect();
     for g in &without {
-        let cause = cause_of(acc, known, g, hints);
+        let cause = cause_of(acc, known, g, node, ctx, hints);
         add(cause, g.sends + g.receives, Some(g.rank));
+    }
+    // NCCL's job-level ring flag (2.24+) says another rank went without GDR, where this
+    // node's own connections all had it.
+    if acc.rings_gdr.contains(&0) && without.is_empty() && !single_node(acc) {
+        let with: u64 = node.connections.iter().map(|g| g.sends + g.receives).sum();
+        add(evidence::gdr_off_elsewhere(with), 0, None);
     }
     // NCCL's decisions against GDR where the log shows no connection at all: they are still
     // why GDR would not be used, and the only answer an init-only log has.
     if node.connections.is_empty() {
-        // Sockets: NCCL said so, or every NIC it judged is a socket, or the IB transport found
-        // nothing and no other network was named (2.4-2.5 print no `Using network` line).
-        let ib_gone = (acc.no_device.contains("IB") || acc.init_failed.contains("IB"))
-            && node.networks.iter().all(|n| is_socket(n))
-            && !acc.nics.keys().any(|(net, _)| !is_socket(net));
-        if node.networks.iter().any(|n| is_socket(n))
-            || (!acc.hcas.is_empty() && acc.hcas.keys().all(|(net, _, _)| is_socket(net)))
-            || ib_gone
-        {
+        none_connected(acc, known, node, &mut add);
+    }
+    merge(found, node, out);
+    if known.since(30) && !without.is_empty() {
+        hints.insert("NCCL 2.30 and later print the GPU-NIC distance decision only at NCCL_DEBUG=TRACE; the per-NIC line (`GPU Direct RDMA Enabled|Disabled for HCA`) is still INFO under NCCL_DEBUG_SUBSYS=NET.".to_owned());
+    }
+}
+
+/// The node's communicators stayed on it: `nNodes 1` on every communicator line that says.
+pub(super) fn single_node(acc: &NodeAcc) -> bool {
+    !acc.nnodes.is_empty() && acc.nnodes.iter().all(|&n| n == 1)
+}
+
+/// What a node without any NET connection line says against GDR: sockets (or the plugin that
+/// failed before them), distance decisions, NICs without a GPU memory path, a plugin's own.
+fn none_connected(
+    acc: &NodeAcc,
+    known: Known,
+    node: &Node,
+    add: &mut impl FnMut(Cause, u64, Option<u32>),
+) {
+    // Sockets: NCCL said so, or every NIC it judged is a socket, or the IB transport found
+    // nothing and no other network was named (2.4-2.5 print no `Using network` line).
+    let ib_gone = (acc.no_device.contains("IB") || acc.init_failed.contains("IB"))
+        && node.networks.iter().all(|n| is_socket(n))
+        && !acc.nics.keys().any(|(net, _)| !is_socket(net));
+    if node.networks.iter().any(|n| is_socket(n))
+        || (!acc.hcas.is_empty() && acc.hcas.keys().all(|(net, _, _)| is_socket(net)))
+        || ib_gone
+    {
+        if acc.plugin_failed.is_empty() {
             add(sockets(acc, "Socket"), 0, None);
         } else {
-            for ((gpu, nic), g) in &acc.gpus {
-                if !g.enabled {
-                    add(distance(acc, known, gpu, nic, g), 0, None);
-                }
-            }
-            let off: Vec<_> = acc
-                .hcas
-                .iter()
-                .filter(|(k, h)| !h.enabled && !is_socket(&k.0))
-                .collect();
-            if !off.is_empty() {
-                add(no_peer_memory(acc, known, &off_subject(&off)), 0, None);
-            }
-            if !acc.plugin_gdr_off.is_empty() {
-                add(
-                    plugin_off(acc, node.networks.first().map(String::as_str)),
-                    0,
-                    None,
-                );
+            add(evidence::plugin_failed(acc), 0, None);
+        }
+    } else {
+        for ((gpu, nic), g) in &acc.gpus {
+            if !g.enabled {
+                add(distance(acc, known, gpu, nic, g), 0, None);
             }
         }
+        let off: Vec<_> = acc
+            .hcas
+            .iter()
+            .filter(|(k, h)| !h.enabled && !is_socket(&k.0))
+            .collect();
+        if !off.is_empty() {
+            add(no_peer_memory(acc, known, &off_subject(&off)), 0, None);
+        }
+        if !acc.plugin_failed.is_empty() {
+            add(evidence::plugin_failed(acc), 0, None);
+        } else if !acc.plugin_gdr_off.is_empty() {
+            add(
+                plugin_off(acc, node.networks.first().map(String::as_str)),
+                0,
+                None,
+            );
+        }
     }
+}
+
+type Found = Vec<(Cause, u64, BTreeSet<u32>)>;
+
+/// The node's causes into the diagnoses: the same cause, word for word, on another node is the
+/// same diagnosis.
+fn merge(found: Found, node: &Node, out: &mut Vec<Diagnosis>) {
     for (c, n, ranks) in found {
         // The same cause, word for word, on another node is the same diagnosis.
         match out.iter_mut().find(|d| {
@@ -139,9 +171,6 @@ pub(super) fn diagnose(
             }),
         }
     }
-    if known.since(30) && !without.is_empty() {
-        hints.insert("NCCL 2.30 and later print the GPU-NIC distance decision only at NCCL_DEBUG=TRACE; the per-NIC line (`GPU Direct RDMA Enabled|Disabled for HCA`) is still INFO under NCCL_DEBUG_SUBSYS=NET.".to_owned());
-    }
 }
 
 fn off_subject(off: &[(&HcaKey, &HcaAcc)]) -> String {
@@ -161,10 +190,45 @@ fn off_subject(off: &[(&HcaKey, &HcaAcc)]) -> String {
     names.join(", ")
 }
 
-fn cause_of(acc: &NodeAcc, known: Known, g: &ConnGroup, hints: &mut BTreeSet<String>) -> Cause {
+fn cause_of(
+    acc: &NodeAcc,
+    known: Known,
+    g: &ConnGroup,
+    node: &Node,
+    ctx: &Context,
+    hints: &mut BTreeSet<String>,
+) -> Cause {
     if is_socket(&g.net) {
+        if !acc.plugin_failed.is_empty() {
+            return evidence::plugin_failed(acc);
+        }
         return sockets(acc, &g.net);
     }
+    if let Some(c) = decided(acc, known, g) {
+        return c;
+    }
+    // The other side of the pair had GDR: this side's node lacks it.
+    if g.sends == 0 {
+        if let Some(other) = ctx.one_sided.get(&(ctx.node, g.rank)) {
+            return evidence::gdr_one_side(ctx, g, other);
+        }
+    }
+    if !acc.plugin_gdr_off.is_empty() {
+        return plugin_off(acc, Some(&g.net));
+    }
+    // GDR through another NIC of this GPU (or of this node) rules its memory path out.
+    if let Some(via) = evidence::gdr_elsewhere(&node.connections, g) {
+        return evidence::nic_specific(g, via);
+    }
+    if !acc.net_subsys {
+        hints.insert("Some NET connections went without GDR and the log has no `GPU Direct RDMA` line saying why: rerun with NCCL_DEBUG_SUBSYS=INIT,NET (or ALL) to get NCCL's decision per NIC and per GPU-NIC pair.".to_owned());
+    }
+    not_explained(acc, known, g)
+}
+
+/// NCCL's own decision against GDR for this connection's GPU and NIC: the distance line, GDR
+/// for receives only, the NIC's (or the process's) peer-memory test.
+fn decided(acc: &NodeAcc, known: Known, g: &ConnGroup) -> Option<Cause> {
     let keys = conn_keys(acc, g);
     // The GPU-NIC decision for this GPU and NIC; failing a GPU match, the only one for the NIC.
     let for_nic: Vec<(&(String, String), &GpuAcc)> = acc
@@ -181,10 +245,10 @@ fn cause_of(acc: &NodeAcc, known: Known, g: &ConnGroup, hints: &mut BTreeSet<Str
         });
     if let Some(((gpu, nic), a)) = matched {
         if !a.enabled {
-            return distance(acc, known, gpu, nic, a);
+            return Some(distance(acc, known, gpu, nic, a));
         }
         if g.receives == 0 && a.read == Some(false) {
-            return read_off(gpu, nic, g);
+            return Some(read_off(gpu, nic, g));
         }
     }
     // The NIC's own decision; failing that, a node-wide one (the peer-memory test is one per
@@ -204,38 +268,56 @@ fn cause_of(acc: &NodeAcc, known: Known, g: &ConnGroup, hints: &mut BTreeSet<Str
         .iter()
         .any(|((net, i, _), h)| h.enabled && *i == g.nic && !is_socket(net));
     if !this.is_empty() {
-        return no_peer_memory(acc, known, &off_subject(&this));
+        return Some(no_peer_memory(acc, known, &off_subject(&this)));
     }
     if !hca_off.is_empty() && !hca_on_this {
         // NCCL tests for peer memory once per process, whatever the NIC.
         let subject = format!("NIC {}, like {}", g.nic, off_subject(&hca_off));
-        return no_peer_memory(acc, known, &subject);
+        return Some(no_peer_memory(acc, known, &subject));
     }
-    if !acc.plugin_gdr_off.is_empty() {
-        return plugin_off(acc, Some(&g.net));
-    }
-    if !acc.net_subsys {
-        hints.insert("Some NET connections went without GDR and the log has no `GPU Direct RDMA` line saying why: rerun with NCCL_DEBUG_SUBSYS=INIT,NET (or ALL) to get NCCL's decision per NIC and per GPU-NIC pair.".to_owned());
+    None
+}
+
+/// A connection without GDR and nothing in the log that says why: what to rerun with, and
+/// what GDR needs in this library and release.
+fn not_explained(acc: &NodeAcc, known: Known, g: &ConnGroup) -> Cause {
+    let mut message = if acc.net_subsys {
+        format!(
+            "NCCL used NIC {} without GDR and printed no decision against it for this GPU",
+            g.nic
+        )
+    } else {
+        format!(
+            "NCCL used NIC {} without GDR; the log has no NET-subsystem line with NCCL's reason",
+            g.nic
+        )
+    };
+    let mut see_list = vec![
+        see("peer-memory", "peermem-not-loaded"),
+        see("pcie-placement", "gpu-nic-too-far"),
+    ];
+    let mut fix = "Rerun with NCCL_DEBUG_SUBSYS=INIT,NET for NCCL's reason; on the node, `gdrdoctor check` says whether a GPU memory path exists (peer-memory) and how far each GPU is from its NIC (pcie-placement).".to_owned();
+    if acc.rccl {
+        message.push_str(&format!(
+            ". {}: {}",
+            evidence::library(acc, known),
+            evidence::rccl_memory_path(acc)
+        ));
+        see_list[0] = see("peer-memory", "amd-no-gdr-path");
+        fix.push_str(" For RCCL: NCCL_DMABUF_ENABLE=1 turns its DMA-BUF path on; its peer-memory path needs amdkfd's peer memory (memory_peers/amdkfd) or a kernel 6.4+ with ib_register_peer_memory_client.");
+    } else if known.before(13) {
+        message.push_str(&format!(
+            ". {} has no DMA-BUF path (2.13 added it): its GDR needs the peer-memory module, nvidia_peermem (driver R470 and later) or nv_peer_mem, loaded and registered on this node",
+            known.describe()
+        ));
+        see_list.insert(1, see("peer-memory", "peermem-not-registered"));
     }
     Cause {
         kind: "not-explained",
         subject: format!("NET/{}/{}", g.net, g.nic),
-        message: if acc.net_subsys {
-            format!(
-                "NCCL used NIC {} without GDR and printed no decision against it for this GPU",
-                g.nic
-            )
-        } else {
-            format!(
-                "NCCL used NIC {} without GDR; the log has no NET-subsystem line with NCCL's reason",
-                g.nic
-            )
-        },
-        see: vec![
-            see("peer-memory", "peermem-not-loaded"),
-            see("pcie-placement", "gpu-nic-too-far"),
-        ],
-        fix: "Rerun with NCCL_DEBUG_SUBSYS=INIT,NET for NCCL's reason; on the node, `gdrdoctor check` says whether a GPU memory path exists (peer-memory) and how far each GPU is from its NIC (pcie-placement).".to_owned(),
+        message,
+        see: see_list,
+        fix,
     }
 }
 
@@ -364,6 +446,9 @@ fn peermem_paths(known: Known) -> String {
 }
 
 fn no_peer_memory(acc: &NodeAcc, known: Known, subject: &str) -> Cause {
+    if acc.rccl {
+        return rccl_no_memory_path(acc, known, subject);
+    }
     let via = acc.hcas.values().find(|h| !h.enabled).map(|h| h.via);
     let who = known.describe();
     let paths = peermem_paths(known);
@@ -412,9 +497,35 @@ fn no_peer_memory(acc: &NodeAcc, known: Known, subject: &str) -> Cause {
     }
 }
 
+/// RCCL's NIC without GDR: its peer-memory test is AMD's (ROCm/rccl src/transport/net_ib.cc:
+/// memory_peers/amdkfd, or ib_register_peer_memory_client on kernels 6.4+), and its DMA-BUF
+/// path is opt-in.
+fn rccl_no_memory_path(acc: &NodeAcc, known: Known, subject: &str) -> Cause {
+    Cause {
+        kind: "no-peer-memory",
+        subject: subject.to_owned(),
+        message: format!(
+            "GDR disabled for the NIC: {}: {}",
+            evidence::library(acc, known),
+            evidence::rccl_memory_path(acc)
+        ),
+        see: vec![see("peer-memory", "amd-no-gdr-path")],
+        fix: "Set NCCL_DMABUF_ENABLE=1 where the DMA-BUF path is available (amdgpu with CONFIG_DMABUF_MOVE_NOTIFY and CONFIG_PCI_P2PDMA, rdma-core 34+, a NIC driver with dma-buf support), or provide AMD's peer memory (amdgpu-dkms with MLNX_OFED's peer-memory API, or a kernel 6.4+). `gdrdoctor check --select peer-memory` on the node tells which path it has.".to_owned(),
+    }
+}
+
 fn sockets(acc: &NodeAcc, net: &str) -> Cause {
     let ib_off = acc.env.get("NCCL_IB_DISABLE").is_some_and(|v| v == "1");
-    let (message, see_list, fix) = if ib_off {
+    let (message, see_list, fix) = if acc.no_verbs {
+        (
+            "NCCL used sockets (TCP), which never do GDR: `Failed to open libibverbs.so[.1]`: the job's environment has no libibverbs (rdma-core), so NCCL could not even look for an RDMA NIC".to_owned(),
+            vec![
+                see("rdma-access", "libibverbs-missing"),
+                see("rdma-link", "rdma-no-device"),
+            ],
+            "Install rdma-core's libibverbs where the job runs (Debian/Ubuntu: libibverbs1 and ibverbs-providers; RHEL: rdma-core and libibverbs; in a container image too), with /dev/infiniband passed in; `gdrdoctor check --select rdma-access,rdma-link` on the node says what is there.".to_owned(),
+        )
+    } else if ib_off {
         (
             "NCCL used sockets (TCP), which never do GDR: NCCL_IB_DISABLE=1 in the environment kept it off the RDMA NICs".to_owned(),
             Vec::new(),
@@ -469,7 +580,34 @@ fn plugin_off(acc: &NodeAcc, net: Option<&str>) -> Cause {
 }
 
 /// What a warning means for GDR, and the checks that explain it.
-pub(super) fn warning_meaning(text: &str) -> (Option<String>, Vec<See>) {
+pub(super) fn warning_meaning(
+    text: &str,
+    link_local: Option<&(String, i64)>,
+) -> (Option<String>, Vec<See>) {
+    if let Some((meaning, see_list)) = evidence::modify_qp_meaning(text, link_local) {
+        return (Some(meaning), see_list);
+    }
+    if text.starts_with("Failed to open libibverbs") {
+        return (
+            Some("No libibverbs in the job's environment (rdma-core): NCCL cannot use an RDMA NIC at all and falls back to sockets".to_owned()),
+            vec![see("rdma-access", "libibverbs-missing")],
+        );
+    }
+    if text.starts_with("NET/OFI ")
+        && (text.contains("initialization failed") || text.contains("Initializing plugin failed"))
+    {
+        return (
+            Some("aws-ofi-nccl, the network plugin for EFA, failed to initialize: NCCL goes on without it (sockets), so no GDR".to_owned()),
+            vec![see("rdma-link", "rdma-no-device"), see("rdma-access", "uverbs-missing")],
+        );
+    }
+    // RCCL's own checks of the platform (ROCm/rccl src/init.cc).
+    if text.contains("Missing \"iommu=pt\"") || text.contains("Missing \"amd_iommu=on\"") {
+        return (
+            Some("RCCL checks the kernel command line: without IOMMU passthrough, peer-to-peer DMA between GPU and NIC is translated (slower) or fails".to_owned()),
+            vec![see("iommu", "iommu-translated")],
+        );
+    }
     let completion = text.contains("Got completion");
     let status = |n: &str| {
         text.contains(&format!("error {n},"))

@@ -2,7 +2,8 @@
 //! paths and connection groups; the diagnoses; the verdict.
 
 use super::collector::{Collector, GpuAcc, NodeAcc};
-use super::diagnosis::{diagnose, warning_meaning};
+use super::diagnosis::{diagnose, single_node, warning_meaning};
+use super::evidence::{self, Context};
 use super::release::{Known, level_source, names, narrow_by_level, tables_for, version_of};
 use super::{MAX_LINE, node_name};
 use crate::model::nccl::explain::{
@@ -34,25 +35,60 @@ fn build(c: Collector) -> Explanation {
     let mut diagnoses = Vec::new();
     let mut hints = BTreeSet::new();
     let mut tally = Tally::default();
-    let mut order: Vec<&NodeAcc> = c.nodes.iter().collect();
-    order.sort_by(|a, b| a.key.cmp(&b.key));
-    for acc in order {
-        let (known, mut nccl) = version_of(acc, &single_bare);
+    let mut ctx = Context {
+        one_sided: Context::one_sided(&c),
+        names: c.nodes.iter().map(|n| node_name(&n.key)).collect(),
+        node: 0,
+    };
+    let mut order: Vec<usize> = (0..c.nodes.len()).collect();
+    order.sort_by(|&a, &b| c.nodes[a].key.cmp(&c.nodes[b].key));
+    let mut link_local = None;
+    for i in order {
+        let acc = &c.nodes[i];
+        let (known, mut nccl) = version_of(acc, &single_bare, c.bare_rccl);
         let known = narrow_by_level(acc, known);
         if let (Known::Range(e), Some(_)) = (known, &nccl.range) {
             nccl.range = Some(e.to_string());
         }
         let node = node(acc, known, nccl, &c.nets);
         tally.add(acc, &node);
-        diagnose(acc, known, &node, &mut diagnoses, &mut hints);
+        ctx.node = i;
+        diagnose(acc, known, &node, &ctx, &mut diagnoses, &mut hints);
+        if link_local.is_none() {
+            link_local = evidence::link_local_gids(acc).into_iter().next();
+        }
         nodes.push(node);
     }
+    tally.elsewhere = diagnoses.iter().any(|d| d.cause == "gdr-off-elsewhere");
+    if tally.total > 0 && tally.with_gdr == tally.total {
+        // Every NET connection used GDR: what a node would need is had.
+        for n in &mut nodes {
+            n.requirements.clear();
+        }
+    }
+    // Lines from several hosts: not one node's run, whatever each host's lines show.
+    let hosts = c
+        .nodes
+        .iter()
+        .filter(|n| !n.key.is_empty() && n.key != super::collector::BARE_KEY)
+        .count();
+    tally.many_nodes |= hosts > 1;
+    // nccl-tests listed every rank with its host: one host is a single-node run.
+    if let (None, Some(host)) = (&tally.one_node, c.tests_hosts.iter().next()) {
+        if c.tests_hosts.len() == 1 {
+            tally.one_node = Some(format!("nccl-tests listed every rank on {host}"));
+        }
+    }
+    tally.many_nodes |= c.tests_hosts.len() > 1;
     reading_hints(&c, tally.total, &mut hints);
+    if link_local.is_some() {
+        hints.insert("A queue pair was built on a link-local GID (fe80::/64): RoCE v2 between nodes needs the port's IPv4 GID; `gdrdoctor nccl` on a node prints the index (NCCL_IB_GID_INDEX), and `gdrdoctor check --select rdma-gid` shows each port's GID table.".to_owned());
+    }
     let warnings = c
         .warnings
         .iter()
         .map(|w| {
-            let (meaning, see) = warning_meaning(&w.text);
+            let (meaning, see) = warning_meaning(&w.text, link_local.as_ref());
             Warning {
                 text: w.text.clone(),
                 count: w.count,
@@ -78,12 +114,15 @@ fn build(c: Collector) -> Explanation {
 
 /// One node as the log shows it; `nets`: the network names the connection groups index.
 fn node(acc: &NodeAcc, known: Known, nccl: NcclVersion, nets: &[String]) -> Node {
+    let nics = nics(acc);
+    let rdma_nics =
+        nics.iter().any(|n| n.net != "Socket") || acc.networks.iter().any(|n| n != "Socket");
     Node {
         name: node_name(&acc.key),
         nccl,
         networks: acc.networks.iter().cloned().collect(),
         plugins: acc.plugins.iter().cloned().collect(),
-        nics: nics(acc),
+        nics,
         gpu_nic: acc
             .gpus
             .iter()
@@ -99,7 +138,13 @@ fn node(acc: &NodeAcc, known: Known, nccl: NcclVersion, nets: &[String]) -> Node
                     .iter()
                     .map(|n| format!("Failed to initialize NET plugin {n}")),
             )
+            .chain(acc.plugin_failed.iter().cloned())
             .chain(acc.plugin_gdr_off.iter().cloned())
+            .chain(
+                evidence::link_local_gids(acc)
+                    .iter()
+                    .map(|(dev, index)| evidence::gid_note(acc, dev, *index)),
+            )
             .collect(),
         dmabuf_gpus: acc.dmabuf.iter().copied().collect(),
         rings_gdr: acc.rings_gdr.iter().copied().collect(),
@@ -127,6 +172,15 @@ fn node(acc: &NodeAcc, known: Known, nccl: NcclVersion, nets: &[String]) -> Node
                 }
             })
             .collect(),
+        intra_node_connections: acc.intra,
+        communicator_nodes: acc.nnodes.iter().copied().collect(),
+        // Where NCCL said nothing of GDR here (no decision, no NET connection, whose causes
+        // would say it): what it would need.
+        requirements: if !acc.conns.is_empty() || !acc.hcas.is_empty() || !acc.gpus.is_empty() {
+            Vec::new()
+        } else {
+            evidence::requirements(acc, known, rdma_nics)
+        },
         paths: acc
             .paths
             .iter()
@@ -152,6 +206,13 @@ struct Tally {
     with_gdr: u64,
     decided_off: bool,
     decided_on: bool,
+    /// Why the run looks like one node's: `nNodes 1`, connections inside the node only,
+    /// nccl-tests' rank list.
+    one_node: Option<String>,
+    /// Some node's communicators spanned nodes (`nNodes 2` or more).
+    many_nodes: bool,
+    /// NCCL's ring GDR flag says another rank went without GDR.
+    elsewhere: bool,
 }
 
 impl Tally {
@@ -167,6 +228,14 @@ impl Tally {
             acc.hcas.values().any(|h| !h.enabled) || acc.gpus.values().any(|g| !g.enabled);
         self.decided_on |=
             acc.hcas.values().any(|h| h.enabled) || acc.gpus.values().any(|g| g.enabled);
+        if self.one_node.is_none() {
+            if single_node(acc) {
+                self.one_node = Some("its communicators say nNodes 1".to_owned());
+            } else if acc.intra > 0 {
+                self.one_node = Some("its connections stay inside the node".to_owned());
+            }
+        }
+        self.many_nodes |= acc.nnodes.iter().any(|&n| n > 1);
     }
 
     /// The answer: 0 when every NET connection used GDR (or, with none, every decision was for
@@ -178,6 +247,24 @@ impl Tally {
             (
                 1,
                 format!("{without} of {total} NET connections without GPUDirect RDMA"),
+            )
+        } else if self.elsewhere {
+            (
+                1,
+                if total > 0 {
+                    format!(
+                        "all {total} NET connections in the log used GPUDirect RDMA, but NCCL's ring GDR flag says another rank's did not"
+                    )
+                } else {
+                    "no NET connection in the log, and NCCL's ring GDR flag says a rank's did not use GPUDirect RDMA".to_owned()
+                },
+            )
+        } else if let (0, Some(why), false) = (total, &self.one_node, self.many_nodes) {
+            (
+                3,
+                format!(
+                    "GPUDirect RDMA not exercised: no NET connection in this log, and {why}: a run on one node uses P2P and shared memory, not the network"
+                ),
             )
         } else if total > 0 {
             (

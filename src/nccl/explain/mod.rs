@@ -18,6 +18,7 @@
 
 mod collector;
 mod diagnosis;
+mod evidence;
 mod explanation;
 mod reader;
 mod release;
@@ -62,6 +63,10 @@ const ENV_KEPT: &[&str] = &[
     "NCCL_PXN_DISABLE",
 ];
 
+/// Where the message bodies quoted without NCCL's prefix are put: one node, as nothing tells
+/// which host or rank printed them.
+pub const BARE_NODE: &str = "(no prefix: host and rank unknown)";
+
 /// Text from the log, made safe to print: hostile characters escaped by the one sanitizer,
 /// long text cut.
 fn clean(s: &str) -> String {
@@ -83,6 +88,8 @@ fn host_key(host: &str) -> std::borrow::Cow<'_, str> {
 fn node_name(host: &str) -> String {
     if host.is_empty() {
         "(no host in the log)".to_owned()
+    } else if host == collector::BARE_KEY {
+        BARE_NODE.to_owned()
     } else {
         clean(host)
     }

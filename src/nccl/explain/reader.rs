@@ -19,6 +19,8 @@ impl Collector {
             bytes: 0,
             lines: 0,
             nccl_lines: 0,
+            unprefixed: 0,
+            commented: 0,
             long_lines_skipped: 0,
             error: None,
         };
@@ -105,6 +107,8 @@ impl Collector {
             bytes: 0,
             lines: 0,
             nccl_lines: 0,
+            unprefixed: 0,
+            commented: 0,
             long_lines_skipped: 0,
             error: None,
         };
@@ -113,6 +117,8 @@ impl Collector {
             Some(i) if i.name.is_empty() => {
                 i.lines += s.lines;
                 i.nccl_lines += s.nccl_lines;
+                i.unprefixed += s.unprefixed;
+                i.commented += s.commented;
                 i.bytes += line.len() as u64 + 1;
             }
             _ => {
@@ -122,13 +128,31 @@ impl Collector {
         }
     }
 
+    /// nccl-tests' list of ranks and their hosts (`#  Rank  0 Group  0 Pid 1 on node7 device 0
+    /// ...`): the job's nodes, even where NCCL's own lines do not say.
+    fn tests_header(&mut self, bytes: &[u8]) {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return;
+        };
+        if let Some(host) = log::tests_rank_host(text) {
+            if self.tests_hosts.len() < 64 && !self.tests_hosts.contains(host) {
+                self.tests_hosts.insert(clean(host));
+            }
+        }
+    }
+
     fn line(&mut self, bytes: &[u8], s: &mut Input) {
         s.lines += 1;
         // The fast test: most lines of a big log are NCCL's, but anything without `NCCL `
-        // needs no decoding at all.
-        let Some(at) = log::find_nccl(bytes) else {
+        // needs no decoding at all, unless it may be a message body quoted without NCCL's
+        // prefix (a few searches, only on the lines that are not NCCL's).
+        let at = log::find_nccl(bytes);
+        if at.is_none() && !log::may_be_bare(bytes) {
+            if bytes.first() == Some(&b'#') {
+                self.tests_header(bytes);
+            }
             return;
-        };
+        }
         // Valid UTF-8 (nearly every line) is checked at full speed; only a line that is not
         // goes through the slower lossy decoding. The offset stays right: lossy decoding only
         // grows the text after the first invalid byte, so it is searched again then.
@@ -136,13 +160,22 @@ impl Collector {
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => String::from_utf8_lossy(bytes),
         };
-        let line = match text {
-            std::borrow::Cow::Borrowed(s) => log::parse_from(s, at),
-            std::borrow::Cow::Owned(ref s) => log::parse(s),
+        if log::is_comment(&text) {
+            // A `#` comment of a pasted configuration quotes a log line; NCCL printed none.
+            s.commented += 1;
+            return;
+        }
+        let line = match (&text, at) {
+            (std::borrow::Cow::Borrowed(t), Some(at)) => log::parse_from(t, at),
+            (t, Some(_)) => log::parse(t),
+            (t, None) => log::parse_bare(t),
         };
         let Some(line) = line else {
             return;
         };
+        if line.bare {
+            s.unprefixed += 1;
+        }
         if line.level != Level::Version {
             s.nccl_lines += 1;
         }

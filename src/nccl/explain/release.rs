@@ -42,7 +42,17 @@ impl Known {
     }
 }
 
-pub(super) fn version_of(acc: &NodeAcc, bare: &Option<(Version, String)>) -> (Known, NcclVersion) {
+/// The node's release; `bare_rccl`: the version line without a host was RCCL's banner.
+pub(super) fn version_of(
+    acc: &NodeAcc,
+    bare: &Option<(Version, String)>,
+    bare_rccl: bool,
+) -> (Known, NcclVersion) {
+    let library = if acc.rccl || (bare_rccl && acc.versions.is_empty()) {
+        "RCCL"
+    } else {
+        "NCCL"
+    };
     let all: Vec<String> = if acc.versions.len() > 1 {
         acc.versions.values().cloned().collect()
     } else {
@@ -52,6 +62,7 @@ pub(super) fn version_of(acc: &NodeAcc, bare: &Option<(Version, String)>) -> (Kn
         return (
             Known::Exact(*v),
             NcclVersion {
+                library,
                 version: Some(text.clone()),
                 source: "log",
                 range: None,
@@ -63,6 +74,7 @@ pub(super) fn version_of(acc: &NodeAcc, bare: &Option<(Version, String)>) -> (Kn
         return (
             Known::Exact(*v),
             NcclVersion {
+                library,
                 version: Some(text.clone()),
                 source: "log-unprefixed",
                 range: None,
@@ -74,6 +86,7 @@ pub(super) fn version_of(acc: &NodeAcc, bare: &Option<(Version, String)>) -> (Kn
         Some(e) if !acc.era_conflict => (
             Known::Range(e),
             NcclVersion {
+                library,
                 version: None,
                 source: "wording",
                 range: Some(e.to_string()),
@@ -83,6 +96,7 @@ pub(super) fn version_of(acc: &NodeAcc, bare: &Option<(Version, String)>) -> (Kn
         _ => (
             Known::Unknown,
             NcclVersion {
+                library,
                 version: None,
                 source: "unknown",
                 range: None,

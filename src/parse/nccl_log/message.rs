@@ -37,6 +37,8 @@ pub(super) fn classify(m: &str) -> (Event<'_>, Era) {
         Some(b'N') if m.starts_with("NET/") => net(m),
         Some(b'N') if m.starts_with("NCCL version ") => version(m).map(|e| (e, Era::ANY)),
         Some(b'N') if m.starts_with("NCCL_") => env(m).map(|e| (e, Era::ANY)),
+        Some(b'R') if m.starts_with("RCCL version") => version(m).map(|e| (e, Era::ANY)),
+        Some(b'R') if m.starts_with("ROCr version ") => Some((Event::Rocr, Era::ANY)),
         Some(b'G') if m.starts_with("GPU Direct RDMA ") => gpu_gdr(m, None),
         Some(b'G') if m.starts_with("GPU/") => gpu_paths(m),
         Some(b'U') if m.starts_with("Using network ") => Some((
@@ -46,8 +48,25 @@ pub(super) fn classify(m: &str) -> (Event<'_>, Era) {
             // src/init.cc `initNet`, 2.6+.
             Era::since(6),
         )),
+        // src/plugin/net.cc, 2.27+: the network a communicator got, and each one NCCL
+        // initialized.
+        Some(b'A') if m.starts_with("Assigned NET plugin ") => Some((
+            Event::Network {
+                name: m["Assigned NET plugin ".len()..]
+                    .trim()
+                    .trim_end_matches(" to comm")
+                    .trim(),
+            },
+            Era::since(27),
+        )),
+        Some(b'I') if m.starts_with("Initialized NET plugin ") => {
+            Some((Event::Other, Era::since(27)))
+        }
         Some(b'C') if m.starts_with("CUDA Dev ") => nic_distance(m),
         Some(b'C') if m.starts_with("Connected all rings, use ring PXN ") => rings_gdr(m),
+        Some(b'C') if m.starts_with("Current version of ROCm does not support dmabuf") => {
+            Some((Event::RcclDmabufOff { text: m }, Era::ANY))
+        }
         Some(b'D') if m.starts_with("DMA-BUF is available on GPU device ") => m
             ["DMA-BUF is available on GPU device ".len()..]
             .trim()
@@ -55,9 +74,22 @@ pub(super) fn classify(m: &str) -> (Event<'_>, Era) {
             .ok()
             // src/init.cc `dmaBufSupported`, 2.13+.
             .map(|d| (Event::DmaBufAvailable { cuda_dev: d }, Era::since(13))),
+        Some(b'D') if m.starts_with("Dmabuf feature disabled without ") => {
+            Some((Event::RcclDmabufOff { text: m }, Era::ANY))
+        }
+        // src/plugin/net.cc, 2.28+ (INFO; before, only `Failed to initialize any NET plugin`).
         Some(b'F') if m.starts_with("Failed to initialize NET plugin ") => Some((
             Event::NetInitFailed {
                 name: m["Failed to initialize NET plugin ".len()..].trim(),
+            },
+            Era::since(28),
+        )),
+        Some(b'F') if m.starts_with("Failed to open libibverbs") => {
+            Some((Event::NoVerbs, Era::ANY))
+        }
+        Some(b'F') if m.starts_with("Found /") && m.contains("memory_peers/amdkfd") => Some((
+            Event::PeerMemFound {
+                path: m["Found ".len()..].trim(),
             },
             Era::ANY,
         )),
@@ -80,6 +112,10 @@ pub(super) fn classify(m: &str) -> (Event<'_>, Era) {
     }
 }
 
+fn version(m: &str) -> Option<Event<'_>> {
+    super::version(m)
+}
+
 /// `NET/<name> : ...`: devices, GDR per HCA, the 2.4-2.5 per-GPU GDR lines, plugins.
 fn net(m: &str) -> Option<(Event<'_>, Era)> {
     let rest = &m["NET/".len()..];
@@ -89,7 +125,7 @@ fn net(m: &str) -> Option<(Event<'_>, Era)> {
             if text.contains("disabling GDR") || text.contains("GDR disabled") {
                 (Event::PluginGdrOff { text: m }, Era::ANY)
             } else {
-                (Event::Other, Era::ANY)
+                (Event::Plugin { name: OFI_PLUGIN }, Era::ANY)
             },
         );
     }
@@ -110,7 +146,45 @@ fn net(m: &str) -> Option<(Event<'_>, Era)> {
     if what.starts_with("GPU Direct RDMA ") {
         return hca_gdr(net, what).or_else(|| gpu_gdr(what, Some(net)));
     }
+    if what.contains(" qpn ") {
+        return qp_gid(what);
+    }
     Some((Event::Other, Era::ANY))
+}
+
+/// aws-ofi-nccl's name for itself (it prints `NET/OFI ...` lines: src/nccl_ofi_net.cpp).
+pub const OFI_PLUGIN: &str = "aws-ofi-nccl";
+
+/// A queue pair's line (src/transport/net_ib.cc, NET subsystem): `Dev 0 Port 1 qpn 1047 mtu 5
+/// GID 3 (0/A0A0A0AFFFF0000)` (2.12-2.18); `... query_ece={...} GID ...` (2.19); `NCCL Dev 0
+/// IbDev 0 Port 1 qpn ...` (2.20 and later). Lines without a GID (InfiniBand: `LID 4`) only
+/// date the log.
+fn qp_gid(what: &str) -> Option<(Event<'_>, Era)> {
+    let era = if what.starts_with("NCCL Dev ") || what.contains(" IbDev ") {
+        Era::since(20)
+    } else if what.contains("query_ece=") {
+        Era::minors(19, 20)
+    } else {
+        Era::ANY
+    };
+    let dev = what
+        .strip_prefix("NCCL Dev ")
+        .or_else(|| what.strip_prefix("Dev "))
+        .and_then(|r| r.split_ascii_whitespace().next())
+        .unwrap_or("?");
+    let Some((_, gid)) = what.split_once(" GID ") else {
+        return Some((Event::Other, era));
+    };
+    let (index, rest) = gid.split_once(" (")?;
+    let (prefix, _) = rest.split_once('/')?;
+    Some((
+        Event::QpGid {
+            dev,
+            index: index.trim().parse().ok()?,
+            prefix,
+        },
+        era,
+    ))
 }
 
 /// `[0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB ...` or `[0]ib0:192.168.11.1<0>`.
@@ -195,8 +269,9 @@ fn hca_gdr<'a>(net: &'a str, what: &'a str) -> Option<(Event<'a>, Era)> {
     let (index, rest) = rest.split_once(' ')?;
     let index = index.parse().ok()?;
     let rest = rest.strip_prefix('\'')?;
+    // A quoted line may carry the quoter's own quote after NCCL's (`'mlx5_0''`).
     let (name, suffix) = match rest.split_once('\'') {
-        Some((n, s)) => (n, s.trim()),
+        Some((n, s)) => (n, s.trim().trim_matches('\'')),
         None => (rest.trim_end(), ""),
     };
     let (via, era) = match (plugin_via, suffix, gpu) {
@@ -381,7 +456,7 @@ fn connection(m: &str) -> Option<(Event<'_>, Era)> {
     let target = m[via + 5..].trim_end();
     let Some(target) = target.strip_prefix("NET/") else {
         // P2P, SHM, COLLNET: not a NET connection.
-        return Some((Event::Other, Era::ANY));
+        return Some((Event::IntraNode, Era::ANY));
     };
     let head = &m[..via];
     let (word, rest) = head.split_once(' ')?;
@@ -390,6 +465,44 @@ fn connection(m: &str) -> Option<(Event<'_>, Era)> {
         Some((c, i)) => (c.parse().ok()?, Some(i.parse::<u32>().ok()?)),
         None => (chan.parse().ok()?, None),
     };
+    let (conn, era) = pair(rest, target)?;
+    let era = match (word, conn_index, conn.from_dev) {
+        ("Ring", _, None) => Era::minors(3, 5),
+        ("Ring", _, Some(_)) => Era::minors(5, 7),
+        ("Channel", None, _) => Era::minors(7, 12),
+        ("Channel", Some(_), Some(d)) if looks_like_bus_id(d) => Era::minors(12, 18),
+        ("Channel", Some(_), _) => Era::since(18),
+        _ => return None,
+    }
+    .intersect(era)?;
+    Some((
+        Event::Connection(Connection {
+            channel: Some(channel),
+            ..conn
+        }),
+        era,
+    ))
+}
+
+/// A connection body quoted without its `Channel NN :` head: `9[1a000] -> 2[6b000] [send] via
+/// NET/IB/0/GDRDMA` (NVIDIA/nccl#897). The bracket tells the releases as the full line does:
+/// a bus id 2.5-2.17, a device number 2.18 and later, none 2.4.
+pub(super) fn headless_connection(m: &str) -> Option<(Event<'_>, Era)> {
+    let via = VIA.find(m.as_bytes())?;
+    let target = m[via + 5..].trim_end().strip_prefix("NET/")?;
+    let (conn, era) = pair(&m[..via], target)?;
+    let era = match conn.from_dev {
+        None => Era::minors(3, 5),
+        Some(d) if looks_like_bus_id(d) => Era::minors(5, 18),
+        Some(_) => Era::since(18),
+    }
+    .intersect(era)?;
+    Some((Event::Connection(conn), era))
+}
+
+/// `a[x] -> b[y] [send]` and the target after `via NET/`: the connection without its channel,
+/// and the releases its suffixes allow (`(PCI)` is 2.26+).
+fn pair<'a>(rest: &'a str, target: &'a str) -> Option<(Connection<'a>, Era)> {
     let (from, rest) = rest.split_once(" -> ")?;
     let (to, dir) = rest.rsplit_once(' ')?;
     let dir = match dir {
@@ -408,22 +521,10 @@ fn connection(m: &str) -> Option<(Event<'_>, Era)> {
         Some((d, p)) => (d.parse().ok()?, Some(p.parse().ok()?)),
         None => (dev.parse().ok()?, None),
     };
-    let era = match (word, conn_index, from_dev) {
-        ("Ring", _, None) => Era::minors(3, 5),
-        ("Ring", _, Some(_)) => Era::minors(5, 7),
-        ("Channel", None, _) => Era::minors(7, 12),
-        ("Channel", Some(_), Some(d)) if looks_like_bus_id(d) => Era::minors(12, 18),
-        ("Channel", Some(_), _) => Era::since(18),
-        _ => return None,
-    };
-    let era = if pci {
-        era.intersect(Era::since(26))?
-    } else {
-        era
-    };
+    let era = if pci { Era::since(26) } else { Era::ANY };
     Some((
-        Event::Connection(Connection {
-            channel,
+        Connection {
+            channel: None,
             from,
             to,
             from_dev,
@@ -435,7 +536,7 @@ fn connection(m: &str) -> Option<(Event<'_>, Era)> {
             gdr,
             pci,
             shared,
-        }),
+        },
         era,
     ))
 }
@@ -557,6 +658,7 @@ fn env(m: &str) -> Option<Event<'_>> {
 fn comm_init(m: &str) -> Option<(Event<'_>, Era)> {
     // One pass over the words, `key value` pairs: the first of each key counts.
     let (mut rank, mut nranks, mut cuda_dev, mut bus_id) = (None, None, None, None);
+    let mut nnodes = None;
     let mut words = m.split_ascii_whitespace();
     let mut prev = words.next()?;
     for w in words {
@@ -565,6 +667,7 @@ fn comm_init(m: &str) -> Option<(Event<'_>, Era)> {
             "nranks" | "nRanks" if nranks.is_none() => nranks = w.parse().ok(),
             "cudaDev" if cuda_dev.is_none() => cuda_dev = w.parse().ok(),
             "busId" if bus_id.is_none() => bus_id = Some(w),
+            "nNodes" if nnodes.is_none() => nnodes = w.parse().ok(),
             _ => {}
         }
         prev = w;
@@ -575,7 +678,13 @@ fn comm_init(m: &str) -> Option<(Event<'_>, Era)> {
             nranks: nranks?,
             cuda_dev,
             bus_id,
+            nnodes,
         },
-        Era::ANY,
+        // src/init.cc prints `nNodes` from 2.20.
+        if nnodes.is_some() {
+            Era::since(20)
+        } else {
+            Era::ANY
+        },
     ))
 }

@@ -11,11 +11,22 @@
 //! `host:pid:tid [cudaDev] file.cc:line NCCL WARN msg`. Launchers add their own in front
 //! (`[1,9]<stdout>:`, `(RayTrainWorker pid=83500) `, `0: `), and some logs lose the host part
 //! (` [0] NCCL INFO`), so the prefix is read backwards from the `NCCL INFO` marker.
+//!
+//! What people paste is not always what NCCL printed: Ray appends ` [repeated 4x across cluster]`
+//! (with ANSI colours) to lines it folded, wiki pages and issue reports quote message bodies
+//! without NCCL's prefix (`9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA`), and pasted
+//! configuration files carry log lines in `#` comments. [`parse_bare`] reads the bodies,
+//! [`is_comment`] tells the comments, and Ray's suffix is cut before a message is read.
+//!
+//! AMD's RCCL is NCCL ported to HIP and prints NCCL's lines with its own beside them: the
+//! `RCCL version : 2.21.5-HEAD:9a0e6a1` banner (printf, without a prefix), `ROCr version 1.14`,
+//! `Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1` (ROCm/rccl src/misc/rocmwrap.cc).
 
 use memchr::memmem;
 use std::sync::LazyLock;
 
 mod message;
+pub use message::OFI_PLUGIN;
 #[cfg(test)]
 mod tests;
 
@@ -151,6 +162,9 @@ pub struct Line<'a> {
     pub event: Event<'a>,
     /// The releases that print this wording.
     pub era: Era,
+    /// A message body without NCCL's `NCCL INFO` marker ([`parse_bare`]): who printed it is
+    /// unknown.
+    pub bare: bool,
 }
 
 /// Send or receive side of a connection.
@@ -163,7 +177,8 @@ pub enum Dir {
 /// One NET connection of one channel: `Channel 02/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection<'a> {
-    pub channel: u32,
+    /// The channel; a body quoted without its `Channel NN :` head has none.
+    pub channel: Option<u32>,
     pub from: u32,
     pub to: u32,
     /// What NCCL printed in brackets after each rank: the bus id (2.5-2.17), the NVML device
@@ -267,8 +282,14 @@ pub struct PathTo<'a> {
 /// What a line says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<'a> {
-    /// `NCCL version 2.18.5+cuda12.2` (src/init.cc `VERSION_STRING`).
-    Version { version: Version, text: &'a str },
+    /// `NCCL version 2.18.5+cuda12.2` (src/init.cc `VERSION_STRING`), or RCCL's banner:
+    /// `RCCL version : 2.21.5-HEAD:9a0e6a1` (ROCm 6.3 on), `RCCL version 2.20.5+hip6.2
+    /// HEAD:d380693+` (before), with or without `NCCL INFO` in front.
+    Version {
+        version: Version,
+        text: &'a str,
+        rccl: bool,
+    },
     /// `Using network IB` (src/init.cc, 2.6+).
     Network { name: &'a str },
     /// `NET/IB : Using [0]mlx5_0:1/RoCE ...`, `NET/Socket : Using [0]eth0:10.0.0.1<0>`.
@@ -304,8 +325,38 @@ pub enum Event<'a> {
     },
     /// `Channel 02/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA`.
     Connection(Connection<'a>),
-    /// `Connected all rings, use ring PXN 0 GDR 1` (src/transport/generic.cc, 2.24+).
+    /// `Connected all rings, use ring PXN 0 GDR 1` (src/transport/generic.cc, 2.24+). GDR starts
+    /// at 1 and a ring NET connection set up without GDR makes it 0 (src/transport/net.cc
+    /// `if (!req.useGdr && connIndex == 0) comm->useGdr = 0`); with NCCL_LOCAL_REGISTER or
+    /// NCCL_GRAPH_REGISTER (both on by default) it is then combined over every rank. So 0 means
+    /// some rank's ring went through the network without GDR; 1 with no NET connection says
+    /// nothing of the network.
     RingsGdr { pxn: i64, gdr: i64 },
+    /// `Failed to open libibverbs.so[.1]` (src/misc/ibvwrap.cc; INFO from 2.12 or so, WARN
+    /// before): no libibverbs at all in the process's environment, so NCCL's IB transport
+    /// could not even look for a device.
+    NoVerbs,
+    /// RCCL's DMA-BUF path is off: `Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1`
+    /// (`NCCL_ENABLE_DMABUF_SUPPORT=1` in older RCCL) or `Current version of ROCm does not
+    /// support dmabuf feature.` (ROCm/rccl src/misc/rocmwrap.cc).
+    RcclDmabufOff { text: &'a str },
+    /// `ROCr version 1.14`: the HSA runtime RCCL loaded (rocmwrap.cc); the library is RCCL.
+    Rocr,
+    /// RCCL found AMD's peer memory: `Found /sys/kernel/mm/memory_peers/amdkfd/version`
+    /// (ROCm/rccl src/transport/net_ib.cc).
+    PeerMemFound { path: &'a str },
+    /// A queue pair's address (NET subsystem, src/transport/net_ib.cc): `NET/IB: Dev 0 Port 1
+    /// qpn 1047 mtu 5 GID 3 (0/A0A0A0AFFFF0000)` (2.12-2.18), with `query_ece={...}` from
+    /// 2.19 and `NCCL Dev 0 IbDev 0` from 2.20. The GID is printed as its subnet prefix and
+    /// interface id, each a 64-bit number read from the GID's bytes: `80FE` is fe80::/64, the
+    /// link-local prefix; an IPv4-mapped GID (RoCE v2 IPv4) has prefix `0`.
+    QpGid {
+        dev: &'a str,
+        index: i64,
+        prefix: &'a str,
+    },
+    /// A connection that stays inside the node: `via P2P/IPC`, `via SHM/direct/direct`.
+    IntraNode,
     /// `NCCL_NET_GDR_LEVEL set by environment to PHB`, `NCCL_IB_HCA set to mlx5`.
     Env { name: &'a str, value: &'a str },
     /// `DMA-BUF is available on GPU device 0` (src/init.cc, 2.13+): the GPU can export
@@ -328,6 +379,8 @@ pub enum Event<'a> {
         nranks: u32,
         cuda_dev: Option<u32>,
         bus_id: Option<&'a str>,
+        /// `nNodes 1` (the `comm ... nRanks 2 nNodes 1 localRanks 2` line, src/init.cc, 2.20+).
+        nnodes: Option<u32>,
     },
     /// A warning, as printed.
     Warn { text: &'a str },
@@ -340,9 +393,53 @@ pub enum Event<'a> {
 
 static NCCL: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"NCCL "));
 
+/// The words a message body quoted without NCCL's prefix starts from (see [`parse_bare`]).
+static BARE: LazyLock<[memmem::Finder<'static>; 4]> = LazyLock::new(|| {
+    [
+        memmem::Finder::new(b"NET/"),
+        memmem::Finder::new(b"GPU Direct RDMA "),
+        memmem::Finder::new(b"use ring PXN "),
+        memmem::Finder::new(b"RCCL version"),
+    ]
+});
+
+/// Ray's suffix on a line it folded: ` [repeated 4x across cluster]`, then its advice on the
+/// first one (ray python/ray/_private/ray_logging: `[repeated {n}x across cluster]`).
+static RAY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b" [repeated "));
+
 /// Where the line has `NCCL ` first, if at all: the fast test before any decoding.
 pub fn find_nccl(line: &[u8]) -> Option<usize> {
     NCCL.find(line)
+}
+
+/// A line without `NCCL ` that may still hold a message body NCCL printed: the fast test
+/// before [`parse_bare`].
+pub fn may_be_bare(line: &[u8]) -> bool {
+    BARE.iter().any(|f| f.find(line).is_some())
+}
+
+/// A comment of a pasted configuration or script (`# NCCL WARN ...` noted beside a setting):
+/// not a line NCCL printed, whatever it quotes.
+pub fn is_comment(line: &str) -> bool {
+    line.trim_start().starts_with('#')
+}
+
+/// The host of a rank as nccl-tests (and rccl-tests) list them before a run: `#  Rank  3 Group
+/// 0 Pid  58192 on       z292 device  3 [0000:c8:00] AMD Instinct MI50/MI60` (src/common.cu;
+/// without `Group` before 2.11). Every rank of the job is listed, so their hosts tell a
+/// single-node run from one across nodes.
+pub fn tests_rank_host(line: &str) -> Option<&str> {
+    let mut words = line
+        .trim_start()
+        .strip_prefix('#')?
+        .split_ascii_whitespace();
+    if words.next()? != "Rank" {
+        return None;
+    }
+    words.by_ref().take(6).find(|w| *w == "on")?;
+    let host = words.next()?;
+    (words.next()? == "device").then_some(host)
 }
 
 /// Parses one line (without its newline). `None`: not an NCCL line.
@@ -359,17 +456,18 @@ pub fn parse_from(line: &str, first: usize) -> Option<Line<'_>> {
         let after = &line[at + 5..];
         if let Some(message) = after.strip_prefix("INFO ") {
             let (origin, _) = origin(&line[..at], false);
-            return Some(info(origin, message.trim_end()));
+            return Some(info(origin, undecorate(message)));
         }
         if let Some(message) = after.strip_prefix("WARN ") {
             let (origin, _) = origin(&line[..at], true);
-            let message = message.trim_end();
+            let message = undecorate(message);
             return Some(Line {
                 level: Level::Warn,
                 origin,
                 message,
                 event: Event::Warn { text: message },
                 era: Era::ANY,
+                bare: false,
             });
         }
         if after.starts_with("version ") {
@@ -381,11 +479,118 @@ pub fn parse_from(line: &str, first: usize) -> Option<Line<'_>> {
                 message,
                 event,
                 era: Era::ANY,
+                bare: false,
             });
         }
         start = at + 5;
     }
     None
+}
+
+/// A message body NCCL prints, quoted without its `host:pid:tid [dev] NCCL INFO` prefix, as
+/// wiki pages, chats and issue reports quote them (`GPU Direct RDMA Disabled for GPU 0 / HCA 0
+/// (distance 8 > 5)`; `9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA`; RCCL's `RCCL version :
+/// 2.21.5-HEAD:9a0e6a1` banner, which has no prefix of its own). Only the bodies that say
+/// something about GDR or the network are taken; the host and rank that printed them are
+/// unknown.
+pub fn parse_bare(line: &str) -> Option<Line<'_>> {
+    let line = undecorate(line);
+    let bytes = line.as_bytes();
+    let start = if let Some(v) = BARE[3].find(bytes) {
+        v
+    } else if let Some(via) = VIA_NET.find(bytes) {
+        connection_start(&line[..via])?
+    } else if let Some(g) = BARE[1].find(bytes) {
+        // `NET/IB : GPU Direct RDMA ...` (per HCA) starts at its network's name.
+        match line[..g].rfind("NET/") {
+            Some(n) if line[n..g].ends_with(": ") => n,
+            _ => g,
+        }
+    } else if let Some(c) = memmem::find(bytes, b"Connected all rings") {
+        c
+    } else {
+        BARE[0].find(bytes)?
+    };
+    let message = &line[start..];
+    let (event, era, level) = if message.starts_with("RCCL version") {
+        (version(message)?, Era::ANY, Level::Version)
+    } else if message.starts_with("Channel ") || message.starts_with("Ring ") {
+        let (e, era) = message::classify(message);
+        (e, era, Level::Info)
+    } else if VIA_NET.find(message.as_bytes()).is_some() {
+        let (e, era) = message::headless_connection(message)?;
+        (e, era, Level::Info)
+    } else {
+        let (e, era) = message::classify(message);
+        (e, era, Level::Info)
+    };
+    let known = matches!(
+        event,
+        Event::Connection(_)
+            | Event::GpuGdr(_)
+            | Event::HcaGdr { .. }
+            | Event::NetDevices { .. }
+            | Event::NoDevice { .. }
+            | Event::RingsGdr { .. }
+            | Event::Version { .. }
+    );
+    known.then_some(Line {
+        level,
+        origin: Origin::default(),
+        message,
+        event,
+        era,
+        bare: true,
+    })
+}
+
+static VIA_NET: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b" via NET/"));
+
+/// Where a quoted connection body starts: at `Channel ` or `Ring ` when the head is there,
+/// else at the rank before ` -> ` (`9[1a000] -> 2[6b000] [send]`).
+fn connection_start(head: &str) -> Option<usize> {
+    if let Some(c) = head.rfind("Channel ").or_else(|| head.rfind("Ring ")) {
+        return Some(c);
+    }
+    let arrow = head.find(" -> ")?;
+    Some(head[..arrow].rfind(' ').map_or(0, |s| s + 1))
+}
+
+/// The message without what a log collector appended to it: Ray's ` [repeated 4x across
+/// cluster]` (and its advice after the first), and the ANSI colour codes around it, whether
+/// their escape byte survived the paste (`\x1b[32m`) or not (` [32m`).
+pub fn undecorate(message: &str) -> &str {
+    let m = message.trim_end();
+    // The cheap test first: Ray's suffix ends in `]`, `)` or an ANSI `m`.
+    if !matches!(m.as_bytes().last(), Some(b']' | b')' | b'm')) {
+        return m;
+    }
+    let Some(at) = RAY.find(m.as_bytes()) else {
+        return m;
+    };
+    if !m[at..].contains("x across cluster]") {
+        return m;
+    }
+    trim_ansi_tail(&m[..at])
+}
+
+/// Trailing ANSI SGR codes (`\x1b[32m`, or `[32m` whose escape byte a paste lost) and blanks.
+fn trim_ansi_tail(mut s: &str) -> &str {
+    loop {
+        s = s.trim_end();
+        let Some(open) = s.rfind('[') else {
+            return s;
+        };
+        let code = &s[open + 1..];
+        let sgr = code
+            .strip_suffix('m')
+            .is_some_and(|c| c.bytes().all(|b| b.is_ascii_digit() || b == b';'));
+        if !sgr {
+            return s;
+        }
+        s = s[..open].strip_suffix('\u{1b}').unwrap_or(&s[..open]);
+    }
 }
 
 /// The last whitespace-separated word of `b[..end]`, as a range.
@@ -411,6 +616,17 @@ fn digits(b: &[u8]) -> Option<u32> {
     Some(b.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
 }
 
+/// `[2]`: the CUDA device of NCCL's prefix.
+fn dev_word(w: &[u8]) -> Option<u32> {
+    (w.len() >= 3 && w[0] == b'[' && w[w.len() - 1] == b']')
+        .then(|| digits(&w[1..w.len() - 1]))
+        .flatten()
+}
+
+/// Words a warning's source location may take: `net_ib.cc:1295`, or a plugin's C++ function
+/// with its signature (aws-ofi-nccl's `int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208`).
+const MAX_SOURCE_WORDS: usize = 8;
+
 /// `[ts ]host:pid:tid [dev] [file:line ]` before the marker, read from the end. Byte by byte:
 /// this runs on every line of logs of gigabytes.
 fn origin(head: &str, warn: bool) -> (Origin<'_>, Option<&str>) {
@@ -420,19 +636,32 @@ fn origin(head: &str, warn: bool) -> (Origin<'_>, Option<&str>) {
     let Some((mut s, mut e)) = last_word(b, b.len()) else {
         return (o, None);
     };
-    // A warning names the source line before `NCCL WARN` (`net_ib.cc:1295`).
-    if warn && b[s] != b'[' {
-        source = Some(&head[s..e]);
-        match last_word(b, s) {
-            Some(w) => (s, e) = w,
-            None => return (o, source),
+    // A warning names the source line before `NCCL WARN` (`net_ib.cc:1295`); a plugin's may be
+    // several words (a C++ signature), so the words up to the `[dev]` are the source.
+    if warn && dev_word(&b[s..e]).is_none() {
+        let source_end = e;
+        let mut found = false;
+        for _ in 0..MAX_SOURCE_WORDS {
+            match last_word(b, s) {
+                Some(w) => {
+                    let source_start = s;
+                    (s, e) = w;
+                    if dev_word(&b[s..e]).is_some() {
+                        source = Some(&head[source_start..source_end]);
+                        found = true;
+                        break;
+                    }
+                }
+                None => break,
+            }
+        }
+        if !found {
+            // No `[dev]` in reach: the last word alone was the source, as before.
+            let (ls, _) = last_word(b, b.len()).unwrap_or((0, 0));
+            return (o, Some(&head[ls..source_end]));
         }
     }
-    let w = &b[s..e];
-    let Some(dev) = (w.len() >= 3 && w[0] == b'[' && w[w.len() - 1] == b']')
-        .then(|| digits(&w[1..w.len() - 1]))
-        .flatten()
-    else {
+    let Some(dev) = dev_word(&b[s..e]) else {
         return (o, source);
     };
     o.dev = Some(dev);
@@ -463,12 +692,20 @@ fn origin(head: &str, warn: bool) -> (Origin<'_>, Option<&str>) {
     (o, source)
 }
 
+/// `NCCL version 2.18.5+cuda12.2`; RCCL's `RCCL version : 2.21.5-HEAD:9a0e6a1` and `RCCL
+/// version 2.20.5+hip6.2 HEAD:d380693+`.
 fn version(message: &str) -> Option<Event<'_>> {
-    let text = message.strip_prefix("NCCL version ")?.trim();
+    let (text, rccl) = match message.strip_prefix("NCCL version ") {
+        Some(t) => (t, false),
+        None => (message.strip_prefix("RCCL version")?, true),
+    };
+    let text = text.trim_start();
+    let text = text.strip_prefix(':').unwrap_or(text).trim();
     let v = Version::parse(text)?;
     Some(Event::Version {
         version: v,
         text: text.split_ascii_whitespace().next().unwrap_or(text),
+        rccl,
     })
 }
 
@@ -480,5 +717,6 @@ fn info<'a>(origin: Origin<'a>, message: &'a str) -> Line<'a> {
         message,
         event,
         era,
+        bare: false,
     }
 }

@@ -88,7 +88,8 @@ fn versions() {
         l.event,
         Event::Version {
             version: Version::new(2, 4, 7),
-            text: "2.4.7+cuda10.0"
+            text: "2.4.7+cuda10.0",
+            rccl: false
         }
     );
     // INFO (NVIDIA/nccl#1866).
@@ -233,7 +234,7 @@ fn connections() {
     };
     assert_eq!(
         (c.channel, c.from, c.to, c.dir, c.net, c.dev, c.gdr),
-        (1, 3, 6, Dir::Send, "IB", 0, false)
+        (Some(1), 3, 6, Dir::Send, "IB", 0, false)
     );
     // 2.5 (NVIDIA/nccl#392).
     let l = parse(" [0] NCCL INFO Ring 00 : 15[41000] -> 0[1b000] [receive] via NET/IB/0").unwrap();
@@ -267,7 +268,7 @@ fn connections() {
         event(
             "swat1-04:2017630:2017697 [7] NCCL INFO Channel 00/0 : 7[7] -> 6[6] via P2P/direct pointer/read"
         ),
-        Event::Other
+        Event::IntraNode
     );
     // The ring summary is no connection.
     assert_eq!(
@@ -355,7 +356,8 @@ fn init_lines() {
             rank: 0,
             nranks: 16,
             cuda_dev: Some(0),
-            bus_id: Some("1c000")
+            bus_id: Some("1c000"),
+            nnodes: None
         }
     );
     assert_eq!(
@@ -463,7 +465,237 @@ fn garbage_never_panics() {
         "NCCL INFO GPU/0 : NET/ (",
         "NCCL INFO GPU/0 :NET/0 (1/x/PHB)",
         "NCCL INFO GPU/0 :NET/0 (99999999999/1.0/PHB)",
+        "NCCL INFO NET/IB: Dev x qpn GID (",
+        "NCCL INFO NET/IB: NCCL Dev 0 qpn 1 GID 99999999999999999999 (80FE/",
+        "NCCL INFO RCCL version :",
+        "NCCL INFO x [repeated",
+        "NCCL INFO x [repeated 2x across cluster]\u{1b}[",
+        "NCCL INFO [repeated 2x across cluster] [m",
+        "h:1:2 [0] \u{e9}\u{e9} \u{e9} \u{e9} \u{e9} \u{e9} \u{e9} \u{e9} \u{e9} NCCL WARN x",
+        "# NCCL WARN",
+        "via NET/ -> [send]",
+        " -> x via NET/IB/0",
+        "RCCL version",
+        "RCCL version : x",
+        "\u{e9}GPU Direct RDMA \u{e9}NET/IB : ",
+        "NET/IB : GPU Direct RDMA Disabled for HCA 0 '",
+        "Connected all rings, use ring PXN",
+        "#  Rank on",
+        "#  Rank 0 Pid 1 on",
     ] {
         let _ = parse(l);
+        let _ = parse_bare(l);
+        let _ = undecorate(l);
+        let _ = tests_rank_host(l);
+        let _ = is_comment(l);
     }
+    // Every cut of a real pasted line, at every character.
+    let line = "\u{1b}[36m(RayWorkerWrapper pid=1)\u{1b}[0m h:1:2 [0] int f(g**):208 NCCL WARN NET/OFI x [repeated 2x across cluster]\u{1b}[0m";
+    for (i, _) in line.char_indices() {
+        let _ = parse(&line[..i]);
+        let _ = parse_bare(&line[i..]);
+        let _ = undecorate(&line[..i]);
+    }
+    let pair = "9[1a000] -> 2[6b000] [receive] via NET/IB/1(3)/GDRDMA(PCI)/Shared";
+    for (i, _) in pair.char_indices() {
+        let _ = parse_bare(&pair[..i]);
+        let _ = parse_bare(&pair[i..]);
+    }
+}
+
+#[test]
+fn warning_sources_of_several_words() {
+    // aws-ofi-nccl 1.13+ is C++: its warnings name the function with its signature.
+    let l = parse("ip-10-0-1-5:79:2547 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208 NCCL WARN NET/OFI Failed to initialize sendrecv protocol").unwrap();
+    assert_eq!(l.origin.host, Some("ip-10-0-1-5"));
+    assert_eq!(l.origin.dev, Some(0));
+    assert!(
+        matches!(l.event, Event::Warn { text } if text == "NET/OFI Failed to initialize sendrecv protocol")
+    );
+    // aws/aws-ofi-nccl#889 (one word), behind CloudWatch's columns.
+    let l = parse("  | 2025-05-16T16:39:55.218-07:00 | ip-10-36-29-253:86:2554 [0] nccl_net_ofi_create_plugin:335 NCCL WARN NET/OFI aws-ofi-nccl initialization failed").unwrap();
+    assert_eq!(l.origin.host, Some("ip-10-36-29-253"));
+    // No `[dev]` within reach: no host, no panic.
+    let l = parse("a b c d e f g h i j k NCCL WARN x").unwrap();
+    assert_eq!(l.origin, Origin::default());
+}
+
+#[test]
+fn decorations_are_cut() {
+    // awslabs/awsome-distributed-ai#386 (Ray folds repeated lines).
+    let l = parse("(RayTrainWorker pid=954, ip=10.67.132.202) ini-worker-ray-worker-p5:954:3133 [6] NCCL INFO Using network Socket [repeated 15x across cluster]").unwrap();
+    assert_eq!(l.event, Event::Network { name: "Socket" });
+    // vllm-project/vllm#2734: the colours' escape bytes lost in the paste, and Ray's advice.
+    let l = parse(" [36m(RayWorkerVllm pid=5310) [0m [pod-name]:5310:5433 [7] NCCL INFO P2P plugin IBext [32m [repeated 6x across cluster] [0m").unwrap();
+    assert_eq!(l.event, Event::Plugin { name: "IBext" });
+    assert_eq!(l.origin.host, Some("[pod-name]"));
+    let l = parse("h:1:2 [7] NCCL INFO cudaDriverVersion 12010 [32m [repeated 6x across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication.) [0m").unwrap();
+    assert_eq!(l.message, "cudaDriverVersion 12010");
+    // With the escape bytes.
+    let l = parse("h:1:2 [7] NCCL INFO NET/IB : No device found.\u{1b}[32m [repeated 12x across cluster]\u{1b}[0m").unwrap();
+    assert_eq!(l.event, Event::NoDevice { net: "IB" });
+    // A message that ends in a bracket of its own is left alone.
+    assert_eq!(
+        undecorate("Trees [0] 1/-1/-1->0->7 [1]"),
+        "Trees [0] 1/-1/-1->0->7 [1]"
+    );
+    assert_eq!(undecorate("x [repeated 3x across cluster] [0m"), "x");
+    // `#` comments of a pasted configuration (ROCm setups note RCCL's lines beside settings).
+    assert!(is_comment(
+        "# VALIDATED!!  NCCL INFO Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1"
+    ));
+    assert!(!is_comment("h:1:2 [0] NCCL INFO # not a comment"));
+}
+
+#[test]
+fn bodies_without_the_prefix() {
+    // NVIDIA/nccl#897: a pair quoted without its head.
+    let l = parse_bare("9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA").unwrap();
+    assert!(l.bare);
+    let Event::Connection(c) = l.event else {
+        panic!()
+    };
+    assert_eq!(
+        (c.channel, c.from, c.to, c.dev, c.gdr),
+        (None, 9, 2, 0, true)
+    );
+    assert_eq!(l.era, Era::minors(5, 18));
+    // ROCm/rocm-systems#4203: RCCL's topo_expl, with its own `[node:rank]`.
+    let l =
+        parse_bare("[0:3] GPU Direct RDMA Disabled for GPU 1 / HCA 3 (distance 8 > 5)").unwrap();
+    assert!(matches!(
+        l.event,
+        Event::GpuGdr(GpuGdr {
+            distance: 8,
+            level: 5,
+            ..
+        })
+    ));
+    // The examples: a full channel line and a per-HCA line.
+    assert!(matches!(
+        parse_bare("Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA")
+            .unwrap()
+            .event,
+        Event::Connection(Connection {
+            channel: Some(0),
+            gdr: true,
+            ..
+        })
+    ));
+    assert!(matches!(
+        parse_bare("'NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0''")
+            .unwrap()
+            .event,
+        Event::HcaGdr {
+            enabled: false,
+            index: 0,
+            ..
+        }
+    ));
+    // RCCL's banner has no prefix of its own (rocmwrap.cc printf).
+    let l = parse_bare("RCCL version : 2.21.5-HEAD:9a0e6a1").unwrap();
+    assert_eq!(l.level, Level::Version);
+    assert_eq!(
+        l.event,
+        Event::Version {
+            version: Version::new(2, 21, 5),
+            text: "2.21.5-HEAD:9a0e6a1",
+            rccl: true
+        }
+    );
+    // Prose that happens to say `NET/` is not a body.
+    assert_eq!(parse_bare("see NET/IB in the docs"), None);
+    assert_eq!(parse_bare("x -> y via NET/"), None);
+    assert!(may_be_bare(b"9[1a000] -> 2[6b000] [receive] via NET/IB/1"));
+    assert!(!may_be_bare(b"# Avg bus bandwidth    : 33.3227"));
+}
+
+#[test]
+fn rccl_and_version_only_lines() {
+    // ROCm/rccl-tests#163 (RCCL 2.21.5, ROCm 6.3).
+    assert_eq!(
+        event("z292:58192:58192 [3] NCCL INFO ROCr version 1.14"),
+        Event::Rocr
+    );
+    assert!(matches!(
+        event(
+            "z292:58192:58192 [3] NCCL INFO Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1"
+        ),
+        Event::RcclDmabufOff { .. }
+    ));
+    assert_eq!(
+        event("z292:58192:58200 [2] NCCL INFO Failed to open libibverbs.so[.1]"),
+        Event::NoVerbs
+    );
+    // ROCm 7.2 prints the banner as INFO.
+    assert!(matches!(
+        event("TARS:829507:829507 [0] NCCL INFO RCCL version : 2.27.7-HEAD:0d2c4fd"),
+        Event::Version { rccl: true, .. }
+    ));
+    // RCCL 2.20 and before.
+    assert!(matches!(
+        parse_bare("RCCL version 2.20.5+hip6.2 HEAD:d380693+").unwrap().event,
+        Event::Version { version, text: "2.20.5+hip6.2", rccl: true } if version == Version::new(2, 20, 5)
+    ));
+    assert!(matches!(
+        event("h:1:2 [5] NCCL INFO Found /sys/kernel/mm/memory_peers/amdkfd/version"),
+        Event::PeerMemFound {
+            path: "/sys/kernel/mm/memory_peers/amdkfd/version"
+        }
+    ));
+    // NVIDIA/nccl#1657: a queue pair on GID 0, the link-local prefix (2.20+ wording).
+    let l = parse("aigc-maas-instance-leader-0:88:159 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 query_ece={supported=1, vendor_id=0x15b3, options=0x0, comp_mask=0x0} GID 0 (80FE/1A8A41FEFF21A75E) fifoRkey=0x15e6c5 fifoLkey=0x15e6c5").unwrap();
+    assert_eq!(
+        l.event,
+        Event::QpGid {
+            dev: "0",
+            index: 0,
+            prefix: "80FE"
+        }
+    );
+    assert_eq!(l.era, Era::since(20));
+    // 2.19 (query_ece=, `Dev %d`); 2.12-2.18 (neither).
+    let l = parse("h:1:2 [0] NCCL INFO NET/IB: Dev 3 Port 1 qpn 99 mtu 5 query_ece={supported=1, vendor_id=0x15b3, options=0x0, comp_mask=0x0} GID 3 (0/A0A0A0AFFFF0000)").unwrap();
+    assert_eq!(l.era, Era::minors(19, 20));
+    assert_eq!(
+        l.event,
+        Event::QpGid {
+            dev: "3",
+            index: 3,
+            prefix: "0"
+        }
+    );
+    // 2.27+: the network a communicator was given.
+    let l = parse("h:1:2 [0] NCCL INFO Assigned NET plugin Socket to comm").unwrap();
+    assert_eq!(
+        (l.event, l.era),
+        (Event::Network { name: "Socket" }, Era::since(27))
+    );
+    // nNodes (NVIDIA/nccl#1653).
+    assert!(matches!(
+        event(
+            "DESKTOP-1CE5APL:1690:2801 [1] NCCL INFO comm 0x56168d375690 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0"
+        ),
+        Event::CommInit {
+            nnodes: Some(1),
+            ..
+        }
+    ));
+    // aws-ofi-nccl's lines name the plugin.
+    assert_eq!(
+        event("algo-1:17773:17846 [0] NCCL INFO NET/OFI Setting NCCL_PROTO to \"simple\""),
+        Event::Plugin { name: OFI_PLUGIN }
+    );
+    // nccl-tests' rank list.
+    assert_eq!(
+        tests_rank_host(
+            "#  Rank  3 Group  0 Pid  58192 on       z292 device  3 [0000:c8:00] AMD Instinct MI50/MI60"
+        ),
+        Some("z292")
+    );
+    assert_eq!(
+        tests_rank_host("#   Rank 15 Pid  65671 on nodeb device  7 [0xcf] NVIDIA A800"),
+        Some("nodeb")
+    );
+    assert_eq!(tests_rank_host("# Rank of the matrix"), None);
 }

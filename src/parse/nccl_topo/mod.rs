@@ -13,7 +13,8 @@
 //!   NCCL fail with "expected >"), no DOCTYPE, no entities (NCCL never expands `&amp;`: the text
 //!   stays as written), no text between elements;
 //! - elements NCCL has no handler for at a place (a `gpu` under `cpu`, anything under `net`)
-//!   are read and dropped with their subtree; the top element must be `system version="1"`.
+//!   are read and dropped with their subtree; the top element must be `system version="1"`
+//!   (`"2"` for AMD's RCCL, which reads the same grammar: [`Library`]).
 //!
 //! And bounded, since the file is untrusted: at most [`MAX_BYTES`] (the read limit of every
 //! node file), [`MAX_DEPTH`] levels and [`MAX_ELEMENTS`] elements, no recursion, no entity
@@ -27,7 +28,7 @@
 mod tests;
 mod topology;
 
-pub use topology::{BusidMatch, Cpu, Net, Parent, Pci, PciKind, Topology, busid_matches};
+pub use topology::{BusidMatch, Cpu, Library, Net, Parent, Pci, PciKind, Topology, busid_matches};
 
 /// The largest file read: the read limit of every node file (`root::DEFAULT_READ_LIMIT`). NCCL
 /// holds at most 256 elements (1024 before 2.21) of at most 17 attributes of 255 bytes: a file

@@ -33,7 +33,7 @@ fn azure_ndv4() {
         panic!()
     };
     assert_eq!(t.pcis[switch].busid.as_deref(), Some("ffff:ff:02.0"));
-    assert!(t.refusals().is_empty());
+    assert!(t.refusals(Library::Nccl).is_empty());
     assert!(t.ignored.is_empty());
 }
 
@@ -46,18 +46,28 @@ fn nccl_dump() {
     let Parent::Pci(i) = parent else { panic!() };
     assert_eq!(t.pcis[i].busid.as_deref(), Some("0000:a3:00.0"));
     assert!(t.pcis.iter().any(|p| p.gpu.is_some()));
-    assert!(t.refusals().is_empty(), "{:?}", t.refusals());
+    assert!(
+        t.refusals(Library::Nccl).is_empty(),
+        "{:?}",
+        t.refusals(Library::Nccl)
+    );
     // nvlink elements are kept (NCCL counts them), and nothing is dropped.
     assert!(t.ignored.is_empty());
 }
 
 #[test]
-fn rccl_dump_is_read_and_its_version_refused() {
+fn rccl_dump_is_read_by_rccl_and_refused_by_nccl() {
     let t = topo(RCCL);
     assert_eq!(t.pcis.iter().filter(|p| p.kind == PciKind::Gpu).count(), 8);
-    let r = t.refusals();
+    let r = t.refusals(Library::Nccl);
     assert_eq!(r.len(), 1);
-    assert!(r[0].1.contains("version"), "{r:?}");
+    assert!(r[0].1.contains("NCCL reads only version 1"), "{r:?}");
+    // RCCL reads its own dump (version 2), and refuses NCCL's (version 1).
+    assert!(t.refusals(Library::Rccl).is_empty());
+    let r =
+        topo("<system version=\"1\">\n  <cpu numaid=\"0\"/>\n</system>\n").refusals(Library::Rccl);
+    assert_eq!(r.len(), 1);
+    assert!(r[0].1.contains("RCCL reads only version 2"), "{r:?}");
 }
 
 #[test]

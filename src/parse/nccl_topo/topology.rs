@@ -75,6 +75,32 @@ pub struct Pci {
     pub nets: Vec<Net>,
 }
 
+/// Which library reads the file: NCCL, or AMD's RCCL (its port to HIP, the library of a node
+/// whose GPUs are AMD's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Library {
+    #[default]
+    Nccl,
+    Rccl,
+}
+
+impl Library {
+    pub fn name(self) -> &'static str {
+        match self {
+            Library::Nccl => "NCCL",
+            Library::Rccl => "RCCL",
+        }
+    }
+
+    /// The `<system version>` it reads.
+    pub fn xml_version(self) -> u32 {
+        match self {
+            Library::Nccl => 1,
+            Library::Rccl => 2,
+        }
+    }
+}
+
 /// The elements NCCL uses, as a typed tree (src/graph/xml.cc's handler tables: `system` >
 /// `cpu` > `pci`|`nic`; `pci` > `pci`|`gpu`|`nic`|`pcilink`; `nic` > `net`; `gpu` >
 /// `nvlink`|`c2c`). Everything else is listed in `ignored`.
@@ -256,22 +282,29 @@ impl Topology {
         None
     }
 
-    /// What in the file NCCL refuses outright (its communicator initialisation then fails): a
-    /// missing or wrong version, more elements or children than it holds. `(line, message)`.
-    pub fn refusals(&self) -> Vec<(usize, String)> {
+    /// What in the file the library refuses outright (its communicator initialisation then
+    /// fails): a missing or wrong version, more elements or children than it holds. `(line,
+    /// message)`. NCCL and RCCL read the same grammar (src/graph/xml.cc) but each only its own
+    /// `NCCL_TOPO_XML_VERSION`: 1 in NCCL, 2 in RCCL, whose test suite checks that any other is
+    /// refused (ROCm/rccl test/graph/XmlTests.cpp, `TestXmlWarnings_WrongVersion`).
+    pub fn refusals(&self, library: Library) -> Vec<(usize, String)> {
         let mut out = Vec::new();
+        let (name, version, other) = match library {
+            Library::Nccl => ("NCCL", 1, "RCCL writes 2"),
+            Library::Rccl => ("RCCL", 2, "NCCL writes 1"),
+        };
         match &self.system {
             None => {}
             Some((line, None)) => out.push((
                 *line,
-                "<system> has no version attribute (NCCL: \"Attribute version of node system not found\")".into(),
+                format!("<system> has no version attribute ({name}: \"Attribute version of node system not found\")"),
             )),
             Some((line, Some(v))) => {
                 let (n, _) = crate::parse::nccl_conf::nccl_int(v);
-                if n != 1 {
+                if n != version {
                     out.push((
                         *line,
-                        format!("<system version=\"{v}\">: NCCL reads only version 1 (\"XML Topology has wrong version\"; RCCL writes 2)"),
+                        format!("<system version=\"{v}\">: {name} reads only version {version} (\"XML Topology has wrong version\"; {other})"),
                     ));
                 }
             }
@@ -280,7 +313,7 @@ impl Topology {
             out.push((
                 1,
                 format!(
-                    "{} elements: NCCL 2.21 and later hold at most {NCCL_MAX_NODES} (\"XML parser is limited to {NCCL_MAX_NODES} nodes\")",
+                    "{} elements: {name} 2.21 and later hold at most {NCCL_MAX_NODES} (\"XML parser is limited to {NCCL_MAX_NODES} nodes\")",
                     self.kept
                 ),
             ));
@@ -289,7 +322,7 @@ impl Topology {
             out.push((
                 self.widest.1,
                 format!(
-                    "an element with {} children: NCCL 2.21 to 2.29 hold at most {NCCL_MAX_SUBS} (32 before 2.21)",
+                    "an element with {} children: {name} 2.21 to 2.29 hold at most {NCCL_MAX_SUBS} (32 before 2.21)",
                     self.widest.0
                 ),
             ));

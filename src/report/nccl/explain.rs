@@ -66,8 +66,22 @@ fn input_line(o: &mut String, i: &Input) {
         plural(i.lines, "line", "lines"),
         i.nccl_lines
     );
+    if i.unprefixed > 0 {
+        let _ = write!(
+            o,
+            " ({} without NCCL's prefix: host and rank unknown)",
+            i.unprefixed
+        );
+    }
     if i.gzip {
         o.push_str(", gzip");
+    }
+    if i.commented > 0 {
+        let _ = write!(
+            o,
+            ", {} in `#` comments (skipped)",
+            plural(i.commented, "line", "lines")
+        );
     }
     if i.long_lines_skipped > 0 {
         let _ = write!(o, ", {} too long (skipped)", i.long_lines_skipped);
@@ -80,13 +94,14 @@ fn input_line(o: &mut String, i: &Input) {
 
 fn version_line(n: &Node) -> String {
     let v = &n.nccl;
+    let lib = v.library;
     let mut s = match (v.version.as_deref(), v.source, v.range.as_deref()) {
-        (Some(ver), "log", _) => format!("NCCL {ver}"),
-        (Some(ver), _, _) => format!("NCCL {ver} (from a version line without a host)"),
+        (Some(ver), "log", _) => format!("{lib} {ver}"),
+        (Some(ver), _, _) => format!("{lib} {ver} (from a version line without a host)"),
         (None, _, Some(r)) => {
-            format!("NCCL {r} (no version line; told by how the lines are worded)")
+            format!("{lib} {r} (no version line; told by how the lines are worded)")
         }
-        _ => "NCCL version not in the log".to_owned(),
+        _ => format!("{lib} version not in the log"),
     };
     if !v.all.is_empty() {
         let _ = write!(s, "; several version lines: {}", v.all.join(", "));
@@ -156,11 +171,28 @@ fn node(o: &mut String, n: &Node) {
     for c in &n.connections {
         let _ = writeln!(o, "  conn  {}", conn_line(c));
     }
+    if n.intra_node_connections > 0 {
+        let _ = writeln!(
+            o,
+            "  local {} inside the node (P2P, SHM){}",
+            plural(n.intra_node_connections, "connection", "connections"),
+            match n.communicator_nodes.as_slice() {
+                [1] => "; nNodes 1",
+                _ => "",
+            }
+        );
+    } else if n.communicator_nodes == [1] {
+        o.push_str("  local communicators of one node (nNodes 1)\n");
+    }
+    for r in &n.requirements {
+        let _ = writeln!(o, "  needs {r}");
+    }
     if n.nics.is_empty()
         && n.gpu_nic.is_empty()
         && n.paths.is_empty()
         && n.connections.is_empty()
         && n.network_notes.is_empty()
+        && n.intra_node_connections == 0
     {
         o.push_str("  (no NIC, GDR decision or NET connection in this node's lines)\n");
     }
