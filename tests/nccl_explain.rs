@@ -272,6 +272,18 @@ const CASES: &[Case] = &[
         not_says: &[],
     },
     Case {
+        name: "training-on-eks-gdr0-other-rank",
+        exit: 1,
+        causes: &["gdr-off-elsewhere"],
+        codes: &[],
+        says: &[
+            "all 24 NET connections in the log used GPUDirect RDMA",
+            "GDR off on another rank: get that rank's log",
+            "plugin aws-ofi-nccl",
+        ],
+        not_says: &["NCCL decided against"],
+    },
+    Case {
         name: "vllm-2734-ray-single-node",
         exit: 3,
         causes: &["sockets"],
