@@ -2,8 +2,9 @@
 # Where operators run gdrdoctor, with the real components (tests/integrations/README.md):
 # the packages (dpkg -i, rpm, systemd-analyze), the machine formats (promtool, node_exporter,
 # junitparser), a real single-node Slurm running the prolog, the real NHC (also as Slurm's
-# HealthCheckProgram), ansible-core, and the Kubernetes DaemonSet's command. Each script installs
-# what it needs (apt as root, PyPI into a cached venv). Runs them all, then fails if any failed.
+# HealthCheckProgram), the units under a booted systemd (systemd-nspawn), ansible-core, and the
+# Kubernetes DaemonSet's command. Each script installs what it needs (apt as root, PyPI into a
+# cached venv; debootstrap's root in the same cache). Runs them all, then fails if any failed.
 #   tests/integrations/run.sh [NAME...]     (GDRDOCTOR_BIN: the binary, default release)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -16,7 +17,7 @@ if [ "$(id -u)" = 0 ] && [ "$(stat -c %a /)" != 755 ] && [ "$(stat -c %u /)" = 0
   echo "integrations: / is mode $(stat -c %a /), which no other user can enter: setting 755, as a real root directory is"
   chmod 755 /
 fi
-[ ${#names[@]} -gt 0 ] || names=(package formats slurm nhc ansible kubernetes)
+[ ${#names[@]} -gt 0 ] || names=(package formats slurm nhc systemd ansible kubernetes)
 failed=()
 for n in "${names[@]}"; do
   printf '\n-- integrations: %s\n' "$n"
