@@ -57,31 +57,11 @@ expect_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', want
 LAB=$(mktemp -d /tmp/gdrdoctor-nhc.XXXXXX) || die "mktemp"
 chmod 0755 "$LAB"                       # munged runs as user munge and must reach $LAB/munge
 export SLURM_CONF=$LAB/slurm.conf
-# Processes Slurm started for this lab (NHC and what it runs): their environment names our
-# slurm.conf. Leaves out this shell and the subshell doing the listing.
-lab_procs() {
-  local f pid
-  for f in /proc/[0-9]*/environ; do
-    pid=${f#/proc/}; pid=${pid%/environ}
-    [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
-    grep -qszxF "SLURM_CONF=$SLURM_CONF" "$f" && echo "$pid"
-  done
-}
-alive() { case "$(ps -o stat= -p "$1" 2>/dev/null)" in ""|Z*) return 1 ;; esac; }
+# The private Slurm of part 3: slurm_install, slurm_start, slurm_stop, reason, state, wait_state.
+. tests/integrations/slurm-lab.sh
 cleanup() {
-  local p left='' procs=()
   trap - EXIT INT TERM
-  read -r -a procs <<<"$(lab_procs | tr '\n' ' ')"
-  procs+=("${PIDS[@]}")
-  for p in "${procs[@]}"; do kill "$p" 2>/dev/null; done
-  for _ in $(seq 1 20); do
-    left=''
-    for p in "${procs[@]}"; do alive "$p" && left+=" $p"; done
-    [ -z "$left" ] && break
-    sleep 0.25
-  done
-  for p in $left; do kill -9 "$p" 2>/dev/null; done
-  [ -n "$left" ] && echo "cleanup: had to KILL$left"
+  slurm_stop
   if [ "$FAILS" = 0 ] && [ "${KEEP_LAB:-0}" != 1 ]; then rm -rf "$LAB"; else echo "lab kept: $LAB"; fi
 }
 trap cleanup EXIT
@@ -89,13 +69,7 @@ trap 'exit 130' INT TERM
 T0=$(now)
 
 # 0. packages (Slurm, for part 3) ----------------------------------------------------------------
-if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
-  s=$(now)
-  apt-get update -qq >/dev/null || die "apt-get update"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null \
-    || die "apt-get install slurm-wlm munge"
-  echo "TIME install slurm-wlm munge: $(ms "$s") ms"
-fi
+slurm_install
 
 # 1. NHC, and gdrdoctor.nhc installed the way packaging/nhc/README.md tells sites ----------------
 tar xzf "$TARBALL" -C "$LAB" || die "cannot unpack $TARBALL"
@@ -248,14 +222,6 @@ all_passed() {
 check "suite: every set passed, lbnl_ps.nhc and gdrdoctor.nhc included" all_passed
 
 # 3. Slurm with NHC as its HealthCheckProgram ----------------------------------------------------
-mkdir -p "$LAB"/{state,spool,run,munge}
-chown munge:munge "$LAB/munge"; chmod 0711 "$LAB/munge"   # 0700: "Socket is inaccessible"
-dd if=/dev/urandom of="$LAB/munge/munge.key" bs=1024 count=1 status=none
-chown munge:munge "$LAB/munge/munge.key"; chmod 0400 "$LAB/munge/munge.key"
-runuser -u munge -- /usr/sbin/munged --key-file="$LAB/munge/munge.key" --socket="$LAB/munge/munge.socket" \
-  --pid-file="$LAB/munge/munged.pid" --log-file="$LAB/munge/munged.log" --seed-file="$LAB/munge/munged.seed" \
-  || die "munged did not start"
-PIDS+=("$(cat "$LAB/munge/munged.pid")")
 NHCLOG=$LAB/log/nhc.log
 {
   echo '#!/bin/bash'
@@ -265,50 +231,6 @@ NHCLOG=$LAB/log/nhc.log
     "$HELPERDIR" "$NHCLOG"
 } > "$LAB/nhc-health"
 chmod 0755 "$LAB/nhc-health"
-cat > "$SLURM_CONF" <<EOF
-ClusterName=gdrdoctornhc
-SlurmctldHost=$NODE(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CryptoType=crypto/munge
-AuthInfo=socket=$LAB/munge/munge.socket
-SlurmctldPort=$PORT
-SlurmdPort=$((PORT + 1))
-StateSaveLocation=$LAB/state
-SlurmdSpoolDir=$LAB/spool
-SlurmctldPidFile=$LAB/run/slurmctld.pid
-SlurmdPidFile=$LAB/run/slurmd.pid
-SlurmctldLogFile=$LAB/log/slurmctld.log
-SlurmdLogFile=$LAB/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-SwitchType=switch/none
-MailProg=/bin/true
-ReturnToService=2
-HealthCheckProgram=$LAB/nhc-health
-HealthCheckInterval=2
-HealthCheckNodeState=ANY
-SlurmdTimeout=30
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
-EOF
-# As in slurm.sh: no cgroup file system where /sys came without its sub-mounts.
-if ! mountpoint -q /sys/fs/cgroup; then
-  echo "CgroupPlugin=cgroup/v1" > "$LAB/cgroup.conf"
-fi
-
-reason() { sinfo -h -N -n "$NODE" -o '%E' | head -n 1; }   # "none" when there is none
-state()  { sinfo -h -N -n "$NODE" -o '%T' | head -n 1; }   # idle / drained / ...
-# wait_state STATE: poll every 0.25 s for up to 60 s. The waits are on slurmctld's health-check
-# cadence (HealthCheckInterval=2) and slurmd, never on gdrdoctor: a failure means NHC never
-# got the node there.
-wait_state() { for _ in $(seq 1 240); do [ "$(state)" = "$1" ] && return 0; sleep 0.25; done; return 1; }
 log_mark() { MARK=$(stat -c %s "$NHCLOG" 2>/dev/null || echo 0); }
 # logged TEXT: NHC's log gets TEXT after the last log_mark (a run of NHC after the change), 60 s.
 logged() {
@@ -320,11 +242,9 @@ logged() {
 gdr_conf() { conf "* || export GDRDOCTOR=${2:-$BIN}" "* || check_gdrdoctor 10 --root $FX/$1"; }
 
 gdr_conf healthy-8gpu-roce
-s=$(now)
-slurmctld -D -i > "$LAB/log/slurmctld.out" 2>&1 & PIDS+=($!)
-slurmd -D -N "$NODE" > "$LAB/log/slurmd.out" 2>&1 & PIDS+=($!)
-wait_state idle || die "node not idle after start (see $LAB/log)"
-echo "TIME daemons to idle: $(ms "$s") ms"
+# slurmctld asks slurmd to run the program every HealthCheckInterval seconds, on a node in any
+# state (HealthCheckNodeState=ANY, the default); a site runs it every few minutes.
+slurm_start "HealthCheckProgram=$LAB/nhc-health" HealthCheckInterval=2 HealthCheckNodeState=ANY
 echo "  scontrol show config: $(scontrol show config | grep -E '^HealthCheck' | tr -s ' ' | tr '\n' ';')"
 
 echo "== Slurm runs NHC: not ready (fixture acs-redirect-on-path)"
