@@ -9,11 +9,12 @@
 #    fixtures/build.sh): a ready node passes; a node that is not ready fails with gdrdoctor's codes
 #    in NHC's message; a missing, failing or hung gdrdoctor fails too, never passes.
 # 2. NHC's own test suite (test/nhc-test) with gdrdoctor.nhc in its scripts directory.
-# 3. Slurm (Debian's slurm-wlm and munge, installed with apt when missing) runs NHC as its
-#    HealthCheckProgram: NHC's own helpers/node-mark-offline drains the node with "NHC: gdrdoctor:
-#    <codes>", and node-mark-online resumes it once the check passes, but only where NHC set the
-#    reason. The HealthCheckProgram is a wrapper that execs the unpacked nhc with this lab's
-#    directories (slurmd passes no arguments; a site's nhc finds /etc/nhc by default).
+# 3. Slurm (Debian's slurm-wlm and munge, installed with apt when missing; the private lab of
+#    slurm-lab.sh, shared with slurm.sh) runs NHC as its HealthCheckProgram: NHC's own
+#    helpers/node-mark-offline drains the node with "NHC: gdrdoctor: <codes>", and node-mark-online
+#    resumes it once the check passes, but only where NHC set the reason. The HealthCheckProgram is
+#    a wrapper that execs the unpacked nhc with this lab's directories (slurmd passes no arguments;
+#    a site's nhc finds /etc/nhc by default).
 # Each claim prints one PASS/FAIL line; the exit status is 1 when any failed, 2 when the lab could
 # not be set up.
 #
