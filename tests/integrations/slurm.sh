@@ -2,7 +2,7 @@
 # tests/integrations/slurm.sh: packaging/slurm/prolog.sh as the Prolog of a REAL single-node Slurm.
 #
 # Boots munged, slurmctld and slurmd (Debian's slurm-wlm, installed with apt when missing) under a
-# private directory, with Prolog= pointing at a two-line wrapper that sets GDRDOCTOR_DEFAULTS and
+# private directory (slurm-lab.sh, shared with nhc.sh), with Prolog= pointing at a two-line wrapper that sets GDRDOCTOR_DEFAULTS and
 # execs the real, unchanged packaging/slurm/prolog.sh. The defaults file points gdrdoctor at a
 # captured node (a fixture, made a directory by fixtures/build.sh) through
 # GDRDOCTOR_PROLOG_ARGS="--root ..."; switching the fixture means rewriting that file. Each assertion prints one PASS/FAIL line; the exit status is 1 when any
@@ -57,36 +57,17 @@ for f in healthy-8gpu-roce acs-redirect-on-path roce-v1-only; do
 done
 export SLURM_CONF=$LAB/slurm.conf
 
-# Processes Slurm started for this lab (prologs, slurmstepd, job payloads): their environment
-# names our slurm.conf. Leaves out this shell and the subshell doing the listing.
-lab_procs() {
-  local f pid
-  for f in /proc/[0-9]*/environ; do
-    pid=${f#/proc/}; pid=${pid%/environ}
-    [ "$pid" = $$ ] || [ "$pid" = "$BASHPID" ] && continue
-    grep -qszxF "SLURM_CONF=$SLURM_CONF" "$f" && echo "$pid"
-  done
-}
-alive() { case "$(ps -o stat= -p "$1" 2>/dev/null)" in ""|Z*) return 1 ;; esac; }
+# The private Slurm: slurm_install, slurm_start, slurm_stop, reason, state, wait_state.
+. tests/integrations/slurm-lab.sh
 cleanup() {
-  local p left='' jobs=() procs=()
+  local jobs=()
   trap - EXIT INT TERM
   if [ ${#PIDS[@]} -gt 1 ]; then
     read -r -a jobs <<<"$(squeue -h -o %i 2>/dev/null | tr '\n' ' ')"
     [ ${#jobs[@]} -gt 0 ] && timeout 5 scancel --quiet "${jobs[@]}" 2>/dev/null
   fi
-  read -r -a procs <<<"$(lab_procs | tr '\n' ' ')"
-  procs+=("${PIDS[@]}")
-  [ -n "$ESCAPED" ] && procs+=("$ESCAPED")
-  for p in "${procs[@]}"; do kill "$p" 2>/dev/null; done
-  for _ in $(seq 1 20); do
-    left=''
-    for p in "${procs[@]}"; do alive "$p" && left+=" $p"; done
-    [ -z "$left" ] && break
-    sleep 0.25
-  done
-  for p in $left; do kill -9 "$p" 2>/dev/null; done
-  [ -n "$left" ] && echo "cleanup: had to KILL$left"
+  [ -n "$ESCAPED" ] && PIDS+=("$ESCAPED")
+  slurm_stop
   if [ "$FAILS" = 0 ] && [ "${KEEP_LAB:-0}" != 1 ]; then rm -rf "$LAB"; else echo "lab kept: $LAB"; fi
 }
 trap cleanup EXIT
@@ -94,66 +75,11 @@ trap 'exit 130' INT TERM
 T0=$(now)
 
 # 1. packages -----------------------------------------------------------------------------------
-if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
-  s=$(now)
-  apt-get update -qq >/dev/null || die "apt-get update"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null \
-    || die "apt-get install slurm-wlm munge"
-  echo "TIME install slurm-wlm munge: $(ms "$s") ms"
-fi
+slurm_install
 echo "slurm: $(slurmctld -V)   gdrdoctor: $("$BIN" --version)   binary: $BIN"
 
-# 2. private munged ------------------------------------------------------------------------------
-mkdir -p "$LAB"/{state,spool,log,run,munge,report}
-chown munge:munge "$LAB/munge"; chmod 0711 "$LAB/munge"   # 0700: "Socket is inaccessible"
-dd if=/dev/urandom of="$LAB/munge/munge.key" bs=1024 count=1 status=none
-chown munge:munge "$LAB/munge/munge.key"; chmod 0400 "$LAB/munge/munge.key"
-runuser -u munge -- /usr/sbin/munged --key-file="$LAB/munge/munge.key" --socket="$LAB/munge/munge.socket" \
-  --pid-file="$LAB/munge/munged.pid" --log-file="$LAB/munge/munged.log" --seed-file="$LAB/munge/munged.seed" \
-  || die "munged did not start"
-PIDS+=("$(cat "$LAB/munge/munged.pid")")
-
-# 3. slurm.conf, the Prolog wrapper, the defaults file -------------------------------------------
-cat > "$SLURM_CONF" <<EOF
-ClusterName=gdrdoctorlab
-SlurmctldHost=$NODE(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CryptoType=crypto/munge
-AuthInfo=socket=$LAB/munge/munge.socket
-SlurmctldPort=$PORT
-SlurmdPort=$((PORT + 1))
-StateSaveLocation=$LAB/state
-SlurmdSpoolDir=$LAB/spool
-SlurmctldPidFile=$LAB/run/slurmctld.pid
-SlurmdPidFile=$LAB/run/slurmd.pid
-SlurmctldLogFile=$LAB/log/slurmctld.log
-SlurmdLogFile=$LAB/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=none
-SwitchType=switch/none
-MailProg=/bin/true
-ReturnToService=2
-Prolog=$LAB/prolog
-${PROLOG_FLAGS:+PrologFlags=$PROLOG_FLAGS}
-SlurmdTimeout=30
-KillWait=5
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
-EOF
-# slurmd initialises a cgroup plugin even with proctrack/linuxproc and task/none, and its
-# autodetection fails with "No filesystem mounted on /sys/fs/cgroup" in a chroot whose /sys was
-# bind-mounted without its sub-mounts (../shared/fresh/fresh-debian.sh). Neither plugin here uses
-# cgroups, and the v1 plugin starts without a cgroup filesystem: name it only then.
-if ! mountpoint -q /sys/fs/cgroup; then
-  echo "CgroupPlugin=cgroup/v1" > "$LAB/cgroup.conf"
-fi
+# 2. the Prolog wrapper and the defaults file -----------------------------------------------------
+mkdir -p "$LAB/report"
 {
   echo '#!/bin/bash'
   printf 'export GDRDOCTOR_DEFAULTS=%q\n' "$LAB/defaults"
@@ -181,12 +107,6 @@ defaults() {
 
 lacks_line() { ! grep -qxF "$1" <<<"$2"; }
 not_running() { ! pgrep -f "$1" >/dev/null; }
-reason() { sinfo -h -N -n "$NODE" -o '%E' | head -n 1; }   # "none" when there is none
-state()  { sinfo -h -N -n "$NODE" -o '%T' | head -n 1; }   # idle / drained / ...
-# wait_state STATE [POLLS]: poll the node's state every 0.25 s (default 60 s). The waits are on
-# slurmctld and slurmd, never on gdrdoctor, and are generous for a loaded machine: a failure
-# means the daemons never got there.
-wait_state() { for _ in $(seq 1 "${2:-240}"); do [ "$(state)" = "$1" ] && return 0; sleep 0.25; done; return 1; }
 resume() { scontrol update nodename="$NODE" state=resume; wait_state idle; }
 report_is() {   # report_is ready|not-ready [code]: the JSON report of the last prolog run
   python3 - "$LAB/report/prolog.json" "$1" "${2:-}" <<'PY'
@@ -208,13 +128,10 @@ run_prolog() {
   echo "  prolog by hand: exit $RC in $MS ms${ERR:+; said: $ERR}"
 }
 
-# 4. daemons ----------------------------------------------------------------------------------
+# 3-4. munged, slurm.conf with the Prolog, the daemons (slurm-lab.sh) ------------------------------
 defaults fixture=healthy-8gpu-roce
-s=$(now)
-slurmctld -D -i > "$LAB/log/slurmctld.out" 2>&1 & PIDS+=($!)
-slurmd -D -N "$NODE" > "$LAB/log/slurmd.out" 2>&1 & PIDS+=($!)
-wait_state idle || die "node not idle after start (see $LAB/log)"
-echo "TIME daemons to idle: $(ms "$s") ms   (PrologFlags=${PROLOG_FLAGS:-<default>})"
+echo "PrologFlags=${PROLOG_FLAGS:-<default>}"
+slurm_start "Prolog=$LAB/prolog" "${PROLOG_FLAGS:+PrologFlags=$PROLOG_FLAGS}" "KillWait=5"
 
 # 5. failing check: the job does not run, the node is drained with gdrdoctor's line --------------
 echo "== not ready (fixture acs-redirect-on-path)"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the integrations that need Python packages from PyPI (ansible.sh, kubernetes.sh).
 #
 # venv_with VENV PROBE WANT PACKAGE...: a virtual environment at VENV with PACKAGE... (pinned:
