@@ -124,11 +124,11 @@ impl Check for RdmaLink {
         }
         super::grouped(
             "port",
-            ports.iter().map(|(_, p)| {
-                let layer = if p.is_infiniband() {
-                    "InfiniBand"
-                } else {
-                    "RoCE"
+            ports.iter().map(|(d, p)| {
+                let layer = match (d.fabric(), p.is_infiniband()) {
+                    (crate::inventory::rdma::Fabric::Efa, _) => "EFA",
+                    (_, true) => "InfiniBand",
+                    _ => "RoCE",
                 };
                 let rate = p
                     .rate
@@ -370,9 +370,11 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
         );
         return out;
     };
-    let layer = match (port.is_ethernet(), port.is_infiniband()) {
-        (true, _) => "RoCE",
-        (_, true) => "InfiniBand",
+    // EFA's link layer reads "Unknown" (IB_LINK_LAYER_UNSPECIFIED): the fabric is the driver's.
+    let layer = match (dev.is_efa(), port.is_ethernet(), port.is_infiniband()) {
+        (true, ..) => "EFA",
+        (_, true, _) => "RoCE",
+        (_, _, true) => "InfiniBand",
         _ => "link layer unknown",
     };
     let rate = port
