@@ -107,6 +107,14 @@ impl Check for PciePlacement {
                 ("no GPU (see gpu-driver)".to_owned(), "gpu-driver")
             } else if inv.rdma.is_empty() {
                 ("no RDMA device (see rdma-link)".to_owned(), "rdma-link")
+            } else if inv.rdma.iter().all(|d| d.is_efa()) {
+                (
+                    format!(
+                        "the node's {} RDMA devices are EFA, which NCCL reaches only through the aws-ofi-nccl plugin, and NCCL loads no such plugin here (see nccl-config)",
+                        inv.rdma.len()
+                    ),
+                    "nccl-config",
+                )
             } else {
                 (
                     format!(
@@ -317,8 +325,9 @@ fn judge(
     let fix = match (&inv.virtual_pci, basis) {
         (Some(vm), Basis::Sysfs) => {
             message.push_str(&format!(
-                ". Placement seen from inside a VM is the hypervisor's picture ({}): the host pairs GPUs and NICs on switches the guest never sees, and only a topology file from the provider tells NCCL that pairing",
-                vm.shape.describe()
+                ". This is a VM, and placement seen from inside it is the hypervisor's picture ({}): {} in the guest, whatever the host's switches do. The host pairs GPUs and NICs on switches the guest never sees: the provider's topology file, or a passthrough layout that mirrors the host's, is the fix, not the cabling",
+                vm.shape.describe(),
+                n.level
             ));
             vm_fix(inv, vm)
         }
@@ -332,14 +341,17 @@ fn judge(
     let mut ev = evidence(inv, n, basis);
     if let (Some(vm), Basis::Sysfs) = (&inv.virtual_pci, basis) {
         ev.extend(vm.evidence.iter().take(1).cloned());
+        ev.extend(vm.signals.iter().cloned());
     }
     Finding::fail(GPU_NIC_TOO_FAR, subject.to_owned(), message)
         .with(ev)
         .fix(fix)
 }
 
-/// The fix for a VM: the provider's topology file, named in /etc/nccl.conf.
+/// The fix for a VM: the provider's topology file (named in /etc/nccl.conf, or set by the
+/// network plugin), else the provider's file or a passthrough layout that mirrors the host.
 fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
+    use crate::inventory::vm::Naming;
     let missing = inv
         .nccl
         .topology
@@ -348,6 +360,7 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
         .map(|t| t.path.clone());
     let safety = "Changes what every NCCL job on the node reads; a file for another VM size pairs the wrong GPUs and NICs: use the provider's file for this size.";
     match &vm.provider {
+        Some(p) if p.naming == Naming::Plugin => plugin_file_fix(inv, p, safety),
         Some(p) => {
             let (summary, fetch) = if p.present {
                 (
@@ -372,7 +385,7 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
                     ),
                     Some(format!(
                         "# install {} as {} (Azure/azhpc-images, directory topology/)",
-                        p.source.rsplit('/').next().unwrap_or(p.source),
+                        p.source.rsplit('/').next().unwrap_or(&p.source),
                         p.path
                     )),
                 )
@@ -390,7 +403,7 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
         }
         None => Fix::new(
             format!(
-                "Get your provider's NCCL topology file for this VM size (or dump one with NCCL_TOPO_DUMP_FILE on a node of this size where GPUDirect RDMA works) and name it in /etc/nccl.conf with NCCL_TOPO_FILE{}",
+                "Get your provider's NCCL topology file for this VM size (or dump one with NCCL_TOPO_DUMP_FILE on a node of this size where GPUDirect RDMA works) and name it in /etc/nccl.conf with NCCL_TOPO_FILE{}; on a hypervisor of your own, pass each GPU and its NIC through behind one emulated switch, as the host pairs them",
                 missing
                     .as_ref()
                     .map(|m| format!(" (it names {m} now, which is not there)"))
@@ -398,8 +411,42 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
             ),
             safety,
         )
-        .manual("# NCCL_TOPO_FILE=/path/to/provider-topo.xml   in /etc/nccl.conf"),
+        .manual("# NCCL_TOPO_FILE=/path/to/provider-topo.xml   in /etc/nccl.conf")
+        .manual("# QEMU: -device pcie-root-port,id=rp0 -device x3130-upstream,bus=rp0,id=up0 -device xio3130-downstream,bus=up0,id=dn0 -device xio3130-downstream,bus=up0,id=dn1, then the GPU on dn0 and its NIC on dn1 (QEMU docs/pcie.txt)"),
     }
+}
+
+/// The fix where the network plugin names the provider's file itself (aws-ofi-nccl): the file
+/// missing, the plugin not loaded, or NCCL_TOPO_FILE set elsewhere.
+fn plugin_file_fix(inv: &Inventory, p: &crate::inventory::vm::ProviderFile, safety: &str) -> Fix {
+    let setting = inv.nccl.get("NCCL_TOPO_FILE");
+    let loaded = inv.nccl.plugin.aws_ofi().is_some();
+    let summary = match (p.present, loaded, setting) {
+        (false, _, _) => format!(
+            "Install aws-ofi-nccl with its topology files (the EFA installer does): {} ({}) is not on this node, and aws-ofi-nccl sets NCCL_TOPO_FILE to it itself on {}",
+            p.path, p.source, p.size
+        ),
+        (true, false, _) => format!(
+            "Make NCCL load aws-ofi-nccl (see nccl-config): it sets NCCL_TOPO_FILE to {} ({}) itself on {}, and that file is on this node",
+            p.path, p.source, p.size
+        ),
+        (true, true, Some(s)) => format!(
+            "Remove NCCL_TOPO_FILE={} ({}): aws-ofi-nccl sets NCCL_TOPO_FILE to {} itself only when it is unset",
+            s.value,
+            s.origin.describe(),
+            p.path
+        ),
+        (true, true, None) => format!(
+            "aws-ofi-nccl sets NCCL_TOPO_FILE to {} ({}) itself: see nccl-config for why NCCL does not read it",
+            p.path, p.source
+        ),
+    };
+    Fix::new(summary, safety)
+        .manual(format!(
+            "ls -l {}   # aws-ofi-nccl's file for this instance type",
+            crate::checks::sh(&p.path)
+        ))
+        .manual("gdrdoctor check --select pcie-placement,nccl-config   # then: NCCL's tree from the file")
 }
 
 /// GPUs whose one nearest NIC is the same, while another NIC NCCL uses (`nccl_nics`) is no

@@ -214,11 +214,14 @@ impl Check for RdmaLink {
 fn rails_down(cx: &Context) -> Vec<Finding> {
     let inv = cx.inv;
     let up = crate::nccl::effective::carrying(inv);
-    if up.is_empty() || up.len() == inv.rdma.len() {
+    // The NICs NCCL's network could use: a down one among them is a rail lost; a NIC it cannot
+    // open at all (EFA without aws-ofi-nccl) is nccl-config's to say.
+    let reachable = crate::nccl::effective::reachable(inv);
+    if up.is_empty() || up.len() == reachable.len() {
         return Vec::new();
     }
     let instead = crate::placement::nearest_among(inv, &up);
-    crate::placement::nearest(inv)
+    crate::placement::nearest_among(inv, &reachable)
         .into_iter()
         .zip(instead)
         .filter_map(|((gpu, near), (_, other))| {

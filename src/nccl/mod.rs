@@ -113,6 +113,18 @@ type Near<'a> = (crate::parse::pci::Bdf, Option<&'a effective::Nearest>);
 /// NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port; and those ports
 /// (device, port, why).
 fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, String)>) {
+    if effective::network(inv) == effective::Network::AwsOfi {
+        let efa = inv.rdma.iter().filter(|d| d.is_efa()).count();
+        let setting = Setting {
+            name: "NCCL_IB_HCA",
+            value: None,
+            why: vec![format!(
+                "not set: NCCL reaches the node's {efa} EFA devices through aws-ofi-nccl {} (libfabric's efa provider); NCCL_IB_HCA selects the devices of NCCL's own InfiniBand/RoCE transport, which NCCL does not use while the plugin loads",
+                inv.nccl.plugin.aws_ofi().unwrap_or_default()
+            )],
+        };
+        return (setting, Vec::new());
+    }
     let mut hca: Vec<(String, u32, String)> = Vec::new();
     let mut why = Vec::new();
     let mut inactive = Vec::new();
