@@ -26,6 +26,16 @@ const GPU_NIC_CROWDED: Code = Code {
     summary: "several GPUs share one nearest NIC while another NIC within the policy is no GPU's nearest",
 };
 
+const GPU_NIC_NARROW: Code = Code {
+    id: "gpu-nic-narrow",
+    summary: "the only NICs NCCL has for the GPU are narrow functions (a PCIe link or port far below the node's rails): management or storage, not a rail",
+};
+
+const NIC_NARROW: Code = Code {
+    id: "nic-narrow",
+    summary: "a NIC whose PCIe link or port carries under a quarter of the node's widest: a management or storage function, left out of the GPU-NIC pairing",
+};
+
 const PLACEMENT_UNKNOWN: Code = Code {
     id: "placement-unknown",
     summary: "a GPU's or NIC's place on the PCIe tree could not be worked out",
@@ -40,6 +50,8 @@ const CODES: &[Code] = &[
     GPU_NIC_NEAR,
     GPU_NIC_TOO_FAR,
     GPU_NIC_CROWDED,
+    GPU_NIC_NARROW,
+    NIC_NARROW,
     PLACEMENT_UNKNOWN,
     PLACEMENT_NO_PAIR,
 ];
@@ -135,6 +147,7 @@ impl Check for PciePlacement {
             ];
         }
         let mut out = Vec::new();
+        let narrow = crate::placement::narrow(inv);
         for d in used
             .iter()
             .map(|&i| &inv.rdma[i])
@@ -169,8 +182,17 @@ impl Check for PciePlacement {
                 );
                 continue;
             };
+            if let Some(f) = narrow_nics(inv, &subject, n, &narrow) {
+                out.push(f);
+                continue;
+            }
             out.push(judge(inv, &subject, n, g.verdict, basis, policy));
         }
+        out.extend(
+            narrow
+                .iter()
+                .map(|(i, bw, widest)| named_narrow(inv, *i, bw, *widest)),
+        );
         if matches!(basis, Basis::Sysfs) {
             if let GdrLimit::Upto(limit) = policy.limit {
                 out.extend(crowding(
@@ -183,6 +205,72 @@ impl Check for PciePlacement {
         }
         out
     }
+}
+
+/// A narrow NIC, named as what it is: not a rail.
+fn named_narrow(
+    inv: &Inventory,
+    i: usize,
+    bw: &crate::placement::NicBandwidth,
+    widest: f64,
+) -> Finding {
+    let d = &inv.rdma[i];
+    let f = d.pci.and_then(|b| inv.function(b));
+    Finding::skip(
+        NIC_NARROW,
+        d.name.clone(),
+        format!(
+            "a narrow function ({}), under a quarter of the node's widest NIC ({widest:.1} GB/s): a management or storage function, not a rail; left out of the GPU-NIC pairing and of NCCL_IB_HCA",
+            bw.describe()
+        ),
+    )
+    .with(f.into_iter().flat_map(|f| {
+        let link = f.detail.as_ref().map(|dt| &dt.link);
+        link.map(|l| [l.max_speed.evidence(), l.max_width.evidence()])
+            .into_iter()
+            .flatten()
+    }))
+    .with(d.ports.first().map(|p| p.rate.evidence()))
+}
+
+/// A GPU whose NICs, as NCCL ranks them, are all narrow functions: NCCL has nothing wider for
+/// it (issue 29: a p6-b200's ConnectX-7 management functions beside GPU 4 and 5).
+fn narrow_nics(
+    inv: &Inventory,
+    subject: &str,
+    n: &Nearest,
+    narrow: &[(usize, crate::placement::NicBandwidth, f64)],
+) -> Option<Finding> {
+    let bws: Vec<&(usize, crate::placement::NicBandwidth, f64)> = n
+        .nics
+        .iter()
+        .map(|c| narrow.iter().find(|(i, ..)| *i == c.nic))
+        .collect::<Option<Vec<_>>>()?;
+    let widest = bws.first()?.2;
+    let described: Vec<String> = bws
+        .iter()
+        .map(|(i, b, _)| format!("{} ({})", inv.rdma[*i].name, b.describe()))
+        .collect();
+    Some(
+        Finding::warn(
+            GPU_NIC_NARROW,
+            subject.to_owned(),
+            format!(
+                "the only NICs NCCL has for this GPU are narrow functions, {} at {}: under a quarter of the node's widest NIC ({widest:.1} GB/s), a management or storage function, not a rail; this GPU's network traffic is capped at their bandwidth",
+                described.join(", "),
+                n.level
+            ),
+        )
+        .with(evidence(inv, n, crate::nccl::effective::Basis::Sysfs))
+        .fix(
+            Fix::new(
+                "Give NCCL this GPU's rail: the node's wide NICs are not among those NCCL uses (the network plugin, NCCL_IB_HCA: see nccl-config), or the rail is missing",
+                "Read-only commands.",
+            )
+            .manual("gdrdoctor topo   # every GPU and NIC, with the levels")
+            .manual("gdrdoctor nccl   # the settings NCCL needs here"),
+        ),
+    )
 }
 
 fn nic_list(inv: &Inventory, n: &Nearest) -> String {

@@ -382,11 +382,22 @@ fn file_nearest(
                     })
                 })
                 .collect();
-            let best = all.iter().map(|c| c.level).min();
-            let near = best.map(|level| Nearest {
+            // NCCL's local NICs on its tree: the most bandwidth, then the shortest path.
+            let ranked: Vec<(usize, Option<f64>, Level)> = all
+                .iter()
+                .map(|c| {
+                    let bw = crate::placement::gpu_nic_bandwidth(inv, g.bdf, c.nic);
+                    (c.nic, bw, c.level)
+                })
+                .collect();
+            let best = crate::placement::local(&ranked);
+            let near = best.first().map(|&(_, level)| Nearest {
                 gpu: g.bdf,
                 level,
-                nics: all.into_iter().filter(|c| c.level == level).collect(),
+                nics: all
+                    .into_iter()
+                    .filter(|c| best.iter().any(|(i, _)| *i == c.nic))
+                    .collect(),
             });
             (g.bdf, near)
         })
