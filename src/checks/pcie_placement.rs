@@ -70,8 +70,30 @@ impl Check for PciePlacement {
         &META
     }
 
-    /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.
+    /// The placement in a line ([`PciePlacement::placed`]), and the node's narrow functions.
     fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
+        let line = self.placed(cx, passed);
+        // The narrow functions are named even on a one-line report: they are what a reader
+        // would otherwise take for a GPU's rail.
+        let narrow: Vec<&str> = crate::placement::narrow(cx.inv)
+            .iter()
+            .map(|(i, ..)| cx.inv.rdma[*i].name.as_str())
+            .collect();
+        if narrow.is_empty() || line.is_empty() {
+            line
+        } else {
+            format!("{line}; narrow functions, not rails: {}", narrow.join(", "))
+        }
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        self.findings(cx)
+    }
+}
+
+impl PciePlacement {
+    /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.
+    fn placed(&self, cx: &Context, passed: &[&Finding]) -> String {
         let j = effective::judge(cx.inv, cx.config);
         let basis = j.basis;
         let near: Vec<Level> = j
@@ -110,7 +132,7 @@ impl Check for PciePlacement {
         }
     }
 
-    fn run(&self, cx: &Context) -> Vec<Finding> {
+    fn findings(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
         let j = effective::judge(inv, cx.config);
         let (policy, used, basis) = (&j.policy, &j.nics, j.basis);
