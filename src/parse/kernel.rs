@@ -229,7 +229,10 @@ mod tests {
         let guest = "processor\t: 0\nmodel name\t: Intel Xeon Processor\nflags\t\t: fpu vme sse2 hypervisor lahf_lm\n\nprocessor\t: 1\nflags\t\t: fpu\n";
         let f = cpuinfo_flags(guest).unwrap();
         assert_eq!(f, ["fpu", "vme", "sse2", "hypervisor", "lahf_lm"]);
-        assert_eq!(cpuinfo_flags("processor\t: 0\nFeatures\t: fp asimd\n"), None);
+        assert_eq!(
+            cpuinfo_flags("processor\t: 0\nFeatures\t: fp asimd\n"),
+            None
+        );
         assert_eq!(cpuinfo_flags("flags\t\t:\n"), Some(Vec::new()));
     }
 
