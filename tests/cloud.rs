@@ -326,3 +326,25 @@ fn a_capture_keeps_the_plugin_and_its_file() {
     assert!(stdout(&offline).contains("aws-ofi-nccl 1.13.2-aws"));
     assert!(Path::new(&out).is_file());
 }
+
+/// A guest laid out well (an expander bridge per NUMA node, an emulated switch per pair) passes;
+/// a failure there is still worded for a VM, with its expander bridge and DMI as evidence.
+#[test]
+fn a_failure_in_a_well_laid_out_guest_is_a_vms() {
+    let out = gdrdoctor(&["--root", fixture("kvm-h200x8-pxb"), "check"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let n = Node::of("kvm-h200x8-pxb");
+    n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL=LOC\n");
+    let (c, r) = n.check();
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "gpu-nic-too-far", "fail");
+    let m = text(f);
+    assert!(
+        m.contains("This is a VM") && m.contains("QEMU PCI expander bridges"),
+        "{m}"
+    );
+    assert!(
+        m.contains("1b36:000b") && m.contains("QEMU (QEMU's SMBIOS)"),
+        "{m}"
+    );
+}

@@ -713,6 +713,17 @@ const CASES: &[Case] = &[
         ],
         codes: &[("gpu-nic-too-far", "fail"), ("gdr-path-dmabuf", "pass")],
     },
+    // An 8x H200 KVM guest with an expander bridge per NUMA node and an emulated switch per
+    // GPU/NIC pair: a VM laid out well passes, with no cabling finding.
+    Case {
+        name: "kvm-h200x8-pxb",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-near", "pass")],
+    },
 ];
 
 fn run(case: &Case, format: &str) -> std::process::Output {
