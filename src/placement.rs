@@ -395,12 +395,18 @@ pub fn nearest(inv: &Inventory) -> Vec<(Bdf, Option<Nearest>)> {
     nearest_among(inv, &all)
 }
 
-/// [`nearest`] among the NICs `nics` (indices into `inv.rdma`): those NCCL uses.
+/// [`nearest`] among the NICs `nics` (indices into `inv.rdma`): those NCCL uses. Nearest as
+/// NCCL's `ncclTopoGetLocal` (src/graph/topo.cc) picks a GPU's NICs: the most path bandwidth
+/// first, then the shortest path type; so a narrow function next to the GPU loses to a rail
+/// further away (issue 29).
 pub fn nearest_among(inv: &Inventory, nics: &[usize]) -> Vec<(Bdf, Option<Nearest>)> {
     // Each NIC placed once, not once per GPU.
-    let nics: Vec<(usize, Place)> = nics
+    let nics: Vec<(usize, Place, Option<f64>)> = nics
         .iter()
-        .filter_map(|&i| Some((i, Place::of(inv, inv.rdma.get(i)?.pci?)?)))
+        .filter_map(|&i| {
+            let place = Place::of(inv, inv.rdma.get(i)?.pci?)?;
+            Some((i, place, nic_bandwidth(inv, i).map(|b| b.gbs)))
+        })
         .collect();
     inv.gpus
         .iter()
@@ -408,18 +414,202 @@ pub fn nearest_among(inv: &Inventory, nics: &[usize]) -> Vec<(Bdf, Option<Neares
             let Some(gp) = Place::of(inv, g.bdf) else {
                 return (g.bdf, None);
             };
-            let best = nics.iter().map(|(_, p)| level(&gp, p).0).min();
-            let near = best.map(|best| Nearest {
+            let gpu_bw = pci_link(inv, g.bdf).map(|l| l.gbs);
+            let ranked: Vec<(usize, Option<f64>, Level)> = nics
+                .iter()
+                .map(|(i, p, bw)| (*i, path_bandwidth(gpu_bw, *bw), level(&gp, p).0))
+                .collect();
+            let best = local(&ranked);
+            let near = best.first().map(|&(_, lvl)| Nearest {
                 gpu: g.bdf,
-                level: best,
-                nics: nics
+                level: lvl,
+                nics: best
                     .iter()
-                    .filter(|(_, p)| level(&gp, p).0 == best)
-                    .map(|(i, p)| (*i, route_between(&gp, p)))
+                    .filter_map(|&(i, _)| {
+                        let (_, p, _) = nics.iter().find(|(j, ..)| *j == i)?;
+                        Some((i, route_between(&gp, p)))
+                    })
                     .collect(),
             });
             (g.bdf, near)
         })
+        .collect()
+}
+
+/// NCCL's local NICs among `ranked` (NIC, path bandwidth, level): the greatest bandwidth, then
+/// the smallest level; each with its level. An unknown bandwidth is not held against a NIC.
+pub fn local(ranked: &[(usize, Option<f64>, Level)]) -> Vec<(usize, Level)> {
+    let bw = |b: Option<f64>| b.unwrap_or(f64::INFINITY);
+    let same = |a: f64, b: f64| a == b || (a - b).abs() < 0.01;
+    let Some(top) = ranked.iter().map(|(_, b, _)| bw(*b)).reduce(f64::max) else {
+        return Vec::new();
+    };
+    let widest: Vec<&(usize, Option<f64>, Level)> = ranked
+        .iter()
+        .filter(|(_, b, _)| same(bw(*b), top))
+        .collect();
+    let Some(min) = widest.iter().map(|(_, _, l)| *l).min() else {
+        return Vec::new();
+    };
+    widest
+        .iter()
+        .filter(|(_, _, l)| *l == min)
+        .map(|(i, _, l)| (*i, *l))
+        .collect()
+}
+
+/// A PCIe link as NCCL counts it: the lesser of the device's and its upstream port's maximum
+/// speed and width (src/graph/xml.cc `ncclTopoGetXmlFromSys` reads `max_link_speed` and
+/// `max_link_width` of the device and of `..`), in GB/s as `ncclTopoAddPci` computes it (topo.cc:
+/// width x the lane rate of `kvDictPciGen`, 15/30/60/120/240/480 in 100 Mb/s, over 80).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PciLink {
+    /// GT/s.
+    pub speed: f64,
+    pub width: u32,
+    /// GB/s.
+    pub gbs: f64,
+}
+
+impl PciLink {
+    /// `16.0 GT/s x2 = 3.0 GB/s`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{:.1} GT/s x{} = {:.1} GB/s",
+            self.speed, self.width, self.gbs
+        )
+    }
+}
+
+/// NCCL's lane rate for a transfer rate, in 100 Mb/s (kvDictPciGen; anything else 60).
+fn lane_rate(gts: f64) -> f64 {
+    const RATES: [(f64, f64); 6] = [
+        (2.5, 15.0),
+        (5.0, 30.0),
+        (8.0, 60.0),
+        (16.0, 120.0),
+        (32.0, 240.0),
+        (64.0, 480.0),
+    ];
+    RATES
+        .iter()
+        .find(|(g, _)| (g - gts).abs() < 0.01)
+        .map_or(60.0, |(_, r)| *r)
+}
+
+/// The PCIe link of function `bdf` as NCCL counts it; `None` when its link files are unknown.
+pub fn pci_link(inv: &Inventory, bdf: Bdf) -> Option<PciLink> {
+    let f = inv.function(bdf)?;
+    let max = |b: Bdf| {
+        let d = inv.function(b)?.detail.as_ref()?;
+        Some((
+            d.link.max_speed.value().copied(),
+            d.link.max_width.value().copied(),
+        ))
+    };
+    let (speed, width) = max(bdf)?;
+    let path = path_functions(&f.path);
+    let port = path
+        .len()
+        .checked_sub(2)
+        .and_then(|i| path.get(i))
+        .and_then(|b| max(*b));
+    let least = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let speed = least(speed, port.and_then(|p| p.0))?;
+    let width = match (width, port.and_then(|p| p.1)) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b)?,
+    };
+    // NCCL reads a width of 0 as 16.
+    let lanes = if width == 0 { 16 } else { width };
+    Some(PciLink {
+        speed,
+        width: lanes,
+        gbs: f64::from(lanes) * lane_rate(speed) / 80.0,
+    })
+}
+
+/// A NIC's bandwidth as NCCL's tree carries it: the lesser of its PCIe link and its port rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NicBandwidth {
+    pub pci: Option<PciLink>,
+    /// The fastest port's rate, GB/s (`400 Gb/sec` is 50).
+    pub port: Option<f64>,
+    /// GB/s.
+    pub gbs: f64,
+}
+
+impl NicBandwidth {
+    /// `PCIe 16.0 GT/s x2 = 3.0 GB/s, port 400 Gb/s`.
+    pub fn describe(&self) -> String {
+        let pci = self
+            .pci
+            .map(|l| format!("PCIe {}", l.describe()))
+            .unwrap_or_else(|| "PCIe link unknown".into());
+        match self.port {
+            Some(p) => format!("{pci}, port {} Gb/s", p * 8.0),
+            None => pci,
+        }
+    }
+}
+
+/// NIC `i`'s bandwidth (index into `inv.rdma`); `None` when neither its link nor a port rate is
+/// known.
+pub fn nic_bandwidth(inv: &Inventory, i: usize) -> Option<NicBandwidth> {
+    let d = inv.rdma.get(i)?;
+    let pci = d.pci.and_then(|b| pci_link(inv, b));
+    let port = d
+        .ports
+        .iter()
+        .filter_map(|p| p.rate.value().copied())
+        .filter(|r| *r > 0.0)
+        .reduce(f64::max)
+        .map(|r| r / 8.0);
+    let gbs = match (pci.map(|l| l.gbs), port) {
+        (Some(a), Some(b)) => a.min(b),
+        (a, b) => a.or(b)?,
+    };
+    Some(NicBandwidth { pci, port, gbs })
+}
+
+/// The bandwidth between GPU `gpu` and NIC `nic` (index into `inv.rdma`), as [`nearest_among`]
+/// ranks it.
+pub fn gpu_nic_bandwidth(inv: &Inventory, gpu: Bdf, nic: usize) -> Option<f64> {
+    path_bandwidth(
+        pci_link(inv, gpu).map(|l| l.gbs),
+        nic_bandwidth(inv, nic).map(|b| b.gbs),
+    )
+}
+
+/// The bandwidth of a GPU-NIC path: the lesser of the two ends' (bridges between are taken to
+/// be at least as wide as the ends, as on every server's GPU/NIC switches).
+fn path_bandwidth(gpu: Option<f64>, nic: Option<f64>) -> Option<f64> {
+    match (gpu, nic) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A NIC carries under a quarter of the node's widest: a management or storage function, not a
+/// rail (p6-b200's ConnectX-7 functions at 3 GB/s beside 50 GB/s EFA rails). NCCL has no such
+/// cut-off; it ranks by bandwidth, so such a NIC is only ever a GPU's NIC when it is the only
+/// one NCCL has.
+pub const NARROW_FRACTION: f64 = 0.25;
+
+/// The node's narrow NICs (indices into `inv.rdma`) with their bandwidth and the widest NIC's.
+pub fn narrow(inv: &Inventory) -> Vec<(usize, NicBandwidth, f64)> {
+    let all: Vec<(usize, NicBandwidth)> = (0..inv.rdma.len())
+        .filter_map(|i| Some((i, nic_bandwidth(inv, i)?)))
+        .collect();
+    let Some(widest) = all.iter().map(|(_, b)| b.gbs).reduce(f64::max) else {
+        return Vec::new();
+    };
+    all.into_iter()
+        .filter(|(_, b)| b.gbs < widest * NARROW_FRACTION)
+        .map(|(i, b)| (i, b, widest))
         .collect()
 }
 

@@ -661,6 +661,90 @@ const CASES: &[Case] = &[
         ],
         codes: &[("rdma-port-down", "fail"), ("rdma-rail-down", "warn")],
     },
+    // Cloud GPU fabrics as NCCL sees them (issue 29). AWS p4d.24xlarge with aws-ofi-nccl and its
+    // topology file: EFA judged as EFA (its GID slot, its P2P provider), placement on the
+    // plugin's file (PIX); ready.
+    Case {
+        name: "aws-p4d-efa-topo",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("gdr-path-efa-p2p", "pass"),
+            ("efa-address", "pass"),
+            ("nccl-net-plugin", "pass"),
+            ("nccl-topo-file-ok", "pass"),
+            ("gpu-nic-near", "pass"),
+        ],
+    },
+    // The same node without the plugin's topology file: PHB from sysfs, worded as a VM, the fix
+    // naming the file aws-ofi-nccl sets itself.
+    Case {
+        name: "aws-p4d-efa",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "fail", "skip", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("gpu-nic-too-far", "fail"),
+            ("nccl-topo-file-missing", "warn"),
+            ("efa-address", "pass"),
+        ],
+    },
+    // AWS p5.48xlarge: 32 EFA, four per GPU under one switch: ready, EFA judged as EFA.
+    Case {
+        name: "aws-p5-efa",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("gpu-nic-near", "pass"),
+            ("efa-address", "pass"),
+            ("rdma-port-active", "pass"),
+            ("nccl-net-plugin", "pass"),
+        ],
+    },
+    // AWS p6-b200: 8 EFA rails and two narrow ConnectX-7 functions, named and left out.
+    Case {
+        name: "aws-p6-b200",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("nic-narrow", "skip"),
+            ("gpu-nic-near", "pass"),
+            ("efa-address", "pass"),
+            ("ib-lid-assigned", "pass"),
+        ],
+    },
+    // An 8x H200 KVM guest, one QEMU root port per device: PHB in the guest, worded as a VM.
+    Case {
+        name: "kvm-h200x8-rootports",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-too-far", "fail"), ("gdr-path-dmabuf", "pass")],
+    },
+    // An 8x H200 KVM guest with an expander bridge per NUMA node and an emulated switch per
+    // GPU/NIC pair: a VM laid out well passes, with no cabling finding.
+    Case {
+        name: "kvm-h200x8-pxb",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-near", "pass")],
+    },
 ];
 
 fn run(case: &Case, format: &str) -> std::process::Output {

@@ -12,6 +12,7 @@ mod common;
 mod broken;
 mod capture;
 mod cli;
+mod cloud;
 mod codes;
 mod fixscript;
 mod fixtures;

@@ -645,7 +645,7 @@ fn vm_shapes_flat_root_bus_and_qemu_pxb() {
     let f = one(&r, "gpu-nic-too-far", "fail");
     let m = f["message"].as_str().unwrap();
     assert!(
-        m.contains("Placement seen from inside a VM is the hypervisor's picture (every GPU and NIC sits directly on a host bridge"),
+        m.contains("This is a VM, and placement seen from inside it is the hypervisor's picture (every GPU and NIC sits directly on a host bridge"),
         "{m}"
     );
     assert!(!m.contains("Hyper-V"), "{m}");
@@ -679,7 +679,7 @@ fn vm_shapes_flat_root_bus_and_qemu_pxb() {
     let m = f["message"].as_str().unwrap();
     assert!(
         m.contains(
-            "Placement seen from inside a VM is the hypervisor's picture (QEMU PCI expander bridges"
+            "placement seen from inside it is the hypervisor's picture (QEMU PCI expander bridges"
         ),
         "{m}"
     );

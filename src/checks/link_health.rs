@@ -476,6 +476,20 @@ fn cable_fix(dev: &RdmaDevice, port: u32, netdev: Option<&str>) -> Fix {
 }
 
 fn retry_fix(dev: &RdmaDevice, port: u32, netdev: Option<&str>) -> Fix {
+    if dev.is_efa() {
+        // EFA's fabric is the provider's: nothing on the node to reseat or configure.
+        return Fix::new(
+            format!(
+                "{} port {port} drops packets: EFA's network is AWS's; stop the instance and start it again (it moves to another host), or report the instance ID and these counters to AWS",
+                dev.name
+            ),
+            "Stopping the instance ends every job on it.",
+        )
+        .manual(format!(
+            "rdma statistic show link {}/{port}   # which counters grow",
+            dev.name
+        ));
+    }
     let mut fix = Fix::new(
         format!(
             "Find where packets from {} port {port} are lost: a lossy queue (RoCE: PFC and DSCP trust on the NIC and every switch hop), a congested or failing link on the path",

@@ -26,6 +26,16 @@ const GPU_NIC_CROWDED: Code = Code {
     summary: "several GPUs share one nearest NIC while another NIC within the policy is no GPU's nearest",
 };
 
+const GPU_NIC_NARROW: Code = Code {
+    id: "gpu-nic-narrow",
+    summary: "the only NICs NCCL has for the GPU are narrow functions (a PCIe link or port far below the node's rails): management or storage, not a rail",
+};
+
+const NIC_NARROW: Code = Code {
+    id: "nic-narrow",
+    summary: "a NIC whose PCIe link or port carries under a quarter of the node's widest: a management or storage function, left out of the GPU-NIC pairing",
+};
+
 const PLACEMENT_UNKNOWN: Code = Code {
     id: "placement-unknown",
     summary: "a GPU's or NIC's place on the PCIe tree could not be worked out",
@@ -40,6 +50,8 @@ const CODES: &[Code] = &[
     GPU_NIC_NEAR,
     GPU_NIC_TOO_FAR,
     GPU_NIC_CROWDED,
+    GPU_NIC_NARROW,
+    NIC_NARROW,
     PLACEMENT_UNKNOWN,
     PLACEMENT_NO_PAIR,
 ];
@@ -58,8 +70,30 @@ impl Check for PciePlacement {
         &META
     }
 
-    /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.
+    /// The placement in a line ([`PciePlacement::placed`]), and the node's narrow functions.
     fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
+        let line = self.placed(cx, passed);
+        // The narrow functions are named even on a one-line report: they are what a reader
+        // would otherwise take for a GPU's rail.
+        let narrow: Vec<&str> = crate::placement::narrow(cx.inv)
+            .iter()
+            .map(|(i, ..)| cx.inv.rdma[*i].name.as_str())
+            .collect();
+        if narrow.is_empty() || line.is_empty() {
+            line
+        } else {
+            format!("{line}; narrow functions, not rails: {}", narrow.join(", "))
+        }
+    }
+
+    fn run(&self, cx: &Context) -> Vec<Finding> {
+        self.findings(cx)
+    }
+}
+
+impl PciePlacement {
+    /// `every GPU has a NIC at PIX`, or within the worst level with the count per level.
+    fn placed(&self, cx: &Context, passed: &[&Finding]) -> String {
         let j = effective::judge(cx.inv, cx.config);
         let basis = j.basis;
         let near: Vec<Level> = j
@@ -98,7 +132,7 @@ impl Check for PciePlacement {
         }
     }
 
-    fn run(&self, cx: &Context) -> Vec<Finding> {
+    fn findings(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
         let j = effective::judge(inv, cx.config);
         let (policy, used, basis) = (&j.policy, &j.nics, j.basis);
@@ -107,6 +141,14 @@ impl Check for PciePlacement {
                 ("no GPU (see gpu-driver)".to_owned(), "gpu-driver")
             } else if inv.rdma.is_empty() {
                 ("no RDMA device (see rdma-link)".to_owned(), "rdma-link")
+            } else if inv.rdma.iter().all(|d| d.is_efa()) {
+                (
+                    format!(
+                        "the node's {} RDMA devices are EFA, which NCCL reaches only through the aws-ofi-nccl plugin, and NCCL loads no such plugin here (see nccl-config)",
+                        inv.rdma.len()
+                    ),
+                    "nccl-config",
+                )
             } else {
                 (
                     format!(
@@ -127,6 +169,7 @@ impl Check for PciePlacement {
             ];
         }
         let mut out = Vec::new();
+        let narrow = crate::placement::narrow(inv);
         for d in used
             .iter()
             .map(|&i| &inv.rdma[i])
@@ -161,8 +204,17 @@ impl Check for PciePlacement {
                 );
                 continue;
             };
+            if let Some(f) = narrow_nics(inv, &subject, n, &narrow) {
+                out.push(f);
+                continue;
+            }
             out.push(judge(inv, &subject, n, g.verdict, basis, policy));
         }
+        out.extend(
+            narrow
+                .iter()
+                .map(|(i, bw, widest)| named_narrow(inv, *i, bw, *widest)),
+        );
         if matches!(basis, Basis::Sysfs) {
             if let GdrLimit::Upto(limit) = policy.limit {
                 out.extend(crowding(
@@ -175,6 +227,72 @@ impl Check for PciePlacement {
         }
         out
     }
+}
+
+/// A narrow NIC, named as what it is: not a rail.
+fn named_narrow(
+    inv: &Inventory,
+    i: usize,
+    bw: &crate::placement::NicBandwidth,
+    widest: f64,
+) -> Finding {
+    let d = &inv.rdma[i];
+    let f = d.pci.and_then(|b| inv.function(b));
+    Finding::skip(
+        NIC_NARROW,
+        d.name.clone(),
+        format!(
+            "a narrow function ({}), under a quarter of the node's widest NIC ({widest:.1} GB/s): a management or storage function, not a rail; left out of the GPU-NIC pairing and of NCCL_IB_HCA",
+            bw.describe()
+        ),
+    )
+    .with(f.into_iter().flat_map(|f| {
+        let link = f.detail.as_ref().map(|dt| &dt.link);
+        link.map(|l| [l.max_speed.evidence(), l.max_width.evidence()])
+            .into_iter()
+            .flatten()
+    }))
+    .with(d.ports.first().map(|p| p.rate.evidence()))
+}
+
+/// A GPU whose NICs, as NCCL ranks them, are all narrow functions: NCCL has nothing wider for
+/// it (issue 29: a p6-b200's ConnectX-7 management functions beside GPU 4 and 5).
+fn narrow_nics(
+    inv: &Inventory,
+    subject: &str,
+    n: &Nearest,
+    narrow: &[(usize, crate::placement::NicBandwidth, f64)],
+) -> Option<Finding> {
+    let bws: Vec<&(usize, crate::placement::NicBandwidth, f64)> = n
+        .nics
+        .iter()
+        .map(|c| narrow.iter().find(|(i, ..)| *i == c.nic))
+        .collect::<Option<Vec<_>>>()?;
+    let widest = bws.first()?.2;
+    let described: Vec<String> = bws
+        .iter()
+        .map(|(i, b, _)| format!("{} ({})", inv.rdma[*i].name, b.describe()))
+        .collect();
+    Some(
+        Finding::warn(
+            GPU_NIC_NARROW,
+            subject.to_owned(),
+            format!(
+                "the only NICs NCCL has for this GPU are narrow functions, {} at {}: under a quarter of the node's widest NIC ({widest:.1} GB/s), a management or storage function, not a rail; this GPU's network traffic is capped at their bandwidth",
+                described.join(", "),
+                n.level
+            ),
+        )
+        .with(evidence(inv, n, crate::nccl::effective::Basis::Sysfs))
+        .fix(
+            Fix::new(
+                "Give NCCL this GPU's rail: the node's wide NICs are not among those NCCL uses (the network plugin, NCCL_IB_HCA: see nccl-config), or the rail is missing",
+                "Read-only commands.",
+            )
+            .manual("gdrdoctor topo   # every GPU and NIC, with the levels")
+            .manual("gdrdoctor nccl   # the settings NCCL needs here"),
+        ),
+    )
 }
 
 fn nic_list(inv: &Inventory, n: &Nearest) -> String {
@@ -317,8 +435,9 @@ fn judge(
     let fix = match (&inv.virtual_pci, basis) {
         (Some(vm), Basis::Sysfs) => {
             message.push_str(&format!(
-                ". Placement seen from inside a VM is the hypervisor's picture ({}): the host pairs GPUs and NICs on switches the guest never sees, and only a topology file from the provider tells NCCL that pairing",
-                vm.shape.describe()
+                ". This is a VM, and placement seen from inside it is the hypervisor's picture ({}): {} in the guest, whatever the host's switches do. The host pairs GPUs and NICs on switches the guest never sees: the provider's topology file, or a passthrough layout that mirrors the host's, is the fix, not the cabling",
+                vm.shape.describe(),
+                n.level
             ));
             vm_fix(inv, vm)
         }
@@ -332,14 +451,17 @@ fn judge(
     let mut ev = evidence(inv, n, basis);
     if let (Some(vm), Basis::Sysfs) = (&inv.virtual_pci, basis) {
         ev.extend(vm.evidence.iter().take(1).cloned());
+        ev.extend(vm.signals.iter().cloned());
     }
     Finding::fail(GPU_NIC_TOO_FAR, subject.to_owned(), message)
         .with(ev)
         .fix(fix)
 }
 
-/// The fix for a VM: the provider's topology file, named in /etc/nccl.conf.
+/// The fix for a VM: the provider's topology file (named in /etc/nccl.conf, or set by the
+/// network plugin), else the provider's file or a passthrough layout that mirrors the host.
 fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
+    use crate::inventory::vm::Naming;
     let missing = inv
         .nccl
         .topology
@@ -348,6 +470,7 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
         .map(|t| t.path.clone());
     let safety = "Changes what every NCCL job on the node reads; a file for another VM size pairs the wrong GPUs and NICs: use the provider's file for this size.";
     match &vm.provider {
+        Some(p) if p.naming == Naming::Plugin => plugin_file_fix(inv, p, safety),
         Some(p) => {
             let (summary, fetch) = if p.present {
                 (
@@ -372,7 +495,7 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
                     ),
                     Some(format!(
                         "# install {} as {} (Azure/azhpc-images, directory topology/)",
-                        p.source.rsplit('/').next().unwrap_or(p.source),
+                        p.source.rsplit('/').next().unwrap_or(&p.source),
                         p.path
                     )),
                 )
@@ -390,7 +513,7 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
         }
         None => Fix::new(
             format!(
-                "Get your provider's NCCL topology file for this VM size (or dump one with NCCL_TOPO_DUMP_FILE on a node of this size where GPUDirect RDMA works) and name it in /etc/nccl.conf with NCCL_TOPO_FILE{}",
+                "Get your provider's NCCL topology file for this VM size (or dump one with NCCL_TOPO_DUMP_FILE on a node of this size where GPUDirect RDMA works) and name it in /etc/nccl.conf with NCCL_TOPO_FILE{}; on a hypervisor of your own, pass each GPU and its NIC through behind one emulated switch, as the host pairs them",
                 missing
                     .as_ref()
                     .map(|m| format!(" (it names {m} now, which is not there)"))
@@ -398,8 +521,42 @@ fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
             ),
             safety,
         )
-        .manual("# NCCL_TOPO_FILE=/path/to/provider-topo.xml   in /etc/nccl.conf"),
+        .manual("# NCCL_TOPO_FILE=/path/to/provider-topo.xml   in /etc/nccl.conf")
+        .manual("# QEMU: -device pcie-root-port,id=rp0 -device x3130-upstream,bus=rp0,id=up0 -device xio3130-downstream,bus=up0,id=dn0 -device xio3130-downstream,bus=up0,id=dn1, then the GPU on dn0 and its NIC on dn1 (QEMU docs/pcie.txt)"),
     }
+}
+
+/// The fix where the network plugin names the provider's file itself (aws-ofi-nccl): the file
+/// missing, the plugin not loaded, or NCCL_TOPO_FILE set elsewhere.
+fn plugin_file_fix(inv: &Inventory, p: &crate::inventory::vm::ProviderFile, safety: &str) -> Fix {
+    let setting = inv.nccl.get("NCCL_TOPO_FILE");
+    let loaded = inv.nccl.plugin.aws_ofi().is_some();
+    let summary = match (p.present, loaded, setting) {
+        (false, _, _) => format!(
+            "Install aws-ofi-nccl with its topology files (the EFA installer does): {} ({}) is not on this node, and aws-ofi-nccl sets NCCL_TOPO_FILE to it itself on {}",
+            p.path, p.source, p.size
+        ),
+        (true, false, _) => format!(
+            "Make NCCL load aws-ofi-nccl (see nccl-config): it sets NCCL_TOPO_FILE to {} ({}) itself on {}, and that file is on this node",
+            p.path, p.source, p.size
+        ),
+        (true, true, Some(s)) => format!(
+            "Remove NCCL_TOPO_FILE={} ({}): aws-ofi-nccl sets NCCL_TOPO_FILE to {} itself only when it is unset",
+            s.value,
+            s.origin.describe(),
+            p.path
+        ),
+        (true, true, None) => format!(
+            "aws-ofi-nccl sets NCCL_TOPO_FILE to {} ({}) itself: see nccl-config for why NCCL does not read it",
+            p.path, p.source
+        ),
+    };
+    Fix::new(summary, safety)
+        .manual(format!(
+            "ls -l {}   # aws-ofi-nccl's file for this instance type",
+            crate::checks::sh(&p.path)
+        ))
+        .manual("gdrdoctor check --select pcie-placement,nccl-config   # then: NCCL's tree from the file")
 }
 
 /// GPUs whose one nearest NIC is the same, while another NIC NCCL uses (`nccl_nics`) is no

@@ -20,6 +20,11 @@ const ROCE_V2_IPV4: Code = Code {
     summary: "the RoCE port has a RoCE v2 IPv4 GID; its index is what NCCL_IB_GID_INDEX names",
 };
 
+const EFA_ADDRESS: Code = Code {
+    id: "efa-address",
+    summary: "the EFA port's one GID slot holds the device's address; libfabric's efa provider addresses endpoints by it, no GID index applies",
+};
+
 const IB_LID_ASSIGNED: Code = Code {
     id: "ib-lid-assigned",
     summary: "the InfiniBand port has a LID and a subnet manager",
@@ -68,6 +73,7 @@ const NO_DEVICE: Code = Code {
 const CODES: &[Code] = &[
     ROCE_V2_IPV4,
     IB_LID_ASSIGNED,
+    EFA_ADDRESS,
     ROCE_V1_ONLY,
     ROCE_NO_IPV4_GID,
     ROCE_NO_IP_GID,
@@ -104,7 +110,8 @@ impl Check for RdmaGid {
             "port",
             ports
                 .iter()
-                .map(|(_, p)| match (p.is_infiniband(), p.roce_v2_gid_index()) {
+                .map(|(d, p)| match (p.is_infiniband(), p.roce_v2_gid_index()) {
+                    _ if d.is_efa() => "EFA, the device address in its one GID slot".to_owned(),
                     (true, _) => "InfiniBand, LID assigned, subnet manager known".to_owned(),
                     (false, Some(i)) => {
                         format!("RoCE v2 IPv4 GID at index {i} (NCCL_IB_GID_INDEX={i})")
@@ -155,6 +162,8 @@ impl Check for RdmaGid {
                         .with([port.state.evidence()])
                         .prerequisites(&["rdma-link"]),
                     );
+                } else if dev.is_efa() {
+                    out.push(judge_efa(port, &subject));
                 } else if port.is_ethernet() {
                     let (finding, index) = judge_roce(port, &subject);
                     if let Some(i) = index {
@@ -234,6 +243,37 @@ fn gid_evidence(port: &Port, g: &GidEntry) -> Evidence {
     Evidence {
         path: g.path(&port.dir),
         value: format!("{} ({})", g.gid, g.gid_type.shown()),
+    }
+}
+
+/// An EFA port: one GID slot (efa_query_port: gid_tbl_len = 1), holding the device's address
+/// (efa_query_gid copies dev_attr.addr), with no type and no netdev (drivers/infiniband/hw/
+/// efa/efa_verbs.c). Nothing for NCCL_IB_GID_INDEX: NCCL reaches EFA through aws-ofi-nccl, and
+/// libfabric's efa provider takes the address as the endpoint's name.
+fn judge_efa(port: &Port, subject: &str) -> Finding {
+    let evidence = |g: &GidEntry| Evidence {
+        path: g.path(&port.dir),
+        value: g.gid.to_string(),
+    };
+    match port.gids.first() {
+        Some(g) => Finding::pass(
+            EFA_ADDRESS,
+            subject.to_owned(),
+            format!(
+                "EFA: GID slot {} of {} holds the device address {}; libfabric's efa provider addresses endpoints by it (no NCCL_IB_GID_INDEX applies)",
+                g.index, port.gid_slots, g.gid
+            ),
+        )
+        .with([evidence(g)]),
+        None => Finding::unknown(
+            UNREADABLE,
+            subject.to_owned(),
+            format!(
+                "EFA port with no address in its GID table ({} slots, all zero or unreadable): the device may not have finished initialising",
+                port.gid_slots
+            ),
+        )
+        .evidence(format!("{}/gids", port.dir), "<no non-zero GID>"),
     }
 }
 

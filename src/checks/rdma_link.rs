@@ -124,11 +124,11 @@ impl Check for RdmaLink {
         }
         super::grouped(
             "port",
-            ports.iter().map(|(_, p)| {
-                let layer = if p.is_infiniband() {
-                    "InfiniBand"
-                } else {
-                    "RoCE"
+            ports.iter().map(|(d, p)| {
+                let layer = match (d.fabric(), p.is_infiniband()) {
+                    (crate::inventory::rdma::Fabric::Efa, _) => "EFA",
+                    (_, true) => "InfiniBand",
+                    _ => "RoCE",
                 };
                 let rate = p
                     .rate
@@ -214,11 +214,14 @@ impl Check for RdmaLink {
 fn rails_down(cx: &Context) -> Vec<Finding> {
     let inv = cx.inv;
     let up = crate::nccl::effective::carrying(inv);
-    if up.is_empty() || up.len() == inv.rdma.len() {
+    // The NICs NCCL's network could use: a down one among them is a rail lost; a NIC it cannot
+    // open at all (EFA without aws-ofi-nccl) is nccl-config's to say.
+    let reachable = crate::nccl::effective::reachable(inv);
+    if up.is_empty() || up.len() == reachable.len() {
         return Vec::new();
     }
     let instead = crate::placement::nearest_among(inv, &up);
-    crate::placement::nearest(inv)
+    crate::placement::nearest_among(inv, &reachable)
         .into_iter()
         .zip(instead)
         .filter_map(|((gpu, near), (_, other))| {
@@ -370,9 +373,11 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
         );
         return out;
     };
-    let layer = match (port.is_ethernet(), port.is_infiniband()) {
-        (true, _) => "RoCE",
-        (_, true) => "InfiniBand",
+    // EFA's link layer reads "Unknown" (IB_LINK_LAYER_UNSPECIFIED): the fabric is the driver's.
+    let layer = match (dev.is_efa(), port.is_ethernet(), port.is_infiniband()) {
+        (true, ..) => "EFA",
+        (_, true, _) => "RoCE",
+        (_, _, true) => "InfiniBand",
         _ => "link layer unknown",
     };
     let rate = port

@@ -72,6 +72,15 @@ pub struct Kernel {
     /// Serial numbers and UUIDs are never read into it.
     pub product: Option<String>,
     pub board: Option<String>,
+    /// DMI's `sys_vendor` and `product_name` as the firmware wrote them, apart: a cloud's
+    /// instance type (`Amazon EC2`, `p4d.24xlarge`, which aws-ofi-nccl matches its platform
+    /// table against), QEMU's machine (`QEMU`, `Standard PC (Q35 + ICH9, 2009)`).
+    pub sys_vendor: Option<String>,
+    pub product_name: Option<String>,
+    /// Whether `/proc/cpuinfo`'s flags carry `hypervisor` (x86: CPUID.1:ECX bit 31, which a
+    /// hypervisor sets for its guests and hardware never does); `None` without a flags line
+    /// (other architectures, an unreadable file).
+    pub hypervisor_flag: Fact<bool>,
     pub cmdline: Fact<Vec<Param>>,
     pub modules_file: Fact<()>,
     pub modules: BTreeMap<String, Module>,
@@ -105,6 +114,29 @@ const VERSIONED: [&str; 6] = [
     "mlx5_core",
     "ib_core",
 ];
+
+pub const PROC_CPUINFO: &str = "/proc/cpuinfo";
+
+/// The first CPU's flags line of `/proc/cpuinfo`, and whether it names `hypervisor`. Only the
+/// first 16 KiB are read (the first CPU's block is about 2 KiB; a 224-CPU file is 300 KiB), so a
+/// capture keeps no more than that.
+fn hypervisor_flag(root: &Root) -> Fact<bool> {
+    let raw = root
+        .read_prefix(PROC_CPUINFO, 16 * 1024)
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let flags = raw.as_ref().ok().and_then(|text| pk::cpuinfo_flags(text));
+    Fact {
+        path: PROC_CPUINFO.into(),
+        value: flags.as_ref().map(|f| f.iter().any(|x| x == "hypervisor")),
+        raw: raw.map(|_| match &flags {
+            Some(f) if f.iter().any(|x| x == "hypervisor") => {
+                format!("flags: hypervisor among {} flags", f.len())
+            }
+            Some(f) => format!("flags: {} flags, no hypervisor", f.len()),
+            None => "no flags line".to_owned(),
+        }),
+    }
+}
 
 impl Kernel {
     pub fn load(root: &Root, problems: &mut Vec<Problem>) -> Kernel {
@@ -145,7 +177,8 @@ impl Kernel {
             (Some(a), Some(b)) => Some(format!("{a} {b}")),
             (a, b) => a.or(b),
         };
-        let product = join(dmi("sys_vendor"), dmi("product_name"));
+        let (sys_vendor, product_name) = (dmi("sys_vendor"), dmi("product_name"));
+        let product = join(sys_vendor.clone(), product_name.clone());
         let board = join(dmi("board_vendor"), dmi("board_name"));
         let cmdline = Fact::read(root, PROC_CMDLINE.into(), |s| Some(pk::cmdline(s)));
 
@@ -239,6 +272,9 @@ impl Kernel {
             hostname,
             product,
             board,
+            sys_vendor,
+            product_name,
+            hypervisor_flag: hypervisor_flag(root),
             cmdline,
             modules_file,
             modules,

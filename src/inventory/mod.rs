@@ -8,6 +8,7 @@ pub mod gpu;
 pub mod iommu;
 pub mod kernel;
 pub mod nccl;
+pub mod nccl_plugin;
 pub mod net;
 pub mod ofed_qos;
 pub mod pci;
@@ -302,7 +303,7 @@ impl Partial {
             }
         }
         let iommu = Iommu::load(root, &pci);
-        let virtual_pci = vm::detect(root, &pci, &gpus, &rdma, kernel.product.as_deref());
+        let virtual_pci = vm::detect(root, &pci, &gpus, &rdma, &kernel, &nccl);
         Inventory {
             live,
             kernel,

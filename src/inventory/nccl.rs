@@ -129,9 +129,28 @@ pub enum SourceState {
 #[derive(Debug, Clone)]
 pub struct Topo {
     pub path: String,
-    /// The setting that names it; `None`: NCCL's default location.
+    /// The setting that names it; `None`: the network plugin's file ([`Topo::plugin`]) or
+    /// NCCL's default location.
     pub named_by: Option<Setting>,
+    /// The network plugin sets `NCCL_TOPO_FILE` to this file itself (aws-ofi-nccl on the
+    /// instance types it has a file for), since no setting names one.
+    pub plugin: Option<super::nccl_plugin::PluginTopology>,
     pub state: TopoState,
+}
+
+impl Topo {
+    /// Who names the file: `NCCL_TOPO_FILE (/etc/nccl.conf line 2)`, `aws-ofi-nccl (for
+    /// p4d.24xlarge)`, `NCCL's default location`.
+    pub fn named(&self) -> String {
+        match (&self.named_by, &self.plugin) {
+            (Some(s), _) => format!("NCCL_TOPO_FILE ({})", s.origin.describe()),
+            (None, Some(p)) => format!(
+                "aws-ofi-nccl, which sets NCCL_TOPO_FILE itself on {}",
+                p.platform
+            ),
+            (None, None) => "NCCL's default location".to_owned(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -172,6 +191,8 @@ pub struct Nccl {
     pub odd: Vec<(String, OddLine)>,
     pub topology: Option<Topo>,
     pub user: Option<User>,
+    /// The network plugin NCCL loads, and how it was found.
+    pub plugin: super::nccl_plugin::NetPlugin,
     pub problems: Vec<Problem>,
     /// The library that reads these files: RCCL on a node whose GPUs are all AMD's (set by
     /// the inventory once it knows the GPUs), else NCCL.
@@ -351,19 +372,34 @@ pub fn load(root: &Root, config: &crate::config::NcclConfig) -> Nccl {
         }
     }
 
-    out.topology = topology(root, out.settings.get("NCCL_TOPO_FILE"));
+    out.plugin = super::nccl_plugin::load(root, &out.settings);
+    // aws-ofi-nccl sets NCCL_TOPO_FILE when it is unset, at the plugin's init, before NCCL
+    // looks at the variable or its default location (src/platform-aws.cpp PlatformAWS::init).
+    let plugin_file = out
+        .plugin
+        .aws_ofi()
+        .and_then(|_| out.plugin.aws_topology())
+        .filter(|_| !out.settings.contains_key("NCCL_TOPO_FILE"));
+    out.topology = topology(root, out.settings.get("NCCL_TOPO_FILE"), plugin_file);
     out
 }
 
-fn topology(root: &Root, named: Option<&Setting>) -> Option<Topo> {
+fn topology(
+    root: &Root,
+    named: Option<&Setting>,
+    plugin: Option<super::nccl_plugin::PluginTopology>,
+) -> Option<Topo> {
     let named = named.filter(|s| !s.value.is_empty());
     let path = named
         .map(|s| s.value.clone())
+        .or_else(|| plugin.as_ref().map(|p| p.path.clone()))
         .unwrap_or(DEFAULT_TOPO.into());
+    let by_plugin = named.is_none() && plugin.is_some();
     let topo = |state| {
         Some(Topo {
             path: path.clone(),
             named_by: named.cloned(),
+            plugin: plugin.clone().filter(|_| by_plugin),
             state,
         })
     };
@@ -381,8 +417,9 @@ fn topology(root: &Root, named: Option<&Setting>) -> Option<Topo> {
             };
             topo(state)
         }
-        // NCCL's default location is tried silently: absent means no file.
-        Err(e) if e.is_not_found() && named.is_none() => None,
+        // NCCL's default location is tried silently: absent means no file. The plugin's file
+        // missing is worth saying: the plugin names it.
+        Err(e) if e.is_not_found() && named.is_none() && !by_plugin => None,
         Err(e) if e.is_not_found() => topo(TopoState::Missing),
         Err(e) => topo(TopoState::Unreadable(e)),
     }

@@ -38,7 +38,46 @@ pub struct RdmaDevice {
     pub fw_ver: Option<String>,
     pub hca_type: Option<String>,
     pub ports: Vec<Port>,
+    /// What the efa driver says about GPU memory, on an EFA device.
+    pub efa: Option<Efa>,
     pub problems: Vec<Problem>,
+}
+
+/// The RDMA fabric a device belongs to: what decides who reaches it (NCCL's own InfiniBand/RoCE
+/// transport, or a network plugin) and which checks apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fabric {
+    InfiniBand,
+    Roce,
+    /// AWS Elastic Fabric Adapter: SRD datagrams, no InfiniBand or Ethernet link layer; NCCL's
+    /// own transport skips it (net_ib takes InfiniBand and Ethernet ports only) and reaches it
+    /// through the aws-ofi-nccl plugin over libfabric's efa provider.
+    Efa,
+    /// Neither link layer could be read or told.
+    Unknown,
+}
+
+impl Fabric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fabric::InfiniBand => "InfiniBand",
+            Fabric::Roce => "RoCE",
+            Fabric::Efa => "EFA",
+            Fabric::Unknown => "link layer unknown",
+        }
+    }
+}
+
+/// The efa driver's own files under the PCI function. AWS's driver (amzn-drivers
+/// kernel/linux/efa, what the EFA installer builds) writes `p2p`, the first peer-memory provider
+/// it finds (efa_sysfs.c p2p_show(): "NVIDIA", "NVIDIA peermem", "" when none; efa_nvmem_impl.h
+/// nvmem_provider_string()); its releases before the p2p framework wrote `gdr` ("1") when built
+/// with GPUDirect support. The upstream driver writes neither: there GPU memory is registered
+/// through DMA-BUF only (Linux 5.16, "RDMA/efa: Add support for dmabuf memory regions").
+#[derive(Debug, Clone)]
+pub struct Efa {
+    pub p2p: Fact<String>,
+    pub gdr: Fact<String>,
 }
 
 impl RdmaDevice {
@@ -48,6 +87,23 @@ impl RdmaDevice {
 
     pub fn is_software(&self) -> bool {
         matches!(self.attachment, Attachment::Netdev(_))
+    }
+
+    /// An AWS EFA device: bound to the efa driver (the RDMA device exists only then).
+    pub fn is_efa(&self) -> bool {
+        self.driver.as_deref() == Some("efa")
+    }
+
+    /// The device's fabric: EFA by its driver, else its first port's link layer.
+    pub fn fabric(&self) -> Fabric {
+        if self.is_efa() {
+            return Fabric::Efa;
+        }
+        match self.ports.first().and_then(|p| p.link_layer.value()) {
+            Some(LinkLayer::InfiniBand) => Fabric::InfiniBand,
+            Some(LinkLayer::Ethernet) => Fabric::Roce,
+            _ => Fabric::Unknown,
+        }
     }
 }
 
@@ -251,6 +307,7 @@ fn device(root: &Root, name: String) -> RdmaDevice {
                 fw_ver: None,
                 hca_type: None,
                 ports: Vec::new(),
+                efa: None,
                 problems,
             };
         }
@@ -327,7 +384,20 @@ fn device(root: &Root, name: String) -> RdmaDevice {
         .map(|n| port(root, &class_path, n, &attachment, mlx5_pci.as_deref()))
         .collect();
 
+    let efa = (driver.as_deref() == Some("efa")).then(|| {
+        // Absent on the upstream driver: read, never required.
+        let attr = |name: &str| {
+            Fact::read(root, format!("{class_path}/device/{name}"), |s| {
+                (s.len() < 64 && s.chars().all(|c| !c.is_control())).then(|| s.to_owned())
+            })
+        };
+        Efa {
+            p2p: attr("p2p"),
+            gdr: attr("gdr"),
+        }
+    });
     RdmaDevice {
+        efa,
         node_type: text("node_type"),
         fw_ver: text("fw_ver"),
         hca_type: text("hca_type"),

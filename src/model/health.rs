@@ -68,7 +68,8 @@ const fn w(place: Place, name: &'static str, sign: Sign) -> Watched {
 
 /// The counters read on every port (the files a driver lacks are left out, not reported).
 /// Sources: the kernel's Documentation/ABI/stable/sysfs-class-infiniband (PMA),
-/// drivers/infiniband/hw/mlx5/counters.c and drivers/infiniband/sw/rxe/rxe_hw_counters.c (hw),
+/// drivers/infiniband/hw/mlx5/counters.c, drivers/infiniband/sw/rxe/rxe_hw_counters.c and
+/// drivers/infiniband/hw/efa/efa_verbs.c (hw),
 /// Documentation/ABI/testing/sysfs-class-net and sysfs-class-net-statistics (netdev).
 /// Congestion counters (port_xmit_wait, CNPs, ECN marks) are not here: they say the fabric is
 /// busy, not that a link fails, and node_exporter's infiniband collector exports them.
@@ -95,6 +96,11 @@ pub const WATCHED: &[Watched] = &[
     w(Place::Hw, "rcvd_seq_err", Sign::Retry),
     w(Place::Hw, "completer_retry_err", Sign::Retry),
     w(Place::Hw, "out_of_seq_request", Sign::Retry),
+    // efa (drivers/infiniband/hw/efa/efa_verbs.c EFA_DEFINE_PORT_STATS): received packets the
+    // device dropped (SRD resends them: loss NCCL feels as slow collectives), and RDMA read work
+    // requests completed in error.
+    w(Place::Hw, "rx_drops", Sign::Retry),
+    w(Place::Hw, "rdma_read_wr_err", Sign::Retry),
     // The netdev under a RoCE port.
     w(Place::Netdev, "carrier_changes", Sign::Flap),
     w(Place::NetdevStats, "rx_crc_errors", Sign::Wire),

@@ -73,31 +73,75 @@ pub fn policy(inv: &Inventory, config: &Config) -> Policy {
     }
 }
 
-/// The RDMA devices NCCL uses (indices into `inv.rdma`): those `NCCL_IB_HCA` selects, all
-/// without it.
+/// Which network carries NCCL's traffic on this node: aws-ofi-nccl (EFA devices, NCCL_IB_HCA
+/// does not apply), or NCCL's own InfiniBand/RoCE transport (or a plugin of the same devices,
+/// IBext), which skips EFA: net_ib opens InfiniBand and Ethernet ports only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    AwsOfi,
+    Ib,
+}
+
+/// The network NCCL uses here: aws-ofi-nccl when NCCL loads it and the node has EFA devices.
+pub fn network(inv: &Inventory) -> Network {
+    if inv.nccl.plugin.aws_ofi().is_some() && inv.rdma.iter().any(|d| d.is_efa()) {
+        Network::AwsOfi
+    } else {
+        Network::Ib
+    }
+}
+
+/// Whether NCCL's network reaches device `d` at all.
+fn reaches(net: Network, d: &crate::inventory::RdmaDevice) -> bool {
+    match net {
+        Network::AwsOfi => d.is_efa(),
+        Network::Ib => !d.is_efa(),
+    }
+}
+
+/// The RDMA devices NCCL's network can open at all (indices into `inv.rdma`), whatever
+/// `NCCL_IB_HCA` and their ports' state say: the EFA devices for aws-ofi-nccl, the others for
+/// NCCL's own transport.
+pub fn reachable(inv: &Inventory) -> Vec<usize> {
+    let net = network(inv);
+    (0..inv.rdma.len())
+        .filter(|&i| reaches(net, &inv.rdma[i]))
+        .collect()
+}
+
+/// The RDMA devices NCCL uses (indices into `inv.rdma`): aws-ofi-nccl's EFA devices, or those
+/// `NCCL_IB_HCA` selects among the ones NCCL's transport opens (all without it).
 pub fn nics(inv: &Inventory) -> Vec<usize> {
-    let list = inv.nccl.value("NCCL_IB_HCA").map(HcaList::parse);
+    let net = network(inv);
+    let list = (net == Network::Ib)
+        .then(|| inv.nccl.value("NCCL_IB_HCA").map(HcaList::parse))
+        .flatten();
     (0..inv.rdma.len())
         .filter(|&i| {
             let d = &inv.rdma[i];
-            d.ports.is_empty() && list.as_ref().is_none_or(|l| l.selects(&d.name, None))
-                || d.ports
-                    .iter()
-                    .any(|p| selected(list.as_ref(), &d.name, p.num))
+            reaches(net, d)
+                && (d.ports.is_empty() && list.as_ref().is_none_or(|l| l.selects(&d.name, None))
+                    || d.ports
+                        .iter()
+                        .any(|p| selected(list.as_ref(), &d.name, p.num)))
         })
         .collect()
 }
 
 /// The RDMA devices NCCL's traffic can go through now (indices into `inv.rdma`): an ACTIVE
-/// port that `NCCL_IB_HCA` (if set) selects. NCCL opens ACTIVE ports only.
+/// port that NCCL uses ([`nics`]). NCCL opens ACTIVE ports only.
 pub fn carrying(inv: &Inventory) -> Vec<usize> {
-    let list = inv.nccl.value("NCCL_IB_HCA").map(HcaList::parse);
+    let net = network(inv);
+    let list = (net == Network::Ib)
+        .then(|| inv.nccl.value("NCCL_IB_HCA").map(HcaList::parse))
+        .flatten();
     (0..inv.rdma.len())
         .filter(|&i| {
             let d = &inv.rdma[i];
-            d.ports
-                .iter()
-                .any(|p| p.is_active() && selected(list.as_ref(), &d.name, p.num))
+            reaches(net, d)
+                && d.ports
+                    .iter()
+                    .any(|p| p.is_active() && selected(list.as_ref(), &d.name, p.num))
         })
         .collect()
 }
@@ -338,11 +382,22 @@ fn file_nearest(
                     })
                 })
                 .collect();
-            let best = all.iter().map(|c| c.level).min();
-            let near = best.map(|level| Nearest {
+            // NCCL's local NICs on its tree: the most bandwidth, then the shortest path.
+            let ranked: Vec<(usize, Option<f64>, Level)> = all
+                .iter()
+                .map(|c| {
+                    let bw = crate::placement::gpu_nic_bandwidth(inv, g.bdf, c.nic);
+                    (c.nic, bw, c.level)
+                })
+                .collect();
+            let best = crate::placement::local(&ranked);
+            let near = best.first().map(|&(_, level)| Nearest {
                 gpu: g.bdf,
                 level,
-                nics: all.into_iter().filter(|c| c.level == level).collect(),
+                nics: all
+                    .into_iter()
+                    .filter(|c| best.iter().any(|(i, _)| *i == c.nic))
+                    .collect(),
             });
             (g.bdf, near)
         })

@@ -175,12 +175,32 @@ type Near<'a> = (crate::parse::pci::Bdf, Option<&'a effective::Nearest>);
 /// NCCL_IB_HCA: the RDMA devices nearest to some GPU, with an ACTIVE port; and those ports
 /// (device, port, why).
 fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, String)>) {
+    if effective::network(inv) == effective::Network::AwsOfi {
+        let efa = inv.rdma.iter().filter(|d| d.is_efa()).count();
+        let setting = Setting {
+            name: "NCCL_IB_HCA",
+            value: None,
+            why: vec![format!(
+                "not set: NCCL reaches the node's {efa} EFA devices through aws-ofi-nccl {} (libfabric's efa provider); NCCL_IB_HCA selects the devices of NCCL's own InfiniBand/RoCE transport, which NCCL does not use while the plugin loads",
+                inv.nccl.plugin.aws_ofi().unwrap_or_default()
+            )],
+        };
+        return (setting, Vec::new());
+    }
+    let narrow = crate::placement::narrow(inv);
     let mut hca: Vec<(String, u32, String)> = Vec::new();
     let mut why = Vec::new();
     let mut inactive = Vec::new();
+    let mut left_narrow: Vec<usize> = Vec::new();
     for (gpu, near) in nearest {
         let Some(near) = near else { continue };
         for c in &near.nics {
+            if narrow.iter().any(|(i, ..)| *i == c.nic) {
+                if !left_narrow.contains(&c.nic) {
+                    left_narrow.push(c.nic);
+                }
+                continue;
+            }
             let dev = &inv.rdma[c.nic];
             for p in &dev.ports {
                 let key = (dev.name.clone(), p.num);
@@ -205,6 +225,13 @@ fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, Stri
     for (d, n) in &inactive {
         why.push(format!("{d} port {n} is not ACTIVE: left out"));
     }
+    for (i, bw, widest) in narrow.iter().filter(|(i, ..)| left_narrow.contains(i)) {
+        why.push(format!(
+            "{}: a narrow function ({}, under a quarter of the node's widest NIC at {widest:.1} GB/s): a management or storage function, not a rail: left out",
+            inv.rdma[*i].name,
+            bw.describe()
+        ));
+    }
     let setting = Setting {
         name: "NCCL_IB_HCA",
         value: (!hca.is_empty()).then(|| {
@@ -217,7 +244,10 @@ fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, Stri
             )
         }),
         why: if hca.is_empty() {
-            vec!["no GPU has an RDMA device with an ACTIVE port nearby (see pcie-placement, rdma-link): nothing to name".into()]
+            let mut w = vec!["no GPU has an RDMA device with an ACTIVE port nearby (see pcie-placement, rdma-link): nothing to name".to_owned()];
+            // The narrow functions left out, said.
+            w.extend(why.into_iter().filter(|l| l.contains("a narrow function")));
+            w
         } else {
             let mut w = vec![
                 "'=' makes NCCL match these names exactly (mlx5_1 does not also match mlx5_10)"

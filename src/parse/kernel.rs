@@ -201,9 +201,40 @@ pub fn proc_limit(text: &str, name: &str) -> Option<Limit> {
     })
 }
 
+/// The flags of the first CPU in `/proc/cpuinfo` (x86 prints `flags\t\t: fpu vme ...`; arm64
+/// prints `Features`, which has no hypervisor bit): `None` without such a line.
+/// kernel: arch/x86/kernel/cpu/proc.c show_cpuinfo().
+pub fn cpuinfo_flags(text: &str) -> Option<Vec<String>> {
+    let line = text
+        .lines()
+        .find(|l| l.split(':').next().is_some_and(|k| k.trim() == "flags"))?;
+    let (_, flags) = line.split_once(':')?;
+    Some(
+        flags
+            .split_whitespace()
+            .filter(|f| f.len() < 64 && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// x86's first block (flags of a KVM guest as /proc/cpuinfo prints them), and arm64's,
+    /// which has `Features`, not `flags`.
+    #[test]
+    fn cpuinfo_flags_of_the_first_cpu() {
+        let guest = "processor\t: 0\nmodel name\t: Intel Xeon Processor\nflags\t\t: fpu vme sse2 hypervisor lahf_lm\n\nprocessor\t: 1\nflags\t\t: fpu\n";
+        let f = cpuinfo_flags(guest).unwrap();
+        assert_eq!(f, ["fpu", "vme", "sse2", "hypervisor", "lahf_lm"]);
+        assert_eq!(
+            cpuinfo_flags("processor\t: 0\nFeatures\t: fp asimd\n"),
+            None
+        );
+        assert_eq!(cpuinfo_flags("flags\t\t:\n"), Some(Vec::new()));
+    }
 
     #[test]
     fn nvidia_uuid_line() {

@@ -41,12 +41,17 @@ pub fn rate_gbps(s: &str) -> Option<f64> {
 pub enum LinkLayer {
     InfiniBand,
     Ethernet,
+    /// `Unknown`: what link_layer_show() prints for IB_LINK_LAYER_UNSPECIFIED, the link layer of
+    /// a fabric that is neither (AWS EFA: efa_port_link_layer() in
+    /// drivers/infiniband/hw/efa/efa_verbs.c returns it).
+    Unknown,
 }
 
 pub fn link_layer(s: &str) -> Option<LinkLayer> {
     match s.trim() {
         "InfiniBand" => Some(LinkLayer::InfiniBand),
         "Ethernet" => Some(LinkLayer::Ethernet),
+        "Unknown" => Some(LinkLayer::Unknown),
         _ => None,
     }
 }
@@ -186,6 +191,15 @@ pub fn roce_active_mtu(netdev_mtu: u32) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// EFA's link layer is printed as "Unknown" (IB_LINK_LAYER_UNSPECIFIED), a value of its own.
+    #[test]
+    fn link_layers() {
+        assert_eq!(link_layer("InfiniBand\n"), Some(LinkLayer::InfiniBand));
+        assert_eq!(link_layer("Ethernet"), Some(LinkLayer::Ethernet));
+        assert_eq!(link_layer("Unknown"), Some(LinkLayer::Unknown));
+        assert_eq!(link_layer("unknown"), None);
+    }
 
     #[test]
     fn states() {

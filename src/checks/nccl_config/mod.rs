@@ -12,6 +12,7 @@ use crate::nccl::params;
 
 mod gid;
 mod ifname;
+mod plugin;
 mod settings;
 mod sources;
 mod topology;
@@ -169,6 +170,31 @@ const SOCKET_IFNAME_DOWN: Code = Code {
     summary: "NCCL_SOCKET_IFNAME matches only interfaces that are not up",
 };
 
+const NET_PLUGIN: Code = Code {
+    id: "nccl-net-plugin",
+    summary: "the network plugin NCCL loads, its version, where the loader finds it, and what it reaches",
+};
+
+const NET_PLUGIN_MISSING: Code = Code {
+    id: "nccl-net-plugin-missing",
+    summary: "the node's EFA devices need aws-ofi-nccl, and NCCL loads no such plugin: it runs over TCP sockets",
+};
+
+const NET_PLUGIN_UNFOUND: Code = Code {
+    id: "nccl-net-plugin-unfound",
+    summary: "NCCL_NET_PLUGIN names a plugin the loader does not find: NCCL uses its own transport",
+};
+
+const NET_PLUGIN_BROKEN: Code = Code {
+    id: "nccl-net-plugin-broken",
+    summary: "the plugin NCCL finds cannot load (a library it needs is missing): NCCL falls back to its own transport",
+};
+
+const NET_PLUGIN_SETTING: Code = Code {
+    id: "nccl-net-plugin-setting",
+    summary: "a setting the plugin documents (or libfabric reads) that turns GPUDirect RDMA off, or one its version needs and lacks",
+};
+
 const NO_GPU: Code = Code {
     id: "nccl-no-gpu",
     summary: "no GPU, so no NCCL setting to judge",
@@ -205,6 +231,11 @@ const CODES: &[Code] = &[
     IB_GDR_LEVEL_LEFTOVER,
     SOCKET_IFNAME_UNMATCHED,
     SOCKET_IFNAME_DOWN,
+    NET_PLUGIN,
+    NET_PLUGIN_MISSING,
+    NET_PLUGIN_UNFOUND,
+    NET_PLUGIN_BROKEN,
+    NET_PLUGIN_SETTING,
     NO_GPU,
 ];
 
@@ -268,6 +299,7 @@ impl Check for NcclConfig {
         let n = &inv.nccl;
         let mut out = Vec::new();
         out.extend(sources::judge(inv));
+        out.extend(plugin::judge(inv));
         for (name, what) in params::GDR_PARAMS {
             let Some(s) = n.get(name) else { continue };
             out.push(shown(s, what, inv));
@@ -278,7 +310,10 @@ impl Check for NcclConfig {
         out.extend(transport::judge(inv));
         if !out.iter().any(|f| f.status != crate::model::Status::Pass)
             && !out.iter().any(|f| {
-                f.code == SETTING.id || f.code == TOPO_FILE_OK.id || f.code == TRANSPORT_SETTING.id
+                f.code == SETTING.id
+                    || f.code == TOPO_FILE_OK.id
+                    || f.code == TRANSPORT_SETTING.id
+                    || f.code == NET_PLUGIN.id
             })
         {
             out.push(defaults(inv));

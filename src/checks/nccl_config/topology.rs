@@ -15,10 +15,7 @@ pub(super) fn judge(inv: &Inventory) -> Vec<Finding> {
     let Some(t) = &inv.nccl.topology else {
         return Vec::new();
     };
-    let by = match &t.named_by {
-        Some(s) => format!("NCCL_TOPO_FILE ({})", s.origin.describe()),
-        None => "NCCL's default location".to_owned(),
-    };
+    let by = t.named();
     let mut named: Vec<Evidence> = t.named_by.iter().map(Setting::evidence).collect();
     let subject = t.path.clone();
     match &t.state {
@@ -30,7 +27,10 @@ pub(super) fn judge(inv: &Inventory) -> Vec<Finding> {
             )
             .with(named)
             .evidence(t.path.clone(), "<not found>")
-            .fix(Fix::new(format!("Install the file NCCL_TOPO_FILE names at {}, or remove the setting", t.path), "Changes the tree every NCCL job builds.").manual(format!("ls -l {}", crate::checks::sh(&t.path)))),
+            .fix(match &t.plugin {
+                Some(p) => Fix::new(format!("Install aws-ofi-nccl's topology file for {} at {} ({}; the EFA installer's aws-ofi-nccl package has it)", p.platform, t.path, p.source), "Changes the tree every NCCL job builds."),
+                None => Fix::new(format!("Install the file NCCL_TOPO_FILE names at {}, or remove the setting", t.path), "Changes the tree every NCCL job builds."),
+            }.manual(format!("ls -l {}", crate::checks::sh(&t.path)))),
         ],
         TopoState::Relative => vec![
             Finding::unknown(

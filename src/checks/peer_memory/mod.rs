@@ -8,6 +8,8 @@
 //! DMA-BUF, falling through to the peermem path otherwise. Neither: NCCL silently stages through
 //! host memory.
 
+mod efa;
+
 use super::{Check, Context, Meta};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
@@ -53,6 +55,16 @@ const NIC_NO_DMABUF: Code = Code {
     summary: "an RDMA device whose driver cannot register dma-bufs, on a node whose GPUs rely on DMA-BUF",
 };
 
+const GDR_PATH_EFA_P2P: Code = Code {
+    id: "gdr-path-efa-p2p",
+    summary: "the efa driver registers GPU memory itself through its P2P provider (device/p2p names NVIDIA)",
+};
+
+const EFA_NO_GDR_PATH: Code = Code {
+    id: "efa-no-gdr-path",
+    summary: "EFA devices with neither the efa driver's P2P provider nor the DMA-BUF path: libfabric cannot register GPU memory",
+};
+
 const NO_GPU: Code = Code {
     id: "peer-memory-no-gpu",
     summary: "no GPU, so no GPU memory path to judge",
@@ -66,6 +78,8 @@ const CODES: &[Code] = &[
     AMD_NO_GDR_PATH,
     GDR_PATH_UNKNOWN,
     NIC_NO_DMABUF,
+    GDR_PATH_EFA_P2P,
+    EFA_NO_GDR_PATH,
     NO_GPU,
 ];
 
@@ -80,7 +94,7 @@ const META: Meta = Meta {
     id: "peer-memory",
     title: "A GPU memory path for the NIC (DMA-BUF or peermem)",
     codes: CODES,
-    readme: include_str!("../../checks/peer-memory/README.md"),
+    readme: include_str!("../../../checks/peer-memory/README.md"),
     live_only: false,
     reads: &[],
 };
@@ -102,7 +116,10 @@ impl Check for PeerMemory {
         let peermem = nvidia_peermem(inv);
 
         let mut dmabuf_relied_on = false;
-        if nvidia > 0 {
+        if nvidia > 0 && efa::applies(inv) {
+            // NCCL reaches EFA through aws-ofi-nccl and libfabric: their rules, not net_ib's.
+            out.push(efa::judge(inv, &cx.runs.gpu, nvidia));
+        } else if nvidia > 0 {
             let (finding, uses_dmabuf) = judge_nvidia(inv, &cx.runs.gpu, nvidia, &peermem);
             dmabuf_relied_on |= uses_dmabuf;
             out.push(finding);
@@ -665,6 +682,8 @@ fn judge_amd(inv: &Inventory, gpu: &Runtime, n: usize) -> (Finding, bool) {
 fn nic_dmabuf(dev: &RdmaDevice) -> Option<bool> {
     match dev.driver.as_deref()? {
         "mlx5_core" => Some(true),
+        // EFA is judged on its own path (efa.rs).
+        "efa" => None,
         "rxe" | "siw" => Some(false),
         _ => None,
     }

@@ -1,0 +1,350 @@
+//! Cloud GPU fabrics as NCCL sees them (issue 29), on copies of the AWS and KVM fixtures with one
+//! thing changed: the network plugin missing, unfound, unable to load or told to turn GDR off;
+//! the efa driver without a P2P provider; a p6-b200 whose NCCL has only its narrow functions; a
+//! bare-metal tree that DMI and the CPU flag say is a guest; EFA's counters growing in a window;
+//! `--strict` on a healthy EFA node.
+#![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
+
+use crate::common::*;
+use std::path::{Path, PathBuf};
+
+struct Node {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Node {
+    fn of(name: &str) -> Node {
+        let (dir, root) = fixture_copy(name);
+        Node { _dir: dir, root }
+    }
+
+    fn write(&self, p: &str, content: impl AsRef<[u8]>) -> &Self {
+        let path = self.root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        std::fs::write(path, content).unwrap();
+        self
+    }
+
+    fn remove(&self, p: &str) -> &Self {
+        let path = self.root.join(p);
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+        self
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let root = self.root.to_str().unwrap();
+        let mut all = vec!["--root", root];
+        all.extend(args);
+        let out = gdrdoctor(&all);
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        out
+    }
+
+    fn check(&self) -> (i32, serde_json::Value) {
+        let out = self.run(&["check", "--format", "json"]);
+        (code(&out), json(&out))
+    }
+
+    /// Every EFA device's p2p file, as AWS's efa driver writes it.
+    fn efa_p2p(&self) -> Vec<PathBuf> {
+        let class = self.root.join("sys/class/infiniband");
+        let mut out: Vec<PathBuf> = std::fs::read_dir(class)
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.unwrap().path().join("device/p2p");
+                p.is_file().then_some(p)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+fn one<'a>(report: &'a serde_json::Value, code: &str, status: &str) -> &'a serde_json::Value {
+    findings_with(report, code)
+        .into_iter()
+        .find(|f| f["status"] == status)
+        .unwrap_or_else(|| panic!("no {status} {code}: {:#}", report["checks"]))
+}
+
+fn text(f: &serde_json::Value) -> String {
+    f.to_string()
+}
+
+/// A healthy EFA node passes `--strict`: no unknown link layer, no RoCE rule applied to EFA.
+#[test]
+fn strict_passes_a_healthy_efa_node() {
+    for name in ["aws-p5-efa", "aws-p4d-efa-topo", "aws-p6-b200"] {
+        let out = gdrdoctor(&["--root", fixture(name), "check", "--strict"]);
+        assert_eq!(code(&out), 0, "{name}: {}", stdout(&out));
+        let human = stdout(&out);
+        assert!(!human.contains("RoCE,"), "{name}: {human}");
+        assert!(!human.contains("cannot parse"), "{name}: {human}");
+    }
+}
+
+/// Without aws-ofi-nccl NCCL's own transport skips EFA: the node runs over sockets, which
+/// nccl-config fails and pcie-placement says (no NIC NCCL uses).
+#[test]
+fn efa_without_the_plugin_runs_over_sockets() {
+    let n = Node::of("aws-p5-efa");
+    n.remove("opt/amazon/ofi-nccl");
+    let (c, r) = n.check();
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "nccl-net-plugin-missing", "fail");
+    let m = text(f);
+    assert!(
+        m.contains("32 EFA devices") && m.contains("TCP sockets"),
+        "{m}"
+    );
+    assert!(m.contains("libnccl-net.so"), "{m}");
+    let p = one(&r, "placement-no-pair", "skip");
+    assert!(text(p).contains("aws-ofi-nccl"), "{p}");
+}
+
+/// aws-ofi-nccl installed where the loader does not look: the fix names it for NCCL_NET_PLUGIN;
+/// with NCCL_NET_PLUGIN=ofi, NCCL finds libnccl-net-ofi.so (the name 2.4 and later form).
+#[test]
+fn plugin_off_the_loader_path_and_named_by_nccl_net_plugin() {
+    let n = Node::of("aws-p4d-efa-topo");
+    n.remove("etc/ld.so.conf.d/000_efa.conf");
+    let (_, r) = n.check();
+    let f = one(&r, "nccl-net-plugin-missing", "fail");
+    assert!(
+        text(f).contains("NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"),
+        "{f}"
+    );
+    n.write(
+        "etc/nccl.conf",
+        "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so\n",
+    );
+    let (c, r) = n.check();
+    assert_eq!(c, 0, "{:#}", r["checks"]);
+    let f = one(&r, "nccl-net-plugin", "pass");
+    assert!(text(f).contains("aws-ofi-nccl 1.13.2-aws"), "{f}");
+    // Back on the loader's path, named by its short name.
+    n.write(
+        "etc/ld.so.conf.d/000_efa.conf",
+        "/opt/amazon/ofi-nccl/lib\n/opt/amazon/efa/lib\n",
+    );
+    n.write("etc/nccl.conf", "NCCL_NET_PLUGIN=ofi\n");
+    let (c, r) = n.check();
+    assert_eq!(c, 0, "{:#}", r["checks"]);
+    let f = one(&r, "nccl-net-plugin", "pass");
+    assert!(text(f).contains("NCCL_NET_PLUGIN=ofi"), "{f}");
+}
+
+/// A plugin NCCL_NET_PLUGIN names but nobody installed, on a node without EFA: NCCL uses its
+/// own transport, which is worth a warning, not a failure.
+#[test]
+fn unfound_plugin_on_an_infiniband_node_warns() {
+    let n = Node::of("healthy-4gpu-ib-peermem");
+    n.write("etc/nccl.conf", "NCCL_NET_PLUGIN=sharp\n");
+    let (_, r) = n.check();
+    let f = one(&r, "nccl-net-plugin-unfound", "warn");
+    assert!(text(f).contains("libnccl-net-sharp.so"), "{f}");
+}
+
+/// aws-ofi-nccl without libfabric cannot load at all.
+#[test]
+fn plugin_without_libfabric_fails() {
+    let n = Node::of("aws-p4d-efa-topo");
+    n.remove("opt/amazon/efa");
+    let (c, r) = n.check();
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "nccl-net-plugin-broken", "fail");
+    assert!(text(f).contains("libfabric.so.1"), "{f}");
+}
+
+/// The settings the plugin documents and libfabric reads: P2P turned off fails, RDMAV_FORK_SAFE
+/// warns.
+#[test]
+fn plugin_settings_that_turn_gdr_off() {
+    let n = Node::of("aws-p4d-efa-topo");
+    n.write(
+        "etc/nccl.conf",
+        "FI_HMEM_DISABLE_P2P=1\nRDMAV_FORK_SAFE=1\n",
+    );
+    let (c, r) = n.check();
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "nccl-net-plugin-setting", "fail");
+    assert!(text(f).contains("FI_HMEM_DISABLE_P2P=1"), "{f}");
+    let w = one(&r, "nccl-net-plugin-setting", "warn");
+    assert!(text(w).contains("RDMAV_FORK_SAFE"), "{w}");
+}
+
+/// EFA's GPU memory path: the upstream driver (no p2p file) takes DMA-BUF on a new kernel with
+/// the open NVIDIA module; AWS's driver with no provider and the proprietary module has none,
+/// which fails and names aws-ofi-nccl's refusal on p4d.
+#[test]
+fn efa_gpu_memory_paths() {
+    let n = Node::of("aws-p4d-efa-topo");
+    for p in n.efa_p2p() {
+        std::fs::remove_file(p).unwrap();
+    }
+    let (_, r) = n.check();
+    let f = one(&r, "gdr-path-dmabuf", "pass");
+    assert!(text(f).contains("ibv_reg_dmabuf_mr"), "{f}");
+
+    let n = Node::of("aws-p4d-efa-topo");
+    for p in n.efa_p2p() {
+        std::fs::write(p, "\n").unwrap();
+    }
+    n.write(
+        "proc/driver/nvidia/version",
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n",
+    );
+    let (c, r) = n.check();
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "efa-no-gdr-path", "fail");
+    let m = text(f);
+    assert!(
+        m.contains("found no provider") && m.contains("p4d.24xlarge"),
+        "{m}"
+    );
+    assert!(
+        !findings_with(&r, "peermem-not-loaded").iter().any(|_| true),
+        "{m}"
+    );
+}
+
+/// A p6-b200 whose NCCL has no aws-ofi-nccl: its own transport has only the two narrow
+/// ConnectX-7 functions, which every GPU warns about; `gdrdoctor nccl` leaves them out of
+/// NCCL_IB_HCA, and with the plugin it sets no NCCL_IB_HCA at all.
+#[test]
+fn narrow_functions_are_never_rails() {
+    let out = gdrdoctor(&["--root", fixture("aws-p6-b200"), "nccl"]);
+    let s = stdout(&out);
+    assert!(s.contains("# NCCL_IB_HCA not set"), "{s}");
+    assert!(s.contains("aws-ofi-nccl"), "{s}");
+    assert!(!s.contains("ibp115s0f0:1"), "{s}");
+
+    let n = Node::of("aws-p6-b200");
+    n.remove("opt/amazon/ofi-nccl");
+    let (_, r) = n.check();
+    let w = findings_with(&r, "gpu-nic-narrow");
+    assert_eq!(w.len(), 8, "{:#}", r["checks"]);
+    assert!(
+        text(w[0]).contains("ibp115s0f0") && text(w[0]).contains("x2"),
+        "{}",
+        w[0]
+    );
+    let s = stdout(&n.run(&["nccl"]));
+    assert!(!s.contains("ibp115s0f0:1"), "{s}");
+    assert!(s.contains("a narrow function"), "{s}");
+}
+
+/// A tree with root ports and no switch, which alone reads as bare metal, is a VM when DMI and
+/// the CPU flag say so: the failure is worded for a VM, with both signals as evidence.
+#[test]
+fn dmi_and_the_cpu_flag_make_a_guest() {
+    let n = Node::of("placement-phb");
+    let (_, r) = n.check();
+    let f = one(&r, "gpu-nic-too-far", "fail");
+    assert!(text(f).contains("PCIe switch"), "{f}");
+    n.write("sys/devices/virtual/dmi/id/sys_vendor", "QEMU\n")
+        .write(
+            "sys/devices/virtual/dmi/id/product_name",
+            "Standard PC (Q35 + ICH9, 2009)\n",
+        )
+        .write(
+            "proc/cpuinfo",
+            "processor\t: 0\nflags\t\t: fpu sse2 hypervisor lm\n\n",
+        );
+    let link = n.root.join("sys/class/dmi/id");
+    if !link.exists() {
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("../../devices/virtual/dmi/id", &link).unwrap();
+    }
+    let (_, r) = n.check();
+    let f = one(&r, "gpu-nic-too-far", "fail");
+    let m = text(f);
+    assert!(
+        m.contains("This is a VM") && m.contains("PHB in the guest"),
+        "{m}"
+    );
+    assert!(m.contains("QEMU (QEMU's SMBIOS)"), "{m}");
+    assert!(
+        m.contains("/proc/cpuinfo") && m.contains("hypervisor"),
+        "{m}"
+    );
+    assert!(
+        !m.contains("Put this GPU and a NIC under one PCIe switch"),
+        "{m}"
+    );
+}
+
+/// EFA's port counters join link-health: rx_drops growing in a window warns as retries, with a
+/// fix that says the network is AWS's.
+#[test]
+fn efa_drops_growing_in_a_window_warn() {
+    let n = Node::of("aws-p4d-efa-topo");
+    let class = n.root.join("sys/class/infiniband");
+    for dev in std::fs::read_dir(&class).unwrap() {
+        let dev = dev.unwrap().file_name().into_string().unwrap();
+        let dir = format!("sys/class/infiniband/{dev}/ports/1/hw_counters");
+        for c in std::fs::read_dir(n.root.join(&dir)).unwrap() {
+            let c = c.unwrap().file_name().into_string().unwrap();
+            let v = if dev == "rdmap16s27" && c == "rx_drops" {
+                "41\n"
+            } else {
+                "0\n"
+            };
+            n.write(&format!("gdrdoctor/sample/{dir}/{c}"), v);
+        }
+    }
+    n.write("gdrdoctor/sample/window", "5.0\n");
+    let (_, r) = n.check();
+    let f = one(&r, "link-retries-growing", "warn");
+    let m = text(f);
+    assert!(m.contains("rdmap16s27") && m.contains("rx_drops"), "{m}");
+    assert!(m.contains("AWS"), "{m}");
+}
+
+/// The plugin's version and where it was found are what `capture` keeps: offline equals live.
+#[test]
+fn a_capture_keeps_the_plugin_and_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p4d.tar.gz");
+    let c = gdrdoctor(&[
+        "--root",
+        fixture("aws-p4d-efa-topo"),
+        "capture",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&c), 0, "{}", stderr(&c));
+    let live = gdrdoctor(&["--root", fixture("aws-p4d-efa-topo"), "check"]);
+    let offline = gdrdoctor(&["--root", out.to_str().unwrap(), "check"]);
+    let strip = |s: String| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(strip(stdout(&live)), strip(stdout(&offline)));
+    assert!(stdout(&offline).contains("aws-ofi-nccl 1.13.2-aws"));
+    assert!(Path::new(&out).is_file());
+}
+
+/// A guest laid out well (an expander bridge per NUMA node, an emulated switch per pair) passes;
+/// a failure there is still worded for a VM, with its expander bridge and DMI as evidence.
+#[test]
+fn a_failure_in_a_well_laid_out_guest_is_a_vms() {
+    let out = gdrdoctor(&["--root", fixture("kvm-h200x8-pxb"), "check"]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let n = Node::of("kvm-h200x8-pxb");
+    n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL=LOC\n");
+    let (c, r) = n.check();
+    assert_eq!(c, 1, "{:#}", r["checks"]);
+    let f = one(&r, "gpu-nic-too-far", "fail");
+    let m = text(f);
+    assert!(
+        m.contains("This is a VM") && m.contains("QEMU PCI expander bridges"),
+        "{m}"
+    );
+    assert!(
+        m.contains("1b36:000b") && m.contains("QEMU (QEMU's SMBIOS)"),
+        "{m}"
+    );
+}
