@@ -264,3 +264,22 @@ fn what_capture_could_not_read_is_said_and_recorded() {
         mode(path, 0o755);
     }
 }
+
+/// A provider's topology file that is on the node but named nowhere (no NCCL_TOPO_FILE): the
+/// fix says "point NCCL at it, it is here" live, and the capture keeps what made it say so.
+#[test]
+fn a_provider_file_only_present_is_kept() {
+    let (_dir, root) = fixture_copy("azure-ndv4-vm-topo");
+    std::fs::remove_file(root.join("etc/nccl.conf")).unwrap();
+    let root = root.to_str().unwrap().to_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("copy");
+    let o = gdrdoctor(&["--root", &root, "capture", copy.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let live = report(&root, &None);
+    assert!(
+        live.to_string().contains("which is on this node"),
+        "the fix should say the file is there"
+    );
+    assert_eq!(report(copy.to_str().unwrap(), &None), live);
+}

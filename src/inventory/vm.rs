@@ -294,7 +294,8 @@ fn azure(
         path: (*path).to_owned(),
         source: (*source).to_owned(),
         naming: Naming::NcclConf,
-        present: root.exists(path),
+        // A read, not a lookup: a capture keeps what was read, so offline sees the file too.
+        present: root.read_prefix(path, 1).is_ok(),
     })
 }
 

@@ -251,6 +251,9 @@ impl Root {
         self.lookup(path).map(|(_, k)| k)
     }
 
+    /// Whether `path` resolves. A lookup is not a read: a capture does not keep the file, so
+    /// what the inventory judges must be read (`read_prefix(path, 1)` for mere presence);
+    /// this is for the live-only probes.
     pub fn exists(&self, path: &str) -> bool {
         self.lookup(path).is_ok()
     }
