@@ -8,49 +8,12 @@
 use crate::common::*;
 use std::path::{Path, PathBuf};
 
-struct Node {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
+/// The EFA side of a copy.
+trait Efa {
+    fn efa_p2p(&self) -> Vec<PathBuf>;
 }
 
-impl Node {
-    fn of(name: &str) -> Node {
-        let (dir, root) = fixture_copy(name);
-        Node { _dir: dir, root }
-    }
-
-    fn write(&self, p: &str, content: impl AsRef<[u8]>) -> &Self {
-        let path = self.root.join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let _ = std::fs::remove_file(&path);
-        std::fs::write(path, content).unwrap();
-        self
-    }
-
-    fn remove(&self, p: &str) -> &Self {
-        let path = self.root.join(p);
-        if path.is_dir() {
-            std::fs::remove_dir_all(path).unwrap();
-        } else {
-            std::fs::remove_file(path).unwrap();
-        }
-        self
-    }
-
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        let root = self.root.to_str().unwrap();
-        let mut all = vec!["--root", root];
-        all.extend(args);
-        let out = gdrdoctor(&all);
-        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
-        out
-    }
-
-    fn check(&self) -> (i32, serde_json::Value) {
-        let out = self.run(&["check", "--format", "json"]);
-        (code(&out), json(&out))
-    }
-
+impl Efa for NodeCopy {
     /// Every EFA device's p2p file, as AWS's efa driver writes it.
     fn efa_p2p(&self) -> Vec<PathBuf> {
         let class = self.root.join("sys/class/infiniband");
@@ -93,9 +56,9 @@ fn strict_passes_a_healthy_efa_node() {
 /// nccl-config fails and pcie-placement says (no NIC NCCL uses).
 #[test]
 fn efa_without_the_plugin_runs_over_sockets() {
-    let n = Node::of("aws-p5-efa");
+    let n = NodeCopy::of("aws-p5-efa");
     n.remove("opt/amazon/ofi-nccl");
-    let (c, r) = n.check();
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1, "{:#}", r["checks"]);
     let f = one(&r, "nccl-net-plugin-missing", "fail");
     let m = text(f);
@@ -112,9 +75,9 @@ fn efa_without_the_plugin_runs_over_sockets() {
 /// with NCCL_NET_PLUGIN=ofi, NCCL finds libnccl-net-ofi.so (the name 2.4 and later form).
 #[test]
 fn plugin_off_the_loader_path_and_named_by_nccl_net_plugin() {
-    let n = Node::of("aws-p4d-efa-topo");
+    let n = NodeCopy::of("aws-p4d-efa-topo");
     n.remove("etc/ld.so.conf.d/000_efa.conf");
-    let (_, r) = n.check();
+    let (_, r) = n.check(&[], &[]);
     let f = one(&r, "nccl-net-plugin-missing", "fail");
     assert!(
         text(f).contains("NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"),
@@ -124,7 +87,7 @@ fn plugin_off_the_loader_path_and_named_by_nccl_net_plugin() {
         "etc/nccl.conf",
         "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so\n",
     );
-    let (c, r) = n.check();
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
     let f = one(&r, "nccl-net-plugin", "pass");
     assert!(text(f).contains("aws-ofi-nccl 1.13.2-aws"), "{f}");
@@ -134,7 +97,7 @@ fn plugin_off_the_loader_path_and_named_by_nccl_net_plugin() {
         "/opt/amazon/ofi-nccl/lib\n/opt/amazon/efa/lib\n",
     );
     n.write("etc/nccl.conf", "NCCL_NET_PLUGIN=ofi\n");
-    let (c, r) = n.check();
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
     let f = one(&r, "nccl-net-plugin", "pass");
     assert!(text(f).contains("NCCL_NET_PLUGIN=ofi"), "{f}");
@@ -144,9 +107,9 @@ fn plugin_off_the_loader_path_and_named_by_nccl_net_plugin() {
 /// own transport, which is worth a warning, not a failure.
 #[test]
 fn unfound_plugin_on_an_infiniband_node_warns() {
-    let n = Node::of("healthy-4gpu-ib-peermem");
+    let n = NodeCopy::of("healthy-4gpu-ib-peermem");
     n.write("etc/nccl.conf", "NCCL_NET_PLUGIN=sharp\n");
-    let (_, r) = n.check();
+    let (_, r) = n.check(&[], &[]);
     let f = one(&r, "nccl-net-plugin-unfound", "warn");
     assert!(text(f).contains("libnccl-net-sharp.so"), "{f}");
 }
@@ -154,9 +117,9 @@ fn unfound_plugin_on_an_infiniband_node_warns() {
 /// aws-ofi-nccl without libfabric cannot load at all.
 #[test]
 fn plugin_without_libfabric_fails() {
-    let n = Node::of("aws-p4d-efa-topo");
+    let n = NodeCopy::of("aws-p4d-efa-topo");
     n.remove("opt/amazon/efa");
-    let (c, r) = n.check();
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1, "{:#}", r["checks"]);
     let f = one(&r, "nccl-net-plugin-broken", "fail");
     assert!(text(f).contains("libfabric.so.1"), "{f}");
@@ -166,12 +129,12 @@ fn plugin_without_libfabric_fails() {
 /// warns.
 #[test]
 fn plugin_settings_that_turn_gdr_off() {
-    let n = Node::of("aws-p4d-efa-topo");
+    let n = NodeCopy::of("aws-p4d-efa-topo");
     n.write(
         "etc/nccl.conf",
         "FI_HMEM_DISABLE_P2P=1\nRDMAV_FORK_SAFE=1\n",
     );
-    let (c, r) = n.check();
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1, "{:#}", r["checks"]);
     let f = one(&r, "nccl-net-plugin-setting", "fail");
     assert!(text(f).contains("FI_HMEM_DISABLE_P2P=1"), "{f}");
@@ -184,15 +147,15 @@ fn plugin_settings_that_turn_gdr_off() {
 /// which fails and names aws-ofi-nccl's refusal on p4d.
 #[test]
 fn efa_gpu_memory_paths() {
-    let n = Node::of("aws-p4d-efa-topo");
+    let n = NodeCopy::of("aws-p4d-efa-topo");
     for p in n.efa_p2p() {
         std::fs::remove_file(p).unwrap();
     }
-    let (_, r) = n.check();
+    let (_, r) = n.check(&[], &[]);
     let f = one(&r, "gdr-path-dmabuf", "pass");
     assert!(text(f).contains("ibv_reg_dmabuf_mr"), "{f}");
 
-    let n = Node::of("aws-p4d-efa-topo");
+    let n = NodeCopy::of("aws-p4d-efa-topo");
     for p in n.efa_p2p() {
         std::fs::write(p, "\n").unwrap();
     }
@@ -200,7 +163,7 @@ fn efa_gpu_memory_paths() {
         "proc/driver/nvidia/version",
         "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n",
     );
-    let (c, r) = n.check();
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1, "{:#}", r["checks"]);
     let f = one(&r, "efa-no-gdr-path", "fail");
     let m = text(f);
@@ -225,9 +188,9 @@ fn narrow_functions_are_never_rails() {
     assert!(s.contains("aws-ofi-nccl"), "{s}");
     assert!(!s.contains("ibp115s0f0:1"), "{s}");
 
-    let n = Node::of("aws-p6-b200");
+    let n = NodeCopy::of("aws-p6-b200");
     n.remove("opt/amazon/ofi-nccl");
-    let (_, r) = n.check();
+    let (_, r) = n.check(&[], &[]);
     let w = findings_with(&r, "gpu-nic-narrow");
     assert_eq!(w.len(), 8, "{:#}", r["checks"]);
     assert!(
@@ -244,8 +207,8 @@ fn narrow_functions_are_never_rails() {
 /// the CPU flag say so: the failure is worded for a VM, with both signals as evidence.
 #[test]
 fn dmi_and_the_cpu_flag_make_a_guest() {
-    let n = Node::of("placement-phb");
-    let (_, r) = n.check();
+    let n = NodeCopy::of("placement-phb");
+    let (_, r) = n.check(&[], &[]);
     let f = one(&r, "gpu-nic-too-far", "fail");
     assert!(text(f).contains("PCIe switch"), "{f}");
     n.write("sys/devices/virtual/dmi/id/sys_vendor", "QEMU\n")
@@ -262,7 +225,7 @@ fn dmi_and_the_cpu_flag_make_a_guest() {
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink("../../devices/virtual/dmi/id", &link).unwrap();
     }
-    let (_, r) = n.check();
+    let (_, r) = n.check(&[], &[]);
     let f = one(&r, "gpu-nic-too-far", "fail");
     let m = text(f);
     assert!(
@@ -284,7 +247,7 @@ fn dmi_and_the_cpu_flag_make_a_guest() {
 /// fix that says the network is AWS's.
 #[test]
 fn efa_drops_growing_in_a_window_warn() {
-    let n = Node::of("aws-p4d-efa-topo");
+    let n = NodeCopy::of("aws-p4d-efa-topo");
     let class = n.root.join("sys/class/infiniband");
     for dev in std::fs::read_dir(&class).unwrap() {
         let dev = dev.unwrap().file_name().into_string().unwrap();
@@ -300,7 +263,7 @@ fn efa_drops_growing_in_a_window_warn() {
         }
     }
     n.write("gdrdoctor/sample/window", "5.0\n");
-    let (_, r) = n.check();
+    let (_, r) = n.check(&[], &[]);
     let f = one(&r, "link-retries-growing", "warn");
     let m = text(f);
     assert!(m.contains("rdmap16s27") && m.contains("rx_drops"), "{m}");
@@ -333,9 +296,9 @@ fn a_capture_keeps_the_plugin_and_its_file() {
 fn a_failure_in_a_well_laid_out_guest_is_a_vms() {
     let out = gdrdoctor(&["--root", fixture("kvm-h200x8-pxb"), "check"]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
-    let n = Node::of("kvm-h200x8-pxb");
+    let n = NodeCopy::of("kvm-h200x8-pxb");
     n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL=LOC\n");
-    let (c, r) = n.check();
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1, "{:#}", r["checks"]);
     let f = one(&r, "gpu-nic-too-far", "fail");
     let m = text(f);

@@ -5,35 +5,7 @@
 #![allow(clippy::disallowed_methods)] // tests build trees, they do not read a node
 
 use crate::common::*;
-use std::path::{Path, PathBuf};
-
-struct Node {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Node {
-    fn roce() -> Node {
-        let (dir, root) = fixture_copy("healthy-8gpu-roce");
-        Node { _dir: dir, root }
-    }
-
-    fn write(&self, p: &str, content: &str) {
-        let path = self.root.join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
-
-    /// `check --select nccl-config --format json`, with `extra` before `check`.
-    fn check(&self, extra: &[&str]) -> (i32, serde_json::Value) {
-        let mut args = vec!["--root", self.root.to_str().unwrap()];
-        args.extend(extra);
-        args.extend(["check", "--select", "nccl-config", "--format", "json"]);
-        let out = gdrdoctor(&args);
-        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
-        (code(&out), json(&out))
-    }
-}
+use std::path::Path;
 
 /// The one finding with `code` and `status` whose subject starts with `name=`.
 fn about<'a>(
@@ -71,13 +43,13 @@ fn env_file(dir: &Path, lines: &str) -> String {
 /// successor. Each names the file and line it came from.
 #[test]
 fn declared_environment_cases() {
-    let n = Node::roce();
+    let n = NodeCopy::of("healthy-8gpu-roce");
     let dir = tempfile::tempdir().unwrap();
     let env = env_file(
         dir.path(),
         "export NCCL_SOCKET_IFNAME=bogus0\nexport NCCL_IB_TIMEOUT=0\nexport NCCL_IB_HCA=mlx9\nexport NCCL_IB_GDR_LEVEL=3\n",
     );
-    let (c, r) = n.check(&["--nccl-env", &env]);
+    let (c, r) = n.check(&["--nccl-env", &env], &["--select", "nccl-config"]);
     assert_eq!(c, 1);
 
     let f = about(
@@ -134,12 +106,12 @@ fn declared_environment_cases() {
 /// not the number it looks like is said as strtoll reads it.
 #[test]
 fn values_out_of_range() {
-    let n = Node::roce();
+    let n = NodeCopy::of("healthy-8gpu-roce");
     n.write(
         "etc/nccl.conf",
         "NCCL_IB_TIMEOUT=32\nNCCL_IB_RETRY_CNT=8\nNCCL_IB_QPS_PER_CONNECTION=129\nNCCL_IB_SL=11\nNCCL_IB_TC=256\nNCCL_IB_FIFO_TC=-2\nNCCL_IB_ADAPTIVE_ROUTING=yes\nNCCL_SOCKET_IFNAME=ens1np0,bogus\n",
     );
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &["--select", "nccl-config"]);
     assert_eq!(c, 1);
     let f = about(&r, "NCCL_IB_TIMEOUT", "nccl-ib-timeout-bad", "fail");
     assert!(
@@ -210,12 +182,12 @@ fn values_out_of_range() {
 /// queue pairs, a service level past 15, and an interface that is down.
 #[test]
 fn values_shown_and_the_rest_judged() {
-    let n = Node::roce();
+    let n = NodeCopy::of("healthy-8gpu-roce");
     n.write(
         "etc/nccl.conf",
         "NCCL_IB_TIMEOUT=22\nNCCL_IB_TC=106\nNCCL_IB_QPS_PER_CONNECTION=4\nNCCL_IB_ADAPTIVE_ROUTING=1\nNCCL_SOCKET_IFNAME=ens\n",
     );
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &["--select", "nccl-config"]);
     assert_eq!(c, 0, "{:#?}", codes(&r));
     let pass = |name| message(about(&r, name, "nccl-transport-setting", "pass")).to_owned();
     let m = pass("NCCL_IB_TIMEOUT");
@@ -242,7 +214,7 @@ fn values_shown_and_the_rest_judged() {
         "NCCL_IB_RETRY_CNT=0\nNCCL_IB_QPS_PER_CONNECTION=0\nNCCL_IB_SL=16\nNCCL_SOCKET_IFNAME==ens1np0\n",
     );
     n.write("sys/class/net/ens1np0/operstate", "down\n");
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &["--select", "nccl-config"]);
     assert_eq!(c, 1);
     let m = message(about(
         &r,
@@ -276,9 +248,9 @@ fn values_shown_and_the_rest_judged() {
 /// that leaves the RDMA netdevs is taken as it is.
 #[test]
 fn short_and_excluding_interface_lists() {
-    let n = Node::roce();
+    let n = NodeCopy::of("healthy-8gpu-roce");
     n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=e\n");
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &["--select", "nccl-config"]);
     let m = message(about(
         &r,
         "NCCL_SOCKET_IFNAME",
@@ -287,7 +259,7 @@ fn short_and_excluding_interface_lists() {
     ));
     assert!(m.contains("longer than one character"), "{m}");
     n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=^=lo\n");
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &["--select", "nccl-config"]);
     assert_eq!(c, 0, "{:#?}", codes(&r));
     let m = message(about(
         &r,
@@ -304,7 +276,7 @@ fn short_and_excluding_interface_lists() {
 /// pin.
 #[test]
 fn gid_index_by_release() {
-    let n = Node::roce();
+    let n = NodeCopy::of("healthy-8gpu-roce");
     let root = n.root.to_str().unwrap();
     let run = |extra: &[&str]| {
         let mut args = vec!["--root", root, "nccl"];
@@ -357,7 +329,7 @@ fn gid_index_by_release() {
 /// own is at 5, and that is pinned.
 #[test]
 fn gid_index_pinned_where_nccls_pick_is_wrong() {
-    let n = Node::roce();
+    let n = NodeCopy::of("healthy-8gpu-roce");
     let port = "sys/class/infiniband/mlx5_0/ports/1";
     let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
     let lla = "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned();
@@ -370,9 +342,9 @@ fn gid_index_pinned_where_nccls_pick_is_wrong() {
         (v4("c0a8:0101"), "RoCE v2", "bond0"),
     ];
     for (i, (gid, ty, ndev)) in table.iter().enumerate() {
-        n.write(&format!("{port}/gids/{i}"), &format!("{gid}\n"));
-        n.write(&format!("{port}/gid_attrs/types/{i}"), &format!("{ty}\n"));
-        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), &format!("{ndev}\n"));
+        n.write(&format!("{port}/gids/{i}"), format!("{gid}\n"));
+        n.write(&format!("{port}/gid_attrs/types/{i}"), format!("{ty}\n"));
+        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
     }
     n.write("etc/nccl.conf", "NCCL_IB_HCA==mlx5_0\n");
     let root = n.root.to_str().unwrap();

@@ -13,36 +13,6 @@ const TOPO_ABS: &str = "/opt/microsoft/ndv4/topo.xml";
 /// The image's file, as the fixture holds it.
 const NDV4: &str = include_str!("../fixtures/nccl-topo/ndv4-topo.xml");
 
-struct Node {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Node {
-    fn of(name: &str) -> Node {
-        let (dir, root) = fixture_copy(name);
-        Node { _dir: dir, root }
-    }
-
-    fn write(&self, p: &str, content: impl AsRef<[u8]>) -> &Self {
-        let path = self.root.join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let _ = std::fs::remove_file(&path);
-        std::fs::write(path, content).unwrap();
-        self
-    }
-
-    fn check(&self, extra: &[&str]) -> (i32, serde_json::Value) {
-        let root = self.root.to_str().unwrap();
-        let mut args = vec!["--root", root];
-        args.extend(extra);
-        args.extend(["check", "--format", "json"]);
-        let out = gdrdoctor(&args);
-        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
-        (code(&out), json(&out))
-    }
-}
-
 fn one<'a>(report: &'a serde_json::Value, code: &str, status: &str) -> &'a serde_json::Value {
     let f = findings_with(report, code);
     assert!(
@@ -61,7 +31,7 @@ fn text(f: &serde_json::Value) -> String {
 /// with them NCCL's tree puts each GPU at PIX, and the sysfs level is said beside it.
 #[test]
 fn ndv4_without_and_with_the_image_files() {
-    let (c, r) = Node::of("azure-ndv4-vm").check(&[]);
+    let (c, r) = NodeCopy::of("azure-ndv4-vm").check(&[], &[]);
     assert_eq!(c, 1);
     let far = findings_with(&r, "gpu-nic-too-far");
     assert_eq!(far.len(), 8);
@@ -74,7 +44,7 @@ fn ndv4_without_and_with_the_image_files() {
     );
     assert!(f.contains("VMBUS:01"), "{f}");
 
-    let (c, r) = Node::of("azure-ndv4-vm-topo").check(&[]);
+    let (c, r) = NodeCopy::of("azure-ndv4-vm-topo").check(&[], &[]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
     let near = findings_with(&r, "gpu-nic-near");
     assert_eq!(near.len(), 8);
@@ -117,10 +87,10 @@ fn mi300x_topo(version: u32) -> String {
 /// fixture, /etc/nccl.conf naming RCCL's file is judged as RCCL reads it (issue 30).
 #[test]
 fn rccl_topology_file_on_mi300x() {
-    let node = Node::of("amd-mi300x-roce");
+    let node = NodeCopy::of("amd-mi300x-roce");
     node.write("etc/nccl.conf", "NCCL_TOPO_FILE=/etc/rccl-topo.xml\n")
         .write("etc/rccl-topo.xml", mi300x_topo(2));
-    let (_, r) = node.check(&[]);
+    let (_, r) = node.check(&[], &[]);
     assert!(
         findings_with(&r, "nccl-topo-file-invalid").is_empty(),
         "{:#}",
@@ -130,15 +100,15 @@ fn rccl_topology_file_on_mi300x() {
     assert!(text(ok).contains("/etc/rccl-topo.xml"), "{}", text(ok));
     // NCCL's version 1 on the same node: RCCL refuses it, and says which version it reads.
     node.write("etc/rccl-topo.xml", mi300x_topo(1));
-    let (c, r) = node.check(&[]);
+    let (c, r) = node.check(&[], &[]);
     assert_eq!(c, 1);
     let f = text(one(&r, "nccl-topo-file-invalid", "fail"));
     assert!(f.contains("RCCL reads only version 2"), "{f}");
     assert!(f.contains("every RCCL job"), "{f}");
     // RCCL's file on an NVIDIA node: NCCL refuses it, as before.
-    let node = Node::of("azure-ndv4-vm-topo");
+    let node = NodeCopy::of("azure-ndv4-vm-topo");
     node.write(TOPO, NDV4.replacen("version=\"1\"", "version=\"2\"", 1));
-    let (_, r) = node.check(&[]);
+    let (_, r) = node.check(&[], &[]);
     let f = text(one(&r, "nccl-topo-file-invalid", "fail"));
     assert!(f.contains("NCCL reads only version 1"), "{f}");
 }
@@ -147,7 +117,7 @@ fn rccl_topology_file_on_mi300x() {
 /// is the one the node has; an NVIDIA node gets no such line (NCCL's is on by default).
 #[test]
 fn rccl_settings_on_mi300x() {
-    let node = Node::of("amd-mi300x-roce");
+    let node = NodeCopy::of("amd-mi300x-roce");
     let out = gdrdoctor(&["--root", node.root.to_str().unwrap(), "nccl"]);
     let text = stdout(&out);
     assert!(text.contains("export NCCL_DMABUF_ENABLE='1'"), "{text}");
@@ -163,9 +133,9 @@ fn rccl_settings_on_mi300x() {
 
 #[test]
 fn stale_topology_file() {
-    let n = Node::of("azure-ndv4-vm-topo");
+    let n = NodeCopy::of("azure-ndv4-vm-topo");
     n.write(TOPO, NDV4.replace("0003:00:00.0", "0009:00:00.0"));
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &[]);
     let stale = text(one(&r, "nccl-topo-file-stale", "warn"));
     assert!(stale.contains("GPU 0009:00:00.0 (line 4)"), "{stale}");
     assert!(stale.contains(TOPO_ABS), "{stale}");
@@ -180,17 +150,17 @@ fn stale_topology_file() {
 /// A file NCCL cannot load: a clear finding with the file and line, placement judged on sysfs.
 #[test]
 fn malformed_topology_file() {
-    let n = Node::of("azure-ndv4-vm-topo");
+    let n = NodeCopy::of("azure-ndv4-vm-topo");
     let cut = &NDV4[..NDV4.find("<cpu numaid=\"2\"").unwrap()];
     n.write(TOPO, format!("<?xml version=\"1.0\"?>\n{cut}"));
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1);
     let f = text(one(&r, "nccl-topo-file-invalid", "fail"));
     assert!(f.contains(TOPO_ABS) && f.contains("line 1"), "{f}");
     assert!(f.contains("XML declaration"), "{f}");
     // Truncated without the declaration: still invalid, at the end of the file.
     n.write(TOPO, cut);
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &[]);
     let f = text(one(&r, "nccl-topo-file-invalid", "fail"));
     assert!(f.contains("still open"), "{f}");
 }
@@ -199,7 +169,7 @@ fn malformed_topology_file() {
 /// finding that names the file, in bounded time, and never a panic.
 #[test]
 fn hostile_topology_files() {
-    let n = Node::of("azure-ndv4-vm-topo");
+    let n = NodeCopy::of("azure-ndv4-vm-topo");
     let laughs = {
         let mut s = String::from("<!DOCTYPE lolz [<!ENTITY l0 \"lol\">");
         for i in 1..10 {
@@ -227,7 +197,7 @@ fn hostile_topology_files() {
     ];
     for (what, bytes, code) in cases {
         n.write(TOPO, bytes);
-        let ((_, r), took) = in_time(Duration::from_secs(5), || n.check(&[]));
+        let ((_, r), took) = in_time(Duration::from_secs(5), || n.check(&[], &[]));
         assert!(
             took.last().unwrap() < &Duration::from_secs(5),
             "{what}: {took:?}"
@@ -242,9 +212,9 @@ fn hostile_topology_files() {
 /// guest's NODE pairs pass, and the finding says where the level came from.
 #[test]
 fn site_gdr_level_phb() {
-    let n = Node::of("azure-ndv4-vm");
+    let n = NodeCopy::of("azure-ndv4-vm");
     n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL=PHB\n");
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
     let f = text(one(&r, "gpu-nic-near", "pass"));
     assert!(
@@ -252,25 +222,25 @@ fn site_gdr_level_phb() {
         "{f}"
     );
 
-    let n = Node::of("azure-ndv4-vm");
+    let n = NodeCopy::of("azure-ndv4-vm");
     let dir = tempfile::tempdir().unwrap();
     let env = dir.path().join("prolog.env");
     std::fs::write(&env, "# TaskProlog\nexport NCCL_NET_GDR_LEVEL=PHB\n").unwrap();
-    let (c, r) = n.check(&["--nccl-env", env.to_str().unwrap()]);
+    let (c, r) = n.check(&["--nccl-env", env.to_str().unwrap()], &[]);
     assert_eq!(c, 0);
     let f = text(one(&r, "nccl-setting", "pass"));
     assert!(f.contains("prolog.env line 2"), "{f}");
 
     let cfg = dir.path().join("config.yaml");
     std::fs::write(&cfg, "nccl:\n  env:\n    NCCL_NET_GDR_LEVEL: PHB\n").unwrap();
-    let (c, r) = n.check(&["--config", cfg.to_str().unwrap()]);
+    let (c, r) = n.check(&["--config", cfg.to_str().unwrap()], &[]);
     assert_eq!(c, 0);
     let f = text(one(&r, "nccl-setting", "pass"));
     assert!(f.contains("config nccl.env"), "{f}");
 
     // The environment comes first, as NCCL reads it: it overrides /etc/nccl.conf.
     n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL=LOC\n");
-    let (c, r) = n.check(&["--config", cfg.to_str().unwrap()]);
+    let (c, r) = n.check(&["--config", cfg.to_str().unwrap()], &[]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
     let f = text(one(&r, "nccl-setting", "pass"));
     assert!(
@@ -283,12 +253,12 @@ fn site_gdr_level_phb() {
 /// nodes are too far on NCCL's tree; a name the node lacks is said.
 #[test]
 fn hca_list_limits_the_nics() {
-    let n = Node::of("azure-ndv4-vm-topo");
+    let n = NodeCopy::of("azure-ndv4-vm-topo");
     n.write(
         "etc/nccl.conf",
         format!("NCCL_TOPO_FILE={TOPO_ABS}\nNCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_9\n"),
     );
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1);
     assert_eq!(findings_with(&r, "gpu-nic-near").len(), 2);
     let far = findings_with(&r, "gpu-nic-too-far");
@@ -302,18 +272,18 @@ fn hca_list_limits_the_nics() {
 /// slot), slot 3 RoCE v2 IPv4 (a pass).
 #[test]
 fn pinned_gid_index() {
-    let n = Node::of("healthy-8gpu-roce");
+    let n = NodeCopy::of("healthy-8gpu-roce");
     n.write("etc/nccl.conf", "NCCL_IB_GID_INDEX=2\n");
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1);
     let f = text(one(&r, "nccl-gid-index-bad", "fail"));
     assert!(f.contains("RoCE v1") && f.contains("/gids/2"), "{f}");
     n.write("etc/nccl.conf", "NCCL_IB_GID_INDEX=3\n");
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 0, "{:#}", r["checks"]);
     one(&r, "nccl-gid-index-ok", "pass");
     n.write("etc/nccl.conf", "NCCL_IB_GID_INDEX=9\n");
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &[]);
     let f = text(one(&r, "nccl-gid-index-bad", "fail"));
     assert!(f.contains("slot 9 is empty"), "{f}");
 }
@@ -321,9 +291,9 @@ fn pinned_gid_index() {
 /// Lines of nccl.conf that do not do what they seem: shown, with the line NCCL would read.
 #[test]
 fn conf_lines_nccl_ignores() {
-    let n = Node::of("azure-ndv4-vm");
+    let n = NodeCopy::of("azure-ndv4-vm");
     n.write("etc/nccl.conf", "NCCL_NET_GDR_LEVEL = PHB\n");
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1, "the level is not read: NODE stays too far");
     let f = text(one(&r, "nccl-conf-line-ignored", "warn"));
     assert!(
@@ -353,11 +323,11 @@ fn settings_that_take_gdr_away() {
             "warn",
         ),
     ];
-    let n = Node::of("healthy-8gpu-roce");
+    let n = NodeCopy::of("healthy-8gpu-roce");
     let mut wrong = Vec::new();
     for (conf, code, status) in cases {
         n.write("etc/nccl.conf", format!("{conf}\n"));
-        let (_, r) = n.check(&[]);
+        let (_, r) = n.check(&[], &[]);
         if findings_with(&r, code)
             .iter()
             .all(|f| f["status"] != status)
@@ -369,17 +339,17 @@ fn settings_that_take_gdr_away() {
     // A directory where NCCL reads a file: unknown, never "not set".
     std::fs::remove_file(n.root.join("etc/nccl.conf")).unwrap();
     std::fs::create_dir(n.root.join("etc/nccl.conf")).unwrap();
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &[]);
     let f = text(one(&r, "nccl-conf-unreadable", "unknown"));
     assert!(f.contains("not a regular file (directory)"), "{f}");
     // gdr="0" on a GPU of the topology file: NCCL keeps it.
-    let n = Node::of("azure-ndv4-vm-topo");
+    let n = NodeCopy::of("azure-ndv4-vm-topo");
     let gpu =
         r#"<pci busid="0003:00:00.0" class="0x030200" link_speed="16 GT/s" link_width="16"/>"#;
     assert!(NDV4.contains(gpu));
     let off = r#"<pci busid="0003:00:00.0" class="0x030200" link_speed="16 GT/s" link_width="16"><gpu dev="0" sm="80" gdr="0"/></pci>"#;
     n.write(TOPO, NDV4.replace(gpu, off));
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &[]);
     let f = text(one(&r, "nccl-topo-file-gdr-off", "fail"));
     assert!(f.contains("GPU 0003:00:00.0"), "{f}");
 }
@@ -389,7 +359,7 @@ fn settings_that_take_gdr_away() {
 /// and why, by rdma-gid and by `gdrdoctor nccl` alike.
 #[test]
 fn gid_choice_on_bond_and_vxlan() {
-    let n = Node::of("healthy-8gpu-roce");
+    let n = NodeCopy::of("healthy-8gpu-roce");
     let port = "sys/class/infiniband/mlx5_0/ports/1";
     let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
     let table = [
@@ -413,7 +383,7 @@ fn gid_choice_on_bond_and_vxlan() {
         n.write(&format!("{port}/gid_attrs/types/{i}"), format!("{ty}\n"));
         n.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
     }
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &[]);
     let f = findings_with(&r, "roce-v2-ipv4")
         .into_iter()
         .find(|f| f["subject"] == "mlx5_0 port 1")
@@ -432,12 +402,12 @@ fn gid_choice_on_bond_and_vxlan() {
 /// PIX) and says what nccl.conf already sets: the same value, or the line it would change.
 #[test]
 fn nccl_settings_agree_with_nccl_conf() {
-    let n = Node::of("azure-ndv4-vm-topo");
+    let n = NodeCopy::of("azure-ndv4-vm-topo");
     let out = stdout(&gdrdoctor(&["--root", n.root.to_str().unwrap(), "nccl"]));
     assert!(out.contains("# NCCL_NET_GDR_LEVEL not set"), "{out}");
     assert!(out.contains("the farthest nearest NIC is at PIX"), "{out}");
 
-    let n = Node::of("azure-ndv4-vm");
+    let n = NodeCopy::of("azure-ndv4-vm");
     n.write(
         "etc/nccl.conf",
         "NCCL_NET_GDR_LEVEL=SYS\nNCCL_IB_HCA=mlx5\n",
@@ -461,7 +431,7 @@ fn nccl_settings_agree_with_nccl_conf() {
 #[test]
 fn node_is_phb_for_nccl() {
     for name in ["placement-node", "azure-ndv4-vm"] {
-        let n = Node::of(name);
+        let n = NodeCopy::of(name);
         let root = n.root.to_str().unwrap();
         let out = stdout(&gdrdoctor(&["--root", root, "nccl"]));
         assert!(!out.contains("NCCL_NET_GDR_LEVEL=NODE"), "{name}: {out}");
@@ -476,7 +446,7 @@ fn node_is_phb_for_nccl() {
             "{name}: {out}"
         );
 
-        let (_, r) = n.check(&[]);
+        let (_, r) = n.check(&[], &[]);
         let f = one(&r, "gpu-nic-too-far", "fail");
         let t = text(f);
         assert!(!t.contains("NCCL_NET_GDR_LEVEL=NODE"), "{name}: {t}");
@@ -498,7 +468,7 @@ fn node_is_phb_for_nccl() {
 /// on the bond's own GID, nothing to say beyond the pass.
 #[test]
 fn pinned_gid_index_on_a_stacked_netdev() {
-    let n = Node::of("healthy-8gpu-roce");
+    let n = NodeCopy::of("healthy-8gpu-roce");
     let port = "sys/class/infiniband/mlx5_0/ports/1";
     let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
     let lla = "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned();
@@ -520,7 +490,7 @@ fn pinned_gid_index_on_a_stacked_netdev() {
         "etc/nccl.conf",
         "NCCL_IB_HCA==mlx5_0\nNCCL_IB_GID_INDEX=3\n",
     );
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &[]);
     let f = one(&r, "nccl-gid-index-stacked", "warn");
     let m = f["message"].as_str().unwrap();
     assert!(
@@ -535,7 +505,7 @@ fn pinned_gid_index_on_a_stacked_netdev() {
         "etc/nccl.conf",
         "NCCL_IB_HCA==mlx5_0\nNCCL_IB_GID_INDEX=5\n",
     );
-    let (_, r) = n.check(&[]);
+    let (_, r) = n.check(&[], &[]);
     assert!(findings_with(&r, "nccl-gid-index-stacked").is_empty());
     one(&r, "nccl-gid-index-ok", "pass");
 }
@@ -574,8 +544,8 @@ fn resolve(dir: &std::path::Path, target: &std::path::Path) -> PathBuf {
 /// The azure-ndv4-vm guest with its PCI host bridges taken out from under VMBus: every GPU and
 /// NIC then sits directly on a host bridge of its own under /sys/devices, with no bridge above
 /// it (the flat single-root-bus shape a KVM guest without switches shows), DMI saying QEMU.
-fn flat_vm() -> Node {
-    let n = Node::of("azure-ndv4-vm");
+fn flat_vm() -> NodeCopy {
+    let n = NodeCopy::of("azure-ndv4-vm");
     let root = n.root.clone();
     // Every symlink, re-pointed: the target resolved from where the link was, the VMBus part
     // taken out of both, made relative again from where the link is now.
@@ -640,7 +610,7 @@ fn flat_vm() -> Node {
 #[test]
 fn vm_shapes_flat_root_bus_and_qemu_pxb() {
     let n = flat_vm();
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1, "{:#}", r["checks"]);
     let f = one(&r, "gpu-nic-too-far", "fail");
     let m = f["message"].as_str().unwrap();
@@ -673,7 +643,7 @@ fn vm_shapes_flat_root_bus_and_qemu_pxb() {
         n.root.join("sys/bus/pci/devices/0000:00:05.0"),
     )
     .unwrap();
-    let (c, r) = n.check(&[]);
+    let (c, r) = n.check(&[], &[]);
     assert_eq!(c, 1, "{:#}", r["checks"]);
     let f = one(&r, "gpu-nic-too-far", "fail");
     let m = f["message"].as_str().unwrap();

@@ -158,3 +158,58 @@ pub fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     (dir, path)
 }
+
+/// A writable copy of a fixture ([`fixture_copy`]), to change and run gdrdoctor on; the copy
+/// lives as long as the value.
+pub struct NodeCopy {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl NodeCopy {
+    pub fn of(name: &str) -> NodeCopy {
+        let (dir, root) = fixture_copy(name);
+        NodeCopy { _dir: dir, root }
+    }
+
+    /// Writes `content` at `p` (relative to the root), replacing what was there (a link
+    /// included: the copy's files are its own).
+    pub fn write(&self, p: &str, content: impl AsRef<[u8]>) -> &Self {
+        let path = self.root.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        std::fs::write(path, content).unwrap();
+        self
+    }
+
+    /// Removes the file or directory at `p`.
+    pub fn remove(&self, p: &str) -> &Self {
+        let path = self.root.join(p);
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+        self
+    }
+
+    /// `gdrdoctor --root COPY ARGS...`, which must not panic.
+    pub fn run(&self, args: &[&str]) -> std::process::Output {
+        let mut all = vec!["--root", self.root.to_str().unwrap()];
+        all.extend(args);
+        let out = gdrdoctor(&all);
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        out
+    }
+
+    /// `gdrdoctor --root COPY GLOBAL... check CHECK_ARGS... --format json`: the exit code and
+    /// the report.
+    pub fn check(&self, global: &[&str], check_args: &[&str]) -> (i32, serde_json::Value) {
+        let mut args = global.to_vec();
+        args.push("check");
+        args.extend(check_args);
+        args.extend(["--format", "json"]);
+        let out = self.run(&args);
+        (code(&out), json(&out))
+    }
+}
