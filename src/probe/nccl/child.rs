@@ -4,6 +4,7 @@
 
 use super::{ChildAnswer, Outcome, RankGpu, Spec, Tried, ms};
 use crate::ffi::cuda::{DeviceBuffer, Gpu, GpuStream, Session};
+use crate::ffi::gpu::Stream as _;
 use crate::ffi::nccl::{Comm, LoadError, Nccl, NcclError, version_text};
 use crate::probe::gpu::model::Lib;
 use std::time::Instant;
@@ -273,7 +274,7 @@ fn all_reduce(
             nccl.group_start()?;
         }
         for ((send, recv, stream), comm) in ranks.iter().zip(comms) {
-            nccl.all_reduce_i32(send.ptr, recv.ptr, count as usize, comm, stream)?;
+            nccl.all_reduce_i32(send, recv, count as usize, comm, stream)?;
         }
         if comms.len() > 1 {
             nccl.group_end()?;
