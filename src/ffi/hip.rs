@@ -289,9 +289,17 @@ pub struct Session {
 }
 
 impl Session {
-    /// dlopen, every symbol the probe needs, `hipInit`, and HSA for the export.
+    /// dlopen, every symbol the probe needs, `hipInit`, and HSA for the export. A libamdhip64
+    /// already in the process (RCCL's own, in `nccl verify`'s child) comes first, unless
+    /// GDRDOCTOR_LIBHIP names one.
     pub fn open() -> Result<Session, Lib<()>> {
-        let Loaded { lib, path } = open(&candidates(ENV_HIP, HIP_NAMES), b"hipInit\0")
+        let mut names = candidates(ENV_HIP, HIP_NAMES);
+        if std::env::var_os(ENV_HIP).is_none_or(|v| v.is_empty()) {
+            if let Some(path) = super::loaded("libamdhip64") {
+                names.insert(0, path);
+            }
+        }
+        let Loaded { lib, path } = open(&names, b"hipInit\0")
             .map_err(|(tried, message)| Lib::NotFound { tried, message })?;
         let api = HipApi::load(&lib).map_err(|symbol| Lib::MissingSymbol {
             library: path.clone(),

@@ -11,6 +11,7 @@
 use super::chain;
 use super::gpu::Stream;
 use super::ibverbs::Registrable;
+use crate::model::nccl::Library as Which;
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_void};
 
@@ -18,6 +19,18 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 /// site's NCCL in an odd place.
 pub const ENV: &str = "GDRDOCTOR_LIBNCCL";
 pub const SONAME: &str = "libnccl.so.2";
+/// The same for RCCL: `librccl.so.1` is the name ROCm's package installs (`librccl.so` is the
+/// development link).
+pub const RCCL_ENV: &str = "GDRDOCTOR_LIBRCCL";
+pub const RCCL_SONAME: &str = "librccl.so.1";
+
+/// The variable that replaces the loader's name, and that name, for one library.
+pub fn names(which: Which) -> (&'static str, &'static str) {
+    match which {
+        Which::Nccl => (ENV, SONAME),
+        Which::Rccl => (RCCL_ENV, RCCL_SONAME),
+    }
+}
 
 type NcclResult = c_int;
 /// `ncclComm_t`, an opaque pointer.
