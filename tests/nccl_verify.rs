@@ -1019,3 +1019,36 @@ fn check_runs_rccl_on_amd_gpus() {
     assert_eq!(inv["mode"], "all-reduce");
     assert_eq!(inv["library_source"], "environment");
 }
+
+/// `gdrdoctor nccl` asks RCCL's version as it asks NCCL's (on a live node of AMD GPUs): a child
+/// that loads the first library of the search that loads and calls `ncclGetVersion`, nothing
+/// else (no GPU, no HIP). RCCL answers the NCCL release it is built on.
+#[test]
+fn rccls_version_is_asked_of_the_library() {
+    let spec = serde_json::json!({
+        "library": "rccl",
+        "libraries": [MISSING, stub("rccl", &[])],
+        "gpus": [],
+        "elements": 0,
+        "version_only": true,
+    })
+    .to_string();
+    let out = Gdrdoctor::new()
+        .args(["nccl-child", "--spec", &spec])
+        .env("FAKE_NCCL_VERSION", "22203")
+        .env("GDRDOCTOR_LIBHIP", MISSING)
+        .command()
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    let answer: Value = text
+        .lines()
+        .find_map(|l| l.strip_prefix("gdrdoctor-answer: "))
+        .map(|a| serde_json::from_str(a).unwrap())
+        .unwrap_or_else(|| panic!("{text}\n{}", stderr(&out)));
+    assert_eq!(answer["outcome"]["result"], "loaded", "{answer:#}");
+    assert_eq!(answer["version"], "2.22.3");
+    assert_eq!(answer["library"], stub("rccl", &[]).to_str().unwrap());
+    assert_eq!(answer["tried"][0]["library"], MISSING);
+    assert!(answer.get("hip_library").is_none(), "{answer:#}");
+}

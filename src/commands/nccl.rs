@@ -25,10 +25,11 @@ pub struct Args {
 
 #[derive(clap::Args, Debug, Clone)]
 struct SettingsArgs {
-    /// The NCCL release the node's jobs run (2.21, 2.28.9). From 2.21 NCCL picks the RoCE GID
-    /// itself, and NCCL_IB_GID_INDEX is written only where its pick is wrong. Without it,
-    /// gdrdoctor asks the libnccl `nccl verify` would load for its version (ncclGetVersion, in
-    /// a child); with --root it is not known.
+    /// The NCCL release the node's jobs run (2.21, 2.28.9; on AMD GPUs, the NCCL release RCCL is
+    /// built on, which RCCL's version repeats). From 2.21 NCCL picks the RoCE GID itself, and
+    /// NCCL_IB_GID_INDEX is written only where its pick is wrong. Without it, gdrdoctor asks the
+    /// libnccl (librccl on AMD GPUs) `nccl verify` would load for its version (ncclGetVersion,
+    /// in a child); with --root it is not known.
     #[arg(long, value_name = "VERSION", value_parser = release_version)]
     nccl_version: Option<String>,
 }
@@ -111,28 +112,39 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The node's NCCL release: as stated, else `ncclGetVersion` of the library NCCL's run would
-/// load (live only: a captured root holds no library to ask).
-fn release(args: &SettingsArgs, live: bool) -> crate::nccl::Release {
+/// load (live only: a captured root holds no library to ask). On a node of AMD GPUs, the
+/// library is RCCL, asked the same way.
+fn release(args: &SettingsArgs, live: bool, which: Library) -> crate::nccl::Release {
     use crate::nccl::Release;
     if let Some(v) = &args.nccl_version {
         return Release::Known {
             version: v.clone(),
             from: "--nccl-version".into(),
+            library: which,
         };
     }
+    let lib = match which {
+        Library::Nccl => "libnccl",
+        Library::Rccl => "librccl",
+    };
     if !live {
-        return Release::Unknown(
-            "a captured root holds no libnccl to ask (--nccl-version states it)".into(),
-        );
+        return Release::Unknown {
+            why: format!("a captured root holds no {lib} to ask (--nccl-version states it)"),
+            library: which,
+        };
     }
     stage(Stage::RunningNccl);
     let limit = deadline().budget(std::time::Duration::from_secs(20)).limit;
-    match probe::nccl::version(&this_exe(), None, Library::Nccl, limit) {
+    match probe::nccl::version(&this_exe(), None, which, limit) {
         Ok((version, file)) => Release::Known {
             version,
             from: format!("ncclGetVersion of {file}"),
+            library: which,
         },
-        Err(e) => Release::Unknown(format!("{e} (--nccl-version states it)")),
+        Err(e) => Release::Unknown {
+            why: format!("{e} (--nccl-version states it)"),
+            library: which,
+        },
     }
 }
 
@@ -141,7 +153,7 @@ fn settings(global: &Global, args: &SettingsArgs) -> anyhow::Result<ExitCode> {
     let config = global.config()?;
     let (root, display) = global.root()?;
     let (inv, _) = load_node(&root, &config, probe::Options::default());
-    let release = release(args, root.is_live());
+    let release = release(args, root.is_live(), inv.nccl.library);
     let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level, &release);
     out!(
         "{}",
