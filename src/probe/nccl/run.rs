@@ -20,9 +20,9 @@ pub const WHEEL_PATH: &str = "nvidia/nccl/lib/libnccl.so.2";
 /// Where pip wheels put RCCL under a site-packages directory: PyTorch's ROCm wheels
 /// (download.pytorch.org/whl/rocm*) bundle it in `torch/lib`, as `librccl.so` (their build copies
 /// ROCm's `librccl.so` there: pytorch/pytorch .ci/manywheel/build_rocm.sh), `librccl.so.1` in
-/// other builds; ROCm's own wheels (`rocm[libraries]`, TheRock, which PyTorch's ROCm 7 wheels
-/// depend on) put it in `_rocm_sdk_libraries_<GPU family>/lib/librccl.so.1`, found by listing
-/// the directory (see [`ROCM_SDK_LIBRARIES`]).
+/// other builds; ROCm's own Python wheel of libraries (`rocm[libraries]`, ROCm/TheRock, which
+/// TheRock's PyTorch builds install) puts it in `_rocm_sdk_libraries_<GPU family>/lib/librccl.so.1`,
+/// found by listing the directory (see [`ROCM_SDK_LIBRARIES`]).
 pub const RCCL_WHEEL_PATHS: [&str; 2] = ["torch/lib/librccl.so", "torch/lib/librccl.so.1"];
 
 /// ROCm's wheel of libraries: `_rocm_sdk_libraries` and a GPU family (`_gfx94X_dcgpu`), its
