@@ -54,8 +54,9 @@ const CASES: &[Case] = &[
             "node algo-1:",
             "aws-ofi-nccl (NET/OFI) failed to initialize",
             "is not the cause",
+            "the network plugin aws-ofi-nccl (NET/OFI) failed to initialize, and NCCL went on without it",
         ],
-        not_says: &["Unset NCCL_IB_DISABLE"],
+        not_says: &["Unset NCCL_IB_DISABLE", "NCCL decided against"],
     },
     Case {
         name: "aws-ofi-nccl-889-plugin-init-failed",
@@ -65,8 +66,14 @@ const CASES: &[Case] = &[
         says: &[
             "node ip-10-36-29-253:",
             "GDR disabled on GDR-supported instance type",
+            "\nno NET connection in the log: the network plugin aws-ofi-nccl (NET/OFI) failed to initialize, and NCCL went on without it\n",
         ],
-        not_says: &["no host in the log"],
+        // The plugin failed: NCCL decided nothing.
+        not_says: &[
+            "no host in the log",
+            "NCCL decided against",
+            "NCCL's decision",
+        ],
     },
     Case {
         name: "awsome-distributed-ai-386-ray-efa",

@@ -78,6 +78,39 @@ impl Run {
             .set("FAKE_NCCL_NET", "IB")
             .set("FAKE_NCCL_NICS", "mlx5_0@0000:04:00.0")
     }
+    /// The MI300X node (four AMD GPUs, each beside a bnxt_re NIC): RCCL's stand-in
+    /// (tests/stubs/rccl.c) and HIP's and HSA's; no NCCL, CUDA or NVML.
+    fn mi300x() -> Run {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = python(tmp.path(), Some(&[]));
+        Run {
+            tmp,
+            env: vec![
+                ("PATH".into(), format!("{path}:/usr/bin:/bin")),
+                (
+                    "GDRDOCTOR_LIBRCCL".into(),
+                    stub("rccl", &[]).display().to_string(),
+                ),
+                ("GDRDOCTOR_LIBNCCL".into(), MISSING.into()),
+                ("GDRDOCTOR_LIBCUDA".into(), MISSING.into()),
+                ("GDRDOCTOR_LIBNVML".into(), MISSING.into()),
+                (
+                    "GDRDOCTOR_LIBHIP".into(),
+                    stub("hip", &[]).display().to_string(),
+                ),
+                (
+                    "GDRDOCTOR_LIBHSA".into(),
+                    stub("hsa", &[]).display().to_string(),
+                ),
+                ("FAKE_NCCL_VERSION".into(), "22203".into()),
+                ("FAKE_NCCL_NET".into(), "IB".into()),
+                (
+                    "FAKE_NCCL_NICS".into(),
+                    "bnxt_re0@0000:24:00.0,bnxt_re1@0000:26:00.0,bnxt_re2@0000:44:00.0,bnxt_re3@0000:46:00.0".into(),
+                ),
+            ],
+        }
+    }
     fn set(mut self, k: &str, v: &str) -> Run {
         self.env.retain(|(n, _)| n != k);
         self.env.push((k.into(), v.into()));
@@ -96,7 +129,9 @@ impl Run {
             .root_at(root)
             .args(args)
             .env_remove("GDRDOCTOR_LIBNCCL")
+            .env_remove("GDRDOCTOR_LIBRCCL")
             .env_remove("LD_LIBRARY_PATH")
+            .env_remove("NCCL_DMABUF_ENABLE")
             .env_remove("NCCL_DEBUG")
             .env_remove("NCCL_NVLS_ENABLE")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -627,4 +662,393 @@ fn nccl_on_a_vm_with_its_topology_file_agrees_with_check() {
             "{ours}"
         );
     }
+}
+
+// -- RCCL on AMD GPUs: the same run, with the stand-in librccl and HIP ------------------------
+
+/// The MI300X fixture cut to its first `pairs` GPU-NIC pairs (GPU 0000:23:00.0 beside bnxt_re0,
+/// 0000:25:00.0 beside bnxt_re1, all four under one switch): the stand-in prints every GPU with
+/// every NIC at one path type, PIX, which the pairs of the other switch are not.
+fn mi300x(pairs: usize) -> (tempfile::TempDir, PathBuf, String) {
+    let (dir, root) = fixture_copy("amd-mi300x-roce");
+    let all = [
+        ("0000:23:00.0", "0000:24:00.0", "bnxt_re0", "ens1f0np0"),
+        ("0000:25:00.0", "0000:26:00.0", "bnxt_re1", "ens2f0np0"),
+        ("0000:43:00.0", "0000:44:00.0", "bnxt_re2", "ens3f0np0"),
+        ("0000:45:00.0", "0000:46:00.0", "bnxt_re3", "ens4f0np0"),
+    ];
+    for (gpu, nic, ib, net) in &all[pairs..] {
+        for p in [
+            format!("sys/bus/pci/devices/{gpu}"),
+            format!("sys/bus/pci/devices/{nic}"),
+            format!("sys/class/infiniband/{ib}"),
+            format!("sys/class/net/{net}"),
+        ] {
+            std::fs::remove_file(root.join(p)).unwrap();
+        }
+    }
+    let nics = all[..pairs]
+        .iter()
+        .map(|(_, nic, ib, _)| format!("{ib}@{nic}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    (dir, root, nics)
+}
+
+impl Run {
+    /// RCCL's run on a cut of the MI300X fixture ([`mi300x`]), with `NCCL_DMABUF_ENABLE=1`
+    /// (what `gdrdoctor nccl` writes there): the JSON report.
+    fn verify_mi300x(&self, pairs: usize, extra: &[&str]) -> (i32, Value) {
+        let (_dir, root, nics) = mi300x(pairs);
+        let mut args = vec!["nccl", "verify", "--format", "json"];
+        args.extend(extra);
+        let out = self
+            .command_at(&root, &args)
+            .env("FAKE_NCCL_NICS", nics)
+            .output()
+            .unwrap();
+        (code(&out), json(&out))
+    }
+}
+
+#[test]
+fn rccl_on_amd_gpus_runs_and_agrees() {
+    // Two GPUs: RCCL's all-reduce over its network, summed right, GDR on both bnxt_re NICs'
+    // side as the DMA-BUF path predicts; everything the two sides have is the same.
+    let run = Run::mi300x().set("NCCL_DMABUF_ENABLE", "1");
+    let (code, doc) = run.verify_mi300x(2, &[]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        findings(&doc),
+        [
+            ("nccl-uses-gdr".into(), "pass".into()),
+            ("nccl-agrees".into(), "pass".into())
+        ]
+    );
+    assert_eq!(
+        answer(&doc),
+        format!(
+            "RCCL 2.22.3 ({}) on this node uses GDR on bnxt_re0",
+            stub("rccl", &[]).display()
+        )
+    );
+    assert_eq!(doc["answer"]["version"], "2.22.3");
+    let run = &doc["run"];
+    assert_eq!(run["library"], "rccl");
+    assert_eq!(run["mode"], "all-reduce");
+    assert_eq!(run["answer"]["outcome"]["result"], "ok");
+    assert_eq!(run["answer"]["version_code"], 22203);
+    assert_eq!(
+        run["answer"]["hip_library"],
+        stub("hip", &[]).to_str().unwrap()
+    );
+    assert_eq!(run["answer"]["cuda_library"], Value::Null);
+    // HIP's ordinals of the GPUs, by bus id.
+    let ordinals: Vec<(&str, i64)> = run["answer"]["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["bus_id"].as_str().unwrap(),
+                g["ordinal"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ordinals, [("0000:23:00.0", 0), ("0000:25:00.0", 1)]);
+    // RCCL's own switches off (the stand-in refuses to start without them).
+    for (k, v) in [
+        ("NCCL_P2P_DISABLE", "1"),
+        ("NCCL_SHM_DISABLE", "1"),
+        ("RCCL_MSCCL_ENABLE", "0"),
+        ("RCCL_MSCCLPP_ENABLE", "0"),
+    ] {
+        assert_eq!(run["env"][k], v, "{k}");
+    }
+    // RCCL's banner read from its log.
+    let nccl = &doc["explanation"]["nodes"][0]["nccl"];
+    assert_eq!(nccl["library"], "RCCL");
+    assert!(
+        nccl["version"].as_str().unwrap().starts_with("2.22.3"),
+        "{nccl}"
+    );
+    // The human report names RCCL and HIP's library, not NCCL and CUDA.
+    let (_dir, root, nics) = mi300x(2);
+    let out = Run::mi300x()
+        .set("NCCL_DMABUF_ENABLE", "1")
+        .set("FAKE_NCCL_NICS", &nics)
+        .command_at(&root, &["nccl", "verify"])
+        .output()
+        .unwrap();
+    assert_eq!(crate::common::code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("RCCL 2.22.3 ("), "{text}");
+    assert!(text.contains("; GDRDOCTOR_LIBRCCL) on 2 GPUs"), "{text}");
+    assert!(
+        text.contains("the all-reduce goes through RCCL's network"),
+        "{text}"
+    );
+    assert!(text.contains("RCCL against gdrdoctor:"), "{text}");
+    assert!(!text.contains("NCCL 2."), "{text}");
+}
+
+#[test]
+fn rccl_on_one_amd_gpu_is_a_one_rank_communicator() {
+    let (code, doc) = Run::mi300x()
+        .set("NCCL_DMABUF_ENABLE", "1")
+        .verify_mi300x(1, &[]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(doc["run"]["mode"], "one-rank");
+    assert!(doc["run"]["env"].get("RCCL_MSCCL_ENABLE").is_none());
+    assert!(
+        answer(&doc).ends_with("on this node uses GDR on bnxt_re0"),
+        "{}",
+        answer(&doc)
+    );
+}
+
+#[test]
+fn rccl_without_its_dmabuf_opt_in_does_not_use_gdr() {
+    // RCCL's DMA-BUF path is opt-in: without NCCL_DMABUF_ENABLE=1 on a node with no AMD
+    // peer-memory module (the stand-in's default, as RCCL does there), no NIC can reach GPU
+    // memory. The cause is the opt-in, not the node.
+    let (code, doc) = Run::mi300x().verify_mi300x(2, &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    // gdrdoctor expects it too: the two sides agree, and the finding is RCCL's answer.
+    assert_eq!(
+        findings(&doc),
+        [
+            ("nccl-no-gdr".into(), "fail".into()),
+            ("nccl-agrees".into(), "pass".into())
+        ]
+    );
+    let f = finding(&doc, "nccl-no-gdr");
+    let m = f["message"].as_str().unwrap();
+    assert!(m.starts_with("RCCL 2.22.3 ("), "{m}");
+    assert!(m.contains("does not use GDR"), "{m}");
+    assert!(
+        m.contains("its DMA-BUF path was off (opt-in: NCCL_DMABUF_ENABLE=1)"),
+        "{m}"
+    );
+    let fix = f["fix"]["summary"].as_str().unwrap();
+    assert!(fix.starts_with("Set NCCL_DMABUF_ENABLE=1"), "{fix}");
+    let hca = doc["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["fact"] == "hca-gdr")
+        .unwrap();
+    assert_eq!(hca["agree"], true, "{hca:#}");
+    assert!(
+        hca["gdrdoctor"]
+            .as_str()
+            .unwrap()
+            .contains("which RCCL takes only with NCCL_DMABUF_ENABLE=1, not set"),
+        "{hca:#}"
+    );
+}
+
+#[test]
+fn rccl_summing_wrong_is_caught() {
+    let (code, doc) = Run::mi300x()
+        .set("NCCL_DMABUF_ENABLE", "1")
+        .set("FAKE_NCCL_WRONG", "1")
+        .verify_mi300x(2, &[]);
+    assert_eq!(code, 1, "{doc:#}");
+    let f = finding(&doc, "nccl-all-reduce-wrong");
+    assert_eq!(f["status"], "fail");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("'s all-reduce over 2 rank(s) summed wrong: 1 of 2097152 int32 elements differ; the first, rank 0 element 524288: 868 instead of 867"),
+        "{m}"
+    );
+    assert!(m.starts_with("RCCL 2.22.3 ("), "{m}");
+    assert_eq!(doc["run"]["answer"]["outcome"]["result"], "wrong");
+}
+
+#[test]
+fn no_rccl_names_rocms_package() {
+    // Not installed: a finding with the fix (ROCm's rccl package), exit 2, never a panic.
+    let (code, doc) = Run::mi300x()
+        .set("GDRDOCTOR_LIBRCCL", MISSING)
+        .verify_mi300x(2, &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert_eq!(
+        findings(&doc),
+        [("nccl-library-missing".into(), "unknown".into())]
+    );
+    let f = finding(&doc, "nccl-library-missing");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("no RCCL library could be loaded: tried "),
+        "{m}"
+    );
+    assert!(m.contains(MISSING), "{m}");
+    let text = f["fix"].to_string();
+    assert!(text.contains("apt-get install rccl"), "{text}");
+    assert!(text.contains("dnf install rccl"), "{text}");
+    assert!(!text.contains("libnccl2"), "{text}");
+    assert!(
+        answer(&doc).starts_with("no RCCL library"),
+        "{}",
+        answer(&doc)
+    );
+    // No HIP either: RCCL loads, the runtime does not (the finding says HIP, not CUDA).
+    let (code, doc) = Run::mi300x()
+        .set("GDRDOCTOR_LIBHIP", MISSING)
+        .verify_mi300x(2, &["--no-gpu-probe"]);
+    assert_eq!(code, 2, "{doc:#}");
+    let f = finding(&doc, "nccl-verify-failed");
+    let m = f["message"].as_str().unwrap();
+    assert!(m.contains("could not be run: HIP: dlopen: "), "{m}");
+    assert_eq!(doc["run"]["answer"]["outcome"]["result"], "hip-error");
+    // A HIP without the stream calls: the symbol named.
+    let (code, doc) = Run::mi300x()
+        .set(
+            "GDRDOCTOR_LIBHIP",
+            stub("hip", &["hipStreamCreate"]).to_str().unwrap(),
+        )
+        .verify_mi300x(2, &["--no-gpu-probe"]);
+    assert_eq!(code, 2, "{doc:#}");
+    let m = finding(&doc, "nccl-verify-failed")["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(m.contains("lacks hipStreamCreate"), "{m}");
+}
+
+/// RCCL as ROCm and PyTorch install it: the loader's `librccl.so.1`, PyTorch's ROCm wheel
+/// (`torch/lib/librccl.so`) and ROCm's wheel of libraries (`_rocm_sdk_libraries_*/lib`).
+#[test]
+fn rccl_is_found_by_the_loader_and_in_the_wheels() {
+    let lib_in = |dir: &Path, under: &str, name: &str| {
+        let lib = dir.join(under);
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::copy(stub("rccl", &[]), lib.join(name)).unwrap();
+        lib.join(name)
+    };
+    let run = Run::mi300x()
+        .set("NCCL_DMABUF_ENABLE", "1")
+        .unset("GDRDOCTOR_LIBRCCL");
+    let ld = lib_in(run.tmp.path(), "rocm/lib", "librccl.so.1");
+    let run = run.set("LD_LIBRARY_PATH", ld.parent().unwrap().to_str().unwrap());
+    let (code, doc) = run.verify_mi300x(2, &[]);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(
+        doc["run"]["search"]["candidates"][0]["library"],
+        "librccl.so.1"
+    );
+    assert_eq!(doc["run"]["search"]["candidates"][0]["source"], "loader");
+    assert_eq!(
+        doc["run"]["library_file"],
+        ld.canonicalize().unwrap().to_str().unwrap()
+    );
+    // No librccl.so.1 for the loader: the wheels under the python3's sys.path.
+    let run = Run::mi300x()
+        .set("NCCL_DMABUF_ENABLE", "1")
+        .unset("GDRDOCTOR_LIBRCCL");
+    let site = run.tmp.path().join("site-packages");
+    let torch = lib_in(&site, "torch/lib", "librccl.so");
+    let sdk = lib_in(
+        &site,
+        "_rocm_sdk_libraries_gfx94X_dcgpu/lib",
+        "librccl.so.1",
+    );
+    let path = python(run.tmp.path(), Some(&[Path::new("/nonexistent"), &site]));
+    let run = run.set("PATH", &format!("{path}:/usr/bin:/bin"));
+    let (code, doc) = run.verify_mi300x(2, &[]);
+    assert_eq!(code, 0, "{doc:#}");
+    let candidates: Vec<(&str, &str)> = doc["run"]["search"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["library"].as_str().unwrap(),
+                c["source"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        candidates,
+        [
+            ("librccl.so.1", "loader"),
+            (torch.to_str().unwrap(), "pip-wheel"),
+            (sdk.to_str().unwrap(), "pip-wheel"),
+        ]
+    );
+    assert_eq!(doc["run"]["library_file"], torch.to_str().unwrap());
+    assert!(
+        finding(&doc, "nccl-uses-gdr")["evidence"]
+            .to_string()
+            .contains("librccl (pip-wheel)"),
+        "{doc:#}"
+    );
+    let python = doc["run"]["search"]["python"].as_str().unwrap();
+    assert!(
+        python.contains("2 sys.path entries, 2 with torch/lib/librccl.so"),
+        "{python}"
+    );
+}
+
+#[test]
+fn check_runs_rccl_on_amd_gpus() {
+    let (_dir, root, nics) = mi300x(2);
+    let out = Run::mi300x()
+        .set("NCCL_DMABUF_ENABLE", "1")
+        .set("FAKE_NCCL_NICS", &nics)
+        .command_at(
+            &root,
+            &["check", "--gpu-probe", "--nccl-verify", "--format", "json"],
+        )
+        .output()
+        .unwrap();
+    crate::common::code(&out);
+    let doc = json(&out);
+    let c = check(&doc, "nccl-verify");
+    assert_eq!(c["status"], "pass", "{c:#}");
+    assert!(
+        c["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("RCCL 2.22.3 ("),
+        "{c:#}"
+    );
+    let inv = &doc["inventory"]["nccl_verify"];
+    assert_eq!(inv["version"], "2.22.3");
+    assert_eq!(inv["mode"], "all-reduce");
+    assert_eq!(inv["library_source"], "environment");
+}
+
+/// `gdrdoctor nccl` asks RCCL's version as it asks NCCL's (on a live node of AMD GPUs): a child
+/// that loads the first library of the search that loads and calls `ncclGetVersion`, nothing
+/// else (no GPU, no HIP). RCCL answers the NCCL release it is built on.
+#[test]
+fn rccls_version_is_asked_of_the_library() {
+    let spec = serde_json::json!({
+        "library": "rccl",
+        "libraries": [MISSING, stub("rccl", &[])],
+        "gpus": [],
+        "elements": 0,
+        "version_only": true,
+    })
+    .to_string();
+    let out = Gdrdoctor::new()
+        .args(["nccl-child", "--spec", &spec])
+        .env("FAKE_NCCL_VERSION", "22203")
+        .env("GDRDOCTOR_LIBHIP", MISSING)
+        .command()
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    let answer: Value = text
+        .lines()
+        .find_map(|l| l.strip_prefix("gdrdoctor-answer: "))
+        .map(|a| serde_json::from_str(a).unwrap())
+        .unwrap_or_else(|| panic!("{text}\n{}", stderr(&out)));
+    assert_eq!(answer["outcome"]["result"], "loaded", "{answer:#}");
+    assert_eq!(answer["version"], "2.22.3");
+    assert_eq!(answer["library"], stub("rccl", &[]).to_str().unwrap());
+    assert_eq!(answer["tried"][0]["library"], MISSING);
+    assert!(answer.get("hip_library").is_none(), "{answer:#}");
 }

@@ -123,6 +123,25 @@ fn rccl_settings_on_mi300x() {
     assert!(text.contains("export NCCL_DMABUF_ENABLE='1'"), "{text}");
     assert!(text.contains("CONFIG_DMABUF_MOVE_NOTIFY=y"), "{text}");
     assert!(text.contains("\nNCCL_DMABUF_ENABLE=1\n"), "{text}");
+    // The release is RCCL's: not known on a captured root (live, RCCL is asked as NCCL is:
+    // nccl_verify::rccls_version_is_asked_of_the_library), or as stated.
+    assert!(
+        text.contains("\n# RCCL's version is not known: a captured root holds no librccl to ask (--nccl-version states it)\n"),
+        "{text}"
+    );
+    let out = gdrdoctor(&[
+        "--root",
+        node.root.to_str().unwrap(),
+        "nccl",
+        "--nccl-version",
+        "2.22.3",
+    ]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("\n# RCCL 2.22.3 (--nccl-version)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("NCCL 2.22.3"), "{text}");
     let out = gdrdoctor(&["--root", fixture("azure-ndv4-vm-topo"), "nccl"]);
     assert!(
         !stdout(&out).contains("NCCL_DMABUF_ENABLE"),

@@ -6,7 +6,7 @@ use super::{Formats, Global, gpu_probe, load_node, this_exe, write_problems};
 use crate::checks;
 use crate::config::Config;
 use crate::inventory::{self, Inventory};
-use crate::model::nccl::NcclVerify;
+use crate::model::nccl::{Library, NcclVerify};
 use crate::probe;
 use crate::report::Format;
 use anyhow::bail;
@@ -25,10 +25,11 @@ pub struct Args {
 
 #[derive(clap::Args, Debug, Clone)]
 struct SettingsArgs {
-    /// The NCCL release the node's jobs run (2.21, 2.28.9). From 2.21 NCCL picks the RoCE GID
-    /// itself, and NCCL_IB_GID_INDEX is written only where its pick is wrong. Without it,
-    /// gdrdoctor asks the libnccl `nccl verify` would load for its version (ncclGetVersion, in
-    /// a child); with --root it is not known.
+    /// The NCCL release the node's jobs run (2.21, 2.28.9; on AMD GPUs, the NCCL release RCCL is
+    /// built on, which RCCL's version repeats). From 2.21 NCCL picks the RoCE GID itself, and
+    /// NCCL_IB_GID_INDEX is written only where its pick is wrong. Without it, gdrdoctor asks the
+    /// libnccl (librccl on AMD GPUs) `nccl verify` would load for its version (ncclGetVersion,
+    /// in a child); with --root it is not known.
     #[arg(long, value_name = "VERSION", value_parser = release_version)]
     nccl_version: Option<String>,
 }
@@ -56,10 +57,10 @@ enum Command {
     /// every NET connection used GDR; 1: some did not; 3: not exercised (no NET connection, one
     /// node); 2: not an NCCL log.
     Explain(ExplainArgs),
-    /// Run NCCL itself on this node's GPUs (a one-rank communicator on one GPU; an all-reduce
-    /// over its network on several) and say whether it uses GPUDirect RDMA, and where it sees
-    /// the node differently from gdrdoctor. Exit 0: GDR on every GPU, agreeing; 1: not, or a
-    /// disagreement, or NCCL failed; 2: NCCL could not be run.
+    /// Run NCCL itself on this node's GPUs (RCCL on AMD GPUs; a one-rank communicator on one
+    /// GPU; an all-reduce over its network on several) and say whether it uses GPUDirect RDMA,
+    /// and where it sees the node differently from gdrdoctor. Exit 0: GDR on every GPU,
+    /// agreeing; 1: not, or a disagreement, or NCCL failed; 2: NCCL could not be run.
     Verify(VerifyArgs),
 }
 
@@ -72,7 +73,8 @@ struct VerifyArgs {
     #[arg(short, long)]
     verbose: bool,
     /// The libnccl to run (default: the dynamic loader's libnccl.so.2, else the NVIDIA pip
-    /// wheel's copy of the python3 on PATH).
+    /// wheel's copy of the python3 on PATH); on AMD GPUs the librccl (default: the loader's
+    /// librccl.so.1, ROCm's /opt/rocm*/lib, else PyTorch's ROCm wheel's copy).
     #[arg(long, value_name = "PATH")]
     library: Option<PathBuf>,
     /// Keep NCCL's log (DIR/nccl.log) and topology dump (DIR/topo.xml) in DIR: created new,
@@ -80,7 +82,7 @@ struct VerifyArgs {
     #[arg(long, value_name = "DIR")]
     log_dir: Option<PathBuf>,
     /// Do not run the GPU probe before NCCL (peer-memory's DMA-BUF verdict is then inferred,
-    /// not verified). NCCL itself still loads CUDA.
+    /// not verified). NCCL itself still loads CUDA (RCCL, HIP).
     #[arg(long)]
     no_gpu_probe: bool,
 }
@@ -110,28 +112,39 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The node's NCCL release: as stated, else `ncclGetVersion` of the library NCCL's run would
-/// load (live only: a captured root holds no library to ask).
-fn release(args: &SettingsArgs, live: bool) -> crate::nccl::Release {
+/// load (live only: a captured root holds no library to ask). On a node of AMD GPUs, the
+/// library is RCCL, asked the same way.
+fn release(args: &SettingsArgs, live: bool, which: Library) -> crate::nccl::Release {
     use crate::nccl::Release;
     if let Some(v) = &args.nccl_version {
         return Release::Known {
             version: v.clone(),
             from: "--nccl-version".into(),
+            library: which,
         };
     }
+    let lib = match which {
+        Library::Nccl => "libnccl",
+        Library::Rccl => "librccl",
+    };
     if !live {
-        return Release::Unknown(
-            "a captured root holds no libnccl to ask (--nccl-version states it)".into(),
-        );
+        return Release::Unknown {
+            why: format!("a captured root holds no {lib} to ask (--nccl-version states it)"),
+            library: which,
+        };
     }
     stage(Stage::RunningNccl);
     let limit = deadline().budget(std::time::Duration::from_secs(20)).limit;
-    match probe::nccl::version(&this_exe(), None, limit) {
+    match probe::nccl::version(&this_exe(), None, which, limit) {
         Ok((version, file)) => Release::Known {
             version,
             from: format!("ncclGetVersion of {file}"),
+            library: which,
         },
-        Err(e) => Release::Unknown(format!("{e} (--nccl-version states it)")),
+        Err(e) => Release::Unknown {
+            why: format!("{e} (--nccl-version states it)"),
+            library: which,
+        },
     }
 }
 
@@ -140,7 +153,7 @@ fn settings(global: &Global, args: &SettingsArgs) -> anyhow::Result<ExitCode> {
     let config = global.config()?;
     let (root, display) = global.root()?;
     let (inv, _) = load_node(&root, &config, probe::Options::default());
-    let release = release(args, root.is_live());
+    let release = release(args, root.is_live(), inv.nccl.library);
     let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level, &release);
     out!(
         "{}",
@@ -244,7 +257,7 @@ fn verify(global: &Global, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs NCCL on the inventory's NVIDIA GPUs, in a child with the config's deadline; `check
-/// --nccl-verify` runs it too.
+/// --nccl-verify` runs it too. On a node of AMD GPUs (`inv.nccl.library`), RCCL on those.
 pub(super) fn run_nccl(
     inv: &Inventory,
     config: &Config,
@@ -252,16 +265,22 @@ pub(super) fn run_nccl(
     log_dir: Option<PathBuf>,
 ) -> NcclVerify {
     use crate::probe::nccl;
+    let which = inv.nccl.library;
+    let vendor = match which {
+        Library::Nccl => inventory::GpuVendor::Nvidia,
+        Library::Rccl => inventory::GpuVendor::Amd,
+    };
     let gpus: Vec<crate::parse::pci::Bdf> = inv
         .gpus
         .iter()
-        .filter(|g| g.vendor == inventory::GpuVendor::Nvidia)
+        .filter(|g| g.vendor == vendor)
         .map(|g| g.bdf)
         .collect();
     let d = deadline();
     let budget = d.budget(config.timeouts.nccl_verify());
     let opts = nccl::Options {
         exe: this_exe(),
+        which,
         library,
         timeout: budget.limit,
         cut_by_deadline: budget.cut.then(|| d.seconds()),

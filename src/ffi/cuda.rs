@@ -2,7 +2,10 @@
 //! can do GPUDirect RDMA and prove that it exports dma-bufs. Signatures from cuda.h (driver
 //! API, stable since CUDA 11; the `_v2` names are the ones cuda.h maps the plain names to).
 
-use super::gpu::{Allocation, DeviceMemory, GpuLibrary, OpenedGpu};
+use super::gpu::{
+    Allocation, CollectiveGpu, CollectiveRuntime, DeviceMemory, GpuLibrary, OpenedGpu, Stream,
+    sealed::RawStream,
+};
 use super::{Loaded, buffer_text, candidates, close_fd, fd_target, open};
 use crate::model::gdr::Memory;
 use crate::model::gpu::{Cuda, CudaDevice, Export, Lib, PROBE_BYTES};
@@ -477,6 +480,57 @@ impl GpuLibrary for Session {
     }
 }
 
+/// NCCL's runtime in `nccl verify`'s child.
+impl CollectiveRuntime for Session {
+    const MAKE_CURRENT: &'static str = "cuCtxSetCurrent";
+    const SYNCHRONIZE: &'static str = "cuStreamSynchronize";
+    type CommGpu<'s> = Gpu<'s>;
+
+    fn library(&self) -> String {
+        self.path.clone()
+    }
+
+    fn driver_version(&self) -> Option<i32> {
+        Some(self.driver_version)
+    }
+
+    fn collective_symbols(&self) -> Result<(), SessionError> {
+        self.nccl_symbols()
+    }
+
+    /// Its primary context retained and made current.
+    fn collective_gpu(&self, bus: &str) -> Result<Gpu<'_>, String> {
+        Session::gpu(self, bus)
+    }
+}
+
+impl CollectiveGpu for Gpu<'_> {
+    type Buffer<'g>
+        = DeviceBuffer<'g>
+    where
+        Self: 'g;
+    type Stream<'g>
+        = GpuStream<'g>
+    where
+        Self: 'g;
+
+    fn make_current(&self) -> Result<(), String> {
+        Gpu::make_current(self)
+    }
+
+    fn ordinal(&self) -> i32 {
+        Gpu::ordinal(self)
+    }
+
+    fn buffer(&self, len: usize) -> Result<DeviceBuffer<'_>, String> {
+        Gpu::alloc(self, len).map(|(b, _)| b)
+    }
+
+    fn stream(&self) -> Result<GpuStream<'_>, String> {
+        Gpu::stream(self)
+    }
+}
+
 /// A GPU whose primary context is retained (released on drop).
 pub struct Gpu<'a> {
     s: &'a Session,
@@ -627,14 +681,15 @@ pub struct GpuStream<'a> {
     stream: CuStream,
 }
 
-impl GpuStream<'_> {
+impl RawStream for GpuStream<'_> {
     /// The handle to give NCCL.
-    pub fn raw(&self) -> *mut c_void {
+    fn raw(&self) -> *mut c_void {
         self.stream
     }
+}
 
-    /// Waits for everything queued on it.
-    pub fn synchronize(&self) -> Result<(), String> {
+impl Stream for GpuStream<'_> {
+    fn synchronize(&self) -> Result<(), String> {
         self.gpu.make_current()?;
         let f = self
             .gpu

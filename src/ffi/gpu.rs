@@ -75,3 +75,59 @@ pub trait DeviceMemory: Registrable {
     /// Copies the start of the allocation to the host.
     fn read(&self, out: &mut [u8]) -> Result<(), String>;
 }
+
+/// What `nccl verify`'s child asks of a GPU runtime beyond the write test's: CUDA's for NCCL,
+/// HIP's for RCCL. Each GPU by PCI address, made current on this thread, device memory, a stream
+/// to hand the library, and the copies ([`DeviceMemory`]). The child (crate::probe::nccl) uses
+/// these and never names a vendor.
+pub trait CollectiveRuntime: GpuLibrary {
+    /// The call that makes a GPU current (`cuCtxSetCurrent`, `hipSetDevice`), as failures name it.
+    const MAKE_CURRENT: &'static str;
+    /// The call that waits for a stream (`cuStreamSynchronize`, `hipStreamSynchronize`).
+    const SYNCHRONIZE: &'static str;
+    type CommGpu<'s>: CollectiveGpu
+    where
+        Self: 's;
+
+    /// The library's file, as the loader names it.
+    fn library(&self) -> String;
+    /// `cuDriverGetVersion`, `hipDriverGetVersion`.
+    fn driver_version(&self) -> Option<i32>;
+    /// The calls the child needs beyond the write test's (streams); the first one missing.
+    fn collective_symbols(&self) -> Result<(), Lib<()>>;
+    /// The GPU at a PCI address (`0000:3b:00.0`), made current on this thread.
+    fn collective_gpu(&self, bus: &str) -> Result<Self::CommGpu<'_>, String>;
+}
+
+/// One GPU of a communicator.
+pub trait CollectiveGpu {
+    type Buffer<'g>: DeviceMemory
+    where
+        Self: 'g;
+    type Stream<'g>: Stream
+    where
+        Self: 'g;
+
+    /// Makes it current on this thread again.
+    fn make_current(&self) -> Result<(), String>;
+    /// The runtime's device ordinal: what `ncclCommInitAll` takes.
+    fn ordinal(&self) -> i32;
+    /// `len` bytes of device memory on it, freed on drop.
+    fn buffer(&self, len: usize) -> Result<Self::Buffer<'_>, String>;
+    /// A stream of it, destroyed on drop.
+    fn stream(&self) -> Result<Self::Stream<'_>, String>;
+}
+
+/// A stream of one GPU. Its handle (what NCCL and RCCL are given) is [`sealed::RawStream`]'s,
+/// for the library calls of src/ffi.
+pub trait Stream: sealed::RawStream {
+    /// Waits for everything queued on it.
+    fn synchronize(&self) -> Result<(), String>;
+}
+
+pub(crate) mod sealed {
+    /// The raw handle of a stream (`CUstream`, `hipStream_t`): for ffi's own calls alone.
+    pub trait RawStream {
+        fn raw(&self) -> *mut std::ffi::c_void;
+    }
+}

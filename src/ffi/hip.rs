@@ -1,8 +1,12 @@
 //! HIP (libamdhip64) and HSA (libhsa-runtime64), loaded with dlopen: the AMD side of the GPU
-//! probe. Built against the documented ABI (hip_runtime_api.h, hsa.h, hsa_ext_amd.h of ROCm 6)
-//! and tested only for absent libraries and symbols: no AMD GPU was at hand (see README).
+//! probe, of the GDR write test, and of `nccl verify`'s child when it runs RCCL. Built against
+//! the documented ABI (hip_runtime_api.h, hsa.h, hsa_ext_amd.h of ROCm 6) and tested with the
+//! stand-in library (tests/stubs/hip.c) only: no AMD GPU was at hand (see README).
 
-use super::gpu::{Allocation, DeviceMemory, GpuLibrary, OpenedGpu};
+use super::gpu::{
+    Allocation, CollectiveGpu, CollectiveRuntime, DeviceMemory, GpuLibrary, OpenedGpu, Stream,
+    sealed::RawStream,
+};
 use super::{Loaded, buffer_text, candidates, fd_target, open};
 use crate::model::gdr::Memory;
 use crate::model::gpu::{Export, Hip, HipDevice, HsaLib, Lib, PROBE_BYTES};
@@ -244,6 +248,27 @@ fn export_probe(api: &HipApi, hsa: &HsaApi, ordinal: c_int) -> Export {
 
 type HipMemcpy = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> HipError;
 type HipDeviceGetByPciBusId = unsafe extern "C" fn(*mut c_int, *const c_char) -> HipError;
+/// `hipStream_t`, an opaque pointer.
+type HipStreamT = *mut c_void;
+
+/// The stream calls of `nccl verify`'s child (hip_runtime_api.h): `hipStreamCreate`,
+/// `hipStreamSynchronize`, `hipStreamDestroy`.
+#[derive(Clone, Copy)]
+struct StreamApi {
+    create: unsafe extern "C" fn(*mut HipStreamT) -> HipError,
+    synchronize: unsafe extern "C" fn(HipStreamT) -> HipError,
+    destroy: unsafe extern "C" fn(HipStreamT) -> HipError,
+}
+
+impl StreamApi {
+    fn load(lib: &Library) -> Result<StreamApi, &'static str> {
+        Ok(StreamApi {
+            create: required!(lib, "hipStreamCreate"),
+            synchronize: required!(lib, "hipStreamSynchronize"),
+            destroy: required!(lib, "hipStreamDestroy"),
+        })
+    }
+}
 const HIP_MEMCPY_HOST_TO_DEVICE: c_int = 1;
 const HIP_MEMCPY_DEVICE_TO_HOST: c_int = 2;
 
@@ -255,6 +280,8 @@ pub struct Session {
     /// Only the write test needs these two.
     memcpy: Option<HipMemcpy>,
     by_bus_id: Option<HipDeviceGetByPciBusId>,
+    /// Only `nccl verify`'s child needs these: the symbol missing, when one is.
+    streams: Result<StreamApi, &'static str>,
     hsa_state: Lib<HsaLib>,
     hsa: Option<HsaApi>,
     driver_version: Option<i32>,
@@ -262,9 +289,17 @@ pub struct Session {
 }
 
 impl Session {
-    /// dlopen, every symbol the probe needs, `hipInit`, and HSA for the export.
+    /// dlopen, every symbol the probe needs, `hipInit`, and HSA for the export. A libamdhip64
+    /// already in the process (RCCL's own, in `nccl verify`'s child) comes first, unless
+    /// GDRDOCTOR_LIBHIP names one.
     pub fn open() -> Result<Session, Lib<()>> {
-        let Loaded { lib, path } = open(&candidates(ENV_HIP, HIP_NAMES), b"hipInit\0")
+        let mut names = candidates(ENV_HIP, HIP_NAMES);
+        if std::env::var_os(ENV_HIP).is_none_or(|v| v.is_empty()) {
+            if let Some(path) = super::loaded("libamdhip64") {
+                names.insert(0, path);
+            }
+        }
+        let Loaded { lib, path } = open(&names, b"hipInit\0")
             .map_err(|(tried, message)| Lib::NotFound { tried, message })?;
         let api = HipApi::load(&lib).map_err(|symbol| Lib::MissingSymbol {
             library: path.clone(),
@@ -276,6 +311,7 @@ impl Session {
             unsafe { lib.get(b"hipDeviceGetByPCIBusId\0") }
                 .ok()
                 .map(|s| *s);
+        let streams = StreamApi::load(&lib);
         // SAFETY (every call below): out-pointers are ours and valid.
         let code = unsafe { (api.init)(0) };
         if code != HIP_SUCCESS {
@@ -295,6 +331,7 @@ impl Session {
             api,
             memcpy,
             by_bus_id,
+            streams,
             hsa_state,
             hsa,
             driver_version,
@@ -320,18 +357,38 @@ impl Session {
 
     /// Makes the GPU at `bus_id` current and allocates `len` bytes on it.
     fn alloc(&self, bus_id: &str, len: usize) -> Result<HipBuffer<'_>, String> {
+        let dev = self.by_bus(bus_id)?;
+        self.set_device(dev)?;
+        self.malloc(len)
+    }
+
+    /// HIP's ordinal of the GPU at `bus_id` (`hipDeviceGetByPCIBusId`).
+    fn by_bus(&self, bus_id: &str) -> Result<c_int, String> {
         let c = std::ffi::CString::new(bus_id).map_err(|e| e.to_string())?;
         let by_bus_id = self.by_bus_id.ok_or("hipDeviceGetByPCIBusId missing")?;
         let mut dev: c_int = -1;
+        // SAFETY: a valid out-pointer and a NUL-terminated string.
         let code = unsafe { by_bus_id(&mut dev, c.as_ptr()) };
         if code != HIP_SUCCESS {
             return Err(format!("hipDeviceGetByPCIBusId: {}", self.api.name(code)));
         }
+        Ok(dev)
+    }
+
+    /// `hipSetDevice`: the device of this thread's later calls.
+    fn set_device(&self, dev: c_int) -> Result<(), String> {
+        // SAFETY: a plain value; HIP checks the ordinal.
         let code = unsafe { (self.api.set_device)(dev) };
         if code != HIP_SUCCESS {
             return Err(format!("hipSetDevice: {}", self.api.name(code)));
         }
+        Ok(())
+    }
+
+    /// `hipMalloc` of `len` bytes on the current device.
+    fn malloc(&self, len: usize) -> Result<HipBuffer<'_>, String> {
         let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
         let code = unsafe { (self.api.malloc)(&mut ptr, len) };
         if code != HIP_SUCCESS {
             return Err(format!("hipMalloc: {}", self.api.name(code)));
@@ -520,5 +577,123 @@ impl DeviceMemory for HipBuffer<'_> {
                 self.s.api.name(code)
             )),
         }
+    }
+}
+
+// -- `nccl verify`'s side: RCCL's GPUs, buffers and streams ------------------------------------
+
+/// RCCL's runtime in `nccl verify`'s child. Unverified on AMD hardware: built against the
+/// documented ABI, tested with the stand-in library.
+impl CollectiveRuntime for Session {
+    const MAKE_CURRENT: &'static str = "hipSetDevice";
+    const SYNCHRONIZE: &'static str = "hipStreamSynchronize";
+    type CommGpu<'s> = CommGpu<'s>;
+
+    fn library(&self) -> String {
+        self.path.clone()
+    }
+
+    fn driver_version(&self) -> Option<i32> {
+        self.driver_version
+    }
+
+    fn collective_symbols(&self) -> Result<(), Lib<()>> {
+        self.write_test_symbols()?;
+        self.streams
+            .map(|_| ())
+            .map_err(|symbol| Lib::MissingSymbol {
+                library: self.path.clone(),
+                symbol: symbol.into(),
+            })
+    }
+
+    /// Found by bus id and made current: HIP has no context to hold, only the thread's device.
+    fn collective_gpu(&self, bus: &str) -> Result<CommGpu<'_>, String> {
+        let ordinal = self.by_bus(bus)?;
+        self.set_device(ordinal)?;
+        Ok(CommGpu { s: self, ordinal })
+    }
+}
+
+/// One AMD GPU of RCCL's communicator: its HIP ordinal, made current before each call that
+/// works on the current device.
+pub struct CommGpu<'a> {
+    s: &'a Session,
+    ordinal: c_int,
+}
+
+impl CollectiveGpu for CommGpu<'_> {
+    type Buffer<'g>
+        = HipBuffer<'g>
+    where
+        Self: 'g;
+    type Stream<'g>
+        = HipStream<'g>
+    where
+        Self: 'g;
+
+    fn make_current(&self) -> Result<(), String> {
+        self.s.set_device(self.ordinal)
+    }
+
+    fn ordinal(&self) -> i32 {
+        self.ordinal
+    }
+
+    fn buffer(&self, len: usize) -> Result<HipBuffer<'_>, String> {
+        self.make_current()?;
+        self.s.malloc(len)
+    }
+
+    /// `hipStreamCreate` on this GPU (made current first).
+    fn stream(&self) -> Result<HipStream<'_>, String> {
+        let api = self
+            .s
+            .streams
+            .map_err(|symbol| format!("{symbol} missing"))?;
+        self.make_current()?;
+        let mut stream: HipStreamT = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        let code = unsafe { (api.create)(&mut stream) };
+        if code != HIP_SUCCESS {
+            return Err(format!("hipStreamCreate: {}", self.s.api.name(code)));
+        }
+        Ok(HipStream {
+            s: self.s,
+            api,
+            stream,
+        })
+    }
+}
+
+/// A HIP stream, destroyed on drop.
+pub struct HipStream<'a> {
+    s: &'a Session,
+    api: StreamApi,
+    stream: HipStreamT,
+}
+
+impl RawStream for HipStream<'_> {
+    /// The handle to give RCCL.
+    fn raw(&self) -> *mut c_void {
+        self.stream
+    }
+}
+
+impl Stream for HipStream<'_> {
+    fn synchronize(&self) -> Result<(), String> {
+        // SAFETY: a stream we created and have not destroyed.
+        let code = unsafe { (self.api.synchronize)(self.stream) };
+        if code != HIP_SUCCESS {
+            return Err(format!("hipStreamSynchronize: {}", self.s.api.name(code)));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HipStream<'_> {
+    fn drop(&mut self) {
+        // SAFETY: created by us, destroyed once.
+        unsafe { (self.api.destroy)(self.stream) };
     }
 }

@@ -76,6 +76,41 @@ pub(crate) fn open(names: &[String], probe_symbol: &[u8]) -> Result<Loaded, (Vec
     Err((names.to_vec(), last))
 }
 
+/// The file of a library already loaded in this process whose file name starts with `stem`
+/// (`libamdhip64`), from the loader's own list (dl_iterate_phdr). RCCL brings its own HIP (a
+/// PyTorch wheel's RCCL finds the wheel's libamdhip64 through its RPATH): the child must use that
+/// one, since two HIP runtimes in one process would each claim the GPUs.
+pub(crate) fn loaded(stem: &str) -> Option<String> {
+    struct Search<'a> {
+        stem: &'a str,
+        found: Option<String>,
+    }
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the `Search` passed below, alive for the whole walk; `info` and
+        // its name are the loader's, valid during the callback.
+        let search = unsafe { &mut *data.cast::<Search>() };
+        let name = unsafe { (*info).dlpi_name };
+        if name.is_null() {
+            return 0;
+        }
+        let path = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        let file = path.rsplit('/').next().unwrap_or_default();
+        if file.starts_with(search.stem) {
+            search.found = Some(path.into_owned());
+            return 1;
+        }
+        0
+    }
+    let mut search = Search { stem, found: None };
+    // SAFETY: the callback only reads what the loader hands it and writes `search`.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut search as *mut Search).cast()) };
+    search.found
+}
+
 /// The file a symbol of `lib` lives in, from the loader's own records.
 fn symbol_file(lib: &Library, symbol: &[u8]) -> Option<String> {
     // SAFETY: only the symbol's address is taken; it is never called.
@@ -126,4 +161,15 @@ pub(crate) fn fd_target(fd: i32) -> String {
 pub(crate) fn close_fd(fd: i32) {
     // SAFETY: `fd` was returned to us by the export call and is closed exactly once.
     unsafe { libc::close(fd) };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_loaded_library_is_found_by_its_name() {
+        // The C library is in every process; nothing is named like this.
+        let libc = super::loaded("libc.so").or_else(|| super::loaded("libc-"));
+        assert!(libc.is_some_and(|p| p.contains("libc")));
+        assert_eq!(super::loaded("libgdrdoctor-never-loaded"), None);
+    }
 }

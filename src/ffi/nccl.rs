@@ -1,10 +1,17 @@
-//! NCCL (libnccl.so.2), loaded with dlopen, and only in `gdrdoctor nccl-child` (src/nccl/verify/child.rs):
-//! the ten calls that make a communicator over the node's GPUs and run one all-reduce on it.
-//! Signatures and constants from NCCL's public header (src/nccl.h.in), unchanged since 2.4 for
-//! everything used here except `ncclGetLastError` (2.13) and `ncclCommGetAsyncError` (2.6),
-//! which are looked up as optional.
+//! NCCL (libnccl.so.2), or AMD's RCCL (librccl.so.1), loaded with dlopen, and only in
+//! `gdrdoctor nccl-child` (src/probe/nccl/child.rs): the ten calls that make a communicator over
+//! the node's GPUs and run one all-reduce on it. Signatures and constants from NCCL's public
+//! header (src/nccl.h.in), unchanged since 2.4 for everything used here except
+//! `ncclGetLastError` (2.13) and `ncclCommGetAsyncError` (2.6), which are looked up as optional.
+//! RCCL exports the same functions under the same names from its own copy of that header
+//! (ROCm/rccl src/nccl.h.in), with a `hipStream_t` where NCCL takes a `cudaStream_t`: both are
+//! opaque pointers, and `ncclGetVersion` gives the NCCL release RCCL is built on (RCCL 2.22.3:
+//! 22203).
 
 use super::chain;
+use super::gpu::Stream;
+use super::ibverbs::Registrable;
+use crate::model::nccl::Library as Which;
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_int, c_void};
 
@@ -12,6 +19,18 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 /// site's NCCL in an odd place.
 pub const ENV: &str = "GDRDOCTOR_LIBNCCL";
 pub const SONAME: &str = "libnccl.so.2";
+/// The same for RCCL: `librccl.so.1` is the name ROCm's package installs (`librccl.so` is the
+/// development link).
+pub const RCCL_ENV: &str = "GDRDOCTOR_LIBRCCL";
+pub const RCCL_SONAME: &str = "librccl.so.1";
+
+/// The variable that replaces the loader's name, and that name, for one library.
+pub fn names(which: Which) -> (&'static str, &'static str) {
+    match which {
+        Which::Nccl => (ENV, SONAME),
+        Which::Rccl => (RCCL_ENV, RCCL_SONAME),
+    }
+}
 
 type NcclResult = c_int;
 /// `ncclComm_t`, an opaque pointer.
@@ -211,22 +230,36 @@ impl Nccl {
         self.check("ncclGroupEnd", unsafe { (self.api.group_end)() })
     }
 
-    /// A sum of `count` int32 from `send` into `recv` (device pointers) on `stream`. The stream
-    /// is taken as the CUDA wrapper's own, so no raw pointer comes in from outside src/ffi.
-    pub fn all_reduce_i32(
+    /// A sum of `count` int32 from `send` into `recv` (device memory) on `stream`. Buffers and
+    /// stream are taken as the GPU runtime's own (CUDA's, HIP's), so no raw pointer comes in from
+    /// outside src/ffi; buffers smaller than `count` int32 are refused before the call.
+    pub fn all_reduce_i32<M: Registrable + ?Sized, S: Stream + ?Sized>(
         &self,
-        send: u64,
-        recv: u64,
+        send: &M,
+        recv: &M,
         count: usize,
         comm: &Comm,
-        stream: &super::cuda::GpuStream<'_>,
+        stream: &S,
     ) -> Result<(), NcclError> {
+        let bytes = count.saturating_mul(4);
+        if send.size() < bytes || recv.size() < bytes {
+            return Err(NcclError {
+                call: "ncclAllReduce (not called)".into(),
+                code: -1,
+                error: format!(
+                    "buffers of {} and {} bytes for {count} int32",
+                    send.size(),
+                    recv.size()
+                ),
+                detail: None,
+            });
+        }
         // SAFETY: both buffers are device allocations of at least `count` int32 on the
-        // communicator's GPU, and the stream belongs to that GPU's context.
+        // communicator's GPU (checked above), and the stream belongs to that GPU.
         self.check("ncclAllReduce", unsafe {
             (self.api.all_reduce)(
-                send as *const c_void,
-                recv as *mut c_void,
+                send.addr() as *const c_void,
+                recv.addr() as *mut c_void,
                 count,
                 NCCL_INT32,
                 NCCL_SUM,

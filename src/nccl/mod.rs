@@ -33,6 +33,7 @@ pub mod transport;
 pub mod tree;
 
 use crate::inventory::Inventory;
+use crate::parse::nccl_topo::Library;
 use crate::placement::Level;
 
 /// One setting, or a note on why it is not set.
@@ -48,7 +49,8 @@ pub struct Setting {
 /// The NCCL release on the node, as far as gdrdoctor knows it: what `ncclGetVersion` of the
 /// library NCCL's own run would load answers (`gdrdoctor nccl` on the live node), what the
 /// operator states (`--nccl-version`), or why it is not known (a captured root holds no
-/// library to ask).
+/// library to ask). On a node of AMD GPUs the library is RCCL, whose `ncclGetVersion` is the
+/// NCCL release it is built on (RCCL 2.22.3: 22203).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Release {
     Known {
@@ -56,8 +58,12 @@ pub enum Release {
         version: String,
         /// Where it was learnt: `ncclGetVersion of /usr/lib/.../libnccl.so.2.28.9`.
         from: String,
+        library: Library,
     },
-    Unknown(String),
+    Unknown {
+        why: String,
+        library: Library,
+    },
 }
 
 impl Release {
@@ -70,11 +76,18 @@ impl Release {
         Some((parts.next()??, parts.next()??))
     }
 
-    /// `NCCL 2.28.9 (ncclGetVersion of ...)`, or why the version is not known.
+    /// `NCCL 2.28.9 (ncclGetVersion of ...)`, `RCCL 2.22.3 (...)`, or why the version is not
+    /// known.
     pub fn describe(&self) -> String {
         match self {
-            Release::Known { version, from } => format!("NCCL {version} ({from})"),
-            Release::Unknown(why) => format!("NCCL's version is not known: {why}"),
+            Release::Known {
+                version,
+                from,
+                library,
+            } => format!("{} {version} ({from})", library.name()),
+            Release::Unknown { why, library } => {
+                format!("{}'s version is not known: {why}", library.name())
+            }
         }
     }
 }
@@ -103,7 +116,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level, release: &Release) -> Vec<Set
         net_gdr_level(&judged, &nearest, gdr_level),
         socket_ifname(inv),
     ];
-    if inv.nccl.library == crate::parse::nccl_topo::Library::Rccl {
+    if inv.nccl.library == Library::Rccl {
         out.push(rccl_dmabuf(inv));
     }
     agree_with_conf(inv, &mut out);

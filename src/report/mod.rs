@@ -152,9 +152,9 @@ pub struct GpuSummary {
 /// What NCCL did in `--nccl-verify`; `gdrdoctor nccl verify --format json` has all of it.
 #[derive(Debug, Serialize)]
 pub struct NcclVerifySummary {
-    /// The file libnccl was loaded from, links resolved.
+    /// The file libnccl (librccl) was loaded from, links resolved.
     pub library: Option<String>,
-    /// `candidates[].source` of docs/nccl-verify-json.md: `loader`, `pip-wheel`, ...
+    /// `candidates[].source` of docs/nccl-verify-json.md: `loader`, `rocm`, `pip-wheel`, ...
     pub library_source: Option<&'static str>,
     pub version: Option<String>,
     /// `one-rank` or `all-reduce`.

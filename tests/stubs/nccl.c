@@ -3,6 +3,7 @@
 #include <strings.h>
 #include <stdint.h>
 #include <unistd.h>
+#include <dlfcn.h>
 /* libnccl.so.2 stand-in for `gdrdoctor nccl verify`. It prints what NCCL 2.28 prints at
  * NCCL_DEBUG=INFO (the lines of the one-GPU machine and of NVIDIA/nccl's sources, src/init.cc,
  * src/transport/net_ib.cc, src/graph/paths.cc) to NCCL_DEBUG_FILE, dumps a topology in the form
@@ -12,14 +13,34 @@
  * NCCL_SHM_DISABLE=1.
  *
  * FAKE_NCCL_VERSION (22809); FAKE_NCCL_NET: Socket (default) or IB; FAKE_NCCL_NICS: the RDMA
- * NICs as name@busid (mlx5_0@0000:04:00.0), comma-separated; FAKE_NCCL_GDR: 1 (default) or 0,
+ * NICs as name@busid (mlx5_0@0000:04:00.0), comma-separated; FAKE_NCCL_NO_MODULE=1: no NIC can
+ * reach GPU memory ("(no module)"); FAKE_NCCL_GDR: 1 (default) or 0,
  * NCCL's GDR decision for every IB NIC; FAKE_NCCL_PATH: the GPU -> NET path type printed (PIX
  * for IB, PHB for sockets); FAKE_NCCL_FLAT=1: the dump puts every device straight under the CPU
  * (PHB), not under one switch; FAKE_NCCL_INIT: the ncclResult_t of communicator init (0), with
  * a WARN; FAKE_NCCL_HANG=1: init never returns; FAKE_NCCL_CRASH=1: init dies of SIGSEGV;
  * FAKE_NCCL_WRONG=1: one element of rank 0's sum is off by one. GPU bus ids as the CUDA stand-in
- * has them (FAKE_CUDA_BUSIDS). */
+ * has them (FAKE_CUDA_BUSIDS).
+ *
+ * Built with RCCL defined (tests/stubs/rccl.c), it is RCCL's stand-in: RCCL's lines where they
+ * differ (ROCm/rccl src/init.cc showVersion, src/misc/rocmwrap.cc), the HIP stand-in's GPUs
+ * (FAKE_HIP_BUSIDS), AMD GPUs and Broadcom NICs in the dump, and with several ranks it also
+ * wants RCCL_MSCCL_ENABLE=0 and RCCL_MSCCLPP_ENABLE=0. */
+#ifdef RCCL
+#define BUSIDS "0000:23:00.0,0000:25:00.0,0000:43:00.0,0000:45:00.0"
+#define GPU_BUSIDS "FAKE_HIP_BUSIDS"
+#define GPU_ID "vendor=\"0x1002\" device=\"0x74a1\""
+#define GPU_ATTRS "gcn=\"gfx942\" arch=\"942\""
+#define NIC_ID "vendor=\"0x14e4\" device=\"0x1760\""
+#define TOPO_VERSION 2
+#else
 #define BUSIDS "0000:00:06.0,0000:00:07.0"
+#define GPU_BUSIDS "FAKE_CUDA_BUSIDS"
+#define GPU_ID "vendor=\"0x10de\" device=\"0x2330\""
+#define GPU_ATTRS "sm=\"90\""
+#define NIC_ID "vendor=\"0x15b3\" device=\"0x1021\""
+#define TOPO_VERSION 1
+#endif
 
 typedef int ncclResult_t;
 typedef struct { char internal[128]; } ncclUniqueId;
@@ -47,6 +68,22 @@ static void say(int dev, const char *level, const char *fmt, ...) {
 }
 
 static int version(void) { return env_int("FAKE_NCCL_VERSION", 22809); }
+
+/* Whether the NICs can reach GPU memory at all (src/transport/net_ib.cc, ncclIbGetProperties):
+ * FAKE_NCCL_NO_MODULE=1 says not, "(no module)". RCCL's stand-in stands for the MI300X node,
+ * which has no AMD peer-memory module: its only way is RCCL's DMA-BUF path, opt-in
+ * (NCCL_DMABUF_ENABLE=1). Without support there is no per-GPU GDR line (paths.cc returns
+ * before it), and no connection is /GDRDMA. */
+static int gdr_support(void) {
+    if (env_int("FAKE_NCCL_NO_MODULE", 0)) return 0;
+#ifdef RCCL
+    const char *d = getenv("NCCL_DMABUF_ENABLE");
+    return d && strcmp(d, "1") == 0;
+#else
+    return 1;
+#endif
+}
+static int gdr(void) { return gdr_support() && env_int("FAKE_NCCL_GDR", 1); }
 static int is_ib(void) { const char *n = getenv("FAKE_NCCL_NET"); return n && strcmp(n, "IB") == 0; }
 
 /* NCCL's number for a bus id: 0000:03:00.0 -> 3000 (busIdToInt64). */
@@ -75,20 +112,20 @@ static void dump(int ndev, const int *devs) {
     FILE *f = fopen(path, "w");
     if (!f) return;
     int flat = env_int("FAKE_NCCL_FLAT", 0);
-    fprintf(f, "<system version=\"1\">\n  <cpu host_hash=\"0x1234\" numaid=\"0\" affinity=\"ffffffff\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">\n");
+    fprintf(f, "<system version=\"%d\">\n  <cpu host_hash=\"0x1234\" numaid=\"0\" affinity=\"ffffffff\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">\n", TOPO_VERSION);
     if (!flat) fprintf(f, "    <pci busid=\"0000:02:00.0\" class=\"0x060400\" vendor=\"0x1000\" device=\"0xc030\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n");
     for (int r = 0; r < ndev; r++) {
         char bus[64];
-        if (env_item("FAKE_CUDA_BUSIDS", BUSIDS, devs[r], bus, sizeof bus)) continue;
-        fprintf(f, "      <pci busid=\"%s\" class=\"0x030200\" vendor=\"0x10de\" device=\"0x2330\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
-                   "        <gpu dev=\"%d\" sm=\"90\" rank=\"%d\" gdr=\"1\"/>\n      </pci>\n", bus, devs[r], r);
+        if (env_item(GPU_BUSIDS, BUSIDS, devs[r], bus, sizeof bus)) continue;
+        fprintf(f, "      <pci busid=\"%s\" class=\"0x030200\" " GPU_ID " link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+                   "        <gpu dev=\"%d\" " GPU_ATTRS " rank=\"%d\" gdr=\"1\"/>\n      </pci>\n", bus, devs[r], r);
     }
     if (is_ib()) {
         char name[64], bus[64];
         for (int i = 0; nic(i, name, bus) == 0; i++)
-            fprintf(f, "      <pci busid=\"%s\" class=\"0x020000\" vendor=\"0x15b3\" device=\"0x1021\" link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
+            fprintf(f, "      <pci busid=\"%s\" class=\"0x020000\" " NIC_ID " link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n"
                        "        <nic>\n          <net name=\"%s\" dev=\"%d\" speed=\"400000\" port=\"1\" latency=\"0.000000\" guid=\"0x%x\" maxconn=\"131072\" gdr=\"%d\"/>\n        </nic>\n      </pci>\n",
-                    bus, name, i, 0xa0 + i, env_int("FAKE_NCCL_GDR", 1));
+                    bus, name, i, 0xa0 + i, gdr());
     }
     if (!flat) fprintf(f, "    </pci>\n");
     if (!is_ib())
@@ -103,7 +140,18 @@ static ncclResult_t init(struct comm *comms, int ndev, const int *devs) {
     const char *nvls = getenv("NCCL_NVLS_ENABLE");
     int d0 = devs[0];
     int v = version();
+#ifdef RCCL
+    say(d0, "INFO", "ROCr version 1.14");
+    const char *dmabuf = getenv("NCCL_DMABUF_ENABLE");
+    if (dmabuf && *dmabuf) say(d0, "INFO", "NCCL_DMABUF_ENABLE set by environment to %s.", dmabuf);
+    if (!dmabuf || strcmp(dmabuf, "1") != 0) say(d0, "INFO", "Dmabuf feature disabled without NCCL_DMABUF_ENABLE=1");
+    Dl_info self;
+    const char *lib = dladdr((void *)version, &self) && self.dli_fname ? self.dli_fname : "Unknown";
+    say(d0, "INFO", "RCCL version : %d.%d.%d-HEAD:7d8d67c", v / 10000, v % 10000 / 100, v % 100);
+    fprintf(logf, "HIP version  : 6.4.43484-123eb5128\nROCm version : 6.4.2.0-120-e7d83f5\nHostname     : stubnode\nLibrccl path : %s\n", lib);
+#else
     say(d0, "INFO", "NCCL version %d.%d.%d+cuda12.9", v / 10000, v % 10000 / 100, v % 100);
+#endif
     if (!debug || strcasecmp(debug, "INFO") != 0) {
         say(d0, "WARN", "stub: NCCL_DEBUG is %s, not INFO", debug ? debug : "unset");
         return 5;
@@ -121,8 +169,16 @@ static ncclResult_t init(struct comm *comms, int ndev, const int *devs) {
         }
         say(d0, "INFO", "NCCL_P2P_DISABLE set by environment to 1.");
         say(d0, "INFO", "NCCL_SHM_DISABLE set by environment to 1.");
+#ifdef RCCL
+        const char *msccl = getenv("RCCL_MSCCL_ENABLE"), *mscclpp = getenv("RCCL_MSCCLPP_ENABLE");
+        if (!msccl || strcmp(msccl, "0") || !mscclpp || strcmp(mscclpp, "0")) {
+            say(d0, "WARN", "stub: several ranks without RCCL_MSCCL_ENABLE=0 and RCCL_MSCCLPP_ENABLE=0");
+            return 5;
+        }
+        say(d0, "INFO", "RCCL_MSCCL_ENABLE set by environment to 0.");
+#endif
     }
-    int ib = is_ib(), gdr = env_int("FAKE_NCCL_GDR", 1);
+    int ib = is_ib(), support = gdr_support(), on = gdr();
     char name[64], bus[64];
     if (ib) {
         char list[512] = "";
@@ -133,7 +189,10 @@ static ncclResult_t init(struct comm *comms, int ndev, const int *devs) {
         say(d0, "INFO", "NET/IB : Using %s[RO]; OOB eth0:10.0.0.5<0>", list);
         say(d0, "INFO", "Using network IB");
         for (int i = 0; nic(i, name, bus) == 0; i++)
-            say(d0, "INFO", "NET/IB : GPU Direct RDMA %s for HCA %d '%s'", gdr ? "Enabled" : "Disabled", i, name);
+            if (support)
+                say(d0, "INFO", "NET/IB : GPU Direct RDMA %s for HCA %d '%s'", on ? "Enabled" : "Disabled", i, name);
+            else
+                say(d0, "INFO", "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)", i, name);
     } else {
         say(d0, "INFO", "NET/IB : No device found.");
         say(d0, "INFO", "Failed to initialize NET plugin IB");
@@ -143,26 +202,33 @@ static ncclResult_t init(struct comm *comms, int ndev, const int *devs) {
     }
     const char *path = getenv("FAKE_NCCL_PATH");
     if (!path || !*path) path = ib ? "PIX" : "PHB";
+    /* Without GDR support NCCL routes every GPU-NET path through the CPU (paths.cc). */
+    if (ib && !support) path = "PHB";
     for (int r = 0; r < ndev; r++) {
         char gbus[64];
-        if (env_item("FAKE_CUDA_BUSIDS", BUSIDS, devs[r], gbus, sizeof gbus)) gbus[0] = 0;
+        if (env_item(GPU_BUSIDS, BUSIDS, devs[r], gbus, sizeof gbus)) gbus[0] = 0;
         unsigned long g = bus_number(gbus);
+#ifdef RCCL
+        say(devs[r], "INFO", "comm 0x%lx rank %d nranks %d cudaDev %d busId %lx commId 0x5eed - Init START",
+            0x5000UL + r, r, ndev, devs[r], g);
+#else
         say(devs[r], "INFO", "comm 0x%lx rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x5eed - Init START",
             0x5000UL + r, r, ndev, devs[r], devs[r], g);
+#endif
         char line[1024];
         int n = snprintf(line, sizeof line, "GPU/0-%lx :GPU/0-%lx (0/5000.0/LOC) CPU/0-ffffffffffffff (1/48.0/PHB)", g, g);
         int nets = ib ? nics() : 1;
         for (int i = 0; i < nets && n < (int)sizeof line; i++)
             n += snprintf(line + n, sizeof line - n, " NET/0-%x (%d/%s/%s)", i, ib ? 2 : 3, ib ? "24.0" : "1.2", path);
         say(devs[r], "INFO", "%s", line);
-        if (ib)
+        if (ib && support)
             for (int i = 0; i < nets; i++)
                 say(devs[r], "INFO", "GPU Direct RDMA %s for GPU %d / HCA %d (distance 4 %s 5), read 1 mode Default",
-                    gdr ? "Enabled" : "Disabled", r, i, gdr ? "<=" : ">");
+                    on ? "Enabled" : "Disabled", r, i, on ? "<=" : ">");
     }
     for (int r = 0; r < ndev && ndev > 1; r++) {
         int peer = (r + 1) % ndev;
-        const char *via = ib ? (gdr ? "IB/0/GDRDMA" : "IB/0") : "Socket/0";
+        const char *via = ib ? (on ? "IB/0/GDRDMA" : "IB/0") : "Socket/0";
         say(devs[r], "INFO", "Channel 00/0 : %d[%d] -> %d[%d] [send] via NET/%s", r, devs[r], peer, devs[peer], via);
         say(devs[r], "INFO", "Channel 00/0 : %d[%d] -> %d[%d] [receive] via NET/%s", peer, devs[peer], r, devs[r], via);
     }

@@ -7,6 +7,10 @@ pub mod explain;
 
 use explain::Explanation;
 use serde::{Deserialize, Serialize};
+
+/// The library run: NCCL on NVIDIA GPUs (with CUDA), or AMD's RCCL on AMD GPUs (with HIP), which
+/// exports the same `nccl*` C API and prints the same log lines.
+pub use crate::parse::nccl_topo::Library;
 use std::collections::BTreeMap;
 
 /// One library the child tried and could not load.
@@ -49,9 +53,11 @@ pub enum Outcome {
     },
     /// CUDA could not give NCCL what it needs (the library, a GPU, memory, a stream).
     CudaError { call: String, error: String },
+    /// HIP could not give RCCL what it needs (the library, a GPU, memory, a stream).
+    HipError { call: String, error: String },
     /// No candidate library loaded (`tried` says why each did not).
     NoLibrary,
-    /// A library loaded that lacks an NCCL call every release since 2.4 exports.
+    /// A library loaded that lacks an NCCL call every release since 2.4 (and every RCCL) exports.
     MissingSymbol { library: String, symbol: String },
     /// The spec could not be read.
     BadSpec { error: String },
@@ -70,6 +76,11 @@ pub struct ChildAnswer {
     pub version_code: Option<i32>,
     pub cuda_library: Option<String>,
     pub cuda_driver_version: Option<i32>,
+    /// RCCL's run: the libamdhip64 used and `hipDriverGetVersion` (absent for NCCL's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hip_library: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hip_driver_version: Option<i32>,
     pub gpus: Vec<RankGpu>,
     pub outcome: Outcome,
     pub init_ms: Option<f64>,
@@ -83,9 +94,12 @@ pub struct ChildAnswer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Candidate {
     pub library: String,
-    /// `option` (--library), `environment` (GDRDOCTOR_LIBNCCL), `loader` (the dynamic loader's
-    /// `libnccl.so.2`: LD_LIBRARY_PATH, the ld.so cache, the system directories), `pip-wheel`
-    /// (`nvidia/nccl/lib` under a `sys.path` entry of the python3 on PATH).
+    /// `option` (--library), `environment` (GDRDOCTOR_LIBNCCL, GDRDOCTOR_LIBRCCL), `loader` (the
+    /// dynamic loader's `libnccl.so.2` or `librccl.so.1`: LD_LIBRARY_PATH, the ld.so cache, the
+    /// system directories), `rocm` (RCCL in ROCm's directories: `/opt/rocm/lib`,
+    /// `/opt/rocm-X.Y.Z/lib`), `pip-wheel` (`nvidia/nccl/lib`, or for RCCL PyTorch's ROCm
+    /// wheel's `torch/lib` and ROCm's `_rocm_sdk_libraries*/lib`, under a `sys.path` entry of the
+    /// python3 on PATH).
     pub source: &'static str,
 }
 
@@ -126,7 +140,7 @@ pub const TOPO_KEPT: u64 = 1 << 20;
 /// Whether NCCL was run, and what it did: what the runs hand the `nccl-verify` check.
 #[derive(Debug, Clone)]
 pub enum NcclVerify {
-    /// Not run, and why; `no_gpu`: there is no NVIDIA GPU (gpu-driver says why).
+    /// Not run, and why; `no_gpu`: there is no NVIDIA or AMD GPU (gpu-driver says why).
     NotRun {
         reason: String,
         no_gpu: bool,
@@ -155,6 +169,8 @@ impl NcclVerify {
 /// One run of NCCL, as the parent saw it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Run {
+    /// `nccl`, or `rccl` on a node of AMD GPUs.
+    pub library: Library,
     pub search: Search,
     pub gpus: Vec<String>,
     /// `one-rank` (one GPU) or `all-reduce` (several, over NCCL's network).

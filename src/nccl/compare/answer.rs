@@ -6,7 +6,7 @@ use super::codes;
 use super::facts::check_of;
 use super::sides::Sides;
 use super::{Comparison, GpuUse, NcclAnswer, RunEvidence, SUBJECT, name_ranges};
-use crate::model::nccl::{Outcome, Run};
+use crate::model::nccl::{Library, Outcome, Run};
 use crate::model::{Evidence, Finding, Fix};
 use crate::nccl::explain::{ConnGroup, Node};
 
@@ -146,7 +146,7 @@ pub(super) fn conclude(answer: &mut NcclAnswer, s: &Sides, named: &str, failed: 
             "{named} on this node does not use GDR: {}",
             first_cause
                 .clone()
-                .unwrap_or_else(|| "NCCL turned it off".into())
+                .unwrap_or_else(|| format!("{} turned it off", s.run.library.name()))
         )
     } else if !without.is_empty() {
         format!(
@@ -157,12 +157,16 @@ pub(super) fn conclude(answer: &mut NcclAnswer, s: &Sides, named: &str, failed: 
             without.join(", "),
             first_cause
                 .clone()
-                .unwrap_or_else(|| "NCCL turned it off".into())
+                .unwrap_or_else(|| format!("{} turned it off", s.run.library.name()))
         )
     } else if s.log.is_none() {
         format!(
             "{named} ran, but its log says nothing: {}",
-            s.run.log.note.as_deref().unwrap_or("no NCCL line")
+            s.run
+                .log
+                .note
+                .clone()
+                .unwrap_or_else(|| format!("no {} line", s.run.library.name()))
         )
     } else {
         format!(
@@ -198,7 +202,10 @@ pub(super) fn finding(
             .with(evidence)
             .fix(
                 Fix::new(
-                    "Rerun with --log-dir DIR and read NCCL's log: an NCCL newer than this gdrdoctor may word its decisions differently",
+                    match run.library {
+                        Library::Nccl => "Rerun with --log-dir DIR and read NCCL's log: an NCCL newer than this gdrdoctor may word its decisions differently",
+                        Library::Rccl => "Rerun with --log-dir DIR and read RCCL's log: an RCCL newer than this gdrdoctor may word its decisions differently",
+                    },
                     "Reading only.",
                 )
                 .manual("gdrdoctor nccl verify --log-dir /tmp/nccl-verify"),
@@ -222,7 +229,10 @@ fn no_gdr(message: String, evidence: Vec<Evidence>, run: &Run) -> Finding {
             fix
         }
         None => Fix::new(
-            "Read NCCL's log for why it turned GDR off (rerun with --log-dir DIR), and the checks that judge the GPU memory path and placement",
+            format!(
+                "Read {}'s log for why it turned GDR off (rerun with --log-dir DIR), and the checks that judge the GPU memory path and placement",
+                run.library.name()
+            ),
             "Reading only.",
         )
         .manual("gdrdoctor check --select peer-memory,pcie-placement -v"),
@@ -253,7 +263,7 @@ fn no_gdr(message: String, evidence: Vec<Evidence>, run: &Run) -> Finding {
 }
 
 /// `nccl-agrees`: what both sides see alike, counted by fact, when anything is.
-pub(super) fn agreed(comparisons: &[Comparison]) -> Option<Finding> {
+pub(super) fn agreed(comparisons: &[Comparison], name: &str) -> Option<Finding> {
     let agreed: Vec<&Comparison> = comparisons
         .iter()
         .filter(|c| c.agree == Some(true))
@@ -286,14 +296,14 @@ pub(super) fn agreed(comparisons: &[Comparison]) -> Option<Finding> {
         Finding::pass(
             codes::AGREES,
             SUBJECT,
-            format!("NCCL agrees with gdrdoctor on {}", what.join(", ")),
+            format!("{name} agrees with gdrdoctor on {}", what.join(", ")),
         )
         .with(
             agreed
                 .iter()
                 .map(|c| Evidence {
                     path: c.subject.clone(),
-                    value: format!("NCCL: {}; gdrdoctor: {}", c.nccl, c.gdrdoctor),
+                    value: format!("{name}: {}; gdrdoctor: {}", c.nccl, c.gdrdoctor),
                 })
                 .take(16),
         ),
@@ -302,7 +312,7 @@ pub(super) fn agreed(comparisons: &[Comparison]) -> Option<Finding> {
 
 /// `nccl-disagrees`, one per fact the sides see differently, sending the operator to the
 /// check that judges it.
-pub(super) fn disagreements(comparisons: &[Comparison]) -> Vec<Finding> {
+pub(super) fn disagreements(comparisons: &[Comparison], name: &str) -> Vec<Finding> {
     comparisons
         .iter()
         .filter(|c| c.agree == Some(false))
@@ -312,7 +322,7 @@ pub(super) fn disagreements(comparisons: &[Comparison]) -> Vec<Finding> {
                 codes::DISAGREES,
                 c.subject.clone(),
                 format!(
-                    "NCCL and gdrdoctor differ on {}: NCCL: {}; gdrdoctor: {}{}",
+                    "{name} and gdrdoctor differ on {}: {name}: {}; gdrdoctor: {}{}",
                     c.subject,
                     c.nccl,
                     c.gdrdoctor,
@@ -326,7 +336,7 @@ pub(super) fn disagreements(comparisons: &[Comparison]) -> Vec<Finding> {
             .fix(
                 Fix::new(
                     format!(
-                        "Find out which side is wrong: NCCL's own log and topology dump (--log-dir) against the {check} check's evidence; an NCCL_* setting in the environment or /etc/nccl.conf, an NCCL_TOPO_FILE, or a virtual PCI tree can make NCCL see the node differently"
+                        "Find out which side is wrong: {name}'s own log and topology dump (--log-dir) against the {check} check's evidence; an NCCL_* setting in the environment or /etc/nccl.conf, an NCCL_TOPO_FILE, or a virtual PCI tree can make {name} see the node differently"
                     ),
                     "Reading only.",
                 )

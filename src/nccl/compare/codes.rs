@@ -40,12 +40,12 @@ pub(crate) const ALL_REDUCE_WRONG: Code = Code {
 
 pub(crate) const LIBRARY_MISSING: Code = Code {
     id: "nccl-library-missing",
-    summary: "no libnccl.so.2 could be loaded (the loader's, the pip wheel's)",
+    summary: "no libnccl.so.2 (librccl.so.1 on AMD GPUs) could be loaded (the loader's, ROCm's, the pip wheels')",
 };
 
 pub(crate) const VERIFY_FAILED: Code = Code {
     id: "nccl-verify-failed",
-    summary: "NCCL could not be run: its child hung, crashed, or CUDA could not be used",
+    summary: "NCCL (RCCL on AMD GPUs) could not be run: its child hung, crashed, or CUDA (HIP) could not be used",
 };
 
 pub(crate) const VERIFY_CUT_SHORT: Code = Code {
@@ -55,5 +55,5 @@ pub(crate) const VERIFY_CUT_SHORT: Code = Code {
 
 pub(crate) const VERIFY_NOT_RUN: Code = Code {
     id: "nccl-verify-not-run",
-    summary: "NCCL was not run: not asked (--nccl-verify), a captured root, --no-gpu-probe, or no NVIDIA GPU",
+    summary: "NCCL was not run: not asked (--nccl-verify), a captured root, --no-gpu-probe, or no NVIDIA or AMD GPU",
 };

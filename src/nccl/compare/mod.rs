@@ -28,7 +28,7 @@ mod topology;
 
 use crate::config::Config;
 use crate::inventory::Inventory;
-use crate::model::nccl::Run;
+use crate::model::nccl::{Library, Run};
 use crate::model::{Evidence, Finding, Fix};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -115,7 +115,11 @@ impl RunEvidence {
                 .map(|l| Evidence {
                     path: l,
                     value: format!(
-                        "libnccl ({})",
+                        "{} ({})",
+                        match run.library {
+                            Library::Nccl => "libnccl",
+                            Library::Rccl => "librccl",
+                        },
                         run.used()
                             .map(|c| c.source)
                             .unwrap_or("as found by the loader")
@@ -187,7 +191,7 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
     // NCCL failed, or its all-reduce summed wrong: a finding first, whatever else it said.
     let mut findings = Vec::new();
     let mut exit_code = 0;
-    let failed = match outcome::failure(outcome, &named, ranks.len(), &ev) {
+    let failed = match outcome::failure(outcome, run.library, &named, ranks.len(), &ev) {
         Some((finding, text)) => {
             exit_code = 1;
             findings.push(finding);
@@ -210,8 +214,8 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
         }
         findings.push(f);
     }
-    findings.extend(answer::agreed(&comparisons));
-    for f in answer::disagreements(&comparisons) {
+    findings.extend(answer::agreed(&comparisons, run.library.name()));
+    for f in answer::disagreements(&comparisons, run.library.name()) {
         exit_code = exit_code.max(1);
         findings.push(f);
     }
@@ -223,15 +227,24 @@ pub fn verify(inv: &Inventory, config: &Config, own: &OwnView, run: &Run) -> Ver
     }
 }
 
-/// The packages that bring NCCL, for a node without it.
-fn install_fix() -> Fix {
-    Fix::new(
-        "Install NCCL where jobs on this node find it (or rerun with --library PATH for the copy a job uses)",
-        "Installing NCCL adds a library and changes nothing for jobs that bring their own (containers, conda environments).",
-    )
-    .manual("apt-get install libnccl2   # Debian, Ubuntu: from NVIDIA's CUDA repository")
-    .manual("dnf install libnccl   # RHEL, Rocky, Alma: from NVIDIA's CUDA repository")
-    .manual("python3 -m pip install nvidia-nccl-cu12   # the pip wheel, into the python3 on PATH (PyTorch's wheels bring it)")
+/// The packages that bring NCCL (RCCL on a node of AMD GPUs), for a node without it.
+fn install_fix(which: Library) -> Fix {
+    match which {
+        Library::Nccl => Fix::new(
+            "Install NCCL where jobs on this node find it (or rerun with --library PATH for the copy a job uses)",
+            "Installing NCCL adds a library and changes nothing for jobs that bring their own (containers, conda environments).",
+        )
+        .manual("apt-get install libnccl2   # Debian, Ubuntu: from NVIDIA's CUDA repository")
+        .manual("dnf install libnccl   # RHEL, Rocky, Alma: from NVIDIA's CUDA repository")
+        .manual("python3 -m pip install nvidia-nccl-cu12   # the pip wheel, into the python3 on PATH (PyTorch's wheels bring it)"),
+        Library::Rccl => Fix::new(
+            "Install RCCL, ROCm's package, where jobs on this node find it (or rerun with --library PATH for the copy a job uses: PyTorch's ROCm wheel bundles one in site-packages/torch/lib)",
+            "Installing RCCL adds a library and changes nothing for jobs that bring their own (containers, PyTorch's ROCm wheels).",
+        )
+        .manual("apt-get install rccl   # Debian, Ubuntu: from AMD's ROCm repository (repo.radeon.com); it installs /opt/rocm/lib/librccl.so.1")
+        .manual("dnf install rccl   # RHEL, Rocky, Alma (zypper on SLES): from AMD's ROCm repository")
+        .manual("gdrdoctor nccl verify --library /opt/rocm/lib/librccl.so.1   # or the copy a job loads"),
+    }
 }
 
 /// `a, b, c`, or `none`.

@@ -3,7 +3,7 @@
 
 use super::codes;
 use super::{RunEvidence, SUBJECT, install_fix};
-use crate::model::nccl::{Outcome, Run};
+use crate::model::nccl::{Library, Outcome, Run};
 use crate::model::{Code, Evidence, Finding, Fix};
 
 /// A run that says nothing about the node: the answer's text, and the one finding.
@@ -22,10 +22,11 @@ pub(super) fn answered<'r>(
     named: &str,
     ev: &RunEvidence,
 ) -> Result<&'r Outcome, Box<Stopped>> {
+    let name = run.library.name();
     let outcome = match (&run.error, &run.answer) {
         (Some(error), _) => return Err(not_run(run, error, ev)),
         (None, None) => {
-            let text = "NCCL could not be run: no answer".to_owned();
+            let text = format!("{name} could not be run: no answer");
             let f = Finding::unknown(codes::VERIFY_FAILED, SUBJECT, text.clone());
             return Err(stopped(text, f));
         }
@@ -41,21 +42,29 @@ pub(super) fn answered<'r>(
     match outcome {
         Outcome::NoLibrary => no_library(run),
         Outcome::MissingSymbol { library, symbol } => could_not(
-            format!(
-                "{library} lacks {symbol}, which every NCCL since 2.4 exports: not an NCCL library gdrdoctor can run"
-            ),
+            match run.library {
+                Library::Nccl => format!(
+                    "{library} lacks {symbol}, which every NCCL since 2.4 exports: not an NCCL library gdrdoctor can run"
+                ),
+                Library::Rccl => format!(
+                    "{library} lacks {symbol}, which every RCCL exports: not an RCCL library gdrdoctor can run"
+                ),
+            },
             codes::VERIFY_FAILED,
-            Some(install_fix()),
+            Some(install_fix(run.library)),
             ev.library.clone(),
         ),
-        Outcome::CudaError { call, error } => could_not(
-            format!("{named} could not be run: CUDA: {call}: {error} (see the gpu check)"),
+        Outcome::CudaError { call, error } | Outcome::HipError { call, error } => could_not(
+            format!(
+                "{named} could not be run: {}: {call}: {error} (see the gpu check)",
+                run.library.runtime()
+            ),
             codes::VERIFY_FAILED,
             None,
             ev.library.clone(),
         ),
         Outcome::BadSpec { error } => could_not(
-            format!("NCCL could not be run: {error}"),
+            format!("{name} could not be run: {error}"),
             codes::VERIFY_FAILED,
             None,
             Vec::new(),
@@ -67,7 +76,8 @@ pub(super) fn answered<'r>(
 /// The child gave no answer: it could not start, hung, crashed, or was cut by the deadline.
 fn not_run(run: &Run, error: &str, ev: &RunEvidence) -> Box<Stopped> {
     let cut = run.cut_by_deadline.is_some() && run.timed_out() || error.contains("left no time");
-    let text = format!("NCCL could not be run: {error}");
+    let name = run.library.name();
+    let text = format!("{name} could not be run: {error}");
     let code = if cut {
         codes::VERIFY_CUT_SHORT
     } else {
@@ -79,16 +89,22 @@ fn not_run(run: &Run, error: &str, ev: &RunEvidence) -> Box<Stopped> {
     } else if run.log.nccl_lines > 0 {
         f = f.evidence(
             "NCCL_DEBUG_FILE",
-            format!("{} lines from NCCL before it stopped", run.log.nccl_lines),
+            format!("{} lines from {name} before it stopped", run.log.nccl_lines),
         );
     }
     if !cut {
-        f = f.fix(Fix::new(
-            "Find out where NCCL stops: rerun with --log-dir DIR and read DIR/nccl.log (the last lines say what it was doing)",
-            "Reading only.",
-        )
-        .manual("gdrdoctor nccl verify --log-dir /tmp/nccl-verify")
-        .manual("dmesg | grep -i -E 'xid|nvrm|mlx5' | tail -20"));
+        let dmesg = match run.library {
+            Library::Nccl => "dmesg | grep -i -E 'xid|nvrm|mlx5' | tail -20",
+            Library::Rccl => "dmesg | grep -i -E 'amdgpu|kfd|bnxt|mlx5' | tail -20",
+        };
+        f = f.fix(
+            Fix::new(
+                format!("Find out where {name} stops: rerun with --log-dir DIR and read DIR/nccl.log (the last lines say what it was doing)"),
+                "Reading only.",
+            )
+            .manual("gdrdoctor nccl verify --log-dir /tmp/nccl-verify")
+            .manual(dmesg),
+        );
     }
     stopped(text, f)
 }
@@ -118,13 +134,19 @@ fn no_library(run: &Run) -> Result<&Outcome, Box<Stopped>> {
         path: "python3".into(),
         value: run.search.python.clone(),
     });
-    let text = format!(
-        "no NCCL library could be loaded: tried {}; install NCCL (Debian/Ubuntu libnccl2, RHEL libnccl, or pip install nvidia-nccl-cu12)",
-        names.join(", ")
-    );
+    let text = match run.library {
+        Library::Nccl => format!(
+            "no NCCL library could be loaded: tried {}; install NCCL (Debian/Ubuntu libnccl2, RHEL libnccl, or pip install nvidia-nccl-cu12)",
+            names.join(", ")
+        ),
+        Library::Rccl => format!(
+            "no RCCL library could be loaded: tried {}; install RCCL (ROCm's rccl package: apt-get install rccl, dnf install rccl; or PyTorch's ROCm wheel, which bundles it)",
+            names.join(", ")
+        ),
+    };
     let f = Finding::unknown(codes::LIBRARY_MISSING, SUBJECT, text.clone())
         .with(ev)
-        .fix(install_fix());
+        .fix(install_fix(run.library));
     Err(stopped(text, f))
 }
 
@@ -132,6 +154,7 @@ fn no_library(run: &Run) -> Result<&Outcome, Box<Stopped>> {
 /// summed wrong (NCCL's answer on GDR still stands).
 pub(super) fn failure(
     outcome: &Outcome,
+    which: Library,
     named: &str,
     ranks: usize,
     ev: &RunEvidence,
@@ -155,7 +178,10 @@ pub(super) fn failure(
                 .with(ev.warnings.clone())
                 .fix(
                     Fix::new(
-                        "Read NCCL's own warnings (the evidence) and its log: they name what failed (a NIC that cannot be opened, a CUDA driver older than the library's CUDA, a network that does not answer)",
+                        match which {
+                            Library::Nccl => "Read NCCL's own warnings (the evidence) and its log: they name what failed (a NIC that cannot be opened, a CUDA driver older than the library's CUDA, a network that does not answer)",
+                            Library::Rccl => "Read RCCL's own warnings (the evidence) and its log: they name what failed (a NIC that cannot be opened, a ROCm driver older than the library's HIP, a network that does not answer)",
+                        },
                         "Reading only.",
                     )
                     .manual("gdrdoctor nccl verify --log-dir /tmp/nccl-verify   # then read /tmp/nccl-verify/nccl.log"),

@@ -6,7 +6,7 @@
 use super::OwnView;
 use crate::config::Config;
 use crate::inventory::Inventory;
-use crate::model::nccl::{Run, TopoDump};
+use crate::model::nccl::{Library, Run, TopoDump};
 use crate::model::{Evidence, Finding, Level, Status};
 use crate::nccl::effective::{self, Candidate, Judgement, Policy, PolicySource};
 use crate::nccl::explain::{
@@ -101,7 +101,15 @@ impl<'a> Sides<'a> {
                 .topology_dump
                 .as_ref()
                 .map(|t| (t, nccl_dump::parse(&t.text))),
-            peer_memory: PeerMemory::of(&own.peer_memory),
+            peer_memory: PeerMemory {
+                // RCCL's DMA-BUF path is opt-in (ROCm/rccl src/misc/rocmwrap.cc): without
+                // NCCL_DMABUF_ENABLE=1 among the settings it read, it has none.
+                rccl_dmabuf_off: run.library == Library::Rccl
+                    && log
+                        .and_then(|(_, n)| n.env.get("NCCL_DMABUF_ENABLE"))
+                        .is_none_or(|v| v.trim() != "1"),
+                ..PeerMemory::of(&own.peer_memory)
+            },
             active,
             why_none: why_none(inv, &own.rdma_link),
             rdma_evidence: own
@@ -214,8 +222,8 @@ pub(super) fn nccl_named(run: &Run) -> String {
                 .and_then(|e| e.nodes.first())
                 .and_then(|n| n.nccl.version.clone())
         })
-        .map(|v| format!("NCCL {v}"))
-        .unwrap_or_else(|| "NCCL".into());
+        .map(|v| format!("{} {v}", run.library.name()))
+        .unwrap_or_else(|| run.library.name().into());
     match run
         .library_file
         .as_deref()
@@ -292,6 +300,9 @@ pub(super) fn pcie_rank(path: &str) -> Option<u8> {
 pub(super) struct PeerMemory {
     pub peermem: bool,
     dmabuf: bool,
+    /// The library is RCCL and its DMA-BUF path is off: NCCL_DMABUF_ENABLE=1 is not among the
+    /// settings it read.
+    rccl_dmabuf_off: bool,
     /// A finding that says there is no path at all.
     none: Option<String>,
     /// NICs that cannot register dma-bufs.
@@ -322,6 +333,7 @@ impl PeerMemory {
         PeerMemory {
             peermem,
             dmabuf,
+            rccl_dmabuf_off: false,
             none,
             no_dmabuf: findings
                 .iter()
@@ -344,6 +356,11 @@ impl PeerMemory {
                 format!(
                     "only the DMA-BUF path, which {nic}'s driver cannot register (peer-memory: nic-no-dmabuf)"
                 ),
+            )
+        } else if self.dmabuf && self.rccl_dmabuf_off {
+            (
+                Some(false),
+                "only the DMA-BUF path, which RCCL takes only with NCCL_DMABUF_ENABLE=1, not set (peer-memory: gdr-path-dmabuf)".into(),
             )
         } else if self.dmabuf {
             (

@@ -60,6 +60,10 @@ fn build(c: Collector) -> Explanation {
         nodes.push(node);
     }
     tally.elsewhere = diagnoses.iter().any(|d| d.cause == "gdr-off-elsewhere");
+    tally.plugin_failed = diagnoses
+        .iter()
+        .find(|d| d.cause == "plugin-failed")
+        .map(|d| d.subject.clone());
     if tally.total > 0 && tally.with_gdr == tally.total {
         // Every NET connection used GDR: what a node would need is had.
         for n in &mut nodes {
@@ -213,6 +217,9 @@ struct Tally {
     many_nodes: bool,
     /// NCCL's ring GDR flag says another rank went without GDR.
     elsewhere: bool,
+    /// A network plugin failed to initialize (`network plugin aws-ofi-nccl (NET/OFI)`): NCCL
+    /// decided nothing against GDR, it went on without the plugin.
+    plugin_failed: Option<String>,
 }
 
 impl Tally {
@@ -270,6 +277,13 @@ impl Tally {
             (
                 0,
                 format!("all {total} NET connections used GPUDirect RDMA"),
+            )
+        } else if let Some(plugin) = &self.plugin_failed {
+            (
+                1,
+                format!(
+                    "no NET connection in the log: the {plugin} failed to initialize, and NCCL went on without it"
+                ),
             )
         } else if self.decided_off || diagnosed {
             (

@@ -76,8 +76,9 @@ pub struct Pci {
 }
 
 /// Which library reads the file: NCCL, or AMD's RCCL (its port to HIP, the library of a node
-/// whose GPUs are AMD's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// whose GPUs are AMD's). As `nccl verify` names it in JSON: `nccl`, `rccl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Library {
     #[default]
     Nccl,
@@ -89,6 +90,14 @@ impl Library {
         match self {
             Library::Nccl => "NCCL",
             Library::Rccl => "RCCL",
+        }
+    }
+
+    /// The GPU runtime it runs on: `CUDA`, or `HIP` for RCCL.
+    pub fn runtime(self) -> &'static str {
+        match self {
+            Library::Nccl => "CUDA",
+            Library::Rccl => "HIP",
         }
     }
 

@@ -1,9 +1,10 @@
-//! The child's side (`gdrdoctor nccl-child --spec JSON`): NCCL and CUDA loaded, one
-//! communicator over the GPUs of the spec, an all-reduce whose sum is checked, the answer printed
-//! as one marked line.
+//! The child's side (`gdrdoctor nccl-child --spec JSON`): NCCL and CUDA (or RCCL and HIP)
+//! loaded, one communicator over the GPUs of the spec, an all-reduce whose sum is checked, the
+//! answer printed as one marked line. The run is written once, over the GPU runtime
+//! ([`CollectiveRuntime`]: CUDA's session for NCCL, HIP's for RCCL).
 
-use super::{ChildAnswer, Outcome, RankGpu, Spec, Tried, ms};
-use crate::ffi::cuda::{DeviceBuffer, Gpu, GpuStream, Session};
+use super::{ChildAnswer, Library, Outcome, RankGpu, Spec, Tried, ms};
+use crate::ffi::gpu::{CollectiveGpu, CollectiveRuntime, DeviceMemory, Stream as _};
 use crate::ffi::nccl::{Comm, LoadError, Nccl, NcclError, version_text};
 use crate::probe::gpu::model::Lib;
 use std::time::Instant;
@@ -29,6 +30,8 @@ pub fn child_main(spec_json: &str) -> String {
         version_code: None,
         cuda_library: None,
         cuda_driver_version: None,
+        hip_library: None,
+        hip_driver_version: None,
         gpus: Vec::new(),
         outcome: Outcome::NoLibrary,
         init_ms: None,
@@ -50,26 +53,36 @@ pub fn child_main(spec_json: &str) -> String {
     )
 }
 
-fn cuda_error(e: Lib<()>) -> Outcome {
-    match e {
-        Lib::NotFound { tried, message } => Outcome::CudaError {
-            call: "dlopen".into(),
-            error: format!("{} cannot be loaded: {message}", tried.join(", ")),
-        },
-        Lib::MissingSymbol { library, symbol } => Outcome::CudaError {
-            call: "dlsym".into(),
-            error: format!("{library} lacks {symbol}"),
-        },
-        Lib::Failed { call, error, .. } => Outcome::CudaError { call, error },
-        Lib::Ready(()) => Outcome::CudaError {
-            call: "(none)".into(),
-            error: "no facts".into(),
-        },
+/// A failed call of the GPU runtime, as the outcome of `which`'s run.
+fn runtime_error(which: Library, call: String, error: String) -> Outcome {
+    match which {
+        Library::Nccl => Outcome::CudaError { call, error },
+        Library::Rccl => Outcome::HipError { call, error },
     }
 }
 
+/// The GPU runtime that could not be used.
+fn library_error(which: Library, e: Lib<()>) -> Outcome {
+    let (call, error) = match e {
+        Lib::NotFound { tried, message } => (
+            "dlopen".into(),
+            format!("{} cannot be loaded: {message}", tried.join(", ")),
+        ),
+        Lib::MissingSymbol { library, symbol } => {
+            ("dlsym".into(), format!("{library} lacks {symbol}"))
+        }
+        Lib::Failed { call, error, .. } => (call, error),
+        Lib::Ready(()) => ("(none)".into(), "no facts".into()),
+    };
+    runtime_error(which, call, error)
+}
+
 /// Each rank's send buffer (its ramp), receive buffer (zeros) and stream.
-type RankBuffers<'g> = (DeviceBuffer<'g>, DeviceBuffer<'g>, GpuStream<'g>);
+type RankBuffers<'g, G> = (
+    <G as CollectiveGpu>::Buffer<'g>,
+    <G as CollectiveGpu>::Buffer<'g>,
+    <G as CollectiveGpu>::Stream<'g>,
+);
 
 fn child_run(spec: &Spec, a: &mut ChildAnswer) -> Outcome {
     let nccl = match load(spec, a) {
@@ -79,14 +92,34 @@ fn child_run(spec: &Spec, a: &mut ChildAnswer) -> Outcome {
     if spec.version_only {
         return Outcome::Loaded;
     }
-    let session = match Session::open() {
+    // The library is loaded before its runtime: RCCL brings its own libamdhip64 (a PyTorch
+    // wheel's, through its RPATH), which HIP's session then takes (crate::ffi::hip).
+    match spec.library {
+        Library::Nccl => on::<crate::ffi::cuda::Session>(&nccl, spec, a),
+        Library::Rccl => on::<crate::ffi::hip::Session>(&nccl, spec, a),
+    }
+}
+
+/// The run on the GPU runtime `R`: its GPUs, buffers and streams, the communicator, the
+/// all-reduce, the check of its sum.
+fn on<R: CollectiveRuntime>(nccl: &Nccl, spec: &Spec, a: &mut ChildAnswer) -> Outcome {
+    let which = spec.library;
+    let session = match R::open() {
         Ok(s) => s,
-        Err(e) => return cuda_error(e),
+        Err(e) => return library_error(which, e),
     };
-    a.cuda_library = Some(session.path.clone());
-    a.cuda_driver_version = Some(session.driver_version);
-    if let Err(e) = session.nccl_symbols() {
-        return cuda_error(e);
+    match which {
+        Library::Nccl => {
+            a.cuda_library = Some(session.library());
+            a.cuda_driver_version = session.driver_version();
+        }
+        Library::Rccl => {
+            a.hip_library = Some(session.library());
+            a.hip_driver_version = session.driver_version();
+        }
+    }
+    if let Err(e) = session.collective_symbols() {
+        return library_error(which, e);
     }
     if spec.gpus.is_empty() {
         return Outcome::BadSpec {
@@ -109,17 +142,17 @@ fn child_run(spec: &Spec, a: &mut ChildAnswer) -> Outcome {
         Err(outcome) => return outcome,
     };
     let t = Instant::now();
-    let comms = match communicators(&nccl, &gpus) {
+    let comms = match communicators::<R, R::CommGpu<'_>>(nccl, &gpus, which) {
         Ok(c) => c,
         Err(outcome) => return outcome,
     };
     a.init_ms = Some(ms(t.elapsed()));
     let t = Instant::now();
-    if let Err(outcome) = all_reduce(&nccl, &ranks, &comms, count) {
+    if let Err(outcome) = all_reduce::<R, R::CommGpu<'_>>(nccl, &ranks, &comms, count, which) {
         return outcome;
     }
     a.all_reduce_ms = Some(ms(t.elapsed()));
-    let (wrong, first) = match check(&gpus, &ranks, n, len) {
+    let (wrong, first) = match check(&gpus, &ranks, n, len, which) {
         Ok(c) => c,
         Err(outcome) => return outcome,
     };
@@ -181,14 +214,14 @@ fn load(spec: &Spec, a: &mut ChildAnswer) -> Result<Nccl, Outcome> {
 }
 
 /// The GPUs of the spec by PCI address, in rank order.
-fn take_gpus<'s>(
-    session: &'s Session,
+fn take_gpus<'s, R: CollectiveRuntime>(
+    session: &'s R,
     spec: &Spec,
     a: &mut ChildAnswer,
-) -> Result<Vec<Gpu<'s>>, Outcome> {
+) -> Result<Vec<R::CommGpu<'s>>, Outcome> {
     let mut gpus = Vec::new();
     for (rank, bus) in spec.gpus.iter().enumerate() {
-        match session.gpu(bus) {
+        match session.collective_gpu(bus) {
             Ok(g) => {
                 a.gpus.push(RankGpu {
                     rank: rank as u32,
@@ -198,10 +231,11 @@ fn take_gpus<'s>(
                 gpus.push(g);
             }
             Err(error) => {
-                return Err(Outcome::CudaError {
-                    call: format!("the GPU at {bus}"),
+                return Err(runtime_error(
+                    spec.library,
+                    format!("the GPU at {bus}"),
                     error,
-                });
+                ));
             }
         }
     }
@@ -209,18 +243,18 @@ fn take_gpus<'s>(
 }
 
 /// Each rank's send buffer (its ramp), receive buffer (zeros) and stream.
-fn buffers<'g>(
-    gpus: &'g [Gpu<'_>],
+fn buffers<'g, G: CollectiveGpu>(
+    gpus: &'g [G],
     spec: &Spec,
     count: u64,
     len: usize,
-) -> Result<Vec<RankBuffers<'g>>, Outcome> {
+) -> Result<Vec<RankBuffers<'g, G>>, Outcome> {
     let mut ranks = Vec::new();
     for (r, g) in gpus.iter().enumerate() {
         let step = (|| {
             g.make_current()?;
-            let (send, _) = g.alloc(len)?;
-            let (recv, _) = g.alloc(len)?;
+            let send = g.buffer(len)?;
+            let recv = g.buffer(len)?;
             let ramp: Vec<u8> = (0..count)
                 .flat_map(|i| (value(r as u64, i) as i32).to_ne_bytes())
                 .collect();
@@ -232,10 +266,11 @@ fn buffers<'g>(
         match step {
             Ok(x) => ranks.push(x),
             Err(error) => {
-                return Err(Outcome::CudaError {
-                    call: format!("buffers and stream on rank {r} ({})", spec.gpus[r]),
+                return Err(runtime_error(
+                    spec.library,
+                    format!("buffers and stream on rank {r} ({})", spec.gpus[r]),
                     error,
-                });
+                ));
             }
         }
     }
@@ -243,13 +278,14 @@ fn buffers<'g>(
 }
 
 /// One communicator over all the GPUs: a one-rank one for a single GPU.
-fn communicators(nccl: &Nccl, gpus: &[Gpu<'_>]) -> Result<Vec<Comm>, Outcome> {
+fn communicators<R: CollectiveRuntime, G: CollectiveGpu>(
+    nccl: &Nccl,
+    gpus: &[G],
+    which: Library,
+) -> Result<Vec<Comm>, Outcome> {
     let comms = if gpus.len() == 1 {
         if let Err(error) = gpus[0].make_current() {
-            return Err(Outcome::CudaError {
-                call: "cuCtxSetCurrent".into(),
-                error,
-            });
+            return Err(runtime_error(which, R::MAKE_CURRENT.into(), error));
         }
         nccl.init_one().map(|c| vec![c])
     } else {
@@ -260,11 +296,12 @@ fn communicators(nccl: &Nccl, gpus: &[Gpu<'_>]) -> Result<Vec<Comm>, Outcome> {
 }
 
 /// The all-reduce on every rank, waited for, and NCCL asked whether it failed.
-fn all_reduce(
+fn all_reduce<R: CollectiveRuntime, G: CollectiveGpu>(
     nccl: &Nccl,
-    ranks: &[RankBuffers<'_>],
+    ranks: &[RankBuffers<'_, G>],
     comms: &[Comm],
     count: u64,
+    which: Library,
 ) -> Result<(), Outcome> {
     // One process drives every GPU, so the calls are one group (NCCL's documented pattern for
     // a single thread with several devices); a single rank needs none.
@@ -273,7 +310,7 @@ fn all_reduce(
             nccl.group_start()?;
         }
         for ((send, recv, stream), comm) in ranks.iter().zip(comms) {
-            nccl.all_reduce_i32(send.ptr, recv.ptr, count as usize, comm, stream)?;
+            nccl.all_reduce_i32(send, recv, count as usize, comm, stream)?;
         }
         if comms.len() > 1 {
             nccl.group_end()?;
@@ -283,10 +320,11 @@ fn all_reduce(
     launched?;
     for (r, (_, _, stream)) in ranks.iter().enumerate() {
         if let Err(error) = stream.synchronize() {
-            return Err(Outcome::CudaError {
-                call: format!("cuStreamSynchronize on rank {r}"),
+            return Err(runtime_error(
+                which,
+                format!("{} on rank {r}", R::SYNCHRONIZE),
                 error,
-            });
+            ));
         }
     }
     for comm in comms {
@@ -305,21 +343,23 @@ struct Wrong {
 
 /// Every rank's result against the sum it must hold: how many elements are wrong, and the
 /// first.
-fn check(
-    gpus: &[Gpu<'_>],
-    ranks: &[RankBuffers<'_>],
+fn check<G: CollectiveGpu>(
+    gpus: &[G],
+    ranks: &[RankBuffers<'_, G>],
     n: u64,
     len: usize,
+    which: Library,
 ) -> Result<(u64, Option<Wrong>), Outcome> {
     let mut wrong = 0u64;
     let mut first = None;
     for (r, (g, (_, recv, _))) in gpus.iter().zip(ranks).enumerate() {
         let mut out = vec![0u8; len];
         if let Err(error) = g.make_current().and_then(|()| recv.read(&mut out)) {
-            return Err(Outcome::CudaError {
-                call: format!("reading rank {r}'s result"),
+            return Err(runtime_error(
+                which,
+                format!("reading rank {r}'s result"),
                 error,
-            });
+            ));
         }
         for (i, chunk) in out.chunks_exact(4).enumerate() {
             let got = i64::from(i32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]));

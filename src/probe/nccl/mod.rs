@@ -1,14 +1,17 @@
 //! `gdrdoctor nccl verify`: NCCL itself, run on this node's GPUs, says whether it uses
 //! GPUDirect RDMA here; what it says is then compared with gdrdoctor's own view ([`compare`]).
+//! On a node of AMD GPUs the library is RCCL, AMD's port of NCCL to HIP: the same C API, the
+//! same log, the same run, with HIP where NCCL has CUDA.
 //!
 //! Two sides, as for the GPU probe (src/gpu): this process never loads a vendor library. It
-//! finds the libnccl to use (`--library`, the dynamic loader's `libnccl.so.2`, the NVIDIA pip
-//! wheel of the python3 on PATH), and starts `gdrdoctor nccl-child` with a deadline and NCCL's
-//! log sent to a file: `NCCL_DEBUG=INFO`, `NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,ENV` (the network,
-//! each NIC's GDR decision, the GPU-NIC paths, the settings NCCL read), `NCCL_TOPO_DUMP_FILE`,
-//! and always `NCCL_NVLS_ENABLE=0` (never NVLink multicast). The child loads NCCL and CUDA,
-//! takes the GPUs by PCI address, and makes one communicator over all of them: with one GPU a
-//! one-rank communicator, which still makes NCCL load its network, judge each NIC and compute its
+//! finds the library to use ([`search`]: `--library`, the dynamic loader's `libnccl.so.2` or
+//! `librccl.so.1`, ROCm's directories for RCCL, the pip wheels of the python3 on PATH), and starts
+//! `gdrdoctor nccl-child` with a deadline and NCCL's log sent to a file: `NCCL_DEBUG=INFO`,
+//! `NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,ENV` (the network, each NIC's GDR decision, the GPU-NIC
+//! paths, the settings NCCL read), `NCCL_TOPO_DUMP_FILE`, and always `NCCL_NVLS_ENABLE=0` (never
+//! NVLink multicast). The child loads the library and the GPU runtime (CUDA, HIP), takes the GPUs
+//! by PCI address, and makes one communicator over all of them: with one GPU a one-rank
+//! communicator, which still makes NCCL load its network, judge each NIC and compute its
 //! GPU-NIC paths; with two or more, `ncclCommInitAll` and an all-reduce with P2P and SHM off, so
 //! that NCCL's network carries it, the sum checked element by element. The parent then reads
 //! NCCL's log through the `nccl explain` parser and keeps the topology dump's text.
@@ -16,14 +19,15 @@
 //! [`compare`]: super::compare
 //!
 //! The run is in two files: [`run`] is the parent (finding the library, starting the child,
-//! reading what NCCL wrote), `child` the child (loading NCCL and CUDA, the all-reduce). This
-//! file holds what they hand each other and what the run leaves for the comparison.
+//! reading what NCCL wrote), `child` the child (loading the library and the runtime, the
+//! all-reduce). This file holds what they hand each other and what the run leaves for the
+//! comparison.
 
 mod child;
 mod run;
 
 pub use child::child_main;
-pub use run::{WHEEL_PATH, run, run_on, search, version};
+pub use run::{RCCL_WHEEL_PATHS, WHEEL_PATH, run, run_on, search, version};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -32,6 +36,9 @@ use std::time::Duration;
 /// What the child is asked to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spec {
+    /// NCCL (with CUDA) or RCCL (with HIP).
+    #[serde(default)]
+    pub library: Library,
     /// Libraries to try in order; the first that loads is used.
     pub libraries: Vec<String>,
     /// The GPUs by PCI address, in rank order.
@@ -52,6 +59,8 @@ pub const ELEMENTS: u64 = 1 << 20;
 pub struct Options {
     /// This binary (the child is `gdrdoctor nccl-child`).
     pub exe: PathBuf,
+    /// NCCL, or RCCL on a node of AMD GPUs.
+    pub which: Library,
     pub library: Option<PathBuf>,
     pub timeout: Duration,
     /// `--deadline` (seconds) when it made `timeout` shorter than configured.
@@ -68,6 +77,6 @@ fn ms(d: Duration) -> f64 {
 // What the run leaves is model data (crate::model::nccl): the check and the comparison read it
 // without importing the run.
 pub use crate::model::nccl::{
-    Candidate, ChildAnswer, Log, NcclVerify, Outcome, RankGpu, Run, Search, TOPO_KEPT, TopoDump,
-    Tried,
+    Candidate, ChildAnswer, Library, Log, NcclVerify, Outcome, RankGpu, Run, Search, TOPO_KEPT,
+    TopoDump, Tried,
 };

@@ -3,7 +3,8 @@
 //! `nccl explain` collector).
 
 use super::{
-    Candidate, ChildAnswer, Log, NcclVerify, Options, Run, Search, Spec, TOPO_KEPT, TopoDump, ms,
+    Candidate, ChildAnswer, Library, Log, NcclVerify, Options, Run, Search, Spec, TOPO_KEPT,
+    TopoDump, ms,
 };
 use crate::nccl::explain;
 use crate::parse::pci::Bdf;
@@ -16,9 +17,27 @@ use std::time::{Duration, Instant};
 /// (`nvidia-nccl-cu12`, `nvidia-nccl-cu13`; PyTorch's wheels depend on it) puts NCCL.
 pub const WHEEL_PATH: &str = "nvidia/nccl/lib/libnccl.so.2";
 
+/// Where pip wheels put RCCL under a site-packages directory: PyTorch's ROCm wheels
+/// (download.pytorch.org/whl/rocm*) bundle it in `torch/lib`, as `librccl.so` (their build copies
+/// ROCm's `librccl.so` there: pytorch/pytorch .ci/manywheel/build_rocm.sh), `librccl.so.1` in
+/// other builds; ROCm's own Python wheel of libraries (`rocm[libraries]`, ROCm/TheRock, which
+/// TheRock's PyTorch builds install) puts it in `_rocm_sdk_libraries_<GPU family>/lib/librccl.so.1`,
+/// found by listing the directory (see [`ROCM_SDK_LIBRARIES`]).
+pub const RCCL_WHEEL_PATHS: [&str; 2] = ["torch/lib/librccl.so", "torch/lib/librccl.so.1"];
+
+/// ROCm's wheel of libraries: `_rocm_sdk_libraries` and a GPU family (`_gfx94X_dcgpu`), its
+/// RCCL at `lib/librccl.so.1` (ROCm/TheRock build_tools/packaging/python, `_dist_info.py`).
+const ROCM_SDK_LIBRARIES: &str = "_rocm_sdk_libraries";
+
+/// ROCm's install directory: `/opt/rocm` (a link to the newest), and each `/opt/rocm-X.Y.Z` of a
+/// side-by-side install, RCCL in its `lib`.
+const ROCM_LIB: &str = "lib/librccl.so.1";
+
 /// The libraries to try: `--library` alone when given; else the loader's `libnccl.so.2` (or
-/// GDRDOCTOR_LIBNCCL in its place), then every copy in the pip wheel of the python3 on PATH.
-pub fn search(library: Option<&Path>) -> Search {
+/// GDRDOCTOR_LIBNCCL in its place), then every copy in the pip wheel of the python3 on PATH. For
+/// RCCL: the loader's `librccl.so.1` (or GDRDOCTOR_LIBRCCL), ROCm's directories, then the wheels
+/// of the python3 on PATH ([`RCCL_WHEEL_PATHS`]).
+pub fn search(library: Option<&Path>, which: Library) -> Search {
     if let Some(path) = library {
         return Search {
             candidates: vec![Candidate {
@@ -28,38 +47,100 @@ pub fn search(library: Option<&Path>) -> Search {
             python: "not looked for (--library)".into(),
         };
     }
-    let mut candidates = vec![match std::env::var_os(crate::ffi::nccl::ENV) {
+    let (env, soname) = crate::ffi::nccl::names(which);
+    let mut candidates = vec![match std::env::var_os(env) {
         Some(v) if !v.is_empty() => Candidate {
             library: v.to_string_lossy().into_owned(),
             source: "environment",
         },
         _ => Candidate {
-            library: crate::ffi::nccl::SONAME.into(),
+            library: soname.into(),
             source: "loader",
         },
     }];
+    let root = crate::root::Root::live();
+    if which == Library::Rccl {
+        for lib in rocm_dirs(&root) {
+            push(&mut candidates, lib, "rocm");
+        }
+    }
     let python = match python_sys_path() {
         Ok(entries) => {
-            let root = crate::root::Root::live();
-            let mut found = 0;
+            let before = candidates.len();
             for e in entries.iter().filter(|e| e.starts_with('/')) {
-                let lib = format!("{}/{WHEEL_PATH}", e.trim_end_matches('/'));
-                if root.exists(&lib) && !candidates.iter().any(|c| c.library == lib) {
-                    candidates.push(Candidate {
-                        library: lib,
-                        source: "pip-wheel",
-                    });
-                    found += 1;
+                for lib in wheel_files(&root, e.trim_end_matches('/'), which) {
+                    push(&mut candidates, lib, "pip-wheel");
                 }
             }
+            let found = candidates.len() - before;
+            let looked = match which {
+                Library::Nccl => WHEEL_PATH.to_owned(),
+                Library::Rccl => format!(
+                    "{}, {ROCM_SDK_LIBRARIES}*/lib/librccl.so.1",
+                    RCCL_WHEEL_PATHS.join(", ")
+                ),
+            };
             format!(
-                "python3 on PATH: {} sys.path entries, {found} with {WHEEL_PATH}",
+                "python3 on PATH: {} sys.path entries, {found} with {looked}",
                 entries.len()
             )
         }
         Err(e) => format!("the pip wheel was not looked for: {e}"),
     };
     Search { candidates, python }
+}
+
+/// Adds a candidate unless it is one already.
+fn push(candidates: &mut Vec<Candidate>, library: String, source: &'static str) {
+    if !candidates.iter().any(|c| c.library == library) {
+        candidates.push(Candidate { library, source });
+    }
+}
+
+/// RCCL in ROCm's directories, where they hold it: `/opt/rocm/lib/librccl.so.1`, then each
+/// `/opt/rocm-X.Y.Z/lib/librccl.so.1`, the newest release first.
+fn rocm_dirs(root: &crate::root::Root) -> Vec<String> {
+    let mut versions: Vec<(Vec<u32>, String)> = root
+        .read_dir("/opt")
+        .map(|l| l.names)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|name| {
+            let v = name.strip_prefix("rocm-")?;
+            let parts: Option<Vec<u32>> = v.split('.').map(|p| p.parse().ok()).collect();
+            Some((parts?, name))
+        })
+        .collect();
+    versions.sort_by(|a, b| b.0.cmp(&a.0));
+    std::iter::once("rocm".to_owned())
+        .chain(versions.into_iter().map(|(_, name)| name))
+        .map(|dir| format!("/opt/{dir}/{ROCM_LIB}"))
+        .filter(|lib| root.exists(lib))
+        .collect()
+}
+
+/// The library's files a pip wheel put under one `sys.path` entry.
+fn wheel_files(root: &crate::root::Root, entry: &str, which: Library) -> Vec<String> {
+    let mut files: Vec<String> = match which {
+        Library::Nccl => vec![format!("{entry}/{WHEEL_PATH}")],
+        Library::Rccl => {
+            let mut f: Vec<String> = RCCL_WHEEL_PATHS
+                .iter()
+                .map(|p| format!("{entry}/{p}"))
+                .collect();
+            let sdk = root
+                .read_dir(entry)
+                .map(|l| l.names)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|n| n.starts_with(ROCM_SDK_LIBRARIES))
+                .map(|n| format!("{entry}/{n}/lib/librccl.so.1"));
+            f.extend(sdk);
+            f
+        }
+    };
+    files.retain(|f| root.exists(f));
+    files
 }
 
 /// `sys.path` of the python3 on PATH, asked with a deadline.
@@ -74,15 +155,19 @@ fn python_sys_path() -> Result<Vec<String>, String> {
     serde_json::from_str(&line).map_err(|e| format!("python3's sys.path is unreadable ({e})"))
 }
 
-/// The version of the libnccl a run would load (the same search), asked in a child that loads
-/// it and calls `ncclGetVersion`, nothing else: (`2.28.9`, the library's file), or why not.
+/// The version of the libnccl (or librccl) a run would load (the same search), asked in a child
+/// that loads it and calls `ncclGetVersion`, nothing else: (`2.28.9`, the library's file), or
+/// why not.
 pub fn version(
     exe: &Path,
     library: Option<&Path>,
+    which: Library,
     timeout: Duration,
 ) -> Result<(String, String), String> {
-    let search = search(library);
+    let search = search(library, which);
+    let name = which.name();
     let spec = Spec {
+        library: which,
         libraries: search
             .candidates
             .iter()
@@ -99,28 +184,32 @@ pub fn version(
         &["nccl-child", "--spec", &spec_json],
         &env,
         timeout,
-        "NCCL",
+        name,
     )?;
     let answer = done
         .stdout
         .lines()
         .rev()
         .find_map(|l| l.split_once(crate::child::ANSWER).map(|(_, a)| a))
-        .ok_or_else(|| format!("NCCL's child printed no answer{}", done.stderr_tail))
+        .ok_or_else(|| format!("{name}'s child printed no answer{}", done.stderr_tail))
         .and_then(|a| {
             serde_json::from_str::<ChildAnswer>(a)
-                .map_err(|e| format!("NCCL's child answered garbage ({e})"))
+                .map_err(|e| format!("{name}'s child answered garbage ({e})"))
         })?;
+    let lib = match which {
+        Library::Nccl => "libnccl",
+        Library::Rccl => "librccl",
+    };
     match (answer.version, answer.library) {
         (Some(v), Some(l)) => {
             let file = crate::root::Root::live().canonical(&l).unwrap_or(l);
             Ok((v, file))
         }
         _ if answer.tried.is_empty() => {
-            Err(format!("no libnccl could be loaded ({:?})", answer.outcome))
+            Err(format!("no {lib} could be loaded ({:?})", answer.outcome))
         }
         _ => Err(format!(
-            "no libnccl could be loaded: {}",
+            "no {lib} could be loaded: {}",
             answer
                 .tried
                 .iter()
@@ -131,11 +220,11 @@ pub fn version(
     }
 }
 
-/// Runs NCCL on the node's NVIDIA GPUs, or says why not.
+/// Runs NCCL on the node's NVIDIA GPUs (RCCL on its AMD GPUs), or says why not.
 pub fn run_on(gpus: &[Bdf], opts: &Options) -> NcclVerify {
     if gpus.is_empty() {
         return NcclVerify::NotRun {
-            reason: "no NVIDIA GPU on the PCI bus: NCCL has nothing to run on (see gpu-driver)"
+            reason: "no NVIDIA or AMD GPU on the PCI bus: neither NCCL nor RCCL has anything to run on (see gpu-driver)"
                 .into(),
             no_gpu: true,
         };
@@ -234,9 +323,10 @@ fn prepare_log_dir(d: &Path) -> Result<(), String> {
 /// Runs NCCL on `gpus` (PCI addresses, in rank order) in a child with a deadline.
 pub fn run(gpus: &[Bdf], opts: &Options) -> Run {
     let started = Instant::now();
-    let search = search(opts.library.as_deref());
+    let search = search(opts.library.as_deref(), opts.which);
     let gpus: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
     let mut run = Run {
+        library: opts.which,
         search,
         mode: if gpus.len() > 1 {
             "all-reduce"
@@ -268,7 +358,8 @@ pub fn run(gpus: &[Bdf], opts: &Options) -> Run {
     if let Some(seconds) = opts.cut_by_deadline {
         if opts.timeout < Duration::from_millis(500) {
             run.error = Some(format!(
-                "NCCL was not run: the --deadline of {seconds} s left no time for it"
+                "{} was not run: the --deadline of {seconds} s left no time for it",
+                opts.which.name()
             ));
             return run;
         }
@@ -282,7 +373,7 @@ pub fn run(gpus: &[Bdf], opts: &Options) -> Run {
     };
     let log_path = dir.join("nccl.log");
     let topo_path = dir.join("topo.xml");
-    let env = nccl_env(&log_path, &topo_path, run.gpus.len());
+    let env = nccl_env(&log_path, &topo_path, run.gpus.len(), opts.which);
     run.env = env.iter().cloned().collect();
     start_child(&mut run, opts, &env);
     run.library_file = run
@@ -301,8 +392,14 @@ pub fn run(gpus: &[Bdf], opts: &Options) -> Run {
 
 /// What NCCL is told for the run: its log and topology dump to our files, INFO for the
 /// subsystems that say what it decided, never NVLink multicast; with several GPUs, no P2P and no
-/// shared memory, so that its network carries the all-reduce.
-fn nccl_env(log_path: &Path, topo_path: &Path, gpus: usize) -> Vec<(String, String)> {
+/// shared memory, so that its network carries the all-reduce (and for RCCL, none of its other
+/// all-reduce kernels).
+fn nccl_env(
+    log_path: &Path,
+    topo_path: &Path,
+    gpus: usize,
+    which: Library,
+) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = vec![
         ("NCCL_DEBUG".into(), "INFO".into()),
         ("NCCL_DEBUG_SUBSYS".into(), "INIT,NET,GRAPH,ENV".into()),
@@ -321,6 +418,13 @@ fn nccl_env(log_path: &Path, topo_path: &Path, gpus: usize) -> Vec<(String, Stri
         env.push(("NCCL_P2P_DISABLE".into(), "1".into()));
         env.push(("NCCL_SHM_DISABLE".into(), "1".into()));
     }
+    if gpus > 1 && which == Library::Rccl {
+        // RCCL's other all-reduce kernels (MSCCL, MSCCL++) stay off whatever the environment
+        // says: the all-reduce is to run on RCCL's channels over its network transport, whose
+        // connections its log prints.
+        env.push(("RCCL_MSCCL_ENABLE".into(), "0".into()));
+        env.push(("RCCL_MSCCLPP_ENABLE".into(), "0".into()));
+    }
     env
 }
 
@@ -328,6 +432,7 @@ fn nccl_env(log_path: &Path, topo_path: &Path, gpus: usize) -> Vec<(String, Stri
 /// and keeps its answer, or why there is none.
 fn start_child(run: &mut Run, opts: &Options, env: &[(String, String)]) {
     let spec = Spec {
+        library: run.library,
         libraries: run
             .search
             .candidates
@@ -352,8 +457,9 @@ fn start_child(run: &mut Run, opts: &Options, env: &[(String, String)]) {
         &["nccl-child", "--spec", &spec_json],
         &child_env,
         opts.timeout,
-        "NCCL",
+        opts.which.name(),
     );
+    let name = opts.which.name();
     match result {
         Ok(done) => {
             let line = done
@@ -363,10 +469,10 @@ fn start_child(run: &mut Run, opts: &Options, env: &[(String, String)]) {
                 .find_map(|l| l.split_once(crate::child::ANSWER).map(|(_, a)| a));
             match line.map(serde_json::from_str::<ChildAnswer>) {
                 Some(Ok(a)) => run.answer = Some(a),
-                Some(Err(e)) => run.error = Some(format!("NCCL's child answered garbage ({e})")),
+                Some(Err(e)) => run.error = Some(format!("{name}'s child answered garbage ({e})")),
                 None => {
                     run.error = Some(format!(
-                        "NCCL's child printed no answer{}",
+                        "{name}'s child printed no answer{}",
                         done.stderr_tail
                     ))
                 }
@@ -375,10 +481,10 @@ fn start_child(run: &mut Run, opts: &Options, env: &[(String, String)]) {
         Err(e) => {
             run.error = Some(match opts.cut_by_deadline {
                 Some(seconds) if e.contains("did not finish") => format!(
-                    "{e}: cut short by the --deadline of {seconds} s, which bounds the whole run (not a verdict on NCCL)"
+                    "{e}: cut short by the --deadline of {seconds} s, which bounds the whole run (not a verdict on {name})"
                 ),
                 _ if e.contains("did not finish") => format!(
-                    "{e} (NCCL hung: the log below shows how far it got; a network that does not answer, or a GPU that hangs the driver)"
+                    "{e} ({name} hung: the log below shows how far it got; a network that does not answer, or a GPU that hangs the driver)"
                 ),
                 _ => e,
             })
@@ -443,7 +549,7 @@ mod tests {
 
     #[test]
     fn library_option_is_the_only_candidate() {
-        let s = search(Some(Path::new("/opt/nccl/lib/libnccl.so.2")));
+        let s = search(Some(Path::new("/opt/nccl/lib/libnccl.so.2")), Library::Nccl);
         assert_eq!(
             s.candidates,
             vec![Candidate {

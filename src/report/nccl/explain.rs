@@ -299,6 +299,9 @@ fn diagnosis(o: &mut String, d: &Diagnosis) {
             plural(d.connections, "connection", "connections"),
             if d.ranks.len() == 1 { "" } else { "s" }
         )
+    } else if d.cause == "plugin-failed" {
+        // Not a decision of NCCL's: the plugin failed, and NCCL went on without it.
+        " (its failure to initialize; no connection line for it)".to_owned()
     } else {
         " (NCCL's decision; no connection line for it)".to_owned()
     };

@@ -1,7 +1,7 @@
 //! `gdrdoctor nccl verify` output: for people, and JSON (docs/nccl-verify-json.md).
 
 use super::plural;
-use crate::model::nccl::{Outcome, Run};
+use crate::model::nccl::{Library, Outcome, Run};
 use crate::nccl::compare::{Comparison, NcclAnswer, Verification};
 use crate::nccl::explain::Explanation;
 use serde::Serialize;
@@ -16,11 +16,12 @@ fn gpus(n: usize) -> String {
 /// the findings with their fixes, and NCCL's answer last.
 pub fn human(run: &Run, v: &Verification, verbose: bool) -> String {
     let mut o = String::new();
+    let name = run.library.name();
     what_ran(&mut o, run, v, verbose);
-    comparisons(&mut o, v, verbose);
+    comparisons(&mut o, v, verbose, name);
     if let Some(e) = &run.explanation {
         if !e.warnings.is_empty() {
-            o.push_str("\nNCCL warnings\n");
+            let _ = writeln!(o, "\n{name} warnings");
             for w in &e.warnings {
                 let _ = writeln!(o, "  {}x  {}", w.count, w.text);
                 if let Some(m) = &w.meaning {
@@ -42,20 +43,23 @@ pub fn human(run: &Run, v: &Verification, verbose: bool) -> String {
 fn what_ran(o: &mut String, run: &Run, v: &Verification, verbose: bool) {
     let a = run.answer.as_ref();
     let used = run.used();
+    let name = run.library.name();
     let lib = match (&v.answer.library, used) {
-        (Some(l), Some(c)) => format!("{l}; {}", source_words(c.source, &c.library)),
+        (Some(l), Some(c)) => format!("{l}; {}", source_words(c.source, &c.library, run.library)),
         (Some(l), None) => l.clone(),
         (None, _) => "no library loaded".into(),
     };
     let _ = writeln!(
         o,
-        "NCCL {} ({lib}) on {}: {}",
+        "{name} {} ({lib}) on {}: {}",
         v.answer.version.as_deref().unwrap_or("?"),
         gpus(run.gpus.len()),
         if run.mode == "one-rank" {
-            "a one-rank communicator"
+            "a one-rank communicator".to_owned()
         } else {
-            "one communicator over all of them, P2P and SHM off: the all-reduce goes through NCCL's network"
+            format!(
+                "one communicator over all of them, P2P and SHM off: the all-reduce goes through {name}'s network"
+            )
         }
     );
     if let Some(a) = a {
@@ -64,6 +68,7 @@ fn what_ran(o: &mut String, run: &Run, v: &Verification, verbose: bool) {
             Outcome::Wrong { wrong, .. } => format!("all-reduce WRONG ({wrong} elements)"),
             Outcome::NcclError { call, .. } => format!("{call} failed"),
             Outcome::CudaError { call, .. } => format!("CUDA failed ({call})"),
+            Outcome::HipError { call, .. } => format!("HIP failed ({call})"),
             Outcome::NoLibrary => "no library".into(),
             Outcome::MissingSymbol { symbol, .. } => format!("library lacks {symbol}"),
             Outcome::BadSpec { .. } => "bad spec".into(),
@@ -101,9 +106,12 @@ fn what_ran(o: &mut String, run: &Run, v: &Verification, verbose: bool) {
         let _ = writeln!(o, "  {}", run.search.python);
     }
     let log = match (&run.log.path, &run.log.note) {
-        (_, Some(note)) => format!("NCCL's log: {note}"),
-        (Some(p), None) => format!("NCCL's log: {p}, {} lines from NCCL", run.log.nccl_lines),
-        (None, None) => format!("NCCL's log: {} lines from NCCL", run.log.nccl_lines),
+        (_, Some(note)) => format!("{name}'s log: {note}"),
+        (Some(p), None) => format!(
+            "{name}'s log: {p}, {} lines from {name}",
+            run.log.nccl_lines
+        ),
+        (None, None) => format!("{name}'s log: {} lines from {name}", run.log.nccl_lines),
     };
     let topo = match &run.topology_dump {
         Some(t) => format!(
@@ -120,7 +128,7 @@ fn what_ran(o: &mut String, run: &Run, v: &Verification, verbose: bool) {
 }
 
 /// Each fact, NCCL's side against gdrdoctor's: the differences always, the rest with -v or when few.
-fn comparisons(o: &mut String, v: &Verification, verbose: bool) {
+fn comparisons(o: &mut String, v: &Verification, verbose: bool, name: &str) {
     if !v.comparisons.is_empty() {
         let differ = v
             .comparisons
@@ -135,7 +143,7 @@ fn comparisons(o: &mut String, v: &Verification, verbose: bool) {
         let open = v.comparisons.len() - differ - same;
         let _ = writeln!(
             o,
-            "\nNCCL against gdrdoctor: {same} the same, {differ} different{}",
+            "\n{name} against gdrdoctor: {same} the same, {differ} different{}",
             if open > 0 {
                 format!(", {open} not compared")
             } else {
@@ -153,7 +161,7 @@ fn comparisons(o: &mut String, v: &Verification, verbose: bool) {
                 None => "open",
             };
             let _ = writeln!(o, "  {tag:<8}{}", c.subject);
-            let _ = writeln!(o, "          NCCL:      {}", c.nccl);
+            let _ = writeln!(o, "          {name}:      {}", c.nccl);
             let _ = writeln!(o, "          gdrdoctor: {}", c.gdrdoctor);
             if let Some(n) = &c.note {
                 let _ = writeln!(o, "          ({n})");
@@ -166,13 +174,16 @@ fn comparisons(o: &mut String, v: &Verification, verbose: bool) {
 }
 
 /// `the dynamic loader's libnccl.so.2`, `the pip wheel of the python3 on PATH`.
-fn source_words(source: &str, name: &str) -> String {
-    match source {
-        "loader" => format!("the dynamic loader's {name}"),
-        "pip-wheel" => "the NVIDIA pip wheel of the python3 on PATH".into(),
-        "environment" => "GDRDOCTOR_LIBNCCL".into(),
-        "option" => "--library".into(),
-        other => other.into(),
+fn source_words(source: &str, name: &str, which: Library) -> String {
+    match (source, which) {
+        ("loader", _) => format!("the dynamic loader's {name}"),
+        ("pip-wheel", Library::Nccl) => "the NVIDIA pip wheel of the python3 on PATH".into(),
+        ("pip-wheel", Library::Rccl) => "a pip wheel of the python3 on PATH".into(),
+        ("rocm", _) => "ROCm's install directory".into(),
+        ("environment", Library::Nccl) => "GDRDOCTOR_LIBNCCL".into(),
+        ("environment", Library::Rccl) => "GDRDOCTOR_LIBRCCL".into(),
+        ("option", _) => "--library".into(),
+        (other, _) => other.into(),
     }
 }
 
