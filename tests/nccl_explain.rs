@@ -291,6 +291,18 @@ const CASES: &[Case] = &[
         not_says: &["NCCL decided against"],
     },
     Case {
+        name: "training-on-eks-ofi-no-provider",
+        exit: 1,
+        causes: &["plugin-failed"],
+        codes: &[],
+        says: &[
+            "node llama-3-8b-node-0-0: NCCL 2.27.3+cuda12.9",
+            "aws-ofi-nccl (NET/OFI) failed to initialize",
+            "Unable to find a protocol that worked",
+        ],
+        not_says: &["no host", "NCCL_IB_DISABLE"],
+    },
+    Case {
         name: "vllm-2734-ray-single-node",
         exit: 3,
         causes: &["sockets"],
