@@ -530,6 +530,7 @@ fn check_runs_it_only_when_asked() {
         .collect();
     assert_eq!(codes, ["nccl-no-gdr", "nccl-agrees"]);
     let inv = &on["inventory"]["nccl_verify"];
+    assert_eq!(inv["collective"], "nccl");
     assert_eq!(inv["version"], "2.28.9");
     assert_eq!(inv["network"], "Socket");
     assert_eq!(inv["mode"], "all-reduce");
@@ -1015,6 +1016,7 @@ fn check_runs_rccl_on_amd_gpus() {
         "{c:#}"
     );
     let inv = &doc["inventory"]["nccl_verify"];
+    assert_eq!(inv["collective"], "rccl");
     assert_eq!(inv["version"], "2.22.3");
     assert_eq!(inv["mode"], "all-reduce");
     assert_eq!(inv["library_source"], "environment");

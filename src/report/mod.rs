@@ -152,6 +152,8 @@ pub struct GpuSummary {
 /// What NCCL did in `--nccl-verify`; `gdrdoctor nccl verify --format json` has all of it.
 #[derive(Debug, Serialize)]
 pub struct NcclVerifySummary {
+    /// Which library ran: `nccl`, or `rccl` on a node of AMD GPUs.
+    pub collective: crate::parse::nccl_topo::Library,
     /// The file libnccl (librccl) was loaded from, links resolved.
     pub library: Option<String>,
     /// `candidates[].source` of docs/nccl-verify-json.md: `loader`, `rocm`, `pip-wheel`, ...
@@ -459,6 +461,7 @@ fn summarise(inv: &Inventory, runs: &Runs, checks: &[CheckResult]) -> InventoryS
             ),
         },
         nccl_verify: runs.nccl_verify.run().map(|r| NcclVerifySummary {
+            collective: r.library,
             library: r
                 .library_file
                 .clone()
