@@ -9,6 +9,7 @@ pub mod iommu;
 pub mod kernel;
 pub mod nccl;
 pub mod nccl_plugin;
+pub mod nccl_setting;
 pub mod net;
 pub mod ofed_qos;
 pub mod pci;

@@ -21,7 +21,7 @@
 //! topology file when NCCL_TOPO_FILE is unset (`PlatformAWS::init`): the files it installs
 //! under `${pkgdatadir}/xml` (`src/Makefile.am`: `-DXML_DIR`; `topology/Makefile.am`).
 
-use super::nccl::Setting;
+use super::nccl_setting::Setting;
 use crate::root::Root;
 
 /// `NCCL_NET_PLUGIN`'s default library, every release.
