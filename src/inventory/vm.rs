@@ -294,8 +294,7 @@ fn azure(
         path: (*path).to_owned(),
         source: (*source).to_owned(),
         naming: Naming::NcclConf,
-        // A read, not a lookup: a capture keeps what was read, so offline sees the file too.
-        present: root.read_prefix(path, 1).is_ok(),
+        present: root.exists(path),
     })
 }
 
@@ -305,7 +304,7 @@ fn aws(root: &Root, nccl: &super::nccl::Nccl) -> Option<ProviderFile> {
     let t = nccl.plugin.aws_topology()?;
     Some(ProviderFile {
         size: format!("EC2 {}", t.platform),
-        present: root.read_prefix(&t.path, 1).is_ok(),
+        present: root.exists(&t.path),
         path: t.path,
         source: t.source,
         naming: Naming::Plugin,

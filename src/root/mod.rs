@@ -244,21 +244,35 @@ impl Root {
 
     /// Resolves every link in `path`, inside the root. Returns the node path with no links left.
     pub fn canonical(&self, path: &str) -> Result<String, ReadError> {
-        self.lookup(path).map(|(p, _)| p)
+        self.looked_up(path).map(|(p, _)| p)
     }
 
     pub fn kind(&self, path: &str) -> Result<Kind, ReadError> {
-        self.lookup(path).map(|(_, k)| k)
+        self.looked_up(path).map(|(_, k)| k)
     }
 
-    /// Whether `path` resolves. A lookup is not a read: a capture does not keep the file, so
-    /// what the inventory judges must be read (`read_prefix(path, 1)` for mere presence);
-    /// this is for the live-only probes.
     pub fn exists(&self, path: &str) -> bool {
-        self.lookup(path).is_ok()
+        self.looked_up(path).is_ok()
     }
 
     pub fn is_dir(&self, path: &str) -> bool {
-        matches!(self.lookup(path), Ok((_, Kind::Dir)))
+        matches!(self.looked_up(path), Ok((_, Kind::Dir)))
+    }
+
+    /// A caller's lookup, remembered when recording: a directory found is kept, a regular file
+    /// found is kept empty where nothing read it (a read keeps its bytes), so that a copy
+    /// answers "is it there" as the node did, whatever asked.
+    fn looked_up(&self, path: &str) -> Result<(String, Kind), ReadError> {
+        let found = self.lookup(path)?;
+        self.note(|r| match found.1 {
+            Kind::Dir => {
+                r.dirs.insert(found.0.clone());
+            }
+            Kind::File => {
+                r.files.entry(found.0.clone()).or_default();
+            }
+            _ => {}
+        });
+        Ok(found)
     }
 }
