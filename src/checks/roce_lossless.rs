@@ -211,14 +211,9 @@ fn traffic_class(inv: &Inventory, dev: &RdmaDevice, port: &Port) -> TrafficClass
     }
 }
 
-/// How the port classifies: DSCP or PCP, and from what that was read.
-fn trust(dcb: &Dcb, port: &Port) -> (bool, String) {
-    let (dscp, shown, _) = trust_from(dcb, port);
-    (dscp, shown)
-}
-
-/// [`trust`], with MLNX_OFED's `qos/trust` file when that is what decided.
-fn trust_from<'a>(dcb: &Dcb, port: &'a Port) -> (bool, String, Option<&'a Fact<String>>) {
+/// How the port classifies: DSCP or PCP, from what that was read, and MLNX_OFED's `qos/trust`
+/// file when that is what decided.
+fn trust<'a>(dcb: &Dcb, port: &'a Port) -> (bool, String, Option<&'a Fact<String>>) {
     if let Some(t) = &dcb.trust {
         let dscp = t.contains(&selector::DSCP);
         return (
@@ -339,13 +334,8 @@ fn judge_port(
 
 /// The priority a DSCP is given: the APP table's entry, else older OFED's `qos/dscp2prio`
 /// (whose mlx5 kept the map out of the APP table), else the firmware's DSCP >> 3.
-fn dscp_priority(dcb: &Dcb, port: &Port, dscp: u8) -> (u8, String) {
-    let (p, shown, _) = dscp_priority_from(dcb, port, dscp);
-    (p, shown)
-}
-
-/// [`dscp_priority`], with OFED's `qos/dscp2prio` when that is what decided.
-fn dscp_priority_from<'a>(
+/// Returns OFED's `qos/dscp2prio` too when that is what decided.
+fn dscp_priority<'a>(
     dcb: &Dcb,
     port: &'a Port,
     dscp: u8,
@@ -464,9 +454,9 @@ fn walk<'a>(
         }
     };
     let dscp = tc.effective() >> 2;
-    let (dscp_trust, trust_shown, trust_file) = trust_from(dcb, port);
+    let (dscp_trust, trust_shown, trust_file) = trust(dcb, port);
     let (priority, prio_shown, map_file) = if dscp_trust {
-        dscp_priority_from(dcb, port, dscp)
+        dscp_priority(dcb, port, dscp)
     } else {
         let (p, shown) = pcp_priority(inv, port);
         (p, shown, None)
@@ -600,7 +590,7 @@ fn fifo_tc_lossy(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> O
         return None;
     }
     let dscp = class >> 2;
-    let (prio, shown) = dscp_priority(w.dcb, w.port, dscp);
+    let (prio, shown, _) = dscp_priority(w.dcb, w.port, dscp);
     (!pfc.on(prio)).then(|| {
         Finding::warn(
             FIFO_TC_LOSSY,
@@ -730,7 +720,7 @@ fn cnp_shared(w: &Walk) -> Option<Finding> {
     let (cnp_prio, shown, path) = if w.dscp_trust {
         let f = ofed.cnp_dscp.as_ref().or(ofed.cc_cnp_dscp.as_ref())?;
         let dscp = *f.value()?;
-        let (prio, _) = dscp_priority(w.dcb, w.port, dscp);
+        let (prio, ..) = dscp_priority(w.dcb, w.port, dscp);
         (
             prio,
             format!("cnp_dscp {dscp} -> priority {prio}"),
@@ -901,7 +891,7 @@ pub fn node_summary(inv: &Inventory, qos: &Qos) -> Option<String> {
                 (_, None) => "no netdev".to_owned(),
                 (_, Some(n)) => match qos.netdev(&n.name).map(|a| &a.dcb) {
                     Some(Ok(dcb)) => {
-                        let (dscp, _) = trust(dcb, port);
+                        let (dscp, ..) = trust(dcb, port);
                         let pfc = match dcb.pfc.as_ref().map(|p| p.shown()) {
                             None => "PFC unknown".to_owned(),
                             Some(on) if on == "none" => "PFC off".to_owned(),
