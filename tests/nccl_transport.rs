@@ -330,22 +330,7 @@ fn gid_index_by_release() {
 #[test]
 fn gid_index_pinned_where_nccls_pick_is_wrong() {
     let n = NodeCopy::of("healthy-8gpu-roce");
-    let port = "sys/class/infiniband/mlx5_0/ports/1";
-    let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
-    let lla = "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned();
-    let table = [
-        (lla.clone(), "IB/RoCE v1", "bond0"),
-        (lla, "RoCE v2", "bond0"),
-        (v4("0ac8:0005"), "IB/RoCE v1", "vxlan100"),
-        (v4("0ac8:0005"), "RoCE v2", "vxlan100"),
-        (v4("c0a8:0101"), "IB/RoCE v1", "bond0"),
-        (v4("c0a8:0101"), "RoCE v2", "bond0"),
-    ];
-    for (i, (gid, ty, ndev)) in table.iter().enumerate() {
-        n.write(&format!("{port}/gids/{i}"), format!("{gid}\n"));
-        n.write(&format!("{port}/gid_attrs/types/{i}"), format!("{ty}\n"));
-        n.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
-    }
+    n.vxlan_stacked_on_bond();
     n.write("etc/nccl.conf", "NCCL_IB_HCA==mlx5_0\n");
     let root = n.root.to_str().unwrap();
     let out = stdout(&gdrdoctor(&[

@@ -182,6 +182,29 @@ impl NodeCopy {
         self
     }
 
+    /// mlx5_0 port 1's GID table with a vxlan stacked on the port's bond: link-local v1/v2 on
+    /// bond0 (0, 1), the vxlan's IPv4 10.200.0.5 v1/v2 (2, 3), then the bond's own 192.168.1.1
+    /// v1/v2 (4, 5): NCCL's own pick (the first IPv4 v2) is the vxlan's.
+    pub fn vxlan_stacked_on_bond(&self) -> &Self {
+        let port = "sys/class/infiniband/mlx5_0/ports/1";
+        let v4 = |ip: &str| format!("0000:0000:0000:0000:0000:ffff:{ip}");
+        let lla = "fe80:0000:0000:0000:ba3f:d2ff:fea1:b2c4".to_owned();
+        let table = [
+            (lla.clone(), "IB/RoCE v1", "bond0"),
+            (lla, "RoCE v2", "bond0"),
+            (v4("0ac8:0005"), "IB/RoCE v1", "vxlan100"),
+            (v4("0ac8:0005"), "RoCE v2", "vxlan100"),
+            (v4("c0a8:0101"), "IB/RoCE v1", "bond0"),
+            (v4("c0a8:0101"), "RoCE v2", "bond0"),
+        ];
+        for (i, (gid, ty, ndev)) in table.iter().enumerate() {
+            self.write(&format!("{port}/gids/{i}"), format!("{gid}\n"));
+            self.write(&format!("{port}/gid_attrs/types/{i}"), format!("{ty}\n"));
+            self.write(&format!("{port}/gid_attrs/ndevs/{i}"), format!("{ndev}\n"));
+        }
+        self
+    }
+
     /// Removes the file or directory at `p`.
     pub fn remove(&self, p: &str) -> &Self {
         let path = self.root.join(p);
