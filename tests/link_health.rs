@@ -184,25 +184,31 @@ fn the_fleet_ranks_links_by_their_growth_flaps_first() {
     );
 }
 
+/// `check ARGS` on `root` with a config holding `yaml` (written beside the tree).
+fn check_with_limits(root: &std::path::Path, yaml: &str, args: &[&str]) -> std::process::Output {
+    let config = root.join("limits.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    let mut all = vec![
+        "--root",
+        root.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "check",
+    ];
+    all.extend(args);
+    gdrdoctor(&all)
+}
+
 /// A site's thresholds: a lifetime limit judges one reading (link-lifetime-over), and a rate
 /// tolerates slow growth in the window (quiet, and said so) but never a flap.
 #[test]
 fn a_sites_lifetime_limits_and_rates() {
     let (_dir, root) = fixture_copy("link-history");
-    std::fs::write(
-        root.join("limits.yaml"),
+    let out = check_with_limits(
+        &root,
         "thresholds:\n  link_lifetime: {symbol_error: 1000, link_downed: 10}\n",
-    )
-    .unwrap();
-    let out = gdrdoctor(&[
-        "--root",
-        root.to_str().unwrap(),
-        "--config",
-        root.join("limits.yaml").to_str().unwrap(),
-        "check",
-        "--format",
-        "json",
-    ]);
+        &["--format", "json"],
+    );
     let report = json(&out);
     let over: Vec<_> = all_findings(&report)
         .filter(|f| f["code"] == "link-lifetime-over")
@@ -217,21 +223,8 @@ fn a_sites_lifetime_limits_and_rates() {
     // link-symbol-errors: symbol_error +41 and port_rcv_errors +7 (+ netdev errors) in 5 s.
     let (_dir, root) = fixture_copy("link-symbol-errors");
     let with = |rate: &str| {
-        std::fs::write(
-            root.join("limits.yaml"),
-            format!("thresholds:\n  link_errors_per_min: {rate}\n"),
-        )
-        .unwrap();
-        let out = gdrdoctor(&[
-            "--root",
-            root.to_str().unwrap(),
-            "--config",
-            root.join("limits.yaml").to_str().unwrap(),
-            "check",
-            "--format",
-            "json",
-        ]);
-        json(&out)
+        let yaml = format!("thresholds:\n  link_errors_per_min: {rate}\n");
+        json(&check_with_limits(&root, &yaml, &["--format", "json"]))
     };
     // Below the growth's rate (62 in 5 s: 744 a minute): still a warning.
     let report = with("100");
@@ -260,17 +253,10 @@ fn a_sites_lifetime_limits_and_rates() {
     );
     // A flap is never tolerated by a rate.
     let (_dir, root) = fixture_copy("link-flapping");
-    std::fs::write(
-        root.join("limits.yaml"),
+    let out = check_with_limits(
+        &root,
         "thresholds:\n  link_errors_per_min: 100000\n  link_retries_per_min: 100000\n",
-    )
-    .unwrap();
-    let out = gdrdoctor(&[
-        "--root",
-        root.to_str().unwrap(),
-        "--config",
-        root.join("limits.yaml").to_str().unwrap(),
-        "check",
-    ]);
+        &[],
+    );
     assert_eq!(code(&out), 1, "{}", stdout(&out));
 }
