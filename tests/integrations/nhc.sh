@@ -43,23 +43,16 @@ die() { echo "SETUP ERROR: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "run as root (NHC, munged, slurmd)"
 [ -x "$BIN" ] || die "no gdrdoctor binary at $BIN (set GDRDOCTOR_BIN)"
 case "$REPO" in *[[:space:]]*) die "the repository path has a space; NHC splits check lines on spaces" ;; esac
-for p in "$PORT" $((PORT + 1)); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then die "port $p is in use (set SLURM_LAB_PORT)"; fi
-done
 
-now() { date +%s%N; }
-ms() { echo $(( ($(now) - $1) / 1000000 )); }
-PASS=0; FAILS=0; PIDS=()
-pass() { echo "PASS: $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL: $1${2:+  ($2)}"; FAILS=$((FAILS + 1)); }
-check() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
-expect_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', want '$3'"; fi; }
+. tests/integrations/claims.sh
+# The private Slurm of part 3: slurm_install, slurm_start, slurm_stop, reason, state, wait_state.
+. tests/integrations/slurm-lab.sh
+slurm_ports_free
+PIDS=()
 
 LAB=$(mktemp -d /tmp/gdrdoctor-nhc.XXXXXX) || die "mktemp"
 chmod 0755 "$LAB"                       # munged runs as user munge and must reach $LAB/munge
 export SLURM_CONF=$LAB/slurm.conf
-# The private Slurm of part 3: slurm_install, slurm_start, slurm_stop, reason, state, wait_state.
-. tests/integrations/slurm-lab.sh
 cleanup() {
   trap - EXIT INT TERM
   slurm_stop

@@ -3,7 +3,15 @@
 # every file under the caller's lab directory, so nothing of the host's configuration is read or
 # changed. The caller sets LAB (a directory others can enter: munged runs as user munge), NODE,
 # PORT (slurmctld's; slurmd takes the next one), exports SLURM_CONF=$LAB/slurm.conf, defines die,
-# now and ms, and an array PIDS, to which the daemons' PIDs are added.
+# sources claims.sh (now, ms), and an array PIDS, to which the daemons' PIDs are added.
+
+# slurm_ports_free: slurmctld's PORT and slurmd's PORT+1 must be free, or the lab stops here.
+slurm_ports_free() {
+  local p
+  for p in "$PORT" $((PORT + 1)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then die "port $p is in use (set SLURM_LAB_PORT)"; fi
+  done
+}
 
 # slurm_install: Debian's slurm-wlm and munge, when they are missing.
 slurm_install() {

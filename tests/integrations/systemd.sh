@@ -48,13 +48,7 @@ die() { echo "SETUP ERROR: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "run as root (systemd-nspawn needs CAP_SYS_ADMIN and mounts)"
 [ -x "$BIN" ] || die "no gdrdoctor binary at $BIN (set GDRDOCTOR_BIN)"
 
-now() { date +%s%N; }
-ms() { echo $(( ($(now) - $1) / 1000000 )); }
-PASS=0; FAILS=0
-pass() { echo "PASS: $1"; PASS=$((PASS + 1)); }
-fail() { echo "FAIL: $1${2:+  ($2)}"; FAILS=$((FAILS + 1)); }
-check() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
-expect_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', want '$3'"; fi; }
+. tests/integrations/claims.sh
 # has TEXT NEEDLE...: every NEEDLE (a fixed string) is in TEXT.
 has() { local t=$1 n; shift; for n in "$@"; do grep -qF -- "$n" <<<"$t" || return 1; done; }
 # has_line TEXT PREFIX...: every PREFIX starts a line of TEXT.
