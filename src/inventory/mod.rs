@@ -139,7 +139,7 @@ impl Inventory {
                 let kernel = Kernel::load(root, &mut problems);
                 let rdma = rdma::load(root, &mut problems);
                 let netdevs = net::load(root, &mut problems);
-                let nccl = nccl::load(root, &config.nccl);
+                let nccl = nccl::load(root, &config.nccl, &kernel);
                 (problems, kernel, (rdma, netdevs, nccl))
             },
             || {

@@ -198,7 +198,7 @@ fn home_of(root: &Root, user: &str, problems: &mut Vec<Problem>) -> Option<User>
     None
 }
 
-pub fn load(root: &Root, config: &crate::config::NcclConfig) -> Nccl {
+pub fn load(root: &Root, config: &crate::config::NcclConfig, kernel: &super::Kernel) -> Nccl {
     let declared = config.env_file.as_ref();
     let mut out = Nccl::default();
     // The declared environment: the config's, then the file's (later lines override earlier
@@ -291,7 +291,7 @@ pub fn load(root: &Root, config: &crate::config::NcclConfig) -> Nccl {
         }
     }
 
-    out.plugin = super::nccl_plugin::load(root, &out.settings);
+    out.plugin = super::nccl_plugin::load(root, &out.settings, kernel);
     // aws-ofi-nccl sets NCCL_TOPO_FILE when it is unset, at the plugin's init, before NCCL
     // looks at the variable or its default location (src/platform-aws.cpp PlatformAWS::init).
     let plugin_file = out
@@ -347,6 +347,11 @@ fn topology(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`load`] with the kernel inventory of the same root, as the inventory reads them.
+    fn load(root: &Root, c: &crate::config::NcclConfig) -> Nccl {
+        super::load(root, c, &super::super::Kernel::load(root, &mut Vec::new()))
+    }
 
     fn root_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Root) {
         let dir = tempfile::tempdir().unwrap();

@@ -406,20 +406,18 @@ pub fn package_version(bytes: &[u8], marker: &[u8]) -> Option<String> {
     None
 }
 
-/// The plugin NCCL loads on this node, with what decides it.
-pub fn load(root: &Root, settings: &std::collections::BTreeMap<String, Setting>) -> NetPlugin {
+/// The plugin NCCL loads on this node, with what decides it. The machine's architecture (for
+/// the loader's directories) and DMI's product_name (for aws-ofi-nccl's platform table) are the
+/// kernel inventory's.
+pub fn load(
+    root: &Root,
+    settings: &std::collections::BTreeMap<String, Setting>,
+    kernel: &super::Kernel,
+) -> NetPlugin {
     let setting = settings.get("NCCL_NET_PLUGIN").cloned();
-    let arch = root
-        .read_text("/proc/sys/kernel/arch")
-        .ok()
-        .filter(|a| a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && a.len() < 32)
-        .unwrap_or_else(|| "x86_64".to_owned());
-    let search = search_path(root, settings.get("LD_LIBRARY_PATH"), &arch);
-    let product_name = root
-        .read_text("/sys/class/dmi/id/product_name")
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty() && s.len() <= 64 && s.chars().all(|c| !c.is_control()));
+    let arch = kernel.arch.as_ref().map_or("x86_64", |(a, _)| a.as_str());
+    let search = search_path(root, settings.get("LD_LIBRARY_PATH"), arch);
+    let product_name = kernel.product_name.clone();
     let mut out = NetPlugin {
         setting: setting.clone(),
         search: search.clone(),
