@@ -48,10 +48,30 @@ pub struct NcclConfig {
     /// file): `NCCL_*` variables and their values, as NCCL reads the environment first.
     #[serde(default)]
     pub env: BTreeMap<String, EnvValue>,
+    /// The NCCL release the site's jobs run (`2.27.3`), where it is not the node's own (a
+    /// container, PyTorch's wheel): NCCL's decisions on Grace nodes differ by release. Unset:
+    /// the release the node's files name (`inventory::nccl_release`).
+    #[serde(default, deserialize_with = "nccl_version")]
+    pub version: Option<crate::parse::nccl_log::Version>,
     /// `--nccl-env FILE`: more of the job environment, read by the command line (it overrides
     /// `env`). Not a config key.
     #[serde(skip)]
     pub env_file: Option<DeclaredEnv>,
+}
+
+/// `nccl.version`: `2.27.3` (a release NCCL has: major 2, minor and patch numbers).
+fn nccl_version<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::parse::nccl_log::Version>, D::Error> {
+    let s = String::deserialize(d)?;
+    let v = crate::parse::nccl_log::Version::parse(&s)
+        .filter(|v| v.major == 2 && v.to_string() == s.trim())
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "nccl.version {s:?} is not an NCCL release such as 2.27.3"
+            ))
+        })?;
+    Ok(Some(v))
 }
 
 /// The job environment the operator declared in a file (`--nccl-env FILE`).

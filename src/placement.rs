@@ -274,6 +274,8 @@ pub struct Matrix {
     places: Vec<Option<Place>>,
     /// NVLinks between two GPUs ([`nvlinks`]).
     nvlinks: BTreeMap<(Bdf, Bdf), u32>,
+    /// `c2c[i]`: `devices[i]` is a GPU joined to its CPU by an active NVLink-C2C link.
+    c2c: Vec<bool>,
 }
 
 impl Matrix {
@@ -288,6 +290,24 @@ impl Matrix {
     }
 
     /// NVLinks between devices `i` and `j`, when both are GPUs that NVML says are joined.
+    /// Whether NCCL reaches NIC `j` from GPU `i` (either order) through the GPU's NVLink-C2C:
+    /// the GPU has it up and the pair meets only in the CPU (PHB, or NODE: one CPU per NUMA
+    /// node to NCCL), NCCL's P2C path. nvidia-smi prints SYS or NODE there.
+    pub fn c2c(&self, i: usize, j: usize) -> bool {
+        let (Some(a), Some(b)) = (self.devices.get(i), self.devices.get(j)) else {
+            return false;
+        };
+        let gpu = match (a.kind, b.kind) {
+            (Kind::Gpu, Kind::Nic) => i,
+            (Kind::Nic, Kind::Gpu) => j,
+            _ => return false,
+        };
+        self.c2c.get(gpu).copied().unwrap_or(false)
+            && self
+                .level(i, j)
+                .is_some_and(|(l, _)| matches!(l, Level::Phb | Level::Node))
+    }
+
     pub fn nvlinks(&self, i: usize, j: usize) -> Option<u32> {
         let (a, b) = (self.devices.get(i)?, self.devices.get(j)?);
         match (a.kind, b.kind, a.bdf, b.bdf) {
@@ -373,10 +393,17 @@ pub fn matrix(inv: &Inventory, gpu: &Runtime) -> Matrix {
         .iter()
         .map(|d| d.bdf.and_then(|b| Place::of(inv, b)))
         .collect();
+    let c2c = inv
+        .gpus
+        .iter()
+        .map(|g| g.c2c.as_ref().is_some_and(|c| c.active))
+        .chain(inv.rdma.iter().map(|_| false))
+        .collect();
     Matrix {
         devices,
         places,
         nvlinks: gpu.nvlinks(),
+        c2c,
     }
 }
 
@@ -611,6 +638,33 @@ pub fn narrow(inv: &Inventory) -> Vec<(usize, NicBandwidth, f64)> {
         .filter(|(_, b)| b.gbs < widest * NARROW_FRACTION)
         .map(|(i, b)| (i, b, widest))
         .collect()
+}
+
+/// BlueField DPUs' network functions (vendor 15b3): BlueField-2's ConnectX-6 Dx (a2d6) and
+/// BlueField-3's (a2dc), as rdma-core's kernel-boot/rdma_topo names the latter (`bf3_nic`).
+pub const BLUEFIELD_NICS: &[u16] = &[0xa2d6, 0xa2dc];
+
+/// The node's front-end NICs (indices into `inv.rdma`): BlueField DPU ports on a node whose
+/// other RDMA NICs are ConnectX, where the DPU carries the north-south traffic (storage,
+/// the tenant network) and the ConnectX the GPUs' rails (GB200 and GB300 trays: one ConnectX
+/// per GPU, a BlueField-3 per tray; NVIDIA/NVSentinel's NIC health monitor tells them apart the
+/// same way). Never a rail, never in NCCL_IB_HCA.
+pub fn front_end(inv: &Inventory) -> Vec<usize> {
+    let bluefield = |i: usize| {
+        inv.rdma[i]
+            .pci
+            .and_then(|b| inv.function(b))
+            .is_some_and(|f| f.vendor == 0x15b3 && BLUEFIELD_NICS.contains(&f.device))
+    };
+    let dpus: Vec<usize> = (0..inv.rdma.len()).filter(|&i| bluefield(i)).collect();
+    let connectx = (0..inv.rdma.len()).any(|i| {
+        !bluefield(i)
+            && inv.rdma[i]
+                .pci
+                .and_then(|b| inv.function(b))
+                .is_some_and(|f| f.vendor == 0x15b3)
+    });
+    if connectx { dpus } else { Vec::new() }
 }
 
 #[cfg(test)]

@@ -21,6 +21,21 @@ const GPU_NIC_TOO_FAR: Code = Code {
     summary: "the GPU's nearest NIC is beyond the GDR level policy: NCCL runs it without GPUDirect RDMA",
 };
 
+const GPU_NIC_C2C: Code = Code {
+    id: "gpu-nic-c2c",
+    summary: "the GPU reaches its nearest NICs over NVLink-C2C (Grace), and NCCL of the node's release uses GPUDirect RDMA there",
+};
+
+const GPU_NIC_C2C_NO_GDR: Code = Code {
+    id: "gpu-nic-c2c-no-gdr",
+    summary: "the GPU reaches its nearest NICs over NVLink-C2C, and NCCL of the node's release, with its settings, does not use GPUDirect RDMA there",
+};
+
+const GPU_NIC_C2C_RELEASE_UNKNOWN: Code = Code {
+    id: "gpu-nic-c2c-release-unknown",
+    summary: "the GPU reaches its nearest NICs over NVLink-C2C, where NCCL's releases decide differently, and the node's NCCL release is not known",
+};
+
 const GPU_NIC_CROWDED: Code = Code {
     id: "gpu-nic-crowded",
     summary: "several GPUs share one nearest NIC while another NIC within the policy is no GPU's nearest",
@@ -49,6 +64,9 @@ const PLACEMENT_NO_PAIR: Code = Code {
 const CODES: &[Code] = &[
     GPU_NIC_NEAR,
     GPU_NIC_TOO_FAR,
+    GPU_NIC_C2C,
+    GPU_NIC_C2C_NO_GDR,
+    GPU_NIC_C2C_RELEASE_UNKNOWN,
     GPU_NIC_CROWDED,
     GPU_NIC_NARROW,
     NIC_NARROW,
@@ -96,7 +114,9 @@ impl PciePlacement {
     fn placed(&self, cx: &Context, passed: &[&Finding]) -> String {
         let j = effective::judge(cx.inv, cx.config);
         let basis = j.basis;
-        let near: Vec<Level> = j
+        // A GPU that reaches its NICs over NVLink-C2C is counted as such, not by its sysfs
+        // level (NODE on a Grace tray, which NCCL does not use there).
+        let near: Vec<(bool, Level)> = j
             .gpus
             .iter()
             .filter_map(|g| g.nearest.as_ref())
@@ -106,29 +126,49 @@ impl PciePlacement {
                         || f.subject == format!("GPU {}", n.gpu)
                 })
             })
-            .map(|n| n.level)
+            .map(|n| {
+                let c2c = n.nics.first().is_some_and(|c| c.via == effective::Via::C2c);
+                (c2c, n.level)
+            })
             .collect();
-        let (Some(best), Some(worst)) = (near.iter().min(), near.iter().max()) else {
+        if near.is_empty() {
             return super::summarize(passed);
-        };
+        }
         let who = if near.len() == cx.inv.gpus.len() {
             "every GPU has".to_owned()
         } else {
             format!("{} of {} GPUs have", near.len(), cx.inv.gpus.len())
+        };
+        let c2c = near.iter().filter(|(c, _)| *c).count();
+        let release = j.release.map(|v| format!(", NCCL {v}")).unwrap_or_default();
+        if c2c == near.len() {
+            return format!("{who} its NICs over NVLink-C2C: GPUDirect RDMA{release}");
+        }
+        let pcie: Vec<Level> = near.iter().filter(|(c, _)| !*c).map(|(_, l)| *l).collect();
+        let (Some(best), Some(worst)) = (pcie.iter().min(), pcie.iter().max()) else {
+            return super::summarize(passed);
+        };
+        let also = if c2c > 0 {
+            format!("; {c2c} over NVLink-C2C")
+        } else {
+            String::new()
         };
         let file = match basis {
             Basis::File(t) => format!(" in the topology file NCCL reads ({})", t.path),
             Basis::Sysfs => String::new(),
         };
         if best == worst {
-            format!("{who} a NIC at {best}{file}")
+            format!("{who} a NIC at {best}{file}{also}")
         } else {
             let mut counts: BTreeMap<Level, usize> = BTreeMap::new();
-            for l in &near {
+            for l in &pcie {
                 *counts.entry(*l).or_default() += 1;
             }
             let each: Vec<String> = counts.iter().map(|(l, n)| format!("{l}: {n}")).collect();
-            format!("{who} a NIC within {worst}{file} ({})", each.join(", "))
+            format!(
+                "{who} a NIC within {worst}{file} ({}){also}",
+                each.join(", ")
+            )
         }
     }
 
@@ -206,6 +246,10 @@ impl PciePlacement {
             };
             if let Some(f) = narrow_nics(inv, &subject, n, &narrow) {
                 out.push(f);
+                continue;
+            }
+            if let Some(decision) = &g.c2c {
+                out.push(judge_c2c(inv, &subject, n, decision, &j, basis));
                 continue;
             }
             out.push(judge(inv, &subject, n, g.verdict, basis, policy));
@@ -456,6 +500,125 @@ fn judge(
     Finding::fail(GPU_NIC_TOO_FAR, subject.to_owned(), message)
         .with(ev)
         .fix(fix)
+}
+
+/// A GPU that reaches its nearest NICs over NVLink-C2C: NCCL's C2C rule for the node's release
+/// and settings (`nccl::c2c`), the sysfs level beside it. A fix names what that release needs:
+/// NCCL_NET_GDR_C2C=1 on 2.26, the setting that turned it off from 2.27, a newer NCCL before
+/// 2.26; never a PCIe switch, which a superchip does not have.
+fn judge_c2c(
+    inv: &Inventory,
+    subject: &str,
+    n: &Nearest,
+    decision: &Result<crate::nccl::c2c::Decision, Vec<crate::nccl::c2c::Decision>>,
+    j: &effective::Judgement,
+    basis: Basis,
+) -> Finding {
+    use crate::nccl::c2c::Era;
+    let nics = nic_list(inv, n);
+    let plural = if n.nics.len() > 1 { "s" } else { "" };
+    let sysfs = n
+        .sysfs_levels()
+        .iter()
+        .map(|l| l.as_str())
+        .collect::<Vec<_>>()
+        .join("/");
+    let release = match &inv.nccl.release {
+        Some(r) => format!("NCCL {} ({} {})", r.version, r.path, r.value),
+        None => "the node's NCCL release is not known".to_owned(),
+    };
+    let input = &j.c2c_input;
+    let route = format!(
+        "nearest NIC{plural} {nics} over NVLink-C2C to the GPU's CPU (NCCL's P2C; {sysfs} in sysfs)"
+    );
+    let mut ev = evidence(inv, n, basis);
+    if let Some(c) = inv
+        .gpus
+        .iter()
+        .find(|g| g.bdf == n.gpu)
+        .and_then(|g| g.c2c.as_ref())
+    {
+        ev.insert(0, c.evidence.clone());
+    }
+    if let Some(r) = &inv.nccl.release {
+        ev.push(Evidence {
+            path: r.path.clone(),
+            value: format!("NCCL {} {}", r.version, r.value),
+        });
+    }
+    for name in ["NCCL_NET_GDR_C2C", "NCCL_NET_GDR_LEVEL"] {
+        if let Some(s) = inv.nccl.get(name) {
+            ev.push(s.evidence());
+        }
+    }
+    let d = match decision {
+        Ok(d) => d,
+        Err(all) => {
+            let each: Vec<String> = all.iter().map(|d| d.describe(input)).collect();
+            return Finding::unknown(
+                GPU_NIC_C2C_RELEASE_UNKNOWN,
+                subject.to_owned(),
+                format!(
+                    "{route}: whether NCCL uses GPUDirect RDMA there depends on its release, and {release}: {}",
+                    each.join("; ")
+                ),
+            )
+            .with(ev)
+            .fix(
+                Fix::new(
+                    "State the NCCL release the node's jobs run (config nccl.version), or install NCCL on the node (libnccl2) so that gdrdoctor reads it",
+                    "Read-only: it only tells gdrdoctor which release decides.",
+                )
+                .manual("# /etc/gdrdoctor/config.yaml: nccl: {version: \"2.27.3\"}"),
+            );
+        }
+    };
+    if d.gdr {
+        return Finding::pass(
+            GPU_NIC_C2C,
+            subject.to_owned(),
+            format!("{route}: {}; {release}", d.describe(input)),
+        )
+        .with(ev);
+    }
+    let (summary, cmds): (String, Vec<String>) = match d.era {
+        Era::Before26 => (
+            "Run NCCL 2.27 or later, which uses GPUDirect RDMA over C2C by default (2.26 with NCCL_NET_GDR_C2C=1); or accept GDR through PCIe with NCCL_NET_GDR_LEVEL=PHB".to_owned(),
+            vec!["# per job: a container or wheel with NCCL >= 2.27, or export NCCL_NET_GDR_LEVEL=PHB".to_owned()],
+        ),
+        Era::V26 => (
+            "Set NCCL_NET_GDR_C2C=1 (NCCL 2.26 leaves it off by default): NCCL then uses GPUDirect RDMA over C2C".to_owned(),
+            vec!["# per job: export NCCL_NET_GDR_C2C=1".to_owned()],
+        ),
+        Era::V27 | Era::V29 => (
+            "Remove NCCL_NET_GDR_C2C=0 (see nccl-config): NCCL uses GPUDirect RDMA over C2C by default from 2.27".to_owned(),
+            vec!["gdrdoctor check --select nccl-config   # where the setting comes from".to_owned()],
+        ),
+    };
+    let mut fix = Fix::new(
+        summary,
+        "Changes how every NCCL job on the node moves GPU memory to the NICs; GDR over C2C is NVIDIA's default for Grace systems from NCCL 2.27.",
+    );
+    if d.era == Era::V26 && inv.nccl.get("NCCL_NET_GDR_C2C").is_none() {
+        fix = fix.guarded(
+            crate::model::FixClass::Persistent,
+            "echo NCCL_NET_GDR_C2C=1 >> /etc/nccl.conf",
+            "grep -q '^NCCL_NET_GDR_C2C=' /etc/nccl.conf 2>/dev/null",
+        );
+    }
+    for c in cmds {
+        fix = fix.manual(c);
+    }
+    Finding::fail(
+        GPU_NIC_C2C_NO_GDR,
+        subject.to_owned(),
+        format!(
+            "{route}: {}; {release}: NCCL silently runs this GPU without GPUDirect RDMA, staging through host memory",
+            d.describe(input)
+        ),
+    )
+    .with(ev)
+    .fix(fix)
 }
 
 /// The fix for a VM: the provider's topology file (named in /etc/nccl.conf, or set by the

@@ -119,7 +119,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
     // The GPU workers start as soon as the GPUs are known, while the rest is read.
-    let (inv, mut runs, mut session) = probe::load_pending(&root, &config, options);
+    let (mut inv, mut runs, mut session) = probe::load_pending(&root, &config, options);
     let read_at = std::time::Instant::now();
     stage(Stage::GdrTest);
     if inv.live && selection.runs("gdr-test", &config) {
@@ -146,6 +146,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         // Within what the --deadline leaves: a worker slow to exit is killed, never waited for
         // past it (the report must still be written).
         s.finish(deadline().budget(crate::probe::gpu::FINISH_GRACE).limit);
+        inv.learn(&runs.gpu);
     }
     // NCCL runs in its own child once the GPU workers have ended: it opens every GPU itself.
     if args.nccl_verify && selection.runs("nccl-verify", &config) {

@@ -75,11 +75,12 @@ fn load_node(root: &Root, config: &Config, options: probe::Options) -> (Inventor
     stage(Stage::ReadingNode {
         live: root.is_live(),
     });
-    let (inv, mut runs, session) = probe::load_pending(root, config, options);
+    let (mut inv, mut runs, session) = probe::load_pending(root, config, options);
     if let Some(mut s) = session {
         stage(Stage::GpuProbe);
         runs.gpu = s.probe();
         s.finish(crate::probe::gpu::FINISH_GRACE);
+        inv.learn(&runs.gpu);
     }
     (inv, runs)
 }

@@ -114,7 +114,12 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
 /// The node's NCCL release: as stated, else `ncclGetVersion` of the library NCCL's run would
 /// load (live only: a captured root holds no library to ask). On a node of AMD GPUs, the
 /// library is RCCL, asked the same way.
-fn release(args: &SettingsArgs, live: bool, which: Library) -> crate::nccl::Release {
+fn release(
+    args: &SettingsArgs,
+    live: bool,
+    which: Library,
+    installed: Option<&crate::inventory::nccl_release::Installed>,
+) -> crate::nccl::Release {
     use crate::nccl::Release;
     if let Some(v) = &args.nccl_version {
         return Release::Known {
@@ -127,11 +132,26 @@ fn release(args: &SettingsArgs, live: bool, which: Library) -> crate::nccl::Rele
         Library::Nccl => "libnccl",
         Library::Rccl => "librccl",
     };
-    if !live {
-        return Release::Unknown {
-            why: format!("a captured root holds no {lib} to ask (--nccl-version states it)"),
+    // What the node's files (or the site's config) name, where no library is asked: a
+    // captured root, or the library's run failing.
+    let from_files = |why: String| match installed.filter(|_| which == Library::Nccl) {
+        Some(i) => Release::Known {
+            version: i.version.to_string(),
+            from: format!("{}: {}", i.path, i.value),
             library: which,
-        };
+        },
+        None => Release::Unknown {
+            why,
+            library: which,
+        },
+    };
+    if installed.is_some_and(|i| i.path == crate::inventory::nccl_release::STATED) {
+        return from_files(String::new());
+    }
+    if !live {
+        return from_files(format!(
+            "a captured root holds no {lib} to ask, and none of its files names the release (--nccl-version states it)"
+        ));
     }
     stage(Stage::RunningNccl);
     let limit = deadline().budget(std::time::Duration::from_secs(20)).limit;
@@ -141,10 +161,7 @@ fn release(args: &SettingsArgs, live: bool, which: Library) -> crate::nccl::Rele
             from: format!("ncclGetVersion of {file}"),
             library: which,
         },
-        Err(e) => Release::Unknown {
-            why: format!("{e} (--nccl-version states it)"),
-            library: which,
-        },
+        Err(e) => from_files(format!("{e} (--nccl-version states it)")),
     }
 }
 
@@ -153,7 +170,12 @@ fn settings(global: &Global, args: &SettingsArgs) -> anyhow::Result<ExitCode> {
     let config = global.config()?;
     let (root, display) = global.root()?;
     let (inv, _) = load_node(&root, &config, probe::Options::default());
-    let release = release(args, root.is_live(), inv.nccl.library);
+    let release = release(
+        args,
+        root.is_live(),
+        inv.nccl.library,
+        inv.nccl.release.as_ref(),
+    );
     let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level, &release);
     out!(
         "{}",

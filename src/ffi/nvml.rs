@@ -2,7 +2,7 @@
 //! missing symbol into an error rather than a crash.
 
 use super::{Loaded, candidates, open};
-use crate::model::gpu::{Fabric, FabricState, Lib, NvLink, Nvml, NvmlDevice};
+use crate::model::gpu::{C2c, Fabric, FabricState, Lib, NvLink, Nvml, NvmlDevice};
 use nvml_wrapper::Device;
 use nvml_wrapper::error::NvmlError;
 
@@ -103,6 +103,7 @@ pub fn probe() -> Lib<Nvml> {
                         nvlinks_down: Vec::new(),
                         persistence_mode: None,
                         fabric: None,
+                        c2c: None,
                         errors: vec![format!("nvmlDeviceGetHandleByIndex_v2: {}", error_name(&e))],
                     },
                 });
@@ -170,6 +171,13 @@ fn device(nvml: &nvml_wrapper::Nvml, index: u32, d: &Device) -> NvmlDevice {
             remote_bus_id,
         });
     }
+    let c2c = match c2c(nvml, d) {
+        Ok(c) => c,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
     let fabric = match fabric(nvml, d) {
         Ok(f) => f,
         Err(e) => {
@@ -187,8 +195,85 @@ fn device(nvml: &nvml_wrapper::Nvml, index: u32, d: &Device) -> NvmlDevice {
         nvlinks_down,
         persistence_mode,
         fabric,
+        c2c,
         errors,
     }
+}
+
+/// The GPU's NVLink-C2C links, asked as NCCL asks (src/graph/xml.cc `ncclTopoGetXmlFromGpu`,
+/// 2.19 to 2.30): the link count, then each link's status and bandwidth, scoped by link.
+/// No links (`links: 0`) where NVML has no such field for this GPU (not a C2C GPU, or a driver
+/// before the fields existed); `None` only where the library lacks the call.
+fn c2c(nvml: &nvml_wrapper::Nvml, d: &Device) -> Result<Option<C2c>, String> {
+    use nvml_wrapper::sys_exports::field_id::{
+        NVML_FI_DEV_C2C_LINK_COUNT, NVML_FI_DEV_C2C_LINK_GET_MAX_BW,
+        NVML_FI_DEV_C2C_LINK_GET_STATUS,
+    };
+    const NVML_SUCCESS: u32 = 0;
+    const NVML_ERROR_NOT_SUPPORTED: u32 = 3;
+    let Ok(f) = nvml.lib().nvmlDeviceGetFieldValues.as_ref() else {
+        return Ok(None);
+    };
+    let ask = |values: &mut [nvml_wrapper_sys::bindings::nvmlFieldValue_t]| -> u32 {
+        // SAFETY: the handle is a live device of this NVML instance; `values` is a valid array
+        // of `nvmlFieldValue_t` of the length passed, each with its field and scope set, as
+        // nvml.h's nvmlDeviceGetFieldValues(device, valuesCount, values) takes it.
+        unsafe { f(d.handle(), values.len() as i32, values.as_mut_ptr()) }
+    };
+    let field = |id: u32, scope: u32| {
+        // SAFETY: nvmlFieldValue_t is plain data (integers and a union of integers and a
+        // double); all zeroes is a valid value of it.
+        let mut v: nvml_wrapper_sys::bindings::nvmlFieldValue_t = unsafe { std::mem::zeroed() };
+        v.fieldId = id;
+        v.scopeId = scope;
+        v
+    };
+    let mut count = [field(NVML_FI_DEV_C2C_LINK_COUNT, 0)];
+    let code = ask(&mut count);
+    if code != NVML_SUCCESS {
+        return Err(format!(
+            "nvmlDeviceGetFieldValues(C2C_LINK_COUNT): {}",
+            return_name(code)
+        ));
+    }
+    match count[0].nvmlReturn {
+        NVML_SUCCESS => {}
+        NVML_ERROR_NOT_SUPPORTED => return Ok(Some(C2c::default())),
+        other => {
+            return Err(format!(
+                "nvmlDeviceGetFieldValues(C2C_LINK_COUNT): {}",
+                return_name(other)
+            ));
+        }
+    }
+    // SAFETY: NVML returned the count as an unsigned int (`uiVal`), as nvml.h documents it.
+    let links = unsafe { count[0].value.uiVal }.min(64);
+    if links == 0 {
+        return Ok(Some(C2c::default()));
+    }
+    let (mut active, mut max_bw) = (0, None);
+    for l in 0..links {
+        let mut v = [
+            field(NVML_FI_DEV_C2C_LINK_GET_STATUS, l),
+            field(NVML_FI_DEV_C2C_LINK_GET_MAX_BW, l),
+        ];
+        if ask(&mut v) != NVML_SUCCESS || v[0].nvmlReturn != NVML_SUCCESS {
+            continue;
+        }
+        // SAFETY: both fields are unsigned ints (`uiVal`) in nvml.h.
+        let (status, bw) = unsafe { (v[0].value.uiVal, v[1].value.uiVal) };
+        if status == 1 {
+            active += 1;
+            if v[1].nvmlReturn == NVML_SUCCESS {
+                max_bw = Some(bw);
+            }
+        }
+    }
+    Ok(Some(C2c {
+        links,
+        active,
+        max_bw,
+    }))
 }
 
 /// NVML's name for an `nvmlReturn_t` (`NVML_SUCCESS`, `NVML_ERROR_NOT_SUPPORTED`...).

@@ -4,11 +4,13 @@
 //! path it came from and the raw text, so every finding can show its evidence, and a file that
 //! could not be read or parsed stays visible as such instead of turning into a default.
 
+pub mod c2c;
 pub mod gpu;
 pub mod iommu;
 pub mod kernel;
 pub mod nccl;
 pub mod nccl_plugin;
+pub mod nccl_release;
 pub mod nccl_setting;
 pub mod net;
 pub mod ofed_qos;
@@ -251,6 +253,23 @@ impl Inventory {
 
     pub fn function(&self, bdf: Bdf) -> Option<&PciFunction> {
         self.pci.get(&bdf)
+    }
+
+    /// What NVML said of the GPUs, once the probe (or a capture's record of it) has: their
+    /// NVLink-C2C links, which NCCL takes from NVML too.
+    pub fn learn(&mut self, runtime: &crate::model::gpu::Runtime) {
+        use crate::model::gpu::Runtime;
+        let (nvml, source) = match runtime {
+            Runtime::Probed(p) => (
+                p.nvml.as_ref(),
+                "NVML (nvmlDeviceGetFieldValues)".to_owned(),
+            ),
+            Runtime::Recorded(r) => (r.probe.nvml.as_ref(), r.path.clone()),
+            _ => return,
+        };
+        if let Some(n) = nvml.and_then(|n| n.ready()) {
+            c2c::apply_nvml(&mut self.gpus, &n.devices, &source);
+        }
     }
 }
 

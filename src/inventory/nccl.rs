@@ -112,6 +112,9 @@ pub struct Nccl {
     pub user: Option<User>,
     /// The network plugin NCCL loads, and how it was found.
     pub plugin: super::nccl_plugin::NetPlugin,
+    /// The NCCL release the node's jobs run, as the site states it or the node's files say
+    /// (`None`: nothing says).
+    pub release: Option<super::nccl_release::Installed>,
     pub problems: Vec<Problem>,
     /// The library that reads these files: RCCL on a node whose GPUs are all AMD's (set by
     /// the inventory once it knows the GPUs), else NCCL.
@@ -292,6 +295,7 @@ pub fn load(root: &Root, config: &crate::config::NcclConfig, kernel: &super::Ker
     }
 
     out.plugin = super::nccl_plugin::load(root, &out.settings, kernel);
+    out.release = super::nccl_release::load(root, config.version, &out.plugin.search);
     // aws-ofi-nccl sets NCCL_TOPO_FILE when it is unset, at the plugin's init, before NCCL
     // looks at the variable or its default location (src/platform-aws.cpp PlatformAWS::init).
     let plugin_file = out
@@ -373,6 +377,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), crate::config::EnvValue(v.to_string())))
                 .collect(),
             env_file: None,
+            version: None,
         }
     }
 

@@ -332,7 +332,7 @@ fn glob(root: &Root, pattern: &str) -> Vec<String> {
 
 /// Whether a library file is there: its first bytes read (so that a capture holds it and
 /// offline finds it as live did), links followed.
-fn library_at(root: &Root, path: &str) -> Option<String> {
+pub(crate) fn library_at(root: &Root, path: &str) -> Option<String> {
     let real = root.canonical(path).ok()?;
     root.read_prefix(&real, 4)
         .ok()

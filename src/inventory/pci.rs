@@ -328,6 +328,9 @@ pub struct Gpu {
     /// NVIDIA: `GPU-<uuid>` from the driver's `information` file, only to start this GPU's
     /// worker with `CUDA_VISIBLE_DEVICES` naming it alone. Never reported, never captured.
     pub uuid: Option<String>,
+    /// NVLink-C2C to its CPU (Grace superchips): the platform's signature, then NVML's word
+    /// where NVML was asked ([`super::c2c`]).
+    pub c2c: Option<super::c2c::C2c>,
 }
 
 impl Gpu {
@@ -380,6 +383,9 @@ pub fn classify_gpus(
         let aperture = matches!(vendor, GpuVendor::Nvidia | GpuVendor::Amd)
             .then(|| super::gpu::aperture(root, &f.path));
         let drm = (vendor == GpuVendor::Amd).then(|| super::gpu::drm(root, &f.path));
+        let c2c = (vendor == GpuVendor::Nvidia)
+            .then(|| super::c2c::platform(&f.path, f.device))
+            .flatten();
         gpus.push(Gpu {
             bdf: f.bdf,
             vendor,
@@ -388,6 +394,7 @@ pub fn classify_gpus(
             aperture,
             drm,
             uuid,
+            c2c,
         });
     }
     gpus

@@ -151,6 +151,13 @@ pub struct NvmlDevice {
     /// the library lacks the call (drivers before R525), or it failed (`errors` says why).
     #[serde(default)]
     pub fabric: Option<Fabric>,
+    /// NVLink-C2C to the CPU (Grace: GH200, GB200, GB300), as NCCL asks NVML for it
+    /// (`nvmlDeviceGetFieldValues`: `NVML_FI_DEV_C2C_LINK_COUNT`, then each link's
+    /// `NVML_FI_DEV_C2C_LINK_GET_STATUS` and `..._GET_MAX_BW`; NVIDIA/nccl src/graph/xml.cc
+    /// `ncclTopoGetXmlFromGpu`). Null when not asked, not supported (no C2C), or the call
+    /// failed (`errors` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c2c: Option<C2c>,
     /// What failed for this device (`nvmlDeviceGetHandleByIndex_v2: NVML_ERROR_GPU_IS_LOST`).
     #[serde(default)]
     pub errors: Vec<String>,
@@ -167,6 +174,18 @@ pub struct Fabric {
     pub status: String,
     /// The call that answered.
     pub call: String,
+}
+
+/// The GPU's NVLink-C2C links as NVML reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct C2c {
+    /// `NVML_FI_DEV_C2C_LINK_COUNT`.
+    pub links: u32,
+    /// The links whose status (`NVML_FI_DEV_C2C_LINK_GET_STATUS`) is 1, up: NCCL joins the GPU
+    /// to its CPU by C2C when there is one.
+    pub active: u32,
+    /// `NVML_FI_DEV_C2C_LINK_GET_MAX_BW` of an active link, MB/s as NVML gives it.
+    pub max_bw: Option<u32>,
 }
 
 /// `NVML_GPU_FABRIC_STATE_*` in nvml.h.
@@ -464,6 +483,7 @@ mod tests {
             nvlinks_down: vec![],
             persistence_mode: None,
             fabric: None,
+            c2c: None,
             errors: vec![],
         }
     }

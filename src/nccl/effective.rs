@@ -2,11 +2,13 @@
 //! uses, and where each GPU's nearest NICs are in the tree it builds. The checks, `gdrdoctor
 //! nccl` and the fleet view all ask here, so that they agree.
 
+use super::c2c;
 use super::params::{self, GdrLimit, HcaList, LevelValue};
 use crate::config::Config;
 use crate::inventory::Inventory;
 use crate::inventory::nccl::{Setting, Topo};
 use crate::model::Level;
+use crate::parse::nccl_log::Version;
 use crate::parse::pci::Bdf;
 use crate::placement::{Route, route};
 use serde::Serialize;
@@ -151,6 +153,17 @@ fn selected(list: Option<&HcaList>, device: &str, port: u32) -> bool {
     list.is_none_or(|l| l.selects(device, Some(port)))
 }
 
+/// How NCCL's path from a GPU to a NIC runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Via {
+    /// PCIe all the way (through the CPU when they share no switch).
+    Pcie,
+    /// NVLink-C2C from the GPU to its CPU, then the CPU's PCIe to the NIC: NCCL's P2C (2.27
+    /// and later; PHB before), judged by NCCL's C2C rule (`super::c2c`).
+    C2c,
+}
+
 /// One NIC as a GPU's candidate.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -158,6 +171,8 @@ pub struct Candidate {
     pub nic: usize,
     /// The distance NCCL uses: on its tree when a topology file is in effect, else sysfs's.
     pub level: Level,
+    /// Whether NCCL reaches the NIC through the GPU's NVLink-C2C.
+    pub via: Via,
     /// The sysfs route, when both have PCI functions.
     pub sysfs: Option<Route>,
     /// The topology file's lines for the GPU and the NIC (`None`: placed from sysfs).
@@ -217,6 +232,12 @@ pub struct GpuGdr {
     /// Its nearest NICs among those NCCL uses, at NCCL's level; `None` when none can be placed.
     pub nearest: Option<Nearest>,
     pub verdict: Verdict,
+    /// Where the nearest NICs are reached through NVLink-C2C: NCCL's C2C rule for the node's
+    /// release (`Err`: the release is not known and the releases decide differently).
+    pub c2c: Option<Result<c2c::Decision, Vec<c2c::Decision>>>,
+    /// How NCCL moves the data under GDR on a C2C system (2.26 and later): over C2C, or forced
+    /// through PCIe (a C2C GPU and a NIC under one switch).
+    pub mode: Option<c2c::Mode>,
 }
 
 /// What NCCL does about GPUDirect RDMA on this node: the one judgement `pcie-placement`,
@@ -233,6 +254,10 @@ pub struct Judgement<'a> {
     pub gpus: Vec<GpuGdr>,
     /// NCCL's tree, when a topology file is in effect.
     tree: Option<super::tree::Tree>,
+    /// The NCCL release the decision is for (`None`: not known).
+    pub release: Option<Version>,
+    /// `NCCL_NET_GDR_C2C` and the level, as NCCL's C2C rule reads them.
+    pub c2c_input: c2c::Input,
 }
 
 impl Judgement<'_> {
@@ -258,9 +283,11 @@ impl Judgement<'_> {
         match &self.tree {
             Some(tree) => {
                 let (gp, np) = (tree.gpus.get(gpu).copied()??, tree.nics.get(nic).copied()??);
+                let level = tree.level(gp, np);
                 Some(Candidate {
                     nic,
-                    level: tree.level(gp, np),
+                    level,
+                    via: via(g, level),
                     sysfs,
                     lines: Some((gp.line, np.line)),
                 })
@@ -270,6 +297,7 @@ impl Judgement<'_> {
                 Some(Candidate {
                     nic,
                     level,
+                    via: via(g, level),
                     sysfs,
                     lines: None,
                 })
@@ -279,14 +307,55 @@ impl Judgement<'_> {
 
     /// Each GPU with each of its nearest NICs, and the sysfs route between them: the PCIe
     /// paths the traffic of the pairs NCCL uses crosses (the acs check judges their bridges,
-    /// the pictures mark them). A NIC without a PCI function has no route and is left out.
+    /// the pictures mark them). A NIC without a PCI function has no route and is left out; so
+    /// is a NIC reached over NVLink-C2C, whose traffic goes to the CPU, not peer to peer across
+    /// the bridges between them ([`Judgement::c2c_pairs`]).
     pub fn paths(&self) -> impl Iterator<Item = (Bdf, usize, &Route)> + '_ {
         self.gpus.iter().flat_map(|g| {
             g.nearest
                 .iter()
                 .flat_map(|n| &n.nics)
+                .filter(|c| c.via == Via::Pcie)
                 .filter_map(move |c| Some((g.gpu, c.nic, c.sysfs.as_ref()?)))
         })
+    }
+
+    /// Each GPU with each of its nearest NICs reached over NVLink-C2C, and the sysfs route.
+    pub fn c2c_pairs(&self) -> impl Iterator<Item = (Bdf, usize, Option<&Route>)> + '_ {
+        self.gpus.iter().flat_map(|g| {
+            g.nearest
+                .iter()
+                .flat_map(|n| &n.nics)
+                .filter(|c| c.via == Via::C2c)
+                .map(move |c| (g.gpu, c.nic, c.sysfs.as_ref()))
+        })
+    }
+}
+
+/// The way NCCL's path from GPU `g` runs to a NIC at `level` (NCCL's): through the GPU's C2C
+/// link when it has one up and the pair meets only in the CPU (PHB to NCCL: one CPU per NUMA
+/// node, so sysfs's NODE too), where NCCL's P2C rule applies.
+fn via(g: &crate::inventory::Gpu, level: Level) -> Via {
+    let c2c = g.c2c.as_ref().is_some_and(|c| c.active);
+    if c2c && params::nccl_view(level) == Level::Phb {
+        Via::C2c
+    } else {
+        Via::Pcie
+    }
+}
+
+/// What NCCL's C2C rule reads of the settings in force: `NCCL_NET_GDR_C2C`, and the level
+/// (`None` where it is NCCL's default: the config's PXB stands for it).
+fn c2c_input(inv: &Inventory, policy: &Policy) -> c2c::Input {
+    let level = match (&policy.source, policy.limit) {
+        (PolicySource::Nccl(s), _) => Some(s.value.clone()),
+        (PolicySource::Run(v), _) => Some(v.clone()),
+        (PolicySource::Config, GdrLimit::Upto(Level::Pxb)) => None,
+        (PolicySource::Config, _) => Some(policy.value()),
+    };
+    c2c::Input {
+        value: inv.nccl.value("NCCL_NET_GDR_C2C").map(str::to_owned),
+        level,
     }
 }
 
@@ -296,8 +365,17 @@ pub fn judge<'a>(inv: &'a Inventory, config: &Config) -> Judgement<'a> {
 }
 
 /// NCCL's judgement under `policy`: `gdrdoctor nccl` asks what NCCL's default does, `nccl
-/// verify` what the level of the run it made does.
+/// verify` what the level of the run it made does. The release is the node's
+/// (`inv.nccl.release`).
 pub fn judge_under(inv: &Inventory, policy: Policy) -> Judgement<'_> {
+    let release = inv.nccl.release.as_ref().map(|r| r.version);
+    judge_release(inv, policy, release)
+}
+
+/// [`judge_under`] for a release known otherwise (`gdrdoctor nccl` asks the library,
+/// `nccl verify` reads its run's log).
+pub fn judge_release(inv: &Inventory, policy: Policy, release: Option<Version>) -> Judgement<'_> {
+    let c2c_input = c2c_input(inv, &policy);
     let nics = nics(inv);
     let (basis, tree, near) = match inv.nccl.topology() {
         None => (Basis::Sysfs, None, sysfs_nearest(inv, &nics)),
@@ -313,20 +391,44 @@ pub fn judge_under(inv: &Inventory, policy: Policy) -> Judgement<'_> {
         nics,
         gpus: Vec::new(),
         tree,
+        release,
+        c2c_input,
     };
     let none = j.nics.is_empty();
     j.gpus = near
         .into_iter()
         .map(|(gpu, nearest)| {
-            let verdict = match &nearest {
+            let c2c_gpu = inv
+                .gpus
+                .iter()
+                .find(|g| g.bdf == gpu)
+                .and_then(|g| g.c2c.as_ref())
+                .is_some_and(|c| c.active);
+            let over_c2c = nearest
+                .as_ref()
+                .is_some_and(|n| n.nics.iter().any(|c| c.via == Via::C2c));
+            let c2c = over_c2c.then(|| c2c::decide_for(j.release, &j.c2c_input));
+            let verdict = match (&nearest, &c2c) {
                 _ if none => Verdict::NoNic,
-                None => Verdict::Unknown,
-                Some(n) => j.verdict(n.level),
+                (None, _) => Verdict::Unknown,
+                (Some(_), Some(Ok(d))) if d.gdr => Verdict::Gdr,
+                (Some(_), Some(Ok(_))) => Verdict::NoGdr,
+                (Some(_), Some(Err(_))) => Verdict::Unknown,
+                (Some(n), None) => j.verdict(n.level),
+            };
+            let mode = match (&c2c, verdict) {
+                (_, v) if v != Verdict::Gdr => None,
+                (Some(Ok(d)), _) => d.mode,
+                // A C2C GPU's GDR over PCIe alone (a NIC under its own switch): mode PCI.
+                (None, _) if c2c_gpu => c2c::pcie_mode(j.release),
+                _ => None,
             };
             GpuGdr {
                 gpu,
                 nearest,
                 verdict,
+                c2c,
+                mode,
             }
         })
         .collect();
@@ -337,7 +439,8 @@ pub fn judge_under(inv: &Inventory, policy: Policy) -> Judgement<'_> {
 fn sysfs_nearest(inv: &Inventory, nics: &[usize]) -> Vec<(Bdf, Option<Nearest>)> {
     crate::placement::nearest_among(inv, nics)
         .into_iter()
-        .map(|(gpu, n)| {
+        .zip(&inv.gpus)
+        .map(|((gpu, n), g)| {
             let n = n.map(|n| Nearest {
                 gpu,
                 level: n.level,
@@ -347,6 +450,7 @@ fn sysfs_nearest(inv: &Inventory, nics: &[usize]) -> Vec<(Bdf, Option<Nearest>)>
                     .map(|(i, r)| Candidate {
                         nic: i,
                         level: r.level,
+                        via: via(g, r.level),
                         sysfs: Some(r),
                         lines: None,
                     })
@@ -374,9 +478,11 @@ fn file_nearest(
                 .iter()
                 .filter_map(|&i| {
                     let np = tree.nics[i]?;
+                    let level = tree.level(gp, np);
                     Some(Candidate {
                         nic: i,
-                        level: tree.level(gp, np),
+                        level,
+                        via: via(g, level),
                         sysfs: inv.rdma[i].pci.and_then(|b| route(inv, g.bdf, b)),
                         lines: Some((gp.line, np.line)),
                     })

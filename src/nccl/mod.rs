@@ -23,6 +23,7 @@
 //! The parsers of NCCL's files are in `parse/` (`nccl_conf`, `nccl_log`, `nccl_topo`,
 //! `nccl_dump`); what the commands print is in `report::nccl`.
 
+pub mod c2c;
 pub mod compare;
 pub mod effective;
 pub mod explain;
@@ -67,6 +68,14 @@ pub enum Release {
 }
 
 impl Release {
+    /// The release as a version, when known.
+    pub fn version(&self) -> Option<crate::parse::nccl_log::Version> {
+        match self {
+            Release::Known { version, .. } => crate::parse::nccl_log::Version::parse(version),
+            Release::Unknown { .. } => None,
+        }
+    }
+
     /// (major, minor) of a known release.
     pub fn major_minor(&self) -> Option<(u32, u32)> {
         let Release::Known { version, .. } = self else {
@@ -97,12 +106,13 @@ pub fn settings(inv: &Inventory, gdr_level: Level, release: &Release) -> Vec<Set
     // The levels NCCL will use: on its tree when a topology file is in effect (issue 16),
     // judged against the level NCCL runs with by default (the site's `thresholds.gdr_level`):
     // NCCL_NET_GDR_LEVEL is proposed only where that is not enough.
-    let judged = effective::judge_under(
+    let judged = effective::judge_release(
         inv,
         effective::Policy {
             limit: params::GdrLimit::Upto(gdr_level),
             source: effective::PolicySource::Config,
         },
+        release.version(),
     );
     let nearest: Vec<Near> = judged
         .gpus
@@ -114,8 +124,9 @@ pub fn settings(inv: &Inventory, gdr_level: Level, release: &Release) -> Vec<Set
         hca,
         ib_gid_index(inv, &ports, release),
         net_gdr_level(&judged, &nearest, gdr_level),
-        socket_ifname(inv),
     ];
+    out.extend(net_gdr_c2c(&judged, release));
+    out.push(socket_ifname(inv));
     if inv.nccl.library == Library::Rccl {
         out.push(rccl_dmabuf(inv));
     }
@@ -201,16 +212,24 @@ fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, Stri
         return (setting, Vec::new());
     }
     let narrow = crate::placement::narrow(inv);
+    let front_end = crate::placement::front_end(inv);
     let mut hca: Vec<(String, u32, String)> = Vec::new();
     let mut why = Vec::new();
     let mut inactive = Vec::new();
     let mut left_narrow: Vec<usize> = Vec::new();
+    let mut left_front: Vec<usize> = Vec::new();
     for (gpu, near) in nearest {
         let Some(near) = near else { continue };
         for c in &near.nics {
             if narrow.iter().any(|(i, ..)| *i == c.nic) {
                 if !left_narrow.contains(&c.nic) {
                     left_narrow.push(c.nic);
+                }
+                continue;
+            }
+            if front_end.contains(&c.nic) {
+                if !left_front.contains(&c.nic) {
+                    left_front.push(c.nic);
                 }
                 continue;
             }
@@ -237,6 +256,18 @@ fn ib_hca(inv: &Inventory, nearest: &[Near]) -> (Setting, Vec<(String, u32, Stri
     }
     for (d, n) in &inactive {
         why.push(format!("{d} port {n} is not ACTIVE: left out"));
+    }
+    for i in &left_front {
+        let d = &inv.rdma[*i];
+        let id = d
+            .pci
+            .and_then(|b| inv.function(b))
+            .map(|f| format!(" ({}, {:04x}:{:04x})", f.bdf, f.vendor, f.device))
+            .unwrap_or_default();
+        why.push(format!(
+            "{}{id}: a BlueField DPU's port beside the node's ConnectX rails: the front end (storage, the tenant network), not a rail: left out",
+            d.name
+        ));
     }
     for (i, bw, widest) in narrow.iter().filter(|(i, ..)| left_narrow.contains(i)) {
         why.push(format!(
@@ -441,8 +472,85 @@ fn gid_pin(inv: &Inventory, hca: &[(String, u32, String)]) -> Setting {
     }
 }
 
-/// NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default.
+/// NCCL_NET_GDR_C2C, on a node whose GPUs reach their NICs over NVLink-C2C, by release
+/// (`c2c`): 1 on 2.26, which leaves it off; nothing from 2.27, whose default it is; 1 where the
+/// release is not known (needed on 2.26, the default after, ignored before). Before 2.26 NCCL
+/// has no such setting: GDR there needs NCCL_NET_GDR_LEVEL=PHB (through PCIe), or a newer NCCL.
+fn net_gdr_c2c(judged: &effective::Judgement, release: &Release) -> Option<Setting> {
+    use c2c::Era;
+    let gpus: Vec<String> = judged
+        .gpus
+        .iter()
+        .filter(|g| g.c2c.is_some())
+        .map(|g| g.gpu.to_string())
+        .collect();
+    if gpus.is_empty() {
+        return None;
+    }
+    let over = format!(
+        "GPUs {} reach their nearest NICs over NVLink-C2C (NCCL's P2C)",
+        gpus.join(", ")
+    );
+    let (value, why) = match judged.release.map(Era::of) {
+        Some(Era::Before26) => (
+            None,
+            format!(
+                "not set: {} has no NCCL_NET_GDR_C2C; {over}, and it uses GPUDirect RDMA there only with NCCL_NET_GDR_LEVEL=PHB (through PCIe): NCCL 2.27 and later use it over C2C by default",
+                release.describe()
+            ),
+        ),
+        Some(Era::V26) => (
+            Some("1".to_owned()),
+            format!(
+                "{over}; {} leaves NCCL_NET_GDR_C2C off by default (0), and without it runs them without GPUDirect RDMA",
+                release.describe()
+            ),
+        ),
+        Some(Era::V27 | Era::V29) => (
+            None,
+            format!(
+                "not set: {over}, and {} uses GPUDirect RDMA over C2C by default (NCCL_NET_GDR_C2C=1 is its default)",
+                release.describe()
+            ),
+        ),
+        None => (
+            Some("1".to_owned()),
+            format!(
+                "{over}; {}: NCCL 2.26 needs this to use GPUDirect RDMA over C2C, 2.27 and later have it by default, earlier releases ignore it",
+                release.describe()
+            ),
+        ),
+    };
+    Some(Setting {
+        name: "NCCL_NET_GDR_C2C",
+        value,
+        why: vec![why],
+    })
+}
+
+/// NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default, over PCIe (a GPU
+/// that reaches its NICs over NVLink-C2C is NCCL_NET_GDR_C2C's: [`net_gdr_c2c`]; a level
+/// there also forces GDR through PCIe on 2.26 to 2.28).
 fn net_gdr_level(judged: &effective::Judgement, nearest: &[Near], gdr_level: Level) -> Setting {
+    let c2c_gpus: Vec<crate::parse::pci::Bdf> = judged
+        .gpus
+        .iter()
+        .filter(|g| g.c2c.is_some())
+        .map(|g| g.gpu)
+        .collect();
+    let nearest: Vec<Near> = nearest
+        .iter()
+        .filter(|(g, _)| !c2c_gpus.contains(g))
+        .copied()
+        .collect();
+    let nearest = nearest.as_slice();
+    if nearest.is_empty() && !c2c_gpus.is_empty() {
+        return Setting {
+            name: "NCCL_NET_GDR_LEVEL",
+            value: None,
+            why: vec!["not set: every GPU reaches its NICs over NVLink-C2C, which NCCL_NET_GDR_C2C decides; a level would force GDR through PCIe (mode PCI) on NCCL 2.26 to 2.28".into()],
+        };
+    }
     let beyond = |level| judged.verdict(level) == effective::Verdict::NoGdr;
     // The value is
     // NCCL's name for the level: sysfs's NODE is PHB in NCCL's tree, and NCCL ignores

@@ -15,6 +15,14 @@ pub const GDR_PARAMS: &[(&str, &str)] = &[
         "the farthest GPU-NIC distance at which NCCL uses GPUDirect RDMA (PXB by default)",
     ),
     (
+        "NCCL_NET_GDR_C2C",
+        "whether NCCL uses GPUDirect RDMA to the NICs of a GPU's own CPU over NVLink-C2C (Grace; 2.26: off by default, 2.27 and later: on)",
+    ),
+    (
+        "NCCL_IB_DATA_DIRECT",
+        "whether NCCL reaches a ConnectX-8 through its Data Direct DMA function (2.27 and later; on by default)",
+    ),
+    (
         "NCCL_NET_GDR_READ",
         "whether sends read GPU memory directly (0: never)",
     ),

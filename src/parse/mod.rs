@@ -10,6 +10,7 @@ pub mod kmsg;
 pub mod nccl_conf;
 pub mod nccl_dump;
 pub mod nccl_log;
+pub mod nccl_release;
 pub mod nccl_topo;
 pub mod pci;
 pub mod rdma;

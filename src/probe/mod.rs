@@ -41,10 +41,11 @@ pub struct Options {
 
 /// Reads the node and runs what `options` asks, the GPU probe to its end.
 pub fn load(root: &Root, config: &Config, options: Options) -> (Inventory, Runs) {
-    let (inv, mut runs, session) = load_pending(root, config, options);
+    let (mut inv, mut runs, session) = load_pending(root, config, options);
     if let Some(mut s) = session {
         runs.gpu = s.probe();
         s.finish(crate::probe::gpu::FINISH_GRACE);
+        inv.learn(&runs.gpu);
     }
     (inv, runs)
 }
@@ -97,6 +98,7 @@ fn pending_on(
                     reason: SkipReason::Offline,
                 },
             };
+            inv.learn(&runs.gpu);
             None
         }
         Err(reason) => {

@@ -63,6 +63,12 @@ struct GdrGpu {
     sysfs_level: Option<Level>,
     /// Its nearest NICs among those NCCL uses.
     nics: Vec<GdrNic>,
+    /// `c2c` where NCCL reaches them through the GPU's NVLink-C2C (its P2C), else `pcie`.
+    via: Option<crate::nccl::effective::Via>,
+    /// Under GDR on a C2C system (NCCL 2.26 and later): `default` (over C2C) or `pci` (forced
+    /// through PCIe), as NCCL logs `mode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<crate::nccl::c2c::Mode>,
 }
 
 #[derive(Debug, Serialize)]
@@ -99,6 +105,12 @@ pub fn gdr(inv: &Inventory, j: &Judgement) -> Gdr {
                 level: g.nearest.as_ref().map(|n| n.level),
                 sysfs_level: nics.iter().filter_map(|n| n.sysfs_level).max(),
                 nics,
+                via: g
+                    .nearest
+                    .as_ref()
+                    .and_then(|n| n.nics.first())
+                    .map(|c| c.via),
+                mode: g.mode,
             }
         })
         .collect();
@@ -129,6 +141,8 @@ struct LegendEntry {
 enum Cell {
     Me,
     NvLink(u32),
+    /// NVLink-C2C to the GPU's CPU, then the CPU's PCIe to the NIC (NCCL's P2C).
+    C2c,
     Pcie(Level),
 }
 
@@ -137,6 +151,7 @@ impl fmt::Display for Cell {
         match self {
             Cell::Me => f.write_str("X"),
             Cell::NvLink(n) => write!(f, "NV{n}"),
+            Cell::C2c => f.write_str("C2C"),
             Cell::Pcie(l) => f.write_str(l.as_str()),
         }
     }
@@ -147,6 +162,7 @@ impl Serialize for Cell {
         // The fixed names without the formatting machinery: this runs for every cell.
         match self {
             Cell::Me => s.serialize_str("X"),
+            Cell::C2c => s.serialize_str("C2C"),
             Cell::Pcie(l) => s.serialize_str(l.as_str()),
             Cell::NvLink(_) => s.collect_str(self),
         }
@@ -159,6 +175,9 @@ fn cell(m: &Matrix, i: usize, j: usize) -> Option<Cell> {
     }
     if let Some(n) = m.nvlinks(i, j) {
         return Some(Cell::NvLink(n));
+    }
+    if m.c2c(i, j) {
+        return Some(Cell::C2c);
     }
     m.level(i, j).map(|(l, _)| Cell::Pcie(l))
 }
@@ -215,6 +234,7 @@ impl Serialize for NumaAssumed<'_> {
 }
 
 const NVLINK_LEGEND: &str = "Connection traversing a bonded set of # NVLinks";
+const C2C_LEGEND: &str = "Connection traversing the GPU's NVLink-C2C to its CPU, then the CPU's PCIe (NCCL's P2C; nvidia-smi prints SYS or NODE)";
 
 /// Writes the JSON report (docs/topo-json.md) to `out`, row by row.
 pub fn write_json(
@@ -246,6 +266,14 @@ pub fn write_json(
             level: "NV#",
             meaning: NVLINK_LEGEND,
         }))
+        .chain(
+            (0..m.devices.len())
+                .any(|i| (0..m.devices.len()).any(|j| m.c2c(i, j)))
+                .then_some(LegendEntry {
+                    level: "C2C",
+                    meaning: C2C_LEGEND,
+                }),
+        )
         .collect(),
     };
     let mut ser = serde_json::Serializer::pretty(&mut *out);
@@ -304,6 +332,13 @@ pub fn write_human(m: &Matrix, gdr: &Gdr, o: &mut dyn Write) -> io::Result<()> {
         writeln!(o, "  {:<4} = {}", l.as_str(), l.legend())?;
     }
     writeln!(o, "  NV#  = {NVLINK_LEGEND}")?;
+    if m.devices
+        .iter()
+        .enumerate()
+        .any(|(i, _)| (0..n).any(|j| m.c2c(i, j)))
+    {
+        writeln!(o, "  C2C  = {C2C_LEGEND}")?;
+    }
     let nics: Vec<_> = m.devices.iter().filter(|d| d.kind == Kind::Nic).collect();
     if !nics.is_empty() {
         o.write_all(b"\nNIC Legend:\n\n")?;
@@ -372,14 +407,29 @@ fn write_gdr(gdr: &Gdr, o: &mut dyn Write) -> io::Result<()> {
     )?;
     for g in &gdr.gpus {
         let nics: Vec<&str> = g.nics.iter().map(|n| n.name.as_str()).collect();
-        let at = match (g.level, g.sysfs_level) {
-            (Some(l), Some(s)) if s != l => format!(" at {l} (sysfs {s})"),
-            (Some(l), _) => format!(" at {l}"),
-            (None, _) => String::new(),
+        let at = match (g.via, g.level, g.sysfs_level) {
+            (Some(crate::nccl::effective::Via::C2c), _, Some(s)) => {
+                format!(" over C2C (NCCL's P2C; sysfs {s})")
+            }
+            (_, Some(l), Some(s)) if s != l => format!(" at {l} (sysfs {s})"),
+            (_, Some(l), _) => format!(" at {l}"),
+            (_, None, _) => String::new(),
+        };
+        let at = match g.mode {
+            Some(crate::nccl::c2c::Mode::Default) => format!("{at}, mode Default"),
+            Some(crate::nccl::c2c::Mode::Pci) => format!("{at}, mode PCI"),
+            None => at,
         };
         let (what, near) = match g.verdict {
             Verdict::Gdr => ("GDR", format!("{}{at}", nics.join(", "))),
             Verdict::NoGdr => ("no GDR", format!("{}{at}", nics.join(", "))),
+            Verdict::Unknown if !nics.is_empty() => (
+                "unknown",
+                format!(
+                    "{}{at}: NCCL's releases decide differently, and the node's is not known",
+                    nics.join(", ")
+                ),
+            ),
             Verdict::Unknown => ("unknown", "no NIC with a known place".to_owned()),
             Verdict::NoNic => ("no GDR", "NCCL uses no RDMA NIC".to_owned()),
         };

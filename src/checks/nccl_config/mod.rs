@@ -50,6 +50,11 @@ const GDR_LEVEL_IGNORED: Code = Code {
     summary: "NCCL_NET_GDR_LEVEL holds a value NCCL does not read: it keeps its default",
 };
 
+const GDR_C2C_OFF: Code = Code {
+    id: "nccl-gdr-c2c-off",
+    summary: "NCCL_NET_GDR_C2C=0 on a node whose GPUs reach their NICs over NVLink-C2C: NCCL runs them without GPUDirect RDMA",
+};
+
 const GDR_READ_OFF: Code = Code {
     id: "nccl-gdr-read-off",
     summary: "NCCL_NET_GDR_READ=0: sends never read GPU memory directly",
@@ -207,6 +212,7 @@ const CODES: &[Code] = &[
     NET_NOT_IB,
     GDR_LEVEL_OFF,
     GDR_LEVEL_IGNORED,
+    GDR_C2C_OFF,
     GDR_READ_OFF,
     DMABUF_DISABLED,
     HCA_UNMATCHED,

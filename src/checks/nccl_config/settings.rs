@@ -2,8 +2,8 @@
 //! RDMA or GDR off, or names devices the node lacks.
 
 use super::{
-    CONF_LINE_IGNORED, DMABUF_DISABLED, GDR_LEVEL_IGNORED, GDR_LEVEL_OFF, GDR_READ_OFF,
-    HCA_UNMATCHED, IB_DISABLED, NET_NOT_IB, has_peermem, undo,
+    CONF_LINE_IGNORED, DMABUF_DISABLED, GDR_C2C_OFF, GDR_LEVEL_IGNORED, GDR_LEVEL_OFF,
+    GDR_READ_OFF, HCA_UNMATCHED, IB_DISABLED, NET_NOT_IB, has_peermem, undo,
 };
 use crate::inventory::Inventory;
 use crate::inventory::nccl::Setting;
@@ -99,9 +99,83 @@ pub(super) fn judge(s: &Setting, inv: &Inventory) -> Vec<Finding> {
             .fix(undo(s, "Remove NCCL_DMABUF_ENABLE=0 (or load nvidia_peermem)".into(), "Jobs register GPU memory through DMA-BUF, the kernel's own path.", None)),
         ),
         "NCCL_IB_HCA" => out.extend(hca(s, inv)),
+        "NCCL_NET_GDR_C2C" => out.extend(gdr_c2c(s, inv)),
         _ => {}
     }
     out
+}
+
+/// `NCCL_NET_GDR_C2C` where GPUs reach their NICs over NVLink-C2C: 0 (or a value NCCL reads
+/// as 0) turns GPUDirect RDMA off for them from 2.26 on, where 2.27 and later would use it by
+/// default. Releases before 2.26 do not read it.
+fn gdr_c2c(s: &Setting, inv: &Inventory) -> Option<Finding> {
+    use crate::nccl::c2c::{self, Era};
+    let judged = crate::nccl::effective::judge_under(
+        inv,
+        crate::nccl::effective::Policy {
+            limit: GdrLimit::Upto(crate::model::Level::Pxb),
+            source: crate::nccl::effective::PolicySource::Config,
+        },
+    );
+    let gpus: Vec<String> = judged
+        .gpus
+        .iter()
+        .filter(|g| g.c2c.is_some())
+        .map(|g| g.gpu.to_string())
+        .collect();
+    let (n, whole) = params::nccl_int(&s.value);
+    if gpus.is_empty() || !whole || n != 0 {
+        return None;
+    }
+    let release = judged.release;
+    if release.is_some_and(|v| Era::of(v) == Era::Before26) {
+        return None;
+    }
+    let input = c2c::Input {
+        value: Some(s.value.clone()),
+        level: None,
+    };
+    let eras: Vec<String> = [Era::V26, Era::V27, Era::V29]
+        .iter()
+        .filter(|e| release.is_none_or(|v| Era::of(v) == **e))
+        .map(|e| c2c::decide(*e, &input).describe(&input))
+        .collect();
+    let which = match release {
+        Some(v) => format!(
+            "NCCL {v} ({})",
+            inv.nccl
+                .release
+                .as_ref()
+                .map(|r| r.path.as_str())
+                .unwrap_or("the release stated")
+        ),
+        None => "NCCL 2.26 and later (the node's release is not known)".to_owned(),
+    };
+    Some(
+        Finding::fail(
+            GDR_C2C_OFF,
+            format!("{}={}", s.name, s.value),
+            format!(
+                "{}={} from {}: {which} turns GPUDirect RDMA over NVLink-C2C off, so the GPUs {} reach their NICs through host memory ({})",
+                s.name,
+                s.value,
+                s.origin.describe(),
+                gpus.join(", "),
+                eras.join("; ")
+            ),
+        )
+        .with([s.evidence()])
+        .with(inv.nccl.release.as_ref().map(|r| crate::model::Evidence {
+            path: r.path.clone(),
+            value: format!("NCCL {} {}", r.version, r.value),
+        }))
+        .fix(undo(
+            s,
+            "Set NCCL_NET_GDR_C2C=1: NCCL then uses GPUDirect RDMA over C2C to the NICs of each GPU's own CPU (the default from 2.27)".into(),
+            "Jobs use GPUDirect RDMA over C2C; measure with a job's NCCL_DEBUG=INFO log (gdrdoctor nccl explain).",
+            Some("1"),
+        )),
+    )
 }
 
 fn hca(s: &Setting, inv: &Inventory) -> Option<Finding> {
