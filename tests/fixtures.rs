@@ -242,10 +242,14 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "fail", "pass", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "unknown", "skip", "pass", "fail", "pass", "pass", "skip",
         ],
-        // Grace-style: GPU and NIC on two host bridges of one NUMA node.
-        codes: &[("iommu-translated", "fail"), ("gpu-nic-too-far", "fail")],
+        // A GH200 joined to its Grace by NVLink-C2C: whether NCCL uses GDR to the ConnectX-7
+        // of its Grace depends on the release, and the node has no NCCL to read it from.
+        codes: &[
+            ("iommu-translated", "fail"),
+            ("gpu-nic-c2c-release-unknown", "unknown"),
+        ],
     },
     // A real-kernel capture from the lab VM (tests/lab, scenario switch-pt): Soft-RoCE on an
     // e1000e behind a PCIe switch, a virtio GPU declared an accelerator.
@@ -744,6 +748,57 @@ const CASES: &[Case] = &[
             "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-near", "pass")],
+    },
+    // Issue 38: a GB200 tray, each GPU joined to its Grace by NVLink-C2C and reaching the
+    // ConnectX-7s of that Grace over it (NCCL 2.27.3: GDR, mode Default); the BlueField-3s are
+    // the front end.
+    Case {
+        name: "gb200-tray",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "skip", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-c2c", "pass")],
+    },
+    // NCCL 2.26.5 without NCCL_NET_GDR_C2C: no GDR over C2C; the fix sets it.
+    Case {
+        name: "gb200-nccl226",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "fail", "skip", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-c2c-no-gdr", "fail")],
+    },
+    // NCCL 2.27.3 with NCCL_NET_GDR_C2C=0 in /etc/nccl.conf: nccl-config names it.
+    Case {
+        name: "gb200-gdr-c2c-off",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "fail", "skip", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-c2c-no-gdr", "fail"), ("nccl-gdr-c2c-off", "fail")],
+    },
+    // A GB300 tray: each GPU behind its ConnectX-8's switch beside the Data Direct DMA function.
+    Case {
+        name: "gb300-tray",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "skip", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-c2c", "pass")],
+    },
+    Case {
+        name: "gb300-acs-kernel-default",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "skip", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-c2c", "pass")],
     },
 ];
 

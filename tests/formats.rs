@@ -60,8 +60,8 @@ fn reason_is_one_line_a_scheduler_can_use() {
     assert!(line.starts_with("gdrdoctor: acs-"), "{line}");
     // Two failing checks: every blocking code, in check order, each once.
     assert_eq!(
-        out(fixture("arm64-iommu-translated"), "reason", &[]),
-        (1, "gdrdoctor: gpu-nic-too-far,iommu-translated\n".into())
+        out(fixture("h100x4-fabric-in-progress"), "reason", &[]),
+        (1, "gdrdoctor: gpu-fabric-not-ready,rdma-no-device\n".into())
     );
     // Every failing fixture: one line, only code characters, the codes the JSON blocks on.
     for name in fixture_names() {

@@ -126,7 +126,7 @@ fn rccl_settings_on_mi300x() {
     // The release is RCCL's: not known on a captured root (live, RCCL is asked as NCCL is:
     // nccl_verify::rccls_version_is_asked_of_the_library), or as stated.
     assert!(
-        text.contains("\n# RCCL's version is not known: a captured root holds no librccl to ask (--nccl-version states it)\n"),
+        text.contains("\n# RCCL's version is not known: a captured root holds no librccl to ask, and none of its files names the release (--nccl-version states it)\n"),
         "{text}"
     );
     let out = gdrdoctor(&[

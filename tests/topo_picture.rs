@@ -1113,13 +1113,29 @@ fn check_decisions(report: &serde_json::Value) -> std::collections::BTreeMap<Str
             continue;
         };
         let message = f["message"].as_str().unwrap();
-        let verdict = match f["code"].as_str().unwrap() {
-            "gpu-nic-near" => "gdr",
-            "gpu-nic-too-far" => "no-gdr",
-            "placement-unknown" => "unknown",
+        let code = f["code"].as_str().unwrap();
+        let verdict = match code {
+            "gpu-nic-near" | "gpu-nic-c2c" => "gdr",
+            "gpu-nic-too-far" | "gpu-nic-c2c-no-gdr" => "no-gdr",
+            "placement-unknown" | "gpu-nic-c2c-release-unknown" => "unknown",
             other => panic!("{subject}: code {other}"),
         };
         let (level, nics) = match verdict {
+            // Over NVLink-C2C: `nearest NICs mlx5_0, mlx5_1 over NVLink-C2C to the GPU's CPU
+            // (NCCL's P2C; NODE in sysfs): ...`, the level topo gives being sysfs's.
+            _ if code.starts_with("gpu-nic-c2c") => {
+                let rest = ["nearest NICs ", "nearest NIC "]
+                    .iter()
+                    .find_map(|p| message.strip_prefix(p))
+                    .unwrap_or_else(|| panic!("{subject}: {message}"));
+                let (names, after) = rest.split_once(" over NVLink-C2C").unwrap();
+                let level = after
+                    .split_once("; ")
+                    .and_then(|(_, r)| r.split(' ').next())
+                    .unwrap()
+                    .to_owned();
+                (Some(level), names.split(", ").map(str::to_owned).collect())
+            }
             "unknown" => (None, BTreeSet::new()),
             _ => {
                 let rest = [
@@ -1148,9 +1164,13 @@ fn check_decisions(report: &serde_json::Value) -> std::collections::BTreeMap<Str
     out
 }
 
-/// The label a picture gives a GDR pair: NCCL's level, the sysfs level beside where it differs.
-fn pair_label(nic: &serde_json::Value) -> String {
+/// The label a picture gives a GDR pair: NCCL's level, the sysfs level beside where it differs;
+/// `C2C (sysfs NODE)` for a GPU that reaches the NIC over NVLink-C2C (`via` of topo's GPU).
+fn pair_label(gpu: &serde_json::Value, nic: &serde_json::Value) -> String {
     let level = nic["level"].as_str().unwrap();
+    if gpu["via"] == "c2c" {
+        return format!("C2C (sysfs {level})");
+    }
     match nic["sysfs_level"].as_str() {
         Some(s) if s != level => format!("{level} (sysfs {s})"),
         _ => level.to_owned(),
@@ -1235,7 +1255,7 @@ fn every_view_judges_gdr_as_check_does() {
             if verdict == "gdr" {
                 for n in g["nics"].as_array().unwrap() {
                     if let Some(nic) = bdf_of(n["name"].as_str().unwrap()) {
-                        pairs.insert((bdf.to_owned(), nic, pair_label(n)));
+                        pairs.insert((bdf.to_owned(), nic, pair_label(g, n)));
                     }
                 }
             }

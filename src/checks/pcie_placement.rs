@@ -525,7 +525,7 @@ fn judge_c2c(
         .join("/");
     let release = match &inv.nccl.release {
         Some(r) => format!("NCCL {} ({} {})", r.version, r.path, r.value),
-        None => "the node's NCCL release is not known".to_owned(),
+        None => "the node's NCCL release is not known (no libnccl.so.2 on the loader's path, no libnccl2 in dpkg's lists, no nccl.h; config nccl.version states it)".to_owned(),
     };
     let input = &j.c2c_input;
     let route = format!(

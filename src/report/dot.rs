@@ -277,6 +277,9 @@ fn legend(p: &Picture) -> String {
     for l in Level::ALL.into_iter().filter(|l| d.levels.contains(l)) {
         legend += &format!("{l} edge: {}\\l", l.legend());
     }
+    if d.c2c {
+        legend += "C2C (sysfs NODE): NCCL reaches the NIC through the GPU's NVLink-C2C to its CPU (its P2C); nvidia-smi prints SYS there\\l";
+    }
     if d.sysfs_differs {
         legend += "PIX (sysfs NODE): the level on NCCL's tree from its topology file, and the one sysfs gives beside it\\l";
     }

@@ -135,14 +135,18 @@ pub struct Pair {
     pub sysfs: Option<Level>,
     /// Its path crosses a bridge whose ACS redirects.
     pub redirected: bool,
+    /// NCCL reaches the NIC through the GPU's NVLink-C2C (its P2C): `level` is sysfs's.
+    pub c2c: bool,
 }
 
 impl Pair {
-    /// `PIX`, or `PIX (sysfs NODE)` where sysfs places the pair elsewhere than NCCL's tree.
+    /// `PIX`, `PIX (sysfs NODE)` where sysfs places the pair elsewhere than NCCL's tree, or
+    /// `C2C (sysfs NODE)` where NCCL reaches the NIC over NVLink-C2C.
     pub fn label(&self) -> String {
-        match self.sysfs {
-            Some(s) => format!("{} (sysfs {s})", self.level),
-            None => self.level.to_string(),
+        match (self.c2c, self.sysfs) {
+            (true, _) => format!("C2C (sysfs {})", self.level),
+            (false, Some(s)) => format!("{} (sysfs {s})", self.level),
+            (false, None) => self.level.to_string(),
         }
     }
 }
@@ -163,6 +167,8 @@ pub struct Drawn {
     pub redirected_pair: bool,
     /// A pair whose sysfs level differs from NCCL's (a topology file in effect).
     pub sysfs_differs: bool,
+    /// A pair NCCL reaches over NVLink-C2C.
+    pub c2c: bool,
     pub nvlink_group: bool,
     /// A pair of an NVLink group with another count than the group's.
     pub nvlink_other: bool,
@@ -230,9 +236,15 @@ impl Picture {
             host_bridge: !self.host_bridges.is_empty(),
             switch: self.switches().next().is_some(),
             redirect: self.redirects().next().is_some(),
-            levels: self.pairs.iter().map(|p| p.level).collect(),
+            levels: self
+                .pairs
+                .iter()
+                .filter(|p| !p.c2c)
+                .map(|p| p.level)
+                .collect(),
             redirected_pair: self.pairs.iter().any(|p| p.redirected),
             sysfs_differs: self.pairs.iter().any(|p| p.sysfs.is_some()),
+            c2c: self.pairs.iter().any(|p| p.c2c),
             nvlink_group: !self.nvlink_groups.is_empty(),
             nvlink_other: self.nvlink_groups.iter().any(|g| !g.other.is_empty()),
             ..Drawn::default()
@@ -297,12 +309,13 @@ pub fn picture(inv: &Inventory, gpu: &Runtime, config: &Config, root: &str) -> P
         nodes,
         pairs: pairs
             .into_iter()
-            .map(|(gpu, nic, level, sysfs, redirected)| Pair {
+            .map(|(gpu, nic, level, sysfs, redirected, c2c)| Pair {
                 gpu,
                 nic,
                 level,
                 sysfs,
                 redirected,
+                c2c,
             })
             .collect(),
         notes,
@@ -349,7 +362,7 @@ fn crossing(
 
 /// A GDR pair as the builder collects it: the GPU's and the NIC's node, NCCL's level, the sysfs
 /// level where it differs, and whether its path crosses an ACS redirect.
-type PairKey = (usize, usize, Level, Option<Level>, bool);
+type PairKey = (usize, usize, Level, Option<Level>, bool, bool);
 
 #[derive(Default)]
 struct Builder {
@@ -425,6 +438,10 @@ impl Builder {
                     continue;
                 }
             };
+            if let (Some(d), true) = (&g.c2c, g.verdict != Verdict::Gdr) {
+                self.c2c_without_gdr(inv, judged, gpu, gi, n, d);
+                continue;
+            }
             if g.verdict != Verdict::Gdr {
                 self.beyond_level(inv, judged, gpu, gi, n, file);
                 continue;
@@ -439,11 +456,44 @@ impl Builder {
                     .pci
                     .and_then(|p| self.index.get(&p).copied());
                 if let (Some(gi), Some(nic)) = (gi, nic) {
-                    pairs.insert((gi, nic, c.level, sysfs, redirected));
+                    let c2c = c.via == effective::Via::C2c;
+                    pairs.insert((gi, nic, c.level, sysfs, redirected, c2c));
                 }
             }
         }
         pairs
+    }
+
+    /// GPU `gpu` (node `gi`), which reaches its nearest NICs `n` over NVLink-C2C where NCCL of
+    /// the node's release does not use GPUDirect RDMA (or the release is not known and the
+    /// releases differ): a note with NCCL's rule, and the GPU marked.
+    fn c2c_without_gdr(
+        &mut self,
+        inv: &Inventory,
+        judged: &Judgement,
+        gpu: Bdf,
+        gi: Option<usize>,
+        n: &Nearest,
+        d: &Result<crate::nccl::c2c::Decision, Vec<crate::nccl::c2c::Decision>>,
+    ) {
+        let names: Vec<&str> = n
+            .nics
+            .iter()
+            .map(|c| inv.rdma[c.nic].name.as_str())
+            .collect();
+        let (why, mark) = match d {
+            Ok(d) => (d.describe(&judged.c2c_input), "C2C: no GDR".to_owned()),
+            Err(_) => (
+                "NCCL's releases decide differently, and the node's is not known".to_owned(),
+                "C2C: NCCL release unknown".to_owned(),
+            ),
+        };
+        self.notes.push(format!(
+            "GPU {gpu}: nearest NIC {} over NVLink-C2C ({} in sysfs): {why}",
+            names.join(", "),
+            n.level
+        ));
+        self.no_gdr(gi, mark);
     }
 
     /// GPU `gpu` (node `gi`), whose nearest NICs `n` are beyond the GDR level in force: a note

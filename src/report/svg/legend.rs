@@ -73,6 +73,11 @@ pub(super) fn lines(p: &Picture) -> Vec<(Swatch, String)> {
         );
     }
     add(
+        d.c2c,
+        Swatch::Words,
+        "C2C (sysfs NODE): NCCL reaches the NIC through the GPU's NVLink-C2C to its CPU (its P2C), whatever sysfs's level; nvidia-smi prints SYS there".to_owned(),
+    );
+    add(
         d.sysfs_differs,
         Swatch::Words,
         "PIX (sysfs NODE): the level on NCCL's tree from its topology file, with the level sysfs gives beside it".to_owned(),
