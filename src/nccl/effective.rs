@@ -271,6 +271,20 @@ impl Judgement<'_> {
         }
     }
 
+    /// NCCL's decision for one pair as placed ([`Judgement::pair`]): NCCL's C2C rule for the
+    /// node's release where it reaches the NIC over NVLink-C2C (unknown where the release is not
+    /// known and the releases differ), else the GDR level in force.
+    pub fn pair_verdict(&self, c: &Candidate) -> Verdict {
+        match c.via {
+            Via::C2c => match c2c::decide_for(self.release, &self.c2c_input) {
+                Ok(d) if d.gdr => Verdict::Gdr,
+                Ok(_) => Verdict::NoGdr,
+                Err(_) => Verdict::Unknown,
+            },
+            Via::Pcie => self.verdict(c.level),
+        }
+    }
+
     /// One GPU-NIC pair (indices into `inv.gpus` and `inv.rdma`) as NCCL places it, whether or
     /// not the NIC is the GPU's nearest; `None` when either has no place, or NCCL does not use
     /// the NIC.

@@ -6,6 +6,7 @@ use super::sides::{Pair, Sides, judged_pair, nccl_level, pcie_rank, run_policy, 
 use super::topology::{topo_gpu_nic, topo_gpus, topo_nics};
 use super::{Comparison, list};
 use crate::model::Evidence;
+use crate::nccl::c2c;
 use crate::nccl::effective::{self, Candidate, Judgement};
 use crate::nccl::explain::Nic;
 use std::collections::BTreeSet;
@@ -294,7 +295,15 @@ fn gpu_nic(s: &Sides) -> Vec<Comparison> {
     // gdrdoctor's side is the judgement `check` makes (`effective::judge`: NCCL's topology
     // file, the NICs NCCL_IB_HCA selects), under the level this run of NCCL says it had, else
     // the one in force on the node (issue 25).
-    let judged = effective::judge_under(s.inv, run_policy(s.inv, s.config, node));
+    // The release is the run's, as its log says it (NCCL's C2C rule differs by release), else
+    // the node's.
+    let release = node
+        .nccl
+        .version
+        .as_deref()
+        .and_then(crate::parse::nccl_log::Version::parse)
+        .or(s.inv.nccl.release.as_ref().map(|r| r.version));
+    let judged = effective::judge_release(s.inv, run_policy(s.inv, s.config, node), release);
     s.pairs.iter().map(|p| pair(s, &judged, p)).collect()
 }
 
@@ -303,16 +312,22 @@ fn pair(s: &Sides, judged: &Judgement, p: &Pair) -> Comparison {
     let gdr_level = judged.policy.limit.describe();
     let candidate = judged_pair(s.inv, judged, &p.bus, &p.nic.name);
     let (hca_expect, hca_why) = s.peer_memory.expect(&p.nic.name);
-    let beyond = candidate
+    let verdict = candidate.as_ref().map(|c| judged.pair_verdict(c));
+    let beyond = verdict == Some(effective::Verdict::NoGdr);
+    let c2c = candidate
         .as_ref()
-        .is_some_and(|c| judged.verdict(c.level) == effective::Verdict::NoGdr);
+        .is_some_and(|c| c.via == effective::Via::C2c);
     let ours_gdr = match (hca_expect, &candidate) {
         (Some(false), _) => Some(false),
         (_, Some(_)) if beyond => Some(false),
+        // Over C2C where the release decides and is not known: no expectation.
+        (_, Some(_)) if verdict == Some(effective::Verdict::Unknown) => None,
         (Some(true), Some(_)) => Some(true),
         _ => None,
     };
-    let expected_path = candidate.as_ref().map(|c| {
+    // Over NVLink-C2C NCCL's path is P2C (2.27 and later) or PHB (before): not a PCIe level
+    // to hold against sysfs's; only the GDR decision is compared.
+    let expected_path = candidate.as_ref().filter(|_| !c2c).map(|c| {
         let l = nccl_level(c.level);
         if ours_gdr == Some(false) && pcie_rank(l) < pcie_rank("PHB") {
             "PHB"
@@ -333,7 +348,20 @@ fn pair(s: &Sides, judged: &Judgement, p: &Pair) -> Comparison {
         (None, None) => None,
         _ => Some(true),
     };
+    let over_c2c = || match c2c::decide_for(judged.release, &judged.c2c_input) {
+        Ok(d) => d.describe(&judged.c2c_input),
+        Err(_) => "NCCL's releases decide differently, and the release is not known".to_owned(),
+    };
     let ours_side = match &candidate {
+        Some(c) if c2c => format!(
+            "over NVLink-C2C ({} in sysfs), {}: {}",
+            c.level,
+            gdr_word(ours_gdr),
+            match hca_expect {
+                Some(false) => hca_why.clone(),
+                _ => over_c2c(),
+            }
+        ),
         Some(c) => format!(
             "{}, {}: {}",
             shown_level(c),
@@ -348,6 +376,9 @@ fn pair(s: &Sides, judged: &Judgement, p: &Pair) -> Comparison {
     };
     let note = match (p.path.map(|p| p.path.as_str()), &candidate) {
         (_, None) => Some("not compared: gdrdoctor has no route for the pair".to_owned()),
+        (Some(path), _) if c2c => Some(format!(
+            "NCCL's path {path} runs over the GPU's NVLink-C2C to its CPU: only the GDR decision is compared"
+        )),
         (Some(path), _) if pcie_rank(path).is_none() => Some(format!(
             "NCCL's path {path} is not a PCIe level (through another GPU or the CPU's fabric): only the GDR decision is compared"
         )),
