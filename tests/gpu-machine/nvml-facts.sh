@@ -77,6 +77,32 @@ cat "$tmp/facts.txt"
 claim "$(grep -q '^NVML-FACTS same' "$tmp/facts.txt" && echo 0 || echo 1)" \
   "each GPU's persistence mode, NVLinks and fabric state as nvidia-smi says"
 
+echo "== NVLink-C2C as NCCL asks NVML for it (issue 38)"
+# NCCL (src/graph/xml.cc) asks NVML_FI_DEV_C2C_LINK_COUNT and each link's status: a GPU without
+# C2C (every PCIe/SXM H100 and H200) answers no link, and NCCL builds no c2c node for it.
+nvidia-smi c2c -s > "$out/smi-c2c.txt" 2>&1; echo "nvidia-smi c2c -s exit $?" >> "$out/smi-c2c.txt"
+cat "$out/smi-c2c.txt"
+python3 - "$out/probe-nvml.json" "$out/smi-c2c.txt" > "$tmp/c2c.txt" <<'PY'
+import json, re, sys
+probe = json.load(open(sys.argv[1]))
+smi = open(sys.argv[2]).read()
+bad = 0
+for d in probe["nvml"]["devices"]:
+    c2c = d.get("c2c")
+    errs = [e for e in d["errors"] if "C2C" in e]
+    print(f"GPU {d['index']} {d['bus_id']}: c2c {c2c}, errors {errs}")
+    if c2c is None or errs:
+        bad += 1
+# nvidia-smi's own view: on a GPU without C2C it prints no link (or says it is not supported).
+smi_links = len(re.findall(r"C2C Link \d+:", smi))
+ours = sum(d["c2c"]["active"] for d in probe["nvml"]["devices"] if d.get("c2c"))
+print(f"nvidia-smi c2c links {smi_links}; NVML's active links {ours}")
+print("C2C-FACTS", "same" if bad == 0 and smi_links == ours else f"{bad} unanswered, smi {smi_links} vs {ours}")
+PY
+cat "$tmp/c2c.txt"
+claim "$(grep -q '^C2C-FACTS same' "$tmp/c2c.txt" && echo 0 || echo 1)" \
+  "NVML answers each GPU's C2C links as nvidia-smi c2c counts them (none on a GPU without C2C)"
+
 echo "== capture, then check live and offline"
 "$bin" capture "$out/capture.tar.gz" 2> "$tmp/capture.log"; echo "capture exit $?"; cat "$tmp/capture.log"
 claim "$(grep -q "NVML's answer" "$tmp/capture.log" && echo 0 || echo 1)" "capture recorded NVML's answer"
