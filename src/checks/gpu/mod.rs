@@ -57,6 +57,11 @@ const NVLINK_DOWN: Code = Code {
     summary: "a GPU has fewer active NVLinks than another GPU of its model: NCCL runs at the lower NVLink bandwidth",
 };
 
+const C2C_DOWN: Code = Code {
+    id: "gpu-c2c-down",
+    summary: "a GPU's NVLink-C2C links to its CPU are not all up: with none up, NCCL reaches the CPU's NICs over PCIe only (no GDR over C2C)",
+};
+
 const FABRIC_NOT_READY: Code = Code {
     id: "gpu-fabric-not-ready",
     summary: "NVML's NVLink fabric state is not Completed with Success (NVSwitch systems): Fabric Manager has not set the GPU up, so NCCL hangs or falls back",
@@ -126,6 +131,7 @@ const CODES: &[Code] = &[
     BAR_UNKNOWN,
     PERSISTENCE_OFF,
     NVLINK_DOWN,
+    C2C_DOWN,
     FABRIC_NOT_READY,
     NOT_IN_SYSFS,
     NVIDIA_LIBRARY_MISSING,

@@ -32,7 +32,58 @@ pub(super) fn judge(
         None => {}
     }
     nvlinks(g, nvml, d, facts, evidence, problems);
+    c2c(g, lib, d, facts, problems);
     fabric(inv, g, lib, d, facts, evidence, problems);
+}
+
+/// NVLink-C2C (Grace superchips), as NCCL reads it from NVML: every link up is a fact; some
+/// down halves the GPU's bandwidth to its CPU (a warning); none up and NCCL builds no C2C link
+/// for the GPU (src/graph/xml.cc: a `c2c` node only with a link whose status is 1), so the NICs
+/// of its CPU are reached over PCIe, PHB to NCCL: no GPUDirect RDMA at its default level (a
+/// failure; pcie-placement judges the pair by the PCIe rule then).
+fn c2c(g: &Gpu, lib: &str, d: &NvmlDevice, facts: &mut Vec<String>, problems: &mut Vec<Finding>) {
+    let Some(c) = d.c2c.filter(|c| c.links > 0) else {
+        return;
+    };
+    let shown = format!(
+        "nvmlDeviceGetFieldValues (device {}): C2C_LINK_COUNT {}, {} with C2C_LINK_GET_STATUS 1{}",
+        d.index,
+        c.links,
+        c.active,
+        c.max_bw
+            .map(|b| format!(", C2C_LINK_GET_MAX_BW {b} MB/s"))
+            .unwrap_or_default()
+    );
+    if c.active == c.links {
+        facts.push(format!("{} NVLink-C2C links up", c.links));
+        return;
+    }
+    let fix = Fix::new(
+        "Find out why the C2C links are down: a superchip's C2C is on the board, so this is the GPU's or the board's fault (the driver's log, NVIDIA's field diagnostics), not a setting",
+        "Read-only commands; a GPU whose C2C links are down needs its node drained for service.",
+    )
+    .manual("nvidia-smi c2c -s")
+    .manual("dmesg | grep -i -e NVRM -e c2c");
+    let f = if c.active == 0 {
+        Finding::fail(
+            super::C2C_DOWN,
+            g.subject(),
+            format!(
+                "none of its {} NVLink-C2C links to its CPU is up: NCCL joins it to the CPU over PCIe only, and the NICs of that CPU are then PHB to NCCL, beyond its default level: no GPUDirect RDMA over C2C",
+                c.links
+            ),
+        )
+    } else {
+        Finding::warn(
+            super::C2C_DOWN,
+            g.subject(),
+            format!(
+                "{} of its {} NVLink-C2C links to its CPU are up: the GPU's bandwidth to its CPU, and to the NICs NCCL reaches over C2C, is cut to {} of {}",
+                c.active, c.links, c.active, c.links
+            ),
+        )
+    };
+    problems.push(f.evidence(lib, shown).fix(fix));
 }
 
 /// Active and inactive NVLinks, against the most any other GPU of the same model has active.
