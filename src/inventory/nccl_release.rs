@@ -13,8 +13,8 @@
 //!
 //! Every read goes through [`Root`], so a capture keeps what was read and a check of the copy
 //! finds the same release. RPM's database is not read (a binary database): there the library's
-//! name is what tells. The library's own version string is not scanned for: it lies hundreds of
-//! megabytes into the file.
+//! name is what tells, and where the name carries no release (a copy under its soname), the
+//! version string NCCL builds into it, within the first megabytes.
 
 use crate::parse::nccl_log::Version;
 use crate::parse::nccl_release;
@@ -68,18 +68,34 @@ pub fn load(
         .or_else(|| header(root))
 }
 
-/// The file `libnccl.so.2` leads to in the first loader directory that has it.
+/// How much of a library whose name carries no release is searched for NCCL's version string.
+const STRING_SCAN: u64 = 8 << 20;
+
+/// The first loader directory's `libnccl.so.2`: the release its file's name carries, else the
+/// `NCCL version 2.27.3+cuda12.9` string NCCL builds into the library (src/init.cc
+/// `VERSION_STRING`, there to be found by `strings`), searched for in the first 8 MiB only (the
+/// library is hundreds of megabytes; a capture keeps what was read).
 fn library(root: &Root, search: &[(String, String)]) -> Option<Installed> {
-    search.iter().find_map(|(dir, via)| {
+    let (dir, via, real) = search.iter().find_map(|(dir, via)| {
         let path = format!("{dir}/{SONAME}");
-        let real = super::nccl_plugin::library_at(root, &path)?;
-        let name = real.rsplit('/').next()?;
-        let version = nccl_release::library_name(name)?;
-        Some(Installed {
+        Some((dir, via, super::nccl_plugin::library_at(root, &path)?))
+    })?;
+    let path = format!("{dir}/{SONAME}");
+    let name = real.rsplit('/').next()?;
+    if let Some(version) = nccl_release::library_name(name) {
+        return Some(Installed {
             version,
             path,
             value: format!("-> {real} (found through {via})"),
-        })
+        });
+    }
+    let bytes = root.read_prefix(&real, STRING_SCAN).ok()?;
+    let text = super::nccl_plugin::package_version(&bytes, b"NCCL version ")?;
+    let version = crate::parse::nccl_log::Version::parse(&text)?;
+    Some(Installed {
+        version,
+        path,
+        value: format!("{real}: \"NCCL version {text}\" (found through {via})"),
     })
 }
 
@@ -161,6 +177,24 @@ mod tests {
         let r = load(&root, Some(Version::new(2, 26, 5)), &system()).unwrap();
         assert_eq!(r.version, Version::new(2, 26, 5));
         assert_eq!(r.path, "config nccl.version");
+    }
+
+    #[test]
+    fn from_the_version_string_where_the_name_has_none() {
+        let (_d, root) = root_with(
+            &[(
+                "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+                b"\x7fELF....\0NCCL version 2.28.9+cuda12.9\0more",
+            )],
+            &[],
+        );
+        let r = load(&root, None, &system()).unwrap();
+        assert_eq!(r.version, Version::new(2, 28, 9));
+        assert!(
+            r.value.contains("NCCL version 2.28.9+cuda12.9"),
+            "{}",
+            r.value
+        );
     }
 
     #[test]
