@@ -9,6 +9,12 @@ use crate::nccl::params::GdrLimit;
 use crate::placement::{Level, route};
 use std::collections::BTreeMap;
 
+mod c2c;
+mod vm;
+
+use c2c::judge_c2c;
+use vm::vm_fix;
+
 pub struct PciePlacement;
 
 const GPU_NIC_NEAR: Code = Code {
@@ -78,7 +84,7 @@ const META: Meta = Meta {
     id: "pcie-placement",
     title: "Each GPU has a NIC within NCCL's GDR distance",
     codes: CODES,
-    readme: include_str!("../../checks/pcie-placement/README.md"),
+    readme: include_str!("../../../checks/pcie-placement/README.md"),
     live_only: false,
     reads: &[],
 };
@@ -500,226 +506,6 @@ fn judge(
     Finding::fail(GPU_NIC_TOO_FAR, subject.to_owned(), message)
         .with(ev)
         .fix(fix)
-}
-
-/// A GPU that reaches its nearest NICs over NVLink-C2C: NCCL's C2C rule for the node's release
-/// and settings (`nccl::c2c`), the sysfs level beside it. A fix names what that release needs:
-/// NCCL_NET_GDR_C2C=1 on 2.26, the setting that turned it off from 2.27, a newer NCCL before
-/// 2.26; never a PCIe switch, which a superchip does not have.
-fn judge_c2c(
-    inv: &Inventory,
-    subject: &str,
-    n: &Nearest,
-    decision: &Result<crate::nccl::c2c::Decision, Vec<crate::nccl::c2c::Decision>>,
-    j: &effective::Judgement,
-    basis: Basis,
-) -> Finding {
-    use crate::nccl::c2c::Era;
-    let nics = nic_list(inv, n);
-    let plural = if n.nics.len() > 1 { "s" } else { "" };
-    let sysfs = n
-        .sysfs_levels()
-        .iter()
-        .map(|l| l.as_str())
-        .collect::<Vec<_>>()
-        .join("/");
-    let release = match &inv.nccl.release {
-        Some(r) => format!("NCCL {} ({} {})", r.version, r.path, r.value),
-        None => "the node's NCCL release is not known (no libnccl.so.2 on the loader's path, no libnccl2 in dpkg's lists, no nccl.h; config nccl.version states it)".to_owned(),
-    };
-    let input = &j.c2c_input;
-    let route = format!(
-        "nearest NIC{plural} {nics} over NVLink-C2C to the GPU's CPU (NCCL's P2C; {sysfs} in sysfs)"
-    );
-    let mut ev = evidence(inv, n, basis);
-    if let Some(c) = inv
-        .gpus
-        .iter()
-        .find(|g| g.bdf == n.gpu)
-        .and_then(|g| g.c2c.as_ref())
-    {
-        ev.insert(0, c.evidence.clone());
-    }
-    if let Some(r) = &inv.nccl.release {
-        ev.push(Evidence {
-            path: r.path.clone(),
-            value: format!("NCCL {} {}", r.version, r.value),
-        });
-    }
-    for name in ["NCCL_NET_GDR_C2C", "NCCL_NET_GDR_LEVEL"] {
-        if let Some(s) = inv.nccl.get(name) {
-            ev.push(s.evidence());
-        }
-    }
-    let d = match decision {
-        Ok(d) => d,
-        Err(all) => {
-            let each: Vec<String> = all.iter().map(|d| d.describe(input)).collect();
-            return Finding::unknown(
-                GPU_NIC_C2C_RELEASE_UNKNOWN,
-                subject.to_owned(),
-                format!(
-                    "{route}: whether NCCL uses GPUDirect RDMA there depends on its release, and {release}: {}",
-                    each.join("; ")
-                ),
-            )
-            .with(ev)
-            .fix(
-                Fix::new(
-                    "State the NCCL release the node's jobs run (config nccl.version), or install NCCL on the node (libnccl2) so that gdrdoctor reads it",
-                    "Read-only: it only tells gdrdoctor which release decides.",
-                )
-                .manual("# /etc/gdrdoctor/config.yaml: nccl: {version: \"2.27.3\"}"),
-            );
-        }
-    };
-    if d.gdr {
-        return Finding::pass(
-            GPU_NIC_C2C,
-            subject.to_owned(),
-            format!("{route}: {}; {release}", d.describe(input)),
-        )
-        .with(ev);
-    }
-    let (summary, cmds): (String, Vec<String>) = match d.era {
-        Era::Before26 => (
-            "Run NCCL 2.27 or later, which uses GPUDirect RDMA over C2C by default (2.26 with NCCL_NET_GDR_C2C=1); or accept GDR through PCIe with NCCL_NET_GDR_LEVEL=PHB".to_owned(),
-            vec!["# per job: a container or wheel with NCCL >= 2.27, or export NCCL_NET_GDR_LEVEL=PHB".to_owned()],
-        ),
-        Era::V26 => (
-            "Set NCCL_NET_GDR_C2C=1 (NCCL 2.26 leaves it off by default): NCCL then uses GPUDirect RDMA over C2C".to_owned(),
-            vec!["# per job: export NCCL_NET_GDR_C2C=1".to_owned()],
-        ),
-        Era::V27 | Era::V29 => (
-            "Remove NCCL_NET_GDR_C2C=0 (see nccl-config): NCCL uses GPUDirect RDMA over C2C by default from 2.27".to_owned(),
-            vec!["gdrdoctor check --select nccl-config   # where the setting comes from".to_owned()],
-        ),
-    };
-    let mut fix = Fix::new(
-        summary,
-        "Changes how every NCCL job on the node moves GPU memory to the NICs; GDR over C2C is NVIDIA's default for Grace systems from NCCL 2.27.",
-    );
-    if d.era == Era::V26 && inv.nccl.get("NCCL_NET_GDR_C2C").is_none() {
-        fix = fix.guarded(
-            crate::model::FixClass::Persistent,
-            "echo NCCL_NET_GDR_C2C=1 >> /etc/nccl.conf",
-            "grep -q '^NCCL_NET_GDR_C2C=' /etc/nccl.conf 2>/dev/null",
-        );
-    }
-    for c in cmds {
-        fix = fix.manual(c);
-    }
-    Finding::fail(
-        GPU_NIC_C2C_NO_GDR,
-        subject.to_owned(),
-        format!(
-            "{route}: {}; {release}: NCCL silently runs this GPU without GPUDirect RDMA, staging through host memory",
-            d.describe(input)
-        ),
-    )
-    .with(ev)
-    .fix(fix)
-}
-
-/// The fix for a VM: the provider's topology file (named in /etc/nccl.conf, or set by the
-/// network plugin), else the provider's file or a passthrough layout that mirrors the host.
-fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix {
-    use crate::inventory::vm::Naming;
-    let missing = inv
-        .nccl
-        .topology
-        .as_ref()
-        .filter(|t| matches!(t.state, crate::inventory::nccl::TopoState::Missing))
-        .map(|t| t.path.clone());
-    let safety = "Changes what every NCCL job on the node reads; a file for another VM size pairs the wrong GPUs and NICs: use the provider's file for this size.";
-    match &vm.provider {
-        Some(p) if p.naming == Naming::Plugin => plugin_file_fix(inv, p, safety),
-        Some(p) => {
-            let (summary, fetch) = if p.present {
-                (
-                    format!(
-                        "Point NCCL at {}'s topology file, which is on this node ({}, from {}): add NCCL_TOPO_FILE={} to /etc/nccl.conf",
-                        p.size, p.path, p.source, p.path
-                    ),
-                    None,
-                )
-            } else {
-                (
-                    format!(
-                        "Install {}'s topology file ({}) as {} (the provider's HPC image does) and name it in /etc/nccl.conf: NCCL_TOPO_FILE={}{}",
-                        p.size,
-                        p.source,
-                        p.path,
-                        p.path,
-                        missing
-                            .as_ref()
-                            .map(|m| format!(" (NCCL_TOPO_FILE names {m}, which is not there)"))
-                            .unwrap_or_default()
-                    ),
-                    Some(format!(
-                        "# install {} as {} (Azure/azhpc-images, directory topology/)",
-                        p.source.rsplit('/').next().unwrap_or(&p.source),
-                        p.path
-                    )),
-                )
-            };
-            let mut fix = Fix::new(summary, safety);
-            if let Some(f) = fetch {
-                fix = fix.manual(f);
-            }
-            fix.guarded(
-                crate::model::FixClass::Persistent,
-                format!("echo NCCL_TOPO_FILE={} >> /etc/nccl.conf", p.path),
-                "grep -q '^NCCL_TOPO_FILE=' /etc/nccl.conf 2>/dev/null",
-            )
-            .manual("gdrdoctor check --select pcie-placement,nccl-config   # then: NCCL's tree from the file")
-        }
-        None => Fix::new(
-            format!(
-                "Get your provider's NCCL topology file for this VM size (or dump one with NCCL_TOPO_DUMP_FILE on a node of this size where GPUDirect RDMA works) and name it in /etc/nccl.conf with NCCL_TOPO_FILE{}; on a hypervisor of your own, pass each GPU and its NIC through behind one emulated switch, as the host pairs them",
-                missing
-                    .as_ref()
-                    .map(|m| format!(" (it names {m} now, which is not there)"))
-                    .unwrap_or_default()
-            ),
-            safety,
-        )
-        .manual("# NCCL_TOPO_FILE=/path/to/provider-topo.xml   in /etc/nccl.conf")
-        .manual("# QEMU: -device pcie-root-port,id=rp0 -device x3130-upstream,bus=rp0,id=up0 -device xio3130-downstream,bus=up0,id=dn0 -device xio3130-downstream,bus=up0,id=dn1, then the GPU on dn0 and its NIC on dn1 (QEMU docs/pcie.txt)"),
-    }
-}
-
-/// The fix where the network plugin names the provider's file itself (aws-ofi-nccl): the file
-/// missing, the plugin not loaded, or NCCL_TOPO_FILE set elsewhere.
-fn plugin_file_fix(inv: &Inventory, p: &crate::inventory::vm::ProviderFile, safety: &str) -> Fix {
-    let setting = inv.nccl.get("NCCL_TOPO_FILE");
-    let loaded = inv.nccl.plugin.aws_ofi().is_some();
-    let summary = match (p.present, loaded, setting) {
-        (false, _, _) => format!(
-            "Install aws-ofi-nccl with its topology files (the EFA installer does): {} ({}) is not on this node, and aws-ofi-nccl sets NCCL_TOPO_FILE to it itself on {}",
-            p.path, p.source, p.size
-        ),
-        (true, false, _) => format!(
-            "Make NCCL load aws-ofi-nccl (see nccl-config): it sets NCCL_TOPO_FILE to {} ({}) itself on {}, and that file is on this node",
-            p.path, p.source, p.size
-        ),
-        (true, true, Some(s)) => format!(
-            "Remove NCCL_TOPO_FILE={} ({}): aws-ofi-nccl sets NCCL_TOPO_FILE to {} itself only when it is unset",
-            s.value,
-            s.origin.describe(),
-            p.path
-        ),
-        (true, true, None) => format!(
-            "aws-ofi-nccl sets NCCL_TOPO_FILE to {} ({}) itself: see nccl-config for why NCCL does not read it",
-            p.path, p.source
-        ),
-    };
-    Fix::new(summary, safety)
-        .manual(format!(
-            "ls -l {}   # aws-ofi-nccl's file for this instance type",
-            crate::checks::sh(&p.path)
-        ))
-        .manual("gdrdoctor check --select pcie-placement,nccl-config   # then: NCCL's tree from the file")
 }
 
 /// GPUs whose one nearest NIC is the same, while another NIC NCCL uses (`nccl_nics`) is no
