@@ -12,8 +12,22 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 pub const ENV: &str = "GDRDOCTOR_LIBIBVERBS";
 pub use crate::model::access::SONAME;
 
+mod srd;
 mod structs;
+pub use srd::{Ah, QpEx, QpInitAttrEx, SrdOp, SrdQp, SrdWr};
+pub use srd::{
+    QP_EX_WITH_RDMA_READ, QP_EX_WITH_RDMA_WRITE, QP_INIT_ATTR_PD, QP_INIT_ATTR_SEND_OPS_FLAGS,
+};
+use structs::base_layout;
 pub use structs::*;
+
+/// Every size and offset this module relies on, named as the C program in
+/// tests/stubs/verbs_layout.c prints them.
+pub fn layout() -> Vec<(&'static str, usize)> {
+    let mut all = base_layout();
+    all.extend(srd::layout());
+    all
+}
 
 // -- the library -----------------------------------------------------------------------------
 
@@ -35,8 +49,13 @@ type DestroyCq = unsafe extern "C" fn(*mut c_void) -> c_int;
 type CreateQp = unsafe extern "C" fn(*mut c_void, *mut QpInitAttr) -> *mut QpHead;
 type ModifyQp = unsafe extern "C" fn(*mut QpHead, *mut QpAttr, c_int) -> c_int;
 type DestroyQp = unsafe extern "C" fn(*mut QpHead) -> c_int;
+type CreateAh = unsafe extern "C" fn(*mut c_void, *mut AhAttr) -> *mut c_void;
+type DestroyAh = unsafe extern "C" fn(*mut c_void) -> c_int;
+type QpToQpEx = unsafe extern "C" fn(*mut QpHead) -> *mut QpEx;
 
 /// The exported calls. `reg_dmabuf_mr` is optional: rdma-core added it in 34 (IBVERBS_1.12).
+/// So are the three only an SRD queue pair needs (an EFA device, [`srd`]): a library without
+/// them still runs the RC test as before.
 pub struct Verbs {
     pub path: String,
     get_device_list: GetDeviceList,
@@ -56,6 +75,12 @@ pub struct Verbs {
     create_qp: CreateQp,
     modify_qp: ModifyQp,
     destroy_qp: DestroyQp,
+    /// `ibv_create_ah`, `ibv_destroy_ah` (IBVERBS_1.0).
+    create_ah: Option<CreateAh>,
+    destroy_ah: Option<DestroyAh>,
+    /// `ibv_qp_to_qp_ex` (IBVERBS_1.6, rdma-core 21; libibverbs/verbs.c): the builders of a QP
+    /// created with send_ops_flags.
+    qp_to_qp_ex: Option<QpToQpEx>,
 }
 
 /// Why libibverbs cannot be used.
@@ -104,6 +129,12 @@ impl Verbs {
             create_qp: sym!(lib, path, "ibv_create_qp"),
             modify_qp: sym!(lib, path, "ibv_modify_qp"),
             destroy_qp: sym!(lib, path, "ibv_destroy_qp"),
+            // SAFETY: as in `sym!`; each is optional (see the struct).
+            create_ah: unsafe { lib.get(b"ibv_create_ah\0") }.ok().map(|s| *s),
+            // SAFETY: as in `sym!`.
+            destroy_ah: unsafe { lib.get(b"ibv_destroy_ah\0") }.ok().map(|s| *s),
+            // SAFETY: as in `sym!`.
+            qp_to_qp_ex: unsafe { lib.get(b"ibv_qp_to_qp_ex\0") }.ok().map(|s| *s),
             path,
         };
         // Providers stay loaded with the library until the process (the test child) exits.
@@ -238,6 +269,11 @@ impl<'a> Context<'a> {
         Ok(Cq { ctx: self, cq })
     }
 
+    /// The `struct ibv_context *`, for libefa's direct verbs (crate::ffi::efa).
+    pub(in crate::ffi) fn raw(&self) -> *mut c_void {
+        self.ctx
+    }
+
     fn ops(&self) -> &ContextOps {
         // SAFETY: `ctx` points to a live `struct ibv_context`, whose `ops` follow `device`.
         unsafe { &(*(self.ctx as *const ContextHead)).ops }
@@ -271,6 +307,14 @@ pub(crate) mod sealed {
 }
 
 impl<'a> Pd<'a> {
+    /// The `struct ibv_pd *` and its context's, for libefa (crate::ffi::efa).
+    pub(in crate::ffi) fn raw(&self) -> *mut c_void {
+        self.pd
+    }
+    pub(in crate::ffi) fn context(&self) -> &'a Context<'a> {
+        self.ctx
+    }
+
     /// `ibv_reg_mr` on memory of ours: host memory, or (the peermem path) a GPU's. The region
     /// borrows the memory, so that it cannot be freed while the NIC may still reach it.
     pub fn reg_mr<'s, M: Registrable + ?Sized>(
@@ -365,6 +409,11 @@ impl Drop for Cq<'_> {
 }
 
 impl Cq<'_> {
+    /// The `struct ibv_cq *`, for libefa (crate::ffi::efa).
+    pub(in crate::ffi) fn raw(&self) -> *mut c_void {
+        self.cq
+    }
+
     /// `ibv_poll_cq` through the context's ops. `Err` when the provider has no `poll_cq`.
     pub fn poll(&self, wc: &mut [Wc]) -> Result<usize, String> {
         let f = self

@@ -205,9 +205,8 @@ pub struct ContextHead {
     pub ops: ContextOps,
 }
 
-/// Every size and offset this module relies on, named as the C program in
-/// tests/stubs/verbs_layout.c prints them.
-pub fn layout() -> Vec<(&'static str, usize)> {
+/// The sizes and offsets of the structures above (see [`super::layout`]).
+pub(super) fn base_layout() -> Vec<(&'static str, usize)> {
     vec![
         (
             "sizeof(struct ibv_port_attr)",
@@ -305,6 +304,8 @@ pub const ACCESS_LOCAL_WRITE: c_int = 1;
 pub const ACCESS_REMOTE_WRITE: c_int = 1 << 1;
 pub const ACCESS_REMOTE_READ: c_int = 1 << 2;
 pub const QPT_RC: c_uint = 2;
+/// `IBV_QPT_DRIVER`: a provider's own QP type (EFA's SRD, created through libefa).
+pub const QPT_DRIVER: c_uint = 0xff;
 pub const QPS_INIT: c_uint = 1;
 pub const QPS_RTR: c_uint = 2;
 pub const QPS_RTS: c_uint = 3;
@@ -316,6 +317,7 @@ pub(super) const QP_STATE: c_int = 1;
 pub(super) const QP_ACCESS_FLAGS: c_int = 1 << 3;
 pub(super) const QP_PKEY_INDEX: c_int = 1 << 4;
 pub(super) const QP_PORT: c_int = 1 << 5;
+pub(super) const QP_QKEY: c_int = 1 << 6;
 pub(super) const QP_AV: c_int = 1 << 7;
 pub(super) const QP_PATH_MTU: c_int = 1 << 8;
 pub(super) const QP_TIMEOUT: c_int = 1 << 9;
