@@ -16,7 +16,7 @@ use std::ffi::{c_int, c_void};
 use std::mem::{offset_of, size_of};
 
 pub const ENV: &str = "GDRDOCTOR_LIBEFA";
-pub const SONAME: &str = "libefa.so.1";
+pub use crate::model::gdr::LIBEFA as SONAME;
 /// Where the EFA installer puts its rdma-core (its prefix, /opt/amazon/efa), for a node whose
 /// loader configuration does not name that directory.
 pub const EFA_INSTALLER: &str = "/opt/amazon/efa/lib/libefa.so.1";
