@@ -387,3 +387,24 @@ fn the_check_names_srd_in_its_pass() {
         .unwrap();
     assert!(transport.value.contains("RDMA READ"), "{transport:?}");
 }
+
+/// The plan gives each pair its NIC's driver from the inventory: `efa` on an EFA node, so the
+/// child goes to SRD without trying RC; `mlx5_core` on a ConnectX node, so it never asks libefa.
+#[test]
+fn the_plan_names_each_nic_driver() {
+    let config = gdrdoctor::config::Config::default();
+    let opts = gdrdoctor::probe::gdr_test::Options::default();
+    for (fixture, driver) in [("aws-p5-efa", "efa"), ("healthy-8gpu-roce", "mlx5_core")] {
+        let root = gdrdoctor::root::Root::open(&fixture_path(fixture)).unwrap();
+        let inv = gdrdoctor::inventory::Inventory::load(&root, &config);
+        let (planned, _) = gdrdoctor::probe::gdr_test::plan(&inv, &opts);
+        assert!(!planned.is_empty(), "{fixture}");
+        for p in &planned {
+            assert_eq!(
+                p.spec.nic_driver.as_deref(),
+                Some(driver),
+                "{fixture}: {p:?}"
+            );
+        }
+    }
+}
