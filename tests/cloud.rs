@@ -103,6 +103,29 @@ fn plugin_off_the_loader_path_and_named_by_nccl_net_plugin() {
     assert!(text(f).contains("NCCL_NET_PLUGIN=ofi"), "{f}");
 }
 
+/// aws-ofi-nccl 1.14 to 1.16 from their Debian packages, in lib/<arch>-linux-gnu
+/// (dh_auto_configure's multiarch libdir; aws-ofi-nccl contrib/debian-template/rules), with the
+/// loader not told (the package's own ld.so.conf.d file gone): found there, on x86_64 and on Arm.
+#[test]
+fn plugin_in_the_multiarch_directory() {
+    for arch in ["x86_64", "aarch64"] {
+        let n = NodeCopy::of("aws-p4d-efa-topo");
+        let lib = std::fs::read(n.root.join("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")).unwrap();
+        n.remove("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")
+            .remove("opt/amazon/ofi-nccl/lib/libnccl-net.so");
+        let dir = format!("opt/amazon/ofi-nccl/lib/{arch}-linux-gnu");
+        n.write(&format!("{dir}/libnccl-net-ofi.so"), &lib)
+            .write("proc/sys/kernel/arch", format!("{arch}\n"))
+            .write("etc/ld.so.conf.d/000_efa.conf", "/opt/amazon/efa/lib\n");
+        let (_, r) = n.check(&[], &[]);
+        let f = one(&r, "nccl-net-plugin-missing", "fail");
+        assert!(
+            text(f).contains(&format!("installed at /{dir}/libnccl-net-ofi.so")),
+            "{arch}: {f}"
+        );
+    }
+}
+
 /// A plugin NCCL_NET_PLUGIN names but nobody installed, on a node without EFA: NCCL uses its
 /// own transport, which is worth a warning, not a failure.
 #[test]

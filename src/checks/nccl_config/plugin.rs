@@ -128,7 +128,7 @@ fn missing(inv: &Inventory, efa: usize, other: Option<&Found>) -> Finding {
         ),
     };
     // aws-ofi-nccl installed where the loader does not look.
-    let installed = p.unused_install.clone();
+    let installed = p.unused_install.as_ref().map(|u| u.library.clone());
     let mut fix = Fix::new(
         match &installed {
             Some(l) => format!("Make NCCL load aws-ofi-nccl, which is installed at {l}: set NCCL_NET_PLUGIN={l} in /etc/nccl.conf (or add its directory to the loader's path)"),
