@@ -217,3 +217,26 @@ fn os_error(e: &std::io::Error) -> String {
         None => e.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// libefa as this machine has it (rdma-core's, where libibverbs-dev's ibverbs-providers is
+    /// installed): both calls found under the names this module looks up; without it, the error
+    /// names every file tried.
+    #[test]
+    fn load_this_machine() {
+        // libibverbs-dev (tests/all.sh installs it) brings ibverbs-providers, which has libefa.
+        if std::path::Path::new("/usr/include/infiniband/efadv.h").exists() {
+            assert!(Efa::load().is_ok(), "{:?}", Efa::load().err());
+        }
+        match Efa::load() {
+            Ok(efa) => assert!(efa.path.contains("libefa"), "{}", efa.path),
+            Err(LoadError::NotFound { tried, .. }) => {
+                assert!(tried.iter().any(|t| t.contains("libefa")), "{tried:?}")
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+}

@@ -151,7 +151,7 @@ pub fn choose(
             FailureKind::EfaNoRdma,
             "efadv_query_device",
             format!(
-                "{} (EFA) offers neither RDMA write nor read (efadv_query_device device_caps {:#x}): the write test cannot run over SRD; aws-ofi-nccl's traffic still crosses it through libfabric, whose efa provider emulates RDMA with messages on such a device (prov/efa/src/rdm/efa_rdm_rma.c), without GPUDirect RDMA's one-sided transfers",
+                "{} (EFA) offers neither RDMA write nor read (efadv_query_device device_caps {:#x}): the write test cannot run over SRD; aws-ofi-nccl's traffic still crosses it through libfabric, whose efa provider emulates RDMA with messages on such a device (prov/efa/src/rdm/efa_rdm_rma.c)",
                 nic.device, attr.device_caps
             ),
         ));
