@@ -71,18 +71,50 @@ fn efa_without_the_plugin_runs_over_sockets() {
     assert!(text(p).contains("aws-ofi-nccl"), "{p}");
 }
 
-/// aws-ofi-nccl installed where the loader does not look: the fix names it for NCCL_NET_PLUGIN;
-/// with NCCL_NET_PLUGIN=ofi, NCCL finds libnccl-net-ofi.so (the name 2.4 and later form).
+/// The fix's commands of a finding: (run, guard).
+fn commands(f: &serde_json::Value) -> Vec<(String, String)> {
+    f["fix"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+            (s("run"), s("guard"))
+        })
+        .collect()
+}
+
+/// The loader's fix for aws-ofi-nccl installed in `dir`: the directory in its own ld.so.conf.d
+/// file and ldconfig, skipped once both are done.
+fn loader_fix(dir: &str) -> (String, String) {
+    let conf = "/etc/ld.so.conf.d/aws-ofi-nccl.conf";
+    (
+        format!("echo {dir} > {conf} && ldconfig"),
+        format!("grep -qxF {dir} {conf} 2>/dev/null && ldconfig -p | grep -qF '=> {dir}/'"),
+    )
+}
+
+/// aws-ofi-nccl installed where the loader does not look: the fix puts its directory on the
+/// loader's path, which every NCCL release searches, not its path in NCCL_NET_PLUGIN, which
+/// NCCL 2.4 to 2.21 make into libnccl-net-<path>.so. A path there works with 2.22 and later; with
+/// NCCL_NET_PLUGIN=ofi, NCCL finds libnccl-net-ofi.so (the name 2.4 and later form).
 #[test]
 fn plugin_off_the_loader_path_and_named_by_nccl_net_plugin() {
     let n = NodeCopy::of("aws-p4d-efa-topo");
     n.remove("etc/ld.so.conf.d/000_efa.conf");
     let (_, r) = n.check(&[], &[]);
     let f = one(&r, "nccl-net-plugin-missing", "fail");
-    assert!(
-        text(f).contains("NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"),
+    assert_eq!(
+        commands(f)[0],
+        loader_fix("/opt/amazon/ofi-nccl/lib"),
         "{f}"
     );
+    assert!(
+        text(f).contains("NCCL 2.4 to 2.21 make any value X into libnccl-net-X.so"),
+        "{f}"
+    );
+    // libnccl-net.so is there: nothing else to set.
+    assert!(!text(f).contains("NCCL_NET_PLUGIN=ofi"), "{f}");
     n.write(
         "etc/nccl.conf",
         "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so\n",
@@ -101,6 +133,54 @@ fn plugin_off_the_loader_path_and_named_by_nccl_net_plugin() {
     assert_eq!(c, 0, "{:#}", r["checks"]);
     let f = one(&r, "nccl-net-plugin", "pass");
     assert!(text(f).contains("NCCL_NET_PLUGIN=ofi"), "{f}");
+}
+
+/// aws-ofi-nccl 1.14 to 1.16 from their Debian packages, in lib/<arch>-linux-gnu (dh_auto_configure's
+/// multiarch libdir; aws-ofi-nccl contrib/debian-template/rules), with the loader not told (the
+/// package's own ld.so.conf.d file gone): found there, on x86_64 and on Arm, and the fix names
+/// that directory; applied, NCCL loads the plugin. Without libnccl-net.so beside it (a build
+/// with `--disable-nccl-net-library`), the fix also sets NCCL_NET_PLUGIN=ofi.
+#[test]
+fn plugin_in_the_multiarch_directory() {
+    for (arch, default_name) in [("x86_64", true), ("aarch64", false)] {
+        let n = NodeCopy::of("aws-p4d-efa-topo");
+        let lib = std::fs::read(n.root.join("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")).unwrap();
+        n.remove("opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")
+            .remove("opt/amazon/ofi-nccl/lib/libnccl-net.so");
+        let dir = format!("/opt/amazon/ofi-nccl/lib/{arch}-linux-gnu");
+        n.write(&format!("{dir}/libnccl-net-ofi.so")[1..], &lib);
+        if default_name {
+            n.write(&format!("{dir}/libnccl-net.so")[1..], &lib);
+        }
+        n.write("proc/sys/kernel/arch", format!("{arch}\n"))
+            .write("etc/ld.so.conf.d/000_efa.conf", "/opt/amazon/efa/lib\n");
+        let (c, r) = n.check(&[], &[]);
+        assert_eq!(c, 1, "{arch}: {:#}", r["checks"]);
+        let f = one(&r, "nccl-net-plugin-missing", "fail");
+        let cmds = commands(f);
+        assert_eq!(cmds[0], loader_fix(&dir), "{arch}: {f}");
+        assert!(
+            text(f).contains(&format!("installed at {dir}/libnccl-net-ofi.so")),
+            "{arch}: {f}"
+        );
+        let ofi = (
+            "echo NCCL_NET_PLUGIN=ofi >> /etc/nccl.conf".to_owned(),
+            "grep -q '^NCCL_NET_PLUGIN=' /etc/nccl.conf 2>/dev/null".to_owned(),
+        );
+        assert_eq!(cmds.contains(&ofi), !default_name, "{arch}: {cmds:?}");
+        // What the fix does, done by hand on the copy: NCCL loads the plugin from there.
+        n.write("etc/ld.so.conf.d/aws-ofi-nccl.conf", format!("{dir}\n"));
+        if !default_name {
+            n.write("etc/nccl.conf", "NCCL_NET_PLUGIN=ofi\n");
+        }
+        let (c, r) = n.check(&[], &[]);
+        assert_eq!(c, 0, "{arch}: {:#}", r["checks"]);
+        let f = one(&r, "nccl-net-plugin", "pass");
+        assert!(
+            text(f).contains("/etc/ld.so.conf.d/aws-ofi-nccl.conf line 1"),
+            "{arch}: {f}"
+        );
+    }
 }
 
 /// A plugin NCCL_NET_PLUGIN names but nobody installed, on a node without EFA: NCCL uses its

@@ -13,7 +13,7 @@ use gdrdoctor::probe::gdr_test::Planned;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-fn spec(memory: Memory) -> PairSpec {
+pub(crate) fn spec(memory: Memory) -> PairSpec {
     PairSpec {
         gpu: memory.is_gpu().then(|| "0000:00:06.0".to_owned()),
         nic: Some(NicSpec {
@@ -26,11 +26,12 @@ fn spec(memory: Memory) -> PairSpec {
         iters: 64,
         duration_ms: 50,
         deadline_ms: 2000,
+        nic_driver: None,
     }
 }
 
 /// Runs one pair in the real child, with the stand-in libraries and `env`.
-fn pair(spec: &PairSpec, verbs: Option<PathBuf>, env: &[(&str, &str)]) -> PairResult {
+pub(crate) fn pair(spec: &PairSpec, verbs: Option<PathBuf>, env: &[(&str, &str)]) -> PairResult {
     let out = Gdrdoctor::new()
         .args(["gdr-pair", "--spec", &serde_json::to_string(spec).unwrap()])
         .lib("IBVERBS", verbs.unwrap_or_else(|| stub("ibverbs", &[])))
@@ -41,7 +42,7 @@ fn pair(spec: &PairSpec, verbs: Option<PathBuf>, env: &[(&str, &str)]) -> PairRe
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
 }
 
-fn failure(r: &PairResult) -> (FailureKind, String) {
+pub(crate) fn failure(r: &PairResult) -> (FailureKind, String) {
     let f = r
         .failure
         .as_ref()
@@ -227,7 +228,7 @@ fn gpu_side_runs_without_a_nic() {
 
 // -- the check's verdicts and fixes, from outcomes -------------------------------------------
 
-fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
+pub(crate) fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
     let root = gdrdoctor::root::Root::open(&fixture_path("h200x2-vm")).unwrap();
     let config = gdrdoctor::config::Config::default();
     let (mut inv, mut runs) = gdrdoctor::probe::load(&root, &config, Default::default());
@@ -248,7 +249,11 @@ fn judged(outcomes: Vec<Outcome>) -> Vec<gdrdoctor::model::Finding> {
         .findings
 }
 
-fn outcome(s: PairSpec, result: Result<PairResult, String>, expected: Option<f64>) -> Outcome {
+pub(crate) fn outcome(
+    s: PairSpec,
+    result: Result<PairResult, String>,
+    expected: Option<f64>,
+) -> Outcome {
     Outcome {
         gpu: None,
         subject: "GPU 0000:00:06.0".into(),
@@ -596,23 +601,26 @@ fn each_broken_layer_is_its_own_finding() {
     assert_eq!(f["message"], "not run: --no-gdr-test", "{f}");
 }
 
-/// Every field of `inventory.gdr_test` that a pass or a failure produces is documented.
+/// Every field of `inventory.gdr_test` that a pass or a failure produces is documented, an SRD
+/// pair's on an EFA device (tests/gdr_test_efa.rs) among them.
 #[test]
 fn gdr_test_fields_are_documented() {
-    let runs: Vec<serde_json::Value> = [vec![], vec![("FAKE_IBV_HOST_ERRNO", "12")]]
-        .into_iter()
-        .map(|env| {
-            let out = Gdrdoctor::new()
-                .args([
-                    "gdr-test", "--memory", "host", "--nic", "fake0", "--size", "64K", "--format",
-                    "json",
-                ])
-                .verbs()
-                .envs(env)
-                .output();
-            json(&out)["inventory"]["gdr_test"].clone()
-        })
-        .collect();
+    let fake0 = |env: &[(&'static str, &'static str)]| Gdrdoctor::new().verbs().envs(env.to_vec());
+    let runs: Vec<serde_json::Value> = [
+        ("fake0", fake0(&[])),
+        ("fake0", fake0(&[("FAKE_IBV_HOST_ERRNO", "12")])),
+        ("rdmap79s0", Gdrdoctor::new().efa()),
+    ]
+    .into_iter()
+    .map(|(nic, command)| {
+        let out = command
+            .args([
+                "gdr-test", "--memory", "host", "--nic", nic, "--size", "64K", "--format", "json",
+            ])
+            .output();
+        json(&out)["inventory"]["gdr_test"].clone()
+    })
+    .collect();
     let fields = Fields {
         prefix: "inventory.gdr_test",
         ..Fields::default()
@@ -620,6 +628,7 @@ fn gdr_test_fields_are_documented() {
     let fields = assert_json_documented("docs/report-json.md", &fields, &runs);
     assert!(fields.contains("inventory.gdr_test[].result.bandwidth.to_target_gbps"));
     assert!(fields.contains("inventory.gdr_test[].result.failure.kind"));
+    assert!(fields.contains("inventory.gdr_test[].result.efa.device_caps"));
 }
 
 /// Which pairs run: each GPU with its nearest NIC(s) by default, every pair with `--pairs all`,
@@ -683,7 +692,7 @@ fn wrapped(dir: &std::path::Path, log: &std::path::Path, extra: &str) -> PathBuf
     std::fs::write(
         &exe,
         format!(
-            "#!/bin/sh\n{extra}\nexport GDRDOCTOR_LIBCUDA={} GDRDOCTOR_LIBIBVERBS={} GDRDOCTOR_LIBNVML={} FAKE_CUDA_LOG={}\nexec {} \"$@\"\n",
+            "#!/bin/sh\n{extra}\nexport GDRDOCTOR_LIBCUDA={} GDRDOCTOR_LIBIBVERBS={} GDRDOCTOR_LIBNVML={} FAKE_CUDA_LOG={} GDRDOCTOR_LIBEFA={MISSING}\nexec {} \"$@\"\n",
             stub("cuda", &[]).display(),
             stub("ibverbs", &[]).display(),
             stub("nvml", &[]).display(),

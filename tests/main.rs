@@ -19,6 +19,7 @@ mod fixtures;
 mod fleet;
 mod formats;
 mod gdr_test;
+mod gdr_test_efa;
 mod gpu_runtime;
 mod grace;
 mod hostile;

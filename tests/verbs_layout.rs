@@ -1,22 +1,24 @@
-//! The verbs structures in src/ffi/ibverbs.rs against the real <infiniband/verbs.h>: a C program
-//! (tests/stubs/verbs_layout.c) prints every size and offset the Rust side relies on, compiled
-//! against the installed header (libibverbs-dev; tests/all.sh installs it).
+//! The verbs structures in src/ffi/ibverbs/ against the real <infiniband/verbs.h>, and libefa's
+//! in src/ffi/efa.rs against the real <infiniband/efadv.h>: a C program per header
+//! (tests/stubs/verbs_layout.c, tests/stubs/efa_layout.c) prints every size and offset the Rust
+//! side relies on, compiled against the installed header (libibverbs-dev, which ships both;
+//! tests/all.sh installs it).
 #![allow(clippy::disallowed_methods)] // tests read the repository, not a node
 
 use crate::common::crate_dir;
 
-#[test]
-fn layouts_match_the_header() {
+/// Compiles `tests/stubs/<program>.c`, runs it, and compares its `name value` lines with `rust`.
+fn compare(header: &str, program: &str, rust: Vec<(&'static str, usize)>) {
     assert!(
-        std::path::Path::new("/usr/include/infiniband/verbs.h").exists(),
-        "this test needs rdma-core's header: apt-get install libibverbs-dev"
+        std::path::Path::new(header).exists(),
+        "this test needs rdma-core's header {header}: apt-get install libibverbs-dev"
     );
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("verbs_layout");
+    let exe = dir.path().join(program);
     let status = std::process::Command::new("cc")
         .arg("-o")
         .arg(&exe)
-        .arg(crate_dir().join("tests/stubs/verbs_layout.c"))
+        .arg(crate_dir().join(format!("tests/stubs/{program}.c")))
         .status()
         .expect("cc");
     assert!(status.success());
@@ -29,7 +31,6 @@ fn layouts_match_the_header() {
             (k.to_owned(), v.parse().unwrap())
         })
         .collect();
-    let rust = gdrdoctor::ffi::ibverbs::layout();
     assert_eq!(
         rust.len(),
         c.len(),
@@ -44,7 +45,25 @@ fn layouts_match_the_header() {
     }
     assert!(
         wrong.is_empty(),
-        "layouts differ from verbs.h:\n{}",
+        "layouts differ from {header}:\n{}",
         wrong.join("\n")
+    );
+}
+
+#[test]
+fn layouts_match_the_header() {
+    compare(
+        "/usr/include/infiniband/verbs.h",
+        "verbs_layout",
+        gdrdoctor::ffi::ibverbs::layout(),
+    );
+}
+
+#[test]
+fn efa_layouts_match_the_header() {
+    compare(
+        "/usr/include/infiniband/efadv.h",
+        "efa_layout",
+        gdrdoctor::ffi::efa::layout(),
     );
 }

@@ -1,11 +1,12 @@
 //! `gdr-test` (live only): RDMA WRITEs between GPU memory and host memory through each GPU's
-//! nearest NIC, every byte verified, bandwidth measured (src/gdr). The check judges the
-//! outcomes the write test left in the runs (crate::model::Runs).
+//! nearest NIC, every byte verified, bandwidth measured (src/gdr); on an AWS EFA device, which
+//! offers no RC queue pair, over SRD with RDMA WRITE or READ. The check judges the outcomes the
+//! write test left in the runs (crate::model::Runs).
 
 use super::{Check, Context, Meta};
 use crate::gdr::{Failure, FailureKind, PairResult};
 
-use crate::model::gdr::{Expected, GdrOutcome as Outcome, GdrTest};
+use crate::model::gdr::{Expected, GdrOutcome as Outcome, GdrTest, LIBEFA, Transport};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 
 pub struct GdrTestCheck;
@@ -85,6 +86,21 @@ const SETUP_FAILED: Code = Code {
     summary: "opening the device, a PD, CQ or QP, or connecting the QP failed",
 };
 
+const NO_LIBEFA: Code = Code {
+    id: "gdr-test-no-libefa",
+    summary: "an EFA device (no RC queue pair), and libefa.so.1 cannot be loaded or lacks a call: no SRD queue pair to test with",
+};
+
+const EFA_NO_RDMA: Code = Code {
+    id: "gdr-test-efa-no-rdma",
+    summary: "the EFA device offers neither RDMA write nor read: the test cannot run over SRD",
+};
+
+const NO_RC: Code = Code {
+    id: "gdr-test-no-rc",
+    summary: "the device offers no RC queue pair and libefa says it is not EFA: no transport the test knows",
+};
+
 const MEMORY: Code = Code {
     id: "gdr-test-memory",
     summary: "the buffer under test could not be allocated or exported (GPU runtime)",
@@ -131,6 +147,9 @@ const CODES: &[Code] = &[
     NO_PROVIDER,
     NO_ACCESS,
     SETUP_FAILED,
+    NO_LIBEFA,
+    EFA_NO_RDMA,
+    NO_RC,
     MEMORY,
     ERROR,
     NO_RDMA_DEVICE,
@@ -257,6 +276,27 @@ fn evidence(o: &Outcome, r: &PairResult) -> Vec<Evidence> {
             ),
         });
     }
+    if let Some(e) = &r.efa {
+        ev.push(Evidence {
+            path: e.library.clone(),
+            value: format!(
+                "libefa: efadv_query_device device_caps {:#x}, max_rdma_size {}, max_sq_wr {}",
+                e.device_caps, e.max_rdma_size, e.max_sq_wr
+            ),
+        });
+    }
+    if let Some(t) = r.transport {
+        ev.push(Evidence {
+            path: "transport".into(),
+            value: match t {
+                Transport::Rc => "RC: one queue pair connected to itself, RDMA WRITE".into(),
+                Transport::SrdWrite | Transport::SrdRead => format!(
+                    "SRD (EFA, libefa): two queue pairs, one posting to the other, {}",
+                    t.operation().trim_start_matches("SRD ")
+                ),
+            },
+        });
+    }
     for reg in &r.registrations {
         ev.push(Evidence {
             path: format!("registration ({})", reg.path),
@@ -347,10 +387,11 @@ fn passed(
     let mut out = Vec::new();
     let path = r.path.as_deref().unwrap_or("?");
     let bw = r.bandwidth.as_ref();
+    let verb = r.transport.map_or("WRITE", Transport::verb);
     let speeds = bw
         .map(|b| {
             format!(
-                "{} Gb/s into the buffer, {} Gb/s out ({} WRITEs of {})",
+                "{} Gb/s into the buffer, {} Gb/s out ({} {verb}s of {})",
                 b.to_target_gbps,
                 b.from_target_gbps,
                 b.messages,
@@ -362,7 +403,12 @@ fn passed(
         .verified_bytes
         .map(crate::parse::bytes)
         .unwrap_or_default();
-    let base = format!("{path} path{level}: {verified} verified both ways; {speeds}");
+    // RC, the test's transport everywhere but EFA, goes unsaid, as it always did.
+    let over = match r.transport {
+        Some(t @ (Transport::SrdWrite | Transport::SrdRead)) => format!(", {}", t.operation()),
+        _ => String::new(),
+    };
+    let base = format!("{path} path{level}{over}: {verified} verified both ways; {speeds}");
     let slowest = bw.map(|b| b.to_target_gbps.min(b.from_target_gbps));
     match (&o.expected, slowest, o.software) {
         (_, _, true) => out.push(Finding::pass(PASS, subject, format!("{base}; bandwidth not judged: a software RDMA device runs at the CPU's pace")).with(ev.clone())),
@@ -439,6 +485,22 @@ fn failed(
                 .runtime("chmod 0666 /dev/infiniband/uverbs*"),
         ),
         FailureKind::OpenFailed | FailureKind::QpFailed => Finding::fail(SETUP_FAILED, subject, message).with(ev).fix(dmesg_fix()),
+        // An EFA device (or one without RC) the test cannot run on says nothing of the node:
+        // unknown, never a failure (issue 38).
+        FailureKind::EfaLibrary => Finding::unknown(NO_LIBEFA, subject, message).with(ev).evidence(LIBEFA, "<cannot be loaded or lacks a call>").fix(
+            Fix::new("Install rdma-core's libefa, the EFA device's provider and direct verbs (the EFA installer's is in /opt/amazon/efa/lib)", "Installs user-space packages only.")
+                .manual("apt-get install ibverbs-providers   # Debian/Ubuntu: libefa.so.1")
+                .manual("dnf install libibverbs   # RHEL and derivatives: libefa.so.1")
+                .manual("ls -l /opt/amazon/efa/lib/libefa.so.1   # the EFA installer's copy"),
+        ),
+        FailureKind::EfaNoRdma => Finding::unknown(EFA_NO_RDMA, subject, message).with(ev).fix(
+            Fix::new("Nothing on the node gives the device RDMA: see how NCCL reaches it instead (aws-ofi-nccl and libfabric)", "Read-only commands.")
+                .manual("gdrdoctor check --select nccl-config,peer-memory -v"),
+        ),
+        FailureKind::NoRc => Finding::unknown(NO_RC, subject, message).with(ev).fix(
+            Fix::new("Find out which driver and provider the device has: the test needs RC, or SRD on an EFA device", "Read-only commands.")
+                .manual("rdma dev show; ls -l /sys/class/infiniband/*/device/driver"),
+        ),
         FailureKind::PortNotActive => Finding::fail(PORT_DOWN, subject, message).with(ev).fix(
             Fix::new("Bring the port up (see rdma-link: cable, switch port, subnet manager, netdev)", "Read-only commands.").manual("rdma link show; ibstat"),
         ),

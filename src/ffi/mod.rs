@@ -29,6 +29,7 @@ macro_rules! optional {
 }
 
 pub mod cuda;
+pub mod efa;
 pub mod gpu;
 pub mod hip;
 pub mod hostmem;

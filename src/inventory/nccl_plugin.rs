@@ -136,7 +136,22 @@ pub struct NetPlugin {
     /// DMI's product_name, read for the plugin's platform table.
     pub product_name: Option<String>,
     /// aws-ofi-nccl where the EFA installer puts it, when NCCL does not load it from there.
-    pub unused_install: Option<String>,
+    pub unused_install: Option<UnusedInstall>,
+}
+
+/// aws-ofi-nccl installed under the EFA installer's prefix, in a directory the loader does not
+/// search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnusedInstall {
+    /// The plugin library (`/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net-ofi.so`).
+    pub library: String,
+    /// Its directory: what the loader must be told.
+    pub dir: String,
+    /// `libnccl-net.so` is in `dir`: the name NCCL opens when NCCL_NET_PLUGIN is unset.
+    /// aws-ofi-nccl installs it by default: alone in 1.14, then as a link to libnccl-net-ofi.so
+    /// (1.15, 1.16: `ENABLE_NCCL_NET_SYMLINK`), then a library of its own (1.17 and later:
+    /// `ENABLE_NCCL_NET_LIBRARY`; NGC's builds turn it off) (src/Makefile.am).
+    pub default_name: bool,
 }
 
 impl Default for NetPlugin {
@@ -406,6 +421,44 @@ pub fn package_version(bytes: &[u8], marker: &[u8]) -> Option<String> {
     None
 }
 
+/// The directories aws-ofi-nccl's packages put it in under the EFA installer's prefix, in the
+/// order they are looked at (aws/aws-ofi-nccl contrib/, read at the release tags):
+/// - `lib`: the Debian packages from 1.17.0 (debian-template/rules `--libdir=${prefix}/lib`),
+///   and a build from source (autoconf's default libdir);
+/// - `lib/<arch>-linux-gnu`: the Debian packages 1.14.0 to 1.16.3, which left the libdir to
+///   dh_auto_configure, whose default is multiarch (their rules name
+///   `/opt/amazon/ofi-nccl/lib/$(DEB_HOST_MULTIARCH)/` in /etc/ld.so.conf.d/100_ofinccl.conf);
+/// - `lib64`: the RPMs (fedora/aws-ofi-nccl.spec: `%configure` under `%global _prefix
+///   /opt/amazon/ofi-nccl`, so `%{_libdir}`).
+///
+/// `arch` is the kernel's (`x86_64`, `aarch64`): Debian's triplets are `<arch>-linux-gnu`. One
+/// that is not a plain word is not made into a path (it ends up in a fix's shell command).
+fn install_dirs(arch: &str) -> Vec<String> {
+    let mut dirs = vec![format!("{EFA_INSTALLER_OFI}/lib")];
+    if !arch.is_empty() && arch.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        dirs.push(format!("{EFA_INSTALLER_OFI}/lib/{arch}-linux-gnu"));
+    }
+    dirs.push(format!("{EFA_INSTALLER_OFI}/lib64"));
+    dirs
+}
+
+/// aws-ofi-nccl under the EFA installer's prefix ([`install_dirs`]): the first directory that
+/// holds its library.
+fn unused_install(root: &Root, arch: &str) -> Option<UnusedInstall> {
+    install_dirs(arch).into_iter().find_map(|dir| {
+        let library = ["libnccl-net-ofi.so", DEFAULT_PLUGIN]
+            .into_iter()
+            .map(|n| format!("{dir}/{n}"))
+            .find(|l| library_at(root, l).is_some())?;
+        let default_name = library_at(root, &format!("{dir}/{DEFAULT_PLUGIN}")).is_some();
+        Some(UnusedInstall {
+            library,
+            dir,
+            default_name,
+        })
+    })
+}
+
 /// The plugin NCCL loads on this node, with what decides it. The machine's architecture (for
 /// the loader's directories) and DMI's product_name (for aws-ofi-nccl's platform table) are the
 /// kernel inventory's.
@@ -443,10 +496,7 @@ pub fn load(
         });
     }
     if out.aws_ofi().is_none() {
-        out.unused_install = ["libnccl-net-ofi.so", "libnccl-net.so"]
-            .into_iter()
-            .map(|n| format!("{EFA_INSTALLER_OFI}/lib/{n}"))
-            .find(|l| library_at(root, l).is_some());
+        out.unused_install = unused_install(root, arch);
     }
     if out.aws_ofi().is_some() || root.is_dir(EFA_INSTALLER_LIBFABRIC) {
         let mut libfabric_search = search;
@@ -487,6 +537,22 @@ mod tests {
             .map(|(n, _)| n)
             .collect();
         assert_eq!(path, ["/opt/x/libnccl-net.so"]);
+    }
+
+    /// Where the packages install it: `lib`, Debian's multiarch directory (1.14 to 1.16), the
+    /// RPMs' `lib64`; a machine name that is not a word makes no path.
+    #[test]
+    fn install_directories() {
+        assert_eq!(
+            install_dirs("aarch64"),
+            [
+                "/opt/amazon/ofi-nccl/lib",
+                "/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu",
+                "/opt/amazon/ofi-nccl/lib64"
+            ]
+        );
+        assert_eq!(install_dirs("x86_64; reboot").len(), 2);
+        assert_eq!(install_dirs("").len(), 2);
     }
 
     #[test]

@@ -9,6 +9,10 @@ use crate::parse::pci::Bdf;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+/// libefa's SONAME (rdma-core providers/efa/CMakeLists.txt), which the write test loads on an
+/// EFA device (crate::ffi::efa) and the check names.
+pub const LIBEFA: &str = "libefa.so.1";
+
 /// One NIC port to test through.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NicSpec {
@@ -34,6 +38,11 @@ pub struct PairSpec {
     pub duration_ms: u64,
     /// Everything, registration to the last completion, must finish within this.
     pub deadline_ms: u64,
+    /// The NIC's kernel driver as the inventory found it (`mlx5_core`, `efa`); `None` for a
+    /// device sysfs does not show (named with `--nic`). `efa` runs the test over SRD: EFA offers
+    /// no RC queue pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_driver: Option<String>,
 }
 
 /// Where the buffer under test lives.
@@ -90,13 +99,58 @@ pub struct PortInfo {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bandwidth {
-    /// Gb/s of RDMA WRITEs into the buffer under test (host -> GPU for GPU memory).
+    /// Gb/s into the buffer under test (host -> GPU for GPU memory), by RDMA WRITE or, over
+    /// SRD without WRITE, READ.
     pub to_target_gbps: f64,
     /// Gb/s out of it (GPU -> host).
     pub from_target_gbps: f64,
     pub message_bytes: u64,
-    /// WRITEs completed, both directions.
+    /// Work requests completed, both directions (each of at most `message_bytes`).
     pub messages: u64,
+}
+
+/// The queue pair the bytes moved through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// A reliable-connected QP connected to itself, RDMA WRITEs (every device but EFA).
+    Rc,
+    /// Two SRD QPs of an EFA device (libefa), one posting RDMA WRITEs to the other's buffers.
+    SrdWrite,
+    /// The same with RDMA READs, on an EFA device that offers READ but not WRITE: the QP reads
+    /// from the source into the destination, so the same bytes move the same ways.
+    SrdRead,
+}
+
+impl Transport {
+    /// `RDMA WRITE`, `SRD RDMA READ`: what the steps are named after.
+    pub fn operation(self) -> &'static str {
+        match self {
+            Transport::Rc => "RDMA WRITE",
+            Transport::SrdWrite => "SRD RDMA WRITE",
+            Transport::SrdRead => "SRD RDMA READ",
+        }
+    }
+    /// `WRITE` or `READ`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Transport::Rc | Transport::SrdWrite => "WRITE",
+            Transport::SrdRead => "READ",
+        }
+    }
+}
+
+/// What libefa said of an EFA device (`efadv_query_device`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EfaInfo {
+    /// The libefa file loaded.
+    pub library: String,
+    /// `EFADV_DEVICE_ATTR_CAPS_*`: 0x1 RDMA READ, 0x8 RDMA WRITE (rdma-core efadv.h).
+    pub device_caps: u32,
+    /// The largest RDMA READ or WRITE one work request may carry, bytes.
+    pub max_rdma_size: u32,
+    /// The deepest send queue an SRD QP may have.
+    pub max_sq_wr: u32,
 }
 
 /// Why a pair did not pass.
@@ -117,6 +171,12 @@ pub enum FailureKind {
     CompletionError,
     Timeout,
     DataMismatch,
+    /// An EFA device, and libefa.so.1 cannot be loaded (or lacks a call): no SRD QP.
+    EfaLibrary,
+    /// An EFA device that offers neither RDMA WRITE nor READ: SRD cannot move the bytes.
+    EfaNoRdma,
+    /// A device that offers no RC queue pair and is not EFA: no transport the test knows.
+    NoRc,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,6 +200,12 @@ pub struct PairResult {
     /// Bytes verified end to end, each direction.
     pub verified_bytes: Option<u64>,
     pub bandwidth: Option<Bandwidth>,
+    /// The queue pair used (or tried); absent before one was chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
+    /// An EFA device's capabilities, as libefa gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efa: Option<EfaInfo>,
     pub failure: Option<Failure>,
     pub elapsed_ms: u64,
 }

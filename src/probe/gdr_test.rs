@@ -176,9 +176,11 @@ fn nic_spec<'a>(
 pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) {
     let mut planned = Vec::new();
     let mut not = Vec::new();
-    let spec = |gpu: Option<&Gpu>, nic: Option<NicSpec>, memory: Memory| PairSpec {
+    // The NIC's driver goes with it: `efa` runs the pair over SRD (crate::gdr::engine::srd).
+    let spec = |gpu: Option<&Gpu>, nic: Option<(NicSpec, Option<String>)>, memory| PairSpec {
         gpu: gpu.map(|g| g.bdf.to_string()),
-        nic,
+        nic_driver: nic.as_ref().and_then(|(_, d)| d.clone()),
+        nic: nic.map(|(n, _)| n),
         memory,
         size: opts.size,
         iters: opts.iters,
@@ -219,7 +221,7 @@ pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) 
                 level: None,
                 expected: expected(inv, None, d, port),
                 software: d.is_software(),
-                spec: spec(None, Some(n), m),
+                spec: spec(None, Some((n, d.driver.clone())), m),
             });
         }
         for n in extra {
@@ -230,7 +232,7 @@ pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) 
                 level: None,
                 expected: None,
                 software: false,
-                spec: spec(None, Some(n), m),
+                spec: spec(None, Some((n, None)), m),
             });
         }
         return (planned, not);
@@ -278,7 +280,7 @@ pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) 
                 level: route.map(|r| r.level),
                 expected: expected(inv, Some(g.bdf), d, port),
                 software: d.is_software(),
-                spec: spec(Some(g), Some(n), memory),
+                spec: spec(Some(g), Some((n, d.driver.clone())), memory),
             });
         }
         for n in &extra {
@@ -289,7 +291,7 @@ pub fn plan(inv: &Inventory, opts: &Options) -> (Vec<Planned>, Vec<NotPlanned>) 
                 level: None,
                 expected: None,
                 software: false,
-                spec: spec(Some(g), Some(n.clone()), memory),
+                spec: spec(Some(g), Some((n.clone(), None)), memory),
             });
         }
     }
@@ -449,6 +451,7 @@ mod tests {
             iters: 1,
             duration_ms: 1,
             deadline_ms: 1,
+            nic_driver: None,
         };
         // Two GPUs, each with two nearest NICs of one switch (as in healthy-8gpu-roce).
         let s = [

@@ -110,6 +110,10 @@ impl Gdrdoctor {
                 ("NO_COLOR".into(), Some("1".into())),
                 ("CLICOLOR_FORCE".into(), None),
                 ("FORCE_COLOR".into(), None),
+                // No libefa unless a test gives one (`.lib("EFA", ...)`): the write test asks
+                // libefa about a device of unknown driver, and the machine's own must not
+                // answer for the stand-in libibverbs' devices.
+                ("GDRDOCTOR_LIBEFA".into(), Some(MISSING.into())),
             ],
             stdin: None,
             stdout: None,
@@ -179,6 +183,14 @@ impl Gdrdoctor {
     /// The stand-in libibverbs, with its one device `fake0` (tests/stubs/ibverbs.c).
     pub fn verbs(self) -> Self {
         self.lib("IBVERBS", stub("ibverbs", &[]))
+    }
+
+    /// The stand-in libibverbs with its device as AWS EFA, `rdmap79s0` (FAKE_IBV_EFA), and the
+    /// stand-in libefa (tests/stubs/efa.c).
+    pub fn efa(self) -> Self {
+        self.verbs()
+            .lib("EFA", stub("efa", &[]))
+            .env("FAKE_IBV_EFA", "1")
     }
 
     pub fn stdin(mut self, s: impl Into<Stdio>) -> Self {

@@ -58,5 +58,26 @@ int main(void) {
     OFF(ibv_context, ops.poll_cq);
     OFF(ibv_context, ops.post_send);
     SZ(struct ibv_context_ops);
+    /* An SRD queue pair (src/ffi/ibverbs/srd.rs): the extended QP's builders, the attributes
+     * efadv_create_qp_ex takes, and SRD's QKEY and send PSN. */
+    SZ(struct ibv_qp);
+    OFF(ibv_qp_ex, wr_id);
+    OFF(ibv_qp_ex, wr_flags);
+    OFF(ibv_qp_ex, wr_rdma_read);
+    OFF(ibv_qp_ex, wr_rdma_write);
+    OFF(ibv_qp_ex, wr_set_ud_addr);
+    OFF(ibv_qp_ex, wr_set_sge);
+    OFF(ibv_qp_ex, wr_start);
+    OFF(ibv_qp_ex, wr_complete);
+    OFF(ibv_qp_ex, wr_abort);
+    SZ(struct ibv_qp_init_attr_ex);
+    OFF(ibv_qp_init_attr_ex, comp_mask);
+    OFF(ibv_qp_init_attr_ex, pd);
+    OFF(ibv_qp_init_attr_ex, max_tso_header);
+    OFF(ibv_qp_init_attr_ex, rx_hash_conf);
+    OFF(ibv_qp_init_attr_ex, source_qpn);
+    OFF(ibv_qp_init_attr_ex, send_ops_flags);
+    OFF(ibv_qp_attr, qkey);
+    OFF(ibv_qp_attr, sq_psn);
     return 0;
 }

@@ -7,7 +7,8 @@ use super::{
 };
 use crate::inventory::Inventory;
 use crate::inventory::nccl_plugin::{
-    Candidate, EFA_INSTALLER_LIBFABRIC, Found, Kind, NetPlugin, State,
+    Candidate, DEFAULT_PLUGIN, EFA_INSTALLER_LIBFABRIC, Found, Kind, NetPlugin, State,
+    UnusedInstall,
 };
 use crate::model::{Evidence, Finding, Fix, Status};
 
@@ -127,22 +128,13 @@ fn missing(inv: &Inventory, efa: usize, other: Option<&Found>) -> Finding {
             tried(&p.tried)
         ),
     };
-    // aws-ofi-nccl installed where the loader does not look.
-    let installed = p.unused_install.clone();
-    let mut fix = Fix::new(
-        match &installed {
-            Some(l) => format!("Make NCCL load aws-ofi-nccl, which is installed at {l}: set NCCL_NET_PLUGIN={l} in /etc/nccl.conf (or add its directory to the loader's path)"),
-            None => "Install aws-ofi-nccl (the EFA installer does, under /opt/amazon/ofi-nccl) where NCCL finds it".to_owned(),
-        },
-        "Changes the network every NCCL job on the node uses.",
-    );
-    if let Some(l) = &installed {
-        fix = fix.guarded(
-            crate::model::FixClass::Persistent,
-            format!("echo NCCL_NET_PLUGIN={l} >> /etc/nccl.conf"),
-            "grep -q '^NCCL_NET_PLUGIN=' /etc/nccl.conf 2>/dev/null",
-        );
-    }
+    let fix = match &p.unused_install {
+        Some(u) => loader_fix(p, u),
+        None => Fix::new(
+            "Install aws-ofi-nccl (the EFA installer does, under /opt/amazon/ofi-nccl) where NCCL finds it",
+            "Changes the network every NCCL job on the node uses.",
+        ),
+    };
     // What NCCL's own transport carries instead: the node's other RDMA devices, or sockets.
     let others: Vec<&str> = crate::nccl::effective::carrying(inv)
         .into_iter()
@@ -167,11 +159,73 @@ fn missing(inv: &Inventory, efa: usize, other: Option<&Found>) -> Finding {
         crate::inventory::rdma::CLASS_INFINIBAND,
         format!("{efa} EFA devices (driver efa)"),
     )
-    .fix(fix.manual("ldconfig -p | grep -e libnccl-net -e libfabric"));
+    .fix(fix);
     if let Some(s) = &p.setting {
         f = f.with([s.evidence()]);
     }
     f
+}
+
+/// The ld.so.conf.d file that puts an installed aws-ofi-nccl on the loader's path.
+const LOADER_CONF: &str = "/etc/ld.so.conf.d/aws-ofi-nccl.conf";
+
+/// aws-ofi-nccl installed where the loader does not look: its directory on the loader's path,
+/// which works with every NCCL release. Not `NCCL_NET_PLUGIN=<path>`: NCCL 2.4 to 2.21 make any
+/// value X into `libnccl-net-X.so`, so a path names no file there; only 2.22 and later open a
+/// path (the release rule in crate::inventory::nccl_plugin). Each command is guarded, so that a
+/// second run changes nothing.
+fn loader_fix(p: &NetPlugin, u: &UnusedInstall) -> Fix {
+    let dir = &u.dir;
+    // The names NCCL will try that the directory holds.
+    let holds = |name: &str| {
+        (name == DEFAULT_PLUGIN && u.default_name)
+            || (name == "libnccl-net-ofi.so" && u.library.ends_with("/libnccl-net-ofi.so"))
+    };
+    let setting_finds = p.tried.iter().any(|c| holds(&c.name));
+    let ofi = match &p.setting {
+        // libnccl-net.so is missing: every release makes `ofi` into libnccl-net-ofi.so.
+        None if !setting_finds => format!(
+            "; {dir} has no {DEFAULT_PLUGIN}, the name NCCL opens when NCCL_NET_PLUGIN is unset, so set NCCL_NET_PLUGIN=ofi, which every release makes into libnccl-net-ofi.so"
+        ),
+        Some(s) if !setting_finds => format!(
+            "; NCCL_NET_PLUGIN={} ({}) names {}, none of them in {dir}: set it to ofi{}",
+            s.value,
+            s.origin.describe(),
+            tried(&p.tried),
+            if u.default_name { " or remove it" } else { "" }
+        ),
+        _ => String::new(),
+    };
+    let mut fix = Fix::new(
+        format!(
+            "Make NCCL load aws-ofi-nccl, which is installed at {}: name its directory in {LOADER_CONF} and rebuild the loader's cache, which every NCCL release searches{ofi}. Not NCCL_NET_PLUGIN={}: NCCL 2.4 to 2.21 make any value X into libnccl-net-X.so, so a path there names no file",
+            u.library, u.library
+        ),
+        "Changes the network every NCCL job on the node uses; adds one directory to every program's library search.",
+    )
+    .guarded(
+        crate::model::FixClass::Persistent,
+        format!("echo {dir} > {LOADER_CONF} && ldconfig"),
+        format!("grep -qxF {dir} {LOADER_CONF} 2>/dev/null && ldconfig -p | grep -qF '=> {dir}/'"),
+    );
+    match &p.setting {
+        None if !setting_finds => {
+            fix = fix.guarded(
+                crate::model::FixClass::Persistent,
+                "echo NCCL_NET_PLUGIN=ofi >> /etc/nccl.conf",
+                "grep -q '^NCCL_NET_PLUGIN=' /etc/nccl.conf 2>/dev/null",
+            );
+        }
+        Some(s) if !setting_finds => {
+            fix = fix.manual(format!(
+                "edit NCCL_NET_PLUGIN where it is set ({}): ofi{}",
+                s.origin.describe(),
+                if u.default_name { ", or remove it" } else { "" }
+            ));
+        }
+        _ => {}
+    }
+    fix.manual("ldconfig -p | grep -e libnccl-net -e libfabric")
 }
 
 /// libfabric, which aws-ofi-nccl needs to load at all.

@@ -4,10 +4,12 @@
 //!
 //! Here: the buffer under test and the pair's run; [`register`]: the NIC and the buffer's
 //! registration (what the one-node and the two-node test share); [`loopback`]: the one-node
-//! test; [`transfer`]: WRITEs and their completions, the pattern and its check.
+//! test; [`srd`]: its transport on an EFA device, which offers no RC; [`transfer`]: WRITEs
+//! and their completions, the pattern and its check.
 
 mod loopback;
 mod register;
+mod srd;
 mod transfer;
 
 pub use register::{Dmabuf, Opened, open_and_register};
@@ -77,10 +79,14 @@ impl Target<'_> {
     }
     /// `ibv_reg_mr` on the buffer itself (host memory, or a GPU's through peer memory); `None`
     /// for a host dma-buf, which is registered as a dma-buf only.
-    fn reg_mr<'s>(&'s self, pd: &'s Pd<'_>) -> Option<std::io::Result<MemoryRegion<'s>>> {
+    fn reg_mr<'s>(
+        &'s self,
+        pd: &'s Pd<'_>,
+        access: i32,
+    ) -> Option<std::io::Result<MemoryRegion<'s>>> {
         match self {
-            Target::Host(b) => Some(pd.reg_mr(b, ACCESS)),
-            Target::Gpu(b) => Some(pd.reg_mr(&**b, ACCESS)),
+            Target::Host(b) => Some(pd.reg_mr(b, access)),
+            Target::Gpu(b) => Some(pd.reg_mr(&**b, access)),
             Target::Udma(_) => None,
         }
     }
@@ -303,9 +309,16 @@ fn with_nic(
     };
     let size = spec.size.max(4096) as usize;
     let deadline = run.deadline;
-    match open_and_register(nic, size, &mut run.res, target, dmabuf, |res, o, target| {
-        body(res, o, target, deadline)
-    }) {
+    let driver = spec.nic_driver.as_deref();
+    match open_and_register(
+        nic,
+        driver,
+        size,
+        &mut run.res,
+        target,
+        dmabuf,
+        |res, o, target| body(res, o, target, deadline),
+    ) {
         Ok(()) => run.done(),
         Err((kind, step, message)) => run.fail(kind, step, message),
     }

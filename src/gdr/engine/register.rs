@@ -2,7 +2,8 @@
 //! registered with it (its dma-buf first where there is one, then the buffer itself: peer
 //! memory for a GPU's, host memory directly), every step recorded in the pair's result.
 
-use super::{ACCESS, Failed, Target, fail};
+use super::srd::{self, Choice};
+use super::{Failed, Target, fail};
 use crate::ffi::ibverbs::{self, Context, Gid, MemoryRegion, Pd, PortAttr, Verbs};
 use crate::gdr::{
     FailureKind, NicSpec, PairResult, PortInfo, Registration, errno_meaning, os_error,
@@ -17,6 +18,10 @@ pub struct Opened<'a> {
     pub gid: Option<(u8, Gid)>,
     pub target_mr: &'a MemoryRegion<'a>,
     pub target_addr: u64,
+    /// RC, or SRD on an EFA device (super::srd), chosen before registration.
+    pub choice: &'a Choice,
+    /// What every buffer is registered with, for that transport.
+    pub access: i32,
 }
 
 /// The buffer under test's dma-buf: its fd, the buffer's offset in it, and whether it was
@@ -24,11 +29,13 @@ pub struct Opened<'a> {
 /// without one (host memory).
 pub type Dmabuf = Option<Result<(i32, u64, bool), String>>;
 
-/// Loads libibverbs, opens the NIC, checks its port and GID, and registers the buffer under
-/// test, recording each step in `res`; then runs `body` on what it opened. Every resource is
-/// released when this returns, in reverse order of creation.
+/// Loads libibverbs, opens the NIC, checks its port and GID, chooses the transport (RC; SRD on
+/// an EFA device, `driver` being the NIC's kernel driver when sysfs gave it), and registers the
+/// buffer under test, recording each step in `res`; then runs `body` on what it opened. Every
+/// resource is released when this returns, in reverse order of creation.
 pub fn open_and_register<R>(
     nic: &NicSpec,
+    driver: Option<&str>,
     size: usize,
     res: &mut PairResult,
     target: &Target,
@@ -42,7 +49,10 @@ pub fn open_and_register<R>(
     let pd = ctx
         .alloc_pd()
         .map_err(|e| fail(FailureKind::OpenFailed, "ibv_alloc_pd", e.to_string()))?;
-    let target_mr = register(&pd, &verbs.path, nic, size, target, dmabuf, res)?;
+    let choice = srd::choose(nic, (driver, port.link_layer), &ctx, res)?;
+    let access = choice.access();
+    let how = (verbs.path.as_str(), access);
+    let target_mr = register(&pd, how, nic, size, target, dmabuf, res)?;
     let opened = Opened {
         pd: &pd,
         ctx: &ctx,
@@ -50,6 +60,8 @@ pub fn open_and_register<R>(
         gid,
         target_mr: &target_mr,
         target_addr: target.addr(),
+        choice: &choice,
+        access,
     };
     body(res, &opened, target)
 }
@@ -154,11 +166,7 @@ fn active_port(
     };
     res.port = Some(PortInfo {
         state: port_state(port.state),
-        link_layer: if roce {
-            "Ethernet".into()
-        } else {
-            "InfiniBand".into()
-        },
+        link_layer: link_layer(port.link_layer).into(),
         active_mtu: ibverbs::mtu_bytes(port.active_mtu),
         lid: port.lid,
         gid: gid.map(|(i, g)| format!("{i}: {g}")),
@@ -183,7 +191,7 @@ fn active_port(
 /// recorded in `res`, and the path that worked.
 fn register<'s>(
     pd: &'s Pd<'_>,
-    verbs: &str,
+    (verbs, access): (&str, i32),
     nic: &NicSpec,
     size: usize,
     target: &'s Target,
@@ -195,7 +203,7 @@ fn register<'s>(
     if let Some(d) = dmabuf {
         let attempt = match d {
             Ok((fd, offset, _)) => {
-                match pd.reg_dmabuf_mr(*offset, size, target.addr(), *fd, ACCESS) {
+                match pd.reg_dmabuf_mr(*offset, size, target.addr(), *fd, access) {
                     None => Registration {
                         path: "dmabuf".into(),
                         ok: false,
@@ -219,7 +227,7 @@ fn register<'s>(
         attempts.push(attempt);
     }
     let direct = if target_mr.is_none() {
-        target.reg_mr(pd)
+        target.reg_mr(pd, access)
     } else {
         None
     };
@@ -291,6 +299,16 @@ fn attempt<'s>(
                 .and_then(|n| errno_meaning(path, n))
                 .map(str::to_owned),
         },
+    }
+}
+
+/// `IBV_LINK_LAYER_*` as the report names it: an EFA port says nothing (UNSPECIFIED, the efa
+/// driver's efa_port_link_layer), as did InfiniBand ports of kernels before link layers.
+pub(super) fn link_layer(l: u8) -> &'static str {
+    match l {
+        ibverbs::LINK_LAYER_ETHERNET => "Ethernet",
+        0 => "Unspecified",
+        _ => "InfiniBand",
     }
 }
 

@@ -1,5 +1,5 @@
-//! WRITEs and their completions, and the pattern they carry: what the one-node loopback and a
-//! rail between two nodes both move bytes with.
+//! WRITEs (and SRD's READs) and their completions, and the pattern they carry: what the
+//! one-node loopback and a rail between two nodes both move bytes with.
 
 use super::DEPTH;
 use crate::ffi::ibverbs::{self, Cq, Qp, Wc};
@@ -48,8 +48,14 @@ pub(crate) fn one_write(
     size: usize,
     deadline: Instant,
 ) -> Result<(), StepError> {
-    qp.post_write(1, laddr, lkey, size as u32, raddr, rkey)
-        .map_err(|e| (FailureKind::QpFailed, e))?;
+    let post = |id| qp.post_write(id, laddr, lkey, size as u32, raddr, rkey);
+    one(&post, cq, "WRITE", deadline)
+}
+
+/// Posts one work request (`post(1)`) and waits for its completion: a WRITE (RC, SRD) or a
+/// READ (SRD), `verb` in the messages.
+pub(crate) fn one(post: Post, cq: &Cq, verb: &str, deadline: Instant) -> Result<(), StepError> {
+    post(1).map_err(|e| (FailureKind::QpFailed, e))?;
     let mut wc = [Wc::default(); 4];
     loop {
         let n = cq
@@ -59,11 +65,19 @@ pub(crate) fn one_write(
             return check_wc(&wc[..n]);
         }
         if Instant::now() > deadline {
-            return Err((FailureKind::Timeout, "no completion before the deadline: the WRITE never finished (a port that cannot reach itself, or a stuck peer-memory mapping)".into()));
+            return Err((
+                FailureKind::Timeout,
+                format!(
+                    "no completion before the deadline: the {verb} never finished (a port that cannot reach itself, or a stuck peer-memory mapping)"
+                ),
+            ));
         }
         std::hint::spin_loop();
     }
 }
+
+/// Posts work request number `i` (its wr_id).
+pub(crate) type Post<'a> = &'a dyn Fn(u64) -> Result<(), String>;
 
 fn check_wc(wc: &[Wc]) -> Result<(), StepError> {
     match wc.iter().find(|w| w.status != 0) {
@@ -93,15 +107,30 @@ pub(crate) fn stream(
     duration: Duration,
     deadline: Instant,
 ) -> Result<(u64, f64), StepError> {
+    let post = |id| qp.post_write(id, laddr, lkey, size as u32, raddr, rkey);
+    let iters = u64::from(iters.max(1));
+    stream_ops(&post, cq, "WRITE", iters, duration, deadline)
+}
+
+/// Work requests `post(0)`, `post(1)`, ... back to back with up to DEPTH in flight, until
+/// `iters` or `duration`: how many completed, in how many seconds. Completions are checked for
+/// their status only: an EFA device reports an RDMA READ's with opcode SEND (rdma-core
+/// providers/efa/verbs.c `efa_process_cqe`).
+pub(crate) fn stream_ops(
+    post: Post,
+    cq: &Cq,
+    verb: &str,
+    iters: u64,
+    duration: Duration,
+    deadline: Instant,
+) -> Result<(u64, f64), StepError> {
     let start = Instant::now();
     let (mut posted, mut done) = (0u64, 0u64);
-    let iters = u64::from(iters.max(1));
     let mut wc = [Wc::default(); 16];
     loop {
         let time_left = start.elapsed() < duration;
         while posted - done < u64::from(DEPTH) && posted < iters && time_left {
-            qp.post_write(posted, laddr, lkey, size as u32, raddr, rkey)
-                .map_err(|e| (FailureKind::QpFailed, e))?;
+            post(posted).map_err(|e| (FailureKind::QpFailed, e))?;
             posted += 1;
         }
         if done == posted {
@@ -115,7 +144,7 @@ pub(crate) fn stream(
         if n == 0 && Instant::now() > deadline {
             return Err((
                 FailureKind::Timeout,
-                format!("{} of {posted} WRITEs completed before the deadline", done),
+                format!("{done} of {posted} {verb}s completed before the deadline"),
             ));
         }
     }
