@@ -275,4 +275,19 @@ fn nvml_decides_the_c2c_link_where_it_was_asked() {
         ev.contains("/gdrdoctor/nvml.json"),
         "NVML's answer is the evidence: {ev}"
     );
+    // The gpu check names the links down, with the fields NVML answered.
+    let down = findings_with(&r, "gpu-c2c-down");
+    assert_eq!(down.len(), 1, "{r:#}");
+    assert_eq!(down[0]["status"], "fail");
+    assert!(
+        down[0]["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU 0008:01:00.0")
+    );
+    assert!(
+        down[0]["evidence"]
+            .to_string()
+            .contains("C2C_LINK_COUNT 10, 0 with")
+    );
 }
