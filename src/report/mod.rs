@@ -128,6 +128,10 @@ pub struct InventorySummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_verify: Option<NcclVerifySummary>,
     pub rdma_devices: Vec<RdmaSummary>,
+    /// The NCCL release the node's jobs run, as the site states it or the node's files say it
+    /// (`inventory::nccl_release`); absent when nothing says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl_release: Option<NcclRelease>,
     /// The sample window (`--sample`) or the last run's reading (`--baseline`) and what grew
     /// since; absent when neither was read.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -147,6 +151,24 @@ pub struct GpuSummary {
     pub link: Option<String>,
     /// The largest prefetchable BAR (NVIDIA's BAR1, AMD's VRAM BAR), from sysfs.
     pub bar1_bytes: Option<u64>,
+    /// NVLink-C2C to its CPU (Grace superchips): `up` (NCCL reaches its CPU's NICs over it),
+    /// `down` (NVML reports the links, none up); null when it has none. `c2c_from` says who
+    /// said so: `nvml` or `pci-id` (the superchip's device ID). Both absent on other GPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c2c: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c2c_from: Option<&'static str>,
+}
+
+/// The NCCL release and what said it.
+#[derive(Debug, Serialize)]
+pub struct NcclRelease {
+    /// `2.27.3`.
+    pub version: String,
+    /// The file (or `config nccl.version`).
+    pub path: String,
+    /// What in it named the release.
+    pub value: String,
 }
 
 /// What NCCL did in `--nccl-verify`; `gdrdoctor nccl verify --format json` has all of it.
@@ -391,6 +413,11 @@ fn summarise(inv: &Inventory, runs: &Runs, checks: &[CheckResult]) -> InventoryS
                     ))
                 }),
                 bar1_bytes: g.aperture.as_ref().and_then(|a| a.value()).map(|a| a.size),
+                c2c: g.c2c.as_ref().map(|c| if c.active { "up" } else { "down" }),
+                c2c_from: g
+                    .c2c
+                    .as_ref()
+                    .map(|c| if c.from_nvml { "nvml" } else { "pci-id" }),
             }
         })
         .collect();
@@ -490,6 +517,11 @@ fn summarise(inv: &Inventory, runs: &Runs, checks: &[CheckResult]) -> InventoryS
             elapsed_ms: r.elapsed_ms,
         }),
         rdma_devices,
+        nccl_release: inv.nccl.release.as_ref().map(|r| NcclRelease {
+            version: r.version.to_string(),
+            path: r.path.clone(),
+            value: r.value.clone(),
+        }),
         problems,
     }
 }
