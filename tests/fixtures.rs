@@ -800,6 +800,20 @@ const CASES: &[Case] = &[
         ],
         codes: &[("gpu-nic-c2c", "pass")],
     },
+    // The GB200 tray with NVIDIA's proprietary module (issue 38): it cannot run Blackwell, and
+    // the log holds its refusal of each GPU.
+    Case {
+        name: "gb200-proprietary",
+        config: None,
+        exit: 1,
+        statuses: [
+            "fail", "pass", "fail", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("gpu-needs-open-module", "fail"),
+            ("kernel-log-gpu-needs-open-module", "fail"),
+        ],
+    },
     // The GB200 tray on Ubuntu's generic 6.8 arm64 kernel with iommu.passthrough=1 and the
     // kernel's ACS: no CUDA context before 6.11 without NVIDIA's patch (issue 38).
     Case {
