@@ -235,19 +235,19 @@ const CASES: &[Case] = &[
         ],
         codes: &[("roce-no-ipv4-gid", "warn")],
     },
-    // aarch64 with SMMUv3 in strict mode on a 6.8 kernel: the fix must not be a blind
-    // iommu.passthrough=1 (it broke CUDA before 6.11).
+    // aarch64 with SMMUv3 in strict mode on a 6.8 kernel: translated is what NVIDIA recommends
+    // on Grace, so it passes (issue 38); no passthrough is suggested (it broke CUDA before 6.11).
     Case {
         name: "arm64-iommu-translated",
         config: None,
-        exit: 1,
+        exit: 0,
         statuses: [
-            "pass", "pass", "pass", "unknown", "skip", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "unknown", "skip", "pass", "pass", "pass", "pass", "skip",
         ],
         // A GH200 joined to its Grace by NVLink-C2C: whether NCCL uses GDR to the ConnectX-7
         // of its Grace depends on the release, and the node has no NCCL to read it from.
         codes: &[
-            ("iommu-translated", "fail"),
+            ("iommu-smmu-translated", "pass"),
             ("gpu-nic-c2c-release-unknown", "unknown"),
         ],
     },
@@ -755,11 +755,11 @@ const CASES: &[Case] = &[
     Case {
         name: "gb200-tray",
         config: None,
-        exit: 1,
+        exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "skip", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
         ],
-        codes: &[("gpu-nic-c2c", "pass")],
+        codes: &[("gpu-nic-c2c", "pass"), ("iommu-smmu-translated", "pass")],
     },
     // NCCL 2.26.5 without NCCL_NET_GDR_C2C: no GDR over C2C; the fix sets it.
     Case {
@@ -767,7 +767,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "fail", "skip", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "fail", "skip", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-c2c-no-gdr", "fail")],
     },
@@ -777,7 +777,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "fail", "skip", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "fail", "skip", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-c2c-no-gdr", "fail"), ("nccl-gdr-c2c-off", "fail")],
     },
@@ -785,20 +785,45 @@ const CASES: &[Case] = &[
     Case {
         name: "gb300-tray",
         config: None,
-        exit: 1,
+        exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "skip", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-c2c", "pass")],
     },
     Case {
         name: "gb300-acs-kernel-default",
         config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-c2c", "pass")],
+    },
+    // The GB200 tray with NVIDIA's proprietary module (issue 38): it cannot run Blackwell, and
+    // the log holds its refusal of each GPU.
+    Case {
+        name: "gb200-proprietary",
+        config: None,
+        exit: 1,
+        statuses: [
+            "fail", "pass", "fail", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("gpu-needs-open-module", "fail"),
+            ("kernel-log-gpu-needs-open-module", "fail"),
+        ],
+    },
+    // The GB200 tray on Ubuntu's generic 6.8 arm64 kernel with iommu.passthrough=1 and the
+    // kernel's ACS: no CUDA context before 6.11 without NVIDIA's patch (issue 38).
+    Case {
+        name: "gb200-smmu-passthrough",
+        config: None,
         exit: 1,
         statuses: [
             "pass", "pass", "pass", "pass", "skip", "pass", "fail", "pass", "pass", "skip",
         ],
-        codes: &[("gpu-nic-c2c", "pass")],
+        codes: &[("iommu-smmu-passthrough-breaks-cuda", "fail")],
     },
 ];
 
@@ -938,25 +963,148 @@ fn findings_carry_evidence_and_fixes() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
+/// The Arm SMMU's rules (issue 38): translated passes (NVIDIA's mode on Grace); passthrough
+/// fails on a kernel before 6.11 without NVIDIA's patch when ACS is on above a superchip GPU, and
+/// the fix is iommu.passthrough=0 on the boot loader's command line; 6.11 and later, NVIDIA's
+/// patched linux-nvidia 6.8, or ACS off, pass; ACS unreadable is unknown.
 #[test]
-fn arm64_iommu_fix_upgrades_the_kernel_first() {
+fn arm64_smmu_rules_by_kernel_and_acs() {
+    for name in ["arm64-iommu-translated", "gb200-tray", "gb300-tray"] {
+        let case = CASES.iter().find(|c| c.name == name).unwrap();
+        let report = json(&run(case, "json"));
+        let f = &check(&report, "iommu")["findings"][0];
+        assert_eq!(
+            (f["code"].as_str(), f["status"].as_str()),
+            (Some("iommu-smmu-translated"), Some("pass")),
+            "{name}: {f}"
+        );
+        assert!(f["fix"].is_null(), "{name}: no passthrough advised: {f}");
+    }
     let case = CASES
         .iter()
-        .find(|c| c.name == "arm64-iommu-translated")
+        .find(|c| c.name == "gb200-smmu-passthrough")
         .unwrap();
     let report = json(&run(case, "json"));
-    let finding = check(&report, "iommu")["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "iommu-translated")
-        .unwrap();
-    let fix = finding["fix"].to_string();
-    assert!(fix.contains("6.11"), "{fix}");
+    let f = &check(&report, "iommu")["findings"][0];
+    assert_eq!(f["code"], "iommu-smmu-passthrough-breaks-cuda", "{f}");
+    assert_eq!(f["status"], "fail");
+    let message = f["message"].as_str().unwrap();
+    for said in [
+        "6.8.0-60-generic-64k",
+        "older than 6.11",
+        "not NVIDIA's patched linux-nvidia 6.8",
+        "ACS (ReqRedir, UpstreamFwd) is on above GPU 0008:01:00.0",
+        "no CUDA context",
+    ] {
+        assert!(message.contains(said), "{said}: {message}");
+    }
+    let fix = f["fix"].to_string();
+    assert!(fix.contains("iommu.passthrough=0"), "{fix}");
+    assert!(fix.contains("update-grub"), "{fix}");
     assert!(
-        !fix.contains("update-grub"),
-        "no command line edit before the kernel upgrade: {fix}"
+        fix.contains("iommu\\\\.passthrough=1"),
+        "the passthrough word taken out: {fix}"
     );
+    let evidence = f["evidence"].to_string();
+    assert!(
+        evidence.contains("/proc/sys/kernel/osrelease"),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains("0x001d (SrcValid+ TransBlk- ReqRedir+"),
+        "{evidence}"
+    );
+
+    // The same tray on other kernels, and with ACS as other nodes have it.
+    let iommu = |node: &crate::common::NodeCopy| {
+        let (_, r) = node.check(&[], &["--select", "iommu"]);
+        let f = &check(&r, "iommu")["findings"][0];
+        (
+            f["code"].as_str().unwrap().to_owned(),
+            f["status"].as_str().unwrap().to_owned(),
+            f["message"].as_str().unwrap().to_owned(),
+        )
+    };
+    let node = crate::common::NodeCopy::of("gb200-smmu-passthrough");
+    for (release, why) in [
+        ("6.11.0-1002-nvidia-64k", "6.11 or later"),
+        ("6.14.0-1008-nvidia-64k", "6.11 or later"),
+        (
+            "6.8.0-1013-nvidia-64k",
+            "NVIDIA's linux-nvidia 6.8 after 6.8.0-1010",
+        ),
+    ] {
+        node.write("proc/sys/kernel/osrelease", format!("{release}\n"));
+        let (code, status, message) = iommu(&node);
+        assert_eq!(
+            (code.as_str(), status.as_str()),
+            ("iommu-passthrough", "pass"),
+            "{message}"
+        );
+        assert!(message.contains(why), "{release}: {message}");
+    }
+    // NV-Kernels#22's own test kernel, before NVIDIA's patch.
+    node.write("proc/sys/kernel/osrelease", "6.8.0-1010-nvidia-64k\n");
+    assert_eq!(iommu(&node).1, "fail");
+    // ACS cleared on GPU 0's root port: GPU 0 is fine, the other three still fail.
+    let port = |dom: &str| format!("sys/devices/pci{dom}:00/{dom}:00:00.0/config");
+    let original = |dom: &str| std::fs::read(node.root.join(port(dom))).unwrap();
+    let acs_cleared = |dom: &str| {
+        let mut config = original(dom);
+        let control = acs_control(&config);
+        config[control..control + 2].copy_from_slice(&[0, 0]);
+        node.write(&port(dom), config);
+    };
+    acs_cleared("0008");
+    let (_, status, message) = iommu(&node);
+    assert_eq!(status, "fail");
+    assert!(
+        message.contains("above GPU 0009:01:00.0, 0018:01:00.0, 0019:01:00.0:"),
+        "{message}"
+    );
+    // Config space as an unprivileged reader sees it (64 bytes): unknown, with the fix.
+    for dom in ["0009", "0018", "0019"] {
+        node.write(&port(dom), &original(dom)[..64]);
+    }
+    let (code, status, message) = iommu(&node);
+    assert_eq!(
+        (code.as_str(), status.as_str()),
+        ("iommu-smmu-passthrough-breaks-cuda", "unknown"),
+        "{message}"
+    );
+    // With ACS off above every GPU there is no PASID to bind: passthrough passes.
+    let full = crate::common::NodeCopy::of("gb200-smmu-passthrough");
+    for dom in ["0008", "0009", "0018", "0019"] {
+        let mut config = std::fs::read(full.root.join(port(dom))).unwrap();
+        let control = acs_control(&config);
+        config[control..control + 2].copy_from_slice(&[0, 0]);
+        full.write(&port(dom), config);
+    }
+    let (code, status, message) = iommu(&full);
+    assert_eq!(
+        (code.as_str(), status.as_str()),
+        ("iommu-passthrough", "pass"),
+        "{message}"
+    );
+    assert!(
+        message.contains("ACS is off above every Grace superchip GPU"),
+        "{message}"
+    );
+}
+
+/// Where ACS Control is in a config space: the ACS extended capability (ID 0x000d), found by
+/// walking the extended list from 0x100 (PCIe base spec 7.6), plus 6.
+fn acs_control(config: &[u8]) -> usize {
+    let mut at = 0x100;
+    for _ in 0..64 {
+        let h = u32::from_le_bytes(config[at..at + 4].try_into().unwrap());
+        if h & 0xffff == 0x000d {
+            return at + 6;
+        }
+        at = (h >> 20) as usize;
+        assert!(at >= 0x100, "no ACS capability");
+    }
+    panic!("extended capability list loops");
 }
 
 #[test]

@@ -33,6 +33,7 @@ mod nccl_explain;
 mod nccl_transport;
 mod nccl_verify;
 mod nccl_view;
+mod open_modules;
 mod pciutils;
 mod qos;
 mod rdma_access;

@@ -1,6 +1,8 @@
 //! `kernel-log`: what the kernel logged about the GPUs, the RDMA NICs and the PCIe functions
 //! between them: NVIDIA Xid reports, mlx5 firmware command timeouts and health reports, AER
-//! errors, links that limit a device's bandwidth, peer-memory failures.
+//! errors, links that limit a device's bandwidth, peer-memory failures, and NVIDIA's driver
+//! failing to initialise a GPU (`RmInitAdapter failed!`), among them the proprietary module's
+//! refusal of a GPU that only the open kernel modules drive.
 //!
 //! The log holds everything since boot: an event there is shown with its time, and only the
 //! kinds that leave a device needing a reset or a repair warn. A sample window (`check
@@ -58,8 +60,19 @@ const NOT_CAPTURED: Code = Code {
     summary: "the captured root holds no kernel log (capture it again with this gdrdoctor, as root)",
 };
 
+const OPEN_MODULE: Code = Code {
+    id: "kernel-log-gpu-needs-open-module",
+    summary: "the proprietary NVIDIA module refused a GPU that only the open kernel modules drive (`requires use of the NVIDIA open kernel modules`, `RmInitAdapter failed! (0x22:0x56:...)`), since boot",
+};
+const GPU_INIT: Code = Code {
+    id: "kernel-log-gpu-init-failed",
+    summary: "NVIDIA's driver could not initialise a GPU (`RmInitAdapter failed!`), since boot",
+};
+
 const CODES: &[Code] = &[
     CLEAN,
+    OPEN_MODULE,
+    GPU_INIT,
     XID,
     NIC_ERRORS,
     PCIE_UNCORRECTED,
@@ -118,11 +131,22 @@ enum Class {
     Pcie,
     Nic,
     Xid,
+    /// NVIDIA's driver could not initialise a GPU: the GPU is unusable until the cause goes.
+    GpuInit,
+    /// The proprietary module refused a GPU that needs the open kernel modules.
+    OpenModule,
 }
 
 impl Class {
     fn of(e: &Event) -> Class {
         match &e.kind {
+            EventKind::OpenModuleRequired { .. } => Class::OpenModule,
+            EventKind::RmInitAdapter(s) | EventKind::RmInitAdapterMinor { status: Some(s) }
+                if s.open_module_refusal() =>
+            {
+                Class::OpenModule
+            }
+            EventKind::RmInitAdapter(_) | EventKind::RmInitAdapterMinor { .. } => Class::GpuInit,
             EventKind::Xid(n) if hardware_xid(*n).is_some() => Class::Xid,
             EventKind::NicCommandTimeout | EventKind::NicHealth | EventKind::NicTxTimeout => {
                 Class::Nic
@@ -140,6 +164,20 @@ impl Class {
             Class::Pcie => PCIE_UNCORRECTED,
             Class::Nic => NIC_ERRORS,
             Class::Xid => XID,
+            Class::GpuInit => GPU_INIT,
+            Class::OpenModule => OPEN_MODULE,
+        }
+    }
+
+    /// What this node makes of an event: the proprietary module's refusal is history once the
+    /// module loaded now is the open one (`/proc/driver/nvidia/version`), since the refusal
+    /// came from a module unloaded since.
+    fn judged(inv: &Inventory, e: &Event) -> Class {
+        match Class::of(e) {
+            Class::OpenModule if inv.kernel.nvidia.value().is_some_and(|v| v.open) => {
+                Class::History
+            }
+            c => c,
         }
     }
 }
@@ -208,7 +246,10 @@ impl Check for KernelLogCheck {
         // Since boot: one finding per class and device.
         let mut groups: BTreeMap<(Class, Option<Bdf>), Vec<&Event>> = BTreeMap::new();
         for e in &events {
-            groups.entry((Class::of(e), e.device)).or_default().push(e);
+            groups
+                .entry((Class::judged(inv, e), e.device))
+                .or_default()
+                .push(e);
         }
         for ((class, device), evs) in groups.iter().rev() {
             out.push(since_boot(inv, log.path(), *class, *device, evs));
@@ -242,7 +283,11 @@ fn relevant(inv: &Inventory, e: &Event) -> bool {
         return true;
     };
     match e.kind {
-        EventKind::Xid(_) | EventKind::PeerMemory => true,
+        EventKind::Xid(_)
+        | EventKind::PeerMemory
+        | EventKind::OpenModuleRequired { .. }
+        | EventKind::RmInitAdapter(_)
+        | EventKind::RmInitAdapterMinor { .. } => true,
         EventKind::NicCommandTimeout | EventKind::NicHealth | EventKind::NicTxTimeout => {
             inv.rdma.iter().any(|d| d.pci == Some(bdf)) || detailed(inv, bdf)
         }
@@ -281,6 +326,17 @@ fn what(e: &Event) -> String {
             "bandwidth limited by a slower link when its driver probed it".into()
         }
         EventKind::PeerMemory => "peer-memory failure".into(),
+        EventKind::OpenModuleRequired { pci_id: Some(id) } => {
+            format!(
+                "refused by the proprietary NVIDIA module as needing the open kernel modules (PCI ID {id})"
+            )
+        }
+        EventKind::OpenModuleRequired { pci_id: None } => {
+            "a GPU refused by the proprietary NVIDIA module as needing the open kernel modules"
+                .into()
+        }
+        EventKind::RmInitAdapter(s) => format!("RmInitAdapter failed ({s})"),
+        EventKind::RmInitAdapterMinor { .. } => "rm_init_adapter failed".into(),
     }
 }
 
@@ -350,13 +406,17 @@ fn since_boot(
         tally(evs),
         uptime(inv)
     );
+    // A GPU the driver could not initialise stays unusable until its cause is gone: that fails.
+    // The other kinds say a device needed a reset or a repair, which the log cannot tell
+    // whether it got: those warn.
+    let status = match class {
+        Class::History => Status::Skip,
+        Class::GpuInit | Class::OpenModule => Status::Fail,
+        _ => Status::Warn,
+    };
     let f = Finding::new(
         class.code(),
-        if class == Class::History {
-            Status::Skip
-        } else {
-            Status::Warn
-        },
+        status,
         subject,
         match class {
             Class::History => format!("{message}; {}", history_note(evs)),
@@ -366,7 +426,7 @@ fn since_boot(
     .with(first_last(path, evs));
     match class {
         Class::History => f,
-        _ => f.fix(fix(class, device)),
+        _ => f.fix(fix(inv, class, device)),
     }
 }
 
@@ -379,15 +439,36 @@ fn history_note(evs: &[&Event]) -> &'static str {
         Some(EventKind::Xid(_)) => {
             "Xids that NVIDIA's catalog resolves by restarting the application, not the GPU"
         }
+        Some(
+            EventKind::OpenModuleRequired { .. }
+            | EventKind::RmInitAdapter(_)
+            | EventKind::RmInitAdapterMinor { .. },
+        ) => {
+            "the proprietary module's refusal, logged by a module unloaded since: the one loaded now is NVIDIA's open kernel module (/proc/driver/nvidia/version)"
+        }
         _ => {
             "corrected errors: the hardware recovered; link-health's AER counters judge their growth"
         }
     }
 }
 
-fn fix(class: Class, device: Option<Bdf>) -> Fix {
+fn fix(inv: &Inventory, class: Class, device: Option<Bdf>) -> Fix {
     let dev = device.map_or_else(|| "<bdf>".to_owned(), |b| b.to_string());
     match class {
+        Class::OpenModule => {
+            super::gpu_driver::open_module_fix(inv.kernel.nvidia.value().map(|v| v.major))
+        }
+        // osinit.c's `rm_init_status` names the step (0x2x GPU attach and init, 0x6x GSP
+        // firmware), nvstatuscodes.h the RM status; the messages around the line say more.
+        Class::GpuInit => Fix::new(
+            format!(
+                "NVIDIA's driver could not initialise GPU {dev}: find why in the driver's messages around RmInitAdapter (its status names the failing step: 0x2x attaching the GPU, 0x6x its GSP firmware), then reboot; if it comes back, service the GPU"
+            ),
+            "Reading the log changes nothing; the reboot ends every process on the node: drain first.",
+        )
+        .manual("dmesg -T | grep -E 'NVRM|nvidia'")
+        .manual("nvidia-bug-report.sh   # NVIDIA's report, for a support case")
+        .disruptive("systemctl reboot"),
         Class::Xid => Fix::new(
             format!(
                 "GPU {dev} needs what NVIDIA's Xid catalog says for this Xid: drain the node, then reset the GPU (or reboot); if it comes back, service"
@@ -455,7 +536,7 @@ fn in_window(
     let mut groups: BTreeMap<(bool, Option<Bdf>), Vec<&Event>> = BTreeMap::new();
     for e in &new {
         groups
-            .entry((Class::of(e) != Class::History, e.device))
+            .entry((Class::judged(inv, e) != Class::History, e.device))
             .or_default()
             .push(e);
     }
@@ -470,10 +551,10 @@ fn in_window(
         let f = if *serious {
             let worst = evs
                 .iter()
-                .map(|e| Class::of(e))
+                .map(|e| Class::judged(inv, e))
                 .max()
                 .unwrap_or(Class::Pcie);
-            Finding::fail(ERRORS_NOW, subject(inv, *device), message).fix(fix(worst, *device))
+            Finding::fail(ERRORS_NOW, subject(inv, *device), message).fix(fix(inv, worst, *device))
         } else {
             Finding::warn(EVENTS_NOW, subject(inv, *device), message).fix(
                 Fix::new(

@@ -11,12 +11,25 @@
 //! - `... available PCIe bandwidth, limited by 8.0 GT/s PCIe x4 link at 0000:00:1c.0 ...`
 //!   (drivers/pci/pci.c `__pcie_print_link_status`), printed when a driver probes its device;
 //! - peer-memory failures: nvidia-peermem's `peer_err` lines (`nvidia-peermem nv_mem_get_pages:
-//!   ... ERROR ...`) and the module loader's `nvidia_peermem: Unknown symbol ...`.
+//!   ... ERROR ...`) and the module loader's `nvidia_peermem: Unknown symbol ...`;
+//! - NVIDIA's driver failing to initialise a GPU: `NVRM: GPU 0000:02:00.0: RmInitAdapter failed!
+//!   (0x22:0x56:884)` and the `rm_init_adapter failed, device minor number 0` after it
+//!   (NVIDIA/open-gpu-kernel-modules at df1c9a3, src/nvidia/arch/nvalloc/unix/src/osinit.c and
+//!   kernel-open/common/inc/os-interface.h `NV_DEV_PRINTF`), and the proprietary module's refusal
+//!   of a GPU only the open kernel modules drive, `NVRM: The NVIDIA GPU 0000:02:00.0 (PCI ID:
+//!   10de:2c58)` + `NVRM: installed in this system requires use of the NVIDIA open kernel
+//!   modules.` (one printk with an embedded newline; only the closed module prints it, so its
+//!   form is the one users posted: NVIDIA/open-gpu-kernel-modules#862 and the others named in
+//!   [`nvrm`]).
 //!
 //! The file a capture keeps (`/gdrdoctor/kernel-log`) holds the matching records in the same
 //! form under a header that says how the log was read ([`LogFile`]).
 
 use super::pci::Bdf;
+
+mod nvrm;
+pub use nvrm::RmInitStatus;
+use nvrm::{NVIDIA_GPU, REFUSAL, gpu_named, open_module_refusal, rm_init_adapter};
 
 /// One record of the kernel's log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +115,14 @@ pub enum EventKind {
     BandwidthLimited { at: Option<Bdf> },
     /// The peer-memory module (nvidia-peermem) failed to load or to pin GPU memory.
     PeerMemory,
+    /// NVIDIA's proprietary module refused a GPU that only the open kernel modules drive, with
+    /// the PCI ID it printed (`10de:2c58`).
+    OpenModuleRequired { pci_id: Option<String> },
+    /// NVIDIA's driver could not initialise a GPU: `RmInitAdapter failed! (...)`.
+    RmInitAdapter(RmInitStatus),
+    /// `rm_init_adapter failed, device minor number N`, printed after an `RmInitAdapter
+    /// failed!`: with that line's status when it came before on the same GPU.
+    RmInitAdapterMinor { status: Option<RmInitStatus> },
 }
 
 /// A record that says something about a device on the GPU-NIC paths.
@@ -218,8 +239,46 @@ fn limited_at(msg: &str) -> Option<Option<Bdf>> {
 /// after it by the same device.
 pub fn events(records: &[Record]) -> Vec<Event> {
     let mut out: Vec<Event> = Vec::new();
+    // The GPU the last `NVRM: The NVIDIA GPU ...` record named, for a refusal whose second line
+    // came as a record of its own.
+    let mut named: Option<(Bdf, Option<String>)> = None;
+    // Each GPU's last `RmInitAdapter failed!` status, for the `rm_init_adapter failed` after it.
+    let mut last_status: std::collections::BTreeMap<Bdf, RmInitStatus> = Default::default();
     for r in records {
         let text = r.text.as_str();
+        if let Some(own) = open_module_refusal(text) {
+            let (device, pci_id) = match own.or_else(|| named.take()) {
+                Some((bdf, id)) => (Some(bdf), id),
+                None => (None, None),
+            };
+            out.push(Event {
+                kind: EventKind::OpenModuleRequired { pci_id },
+                device,
+                record: r.clone(),
+            });
+            continue;
+        }
+        if text.starts_with(NVIDIA_GPU) {
+            named = gpu_named(text);
+            continue;
+        }
+        if let Some((bdf, status)) = rm_init_adapter(text) {
+            let kind = match status {
+                Some(s) => {
+                    last_status.insert(bdf, s);
+                    EventKind::RmInitAdapter(s)
+                }
+                None => EventKind::RmInitAdapterMinor {
+                    status: last_status.get(&bdf).copied(),
+                },
+            };
+            out.push(Event {
+                kind,
+                device: Some(bdf),
+                record: r.clone(),
+            });
+            continue;
+        }
         if let Some((device, code)) = xid(text) {
             out.push(Event {
                 kind: EventKind::Xid(code),
@@ -274,7 +333,12 @@ pub fn events(records: &[Record]) -> Vec<Event> {
 /// a capture keeps of the log.
 pub fn kept(record: &Record) -> bool {
     let text = record.text.as_str();
-    if xid(text).is_some() || peer_memory(text) {
+    if xid(text).is_some()
+        || peer_memory(text)
+        || text.contains(REFUSAL)
+        || text.starts_with(NVIDIA_GPU)
+        || rm_init_adapter(text).is_some()
+    {
         return true;
     }
     dev_prefix(text).is_some_and(|(driver, _, msg)| {
@@ -494,7 +558,7 @@ mod tests {
     /// boot's 500-odd lines.
     #[test]
     fn a_real_kernels_aer_reports() {
-        let text = include_str!("../../tests/lab/kernel-log/aer-inject.dmesg.txt");
+        let text = include_str!("../../../tests/lab/kernel-log/aer-inject.dmesg.txt");
         let records: Vec<Record> = text
             .lines()
             .enumerate()
