@@ -357,6 +357,21 @@ fn judge_nvidia(inv: &Inventory, gpu: &Runtime, n: usize, peermem: &Peermem) -> 
             false,
         ),
         (Possible::No(r), Peermem::LoadedUnregistered(module)) => (unregistered(inv, module, Status::Fail, format!("and DMA-BUF is unavailable: {}: the {gpus} have no GDR path", r.join("; "))), false),
+        // GPUs only the open modules drive, on the proprietary module: nvidia_peermem is no
+        // help (the GPUs do not run at all); the open modules are the fix (gpu-driver says so).
+        (Possible::No(r), Peermem::NotLoaded) if needs_open(inv) => (
+            Finding::fail(
+                PEERMEM_NOT_LOADED,
+                subject,
+                format!("no GPUDirect RDMA path for the {gpus}: DMA-BUF is unavailable: {}; and these GPUs run only on NVIDIA's open kernel modules (see gpu-driver), so nvidia_peermem on the proprietary module would not help. NCCL will silently copy through host memory", r.join("; ")),
+            )
+            .with(evidence)
+            .prerequisites(&["gpu-driver"])
+            .fix(super::gpu_driver::open_module_fix(
+                inv.kernel.nvidia.value().map(|v| v.major),
+            )),
+            false,
+        ),
         (Possible::No(r), Peermem::NotLoaded) => (
             Finding::fail(
                 PEERMEM_NOT_LOADED,
@@ -375,6 +390,18 @@ fn judge_nvidia(inv: &Inventory, gpu: &Runtime, n: usize, peermem: &Peermem) -> 
             false,
         ),
     }
+}
+
+/// Whether an NVIDIA GPU of the node runs only on the open kernel modules while the proprietary
+/// module is loaded.
+fn needs_open(inv: &Inventory) -> bool {
+    let proprietary = inv.kernel.nvidia.value().is_some_and(|v| !v.open);
+    proprietary
+        && inv.gpus.iter().any(|g| {
+            inv.function(g.bdf).is_some_and(|f| {
+                super::gpu_driver::needs_open_modules(f.vendor, f.device, f.class).is_some()
+            })
+        })
 }
 
 /// What the CUDA dma-buf export probe showed for the NVIDIA GPUs.
