@@ -5,8 +5,9 @@
 
 use super::{Check, Context, Meta, sh};
 use crate::inventory::Inventory;
+use crate::inventory::pci::PciDetail;
 use crate::model::{Code, Finding, Fix};
-use crate::parse::pci::{Bdf, acs, acs_flags, extended_readable};
+use crate::parse::pci::{self as pp, Bdf, acs, acs_flags, extended_readable};
 use std::collections::BTreeMap;
 
 pub struct Acs;
@@ -54,7 +55,7 @@ const META: Meta = Meta {
     id: "acs",
     title: "No ACS redirect on the GPU-NIC paths",
     codes: CODES,
-    readme: include_str!("../../checks/acs/README.md"),
+    readme: include_str!("../../../checks/acs/README.md"),
     live_only: false,
     reads: &[],
 };
@@ -162,40 +163,46 @@ pub fn redirect_bits(control: u16) -> Vec<&'static str> {
         .collect()
 }
 
-fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Finding {
-    let subject = format!("bridge {b}");
-    let on = pairs.join(", ");
+/// A bridge's ACS as read: its capability, none, or why it cannot be judged (a finding on
+/// `subject`, its message opened by `context`: what the bridge is to the check).
+enum Read<'a> {
+    Acs(pp::Acs, &'a PciDetail),
+    Absent(&'a PciDetail),
+    Cannot(Finding),
+}
+
+fn read<'a>(inv: &'a Inventory, b: Bdf, subject: &str, context: &str) -> Read<'a> {
     let Some(d) = inv.function(b).and_then(|f| f.detail.as_ref()) else {
-        return Finding::unknown(
-            UNKNOWN,
-            subject,
-            format!("on the path of {on}: not in the inventory"),
-        )
-        .evidence(
-            crate::inventory::pci::PCI_DEVICES,
-            format!("<{b} unidentified>"),
+        return Read::Cannot(
+            Finding::unknown(UNKNOWN, subject, format!("{context}: not in the inventory"))
+                .evidence(
+                    crate::inventory::pci::PCI_DEVICES,
+                    format!("<{b} unidentified>"),
+                ),
         );
     };
     // All ones is what a read of a bridge that does not answer returns: no ACS capability would
     // be found in it, and that must not read as "nothing redirects". Checked before the length,
     // since 64 bytes of 0xff are no more an answer than 4096.
     if let Some(dead) = inv.function(b).and_then(|f| f.not_responding()) {
-        return Finding::unknown(
+        return Read::Cannot(Finding::unknown(
             BRIDGE_NOT_RESPONDING,
             subject,
-            format!("on the path of {on}: its config space reads all ones (vendor ID 0xffff): the bridge does not answer on the PCIe bus, so its ACS state cannot be read; the devices below it are unreachable too"),
+            format!("{context}: its config space reads all ones (vendor ID 0xffff): the bridge does not answer on the PCIe bus, so its ACS state cannot be read; the devices below it are unreachable too"),
         )
-        .with(dead);
+        .with(dead));
     }
     let config = match &d.config {
         Ok(c) => c,
         Err(e) => {
-            return Finding::unknown(
-                UNKNOWN,
-                subject,
-                format!("on the path of {on}: cannot read its config space: {e}"),
-            )
-            .evidence(d.config_path.clone(), format!("<{}>", e.reason()));
+            return Read::Cannot(
+                Finding::unknown(
+                    UNKNOWN,
+                    subject,
+                    format!("{context}: cannot read its config space: {e}"),
+                )
+                .evidence(d.config_path.clone(), format!("<{}>", e.reason())),
+            );
         }
     };
     if !extended_readable(config) {
@@ -207,29 +214,52 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
                 config.len()
             )
         };
-        return Finding::unknown(
-            UNKNOWN,
-            subject,
-            format!("on the path of {on}: ACS state unknown, {why}"),
-        )
-        .evidence(
-            d.config_path.clone(),
-            format!("{} bytes readable", config.len()),
+        return Read::Cannot(
+            Finding::unknown(
+                UNKNOWN,
+                subject,
+                format!("{context}: ACS state unknown, {why}"),
+            )
+            .evidence(
+                d.config_path.clone(),
+                format!("{} bytes readable", config.len()),
+            ),
         );
     }
-    let Some(a) = acs(config) else {
-        return Finding::pass(
-            ABSENT,
-            subject,
-            format!("on the path of {on}: no ACS capability, so nothing redirects"),
-        )
-        .evidence(
-            d.config_path.clone(),
-            "no ACS extended capability (ID 0x000d)",
-        );
+    match acs(config) {
+        Some(a) => Read::Acs(a, d),
+        None => Read::Absent(d),
+    }
+}
+
+/// The evidence of an ACS Control read: the config file at the register's offset, the value
+/// with lspci's names.
+fn control_evidence(d: &PciDetail, a: &pp::Acs) -> (String, String) {
+    (
+        format!("{} @{:#x}", d.config_path, a.control_offset()),
+        format!("{:#06x} ({})", a.control, acs_flags(a.control)),
+    )
+}
+
+fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Finding {
+    let subject = format!("bridge {b}");
+    let on = pairs.join(", ");
+    let (a, d) = match read(inv, b, &subject, &format!("on the path of {on}")) {
+        Read::Acs(a, d) => (a, d),
+        Read::Cannot(f) => return f,
+        Read::Absent(d) => {
+            return Finding::pass(
+                ABSENT,
+                subject,
+                format!("on the path of {on}: no ACS capability, so nothing redirects"),
+            )
+            .evidence(
+                d.config_path.clone(),
+                "no ACS extended capability (ID 0x000d)",
+            );
+        }
     };
-    let evidence_path = format!("{} @{:#x}", d.config_path, a.control_offset());
-    let value = format!("{:#06x} ({})", a.control, acs_flags(a.control));
+    let (evidence_path, value) = control_evidence(d, &a);
     if !a.redirects() {
         return Finding::pass(
             CLEAR,
