@@ -3,6 +3,10 @@
 //! are those NCCL uses, as `pcie-placement` judges them (`effective::judge`: among the NICs
 //! NCCL_IB_HCA selects, nearest on NCCL's tree); the bridges are those of their sysfs paths.
 
+mod data_direct;
+mod fix;
+mod grace;
+
 use super::{Check, Context, Meta, sh};
 use crate::inventory::Inventory;
 use crate::inventory::pci::PciDetail;
@@ -49,6 +53,18 @@ const CODES: &[Code] = &[
     UNKNOWN,
     BRIDGE_NOT_RESPONDING,
     NO_PATH,
+    grace::AS_REQUIRED,
+    grace::NOT_AS_REQUIRED,
+    grace::UNRECOGNISED,
+    grace::GROUPS_AS_REQUIRED,
+    grace::DMA_GPU_GROUPS_DIFFER,
+    grace::NUMA_GROUP_SHARED,
+    grace::GROUP_MISSING,
+    grace::ATS_OFF,
+    grace::ATS_ON,
+    data_direct::FOUND,
+    data_direct::OFF,
+    data_direct::NO_LIBMLX5,
 ];
 
 const META: Meta = Meta {
@@ -65,8 +81,21 @@ impl Check for Acs {
         &META
     }
 
+    fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
+        match &cx.inv.grace {
+            Some(g) => grace::summary(g, passed),
+            None => super::summarize(passed),
+        }
+    }
+
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
+        // A Grace or Vera system is judged as rdma-core's rdma_topo models it: its ports against
+        // the values NVIDIA requires, not against "no redirect" (which would clear the isolation
+        // and the Data Direct setup NVIDIA's platform needs).
+        if let Some(g) = &inv.grace {
+            return grace::run(inv, g);
+        }
         // Bridge -> the GPU-NIC pairs whose path crosses it.
         let mut bridges: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
         let judged = crate::nccl::effective::judge(inv, cx.config);
@@ -148,8 +177,13 @@ fn state(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
 
 /// The bridge's ACS capability when it redirects peer-to-peer traffic, as this check judges
 /// it (on a GPU-NIC path, `acs-redirect-on-path`); `None` when it does not, or when its state is
-/// unknown. The pictures of the tree (`topo --format svg|dot`) mark bridges with it.
+/// unknown. The pictures of the tree (`topo --format svg|dot`) mark bridges with it. A port of
+/// a Grace or Vera system is never one: its redirect bits are what NVIDIA requires there
+/// (rdma_topo's values, judged by the check against them), not a fault to draw.
 pub fn redirecting(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
+    if inv.grace.as_ref().is_some_and(|g| g.port(b).is_some()) {
+        return None;
+    }
     state(inv, b).filter(|s| s.redirects())
 }
 
@@ -165,13 +199,13 @@ pub fn redirect_bits(control: u16) -> Vec<&'static str> {
 
 /// A bridge's ACS as read: its capability, none, or why it cannot be judged (a finding on
 /// `subject`, its message opened by `context`: what the bridge is to the check).
-enum Read<'a> {
+pub(super) enum Read<'a> {
     Acs(pp::Acs, &'a PciDetail),
     Absent(&'a PciDetail),
     Cannot(Finding),
 }
 
-fn read<'a>(inv: &'a Inventory, b: Bdf, subject: &str, context: &str) -> Read<'a> {
+pub(super) fn read<'a>(inv: &'a Inventory, b: Bdf, subject: &str, context: &str) -> Read<'a> {
     let Some(d) = inv.function(b).and_then(|f| f.detail.as_ref()) else {
         return Read::Cannot(
             Finding::unknown(UNKNOWN, subject, format!("{context}: not in the inventory"))
@@ -234,7 +268,7 @@ fn read<'a>(inv: &'a Inventory, b: Bdf, subject: &str, context: &str) -> Read<'a
 
 /// The evidence of an ACS Control read: the config file at the register's offset, the value
 /// with lspci's names.
-fn control_evidence(d: &PciDetail, a: &pp::Acs) -> (String, String) {
+pub(super) fn control_evidence(d: &PciDetail, a: &pp::Acs) -> (String, String) {
     (
         format!("{} @{:#x}", d.config_path, a.control_offset()),
         format!("{:#06x} ({})", a.control, acs_flags(a.control)),
@@ -308,4 +342,35 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     )
     .evidence(evidence_path, value)
     .fix(fix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn inventory(name: &str) -> Inventory {
+        let root = crate::root::Root::captured(&crate::test_fixtures::fixture_path(name)).unwrap();
+        Inventory::load(&root, &Config::default())
+    }
+
+    /// The pictures mark what `redirecting` returns: a Grace port holding ReqRedir and CmpltRedir
+    /// as NVIDIA requires is not a redirect to draw; elsewhere the rule stands.
+    #[test]
+    fn grace_ports_are_not_drawn_as_redirects() {
+        let inv = inventory("gb300-acs-kernel-default");
+        for b in [
+            "0008:00:00.0",
+            "0008:02:00.0",
+            "0008:02:01.0",
+            "0000:02:00.0",
+        ] {
+            let b = Bdf::parse(b).unwrap();
+            assert!(state(&inv, b).is_some_and(|s| s.redirects()), "{b}");
+            assert!(redirecting(&inv, b).is_none(), "{b}");
+        }
+        let inv = inventory("acs-redirect-on-path");
+        assert!(inv.grace.is_none());
+        assert!(inv.pci.keys().any(|b| redirecting(&inv, *b).is_some()));
+    }
 }
