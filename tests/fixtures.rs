@@ -242,10 +242,16 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "fail", "pass", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "unknown", "pass", "pass", "fail", "pass", "pass", "skip",
         ],
-        // Grace-style: GPU and NIC on two host bridges of one NUMA node.
-        codes: &[("iommu-translated", "fail"), ("gpu-nic-too-far", "fail")],
+        // A GH200: the GPU reaches the NIC over NVLink-C2C, which NCCL's release decides (none
+        // installed); a Grace system, so acs judges it as rdma_topo does (NUMA-based).
+        codes: &[
+            ("iommu-translated", "fail"),
+            ("gpu-nic-c2c-release-unknown", "unknown"),
+            ("acs-as-nvidia-requires", "pass"),
+            ("grace-iommu-groups-as-required", "pass"),
+        ],
     },
     // A real-kernel capture from the lab VM (tests/lab, scenario switch-pt): Soft-RoCE on an
     // e1000e behind a PCIe switch, a virtio GPU declared an accelerator.
@@ -744,6 +750,75 @@ const CASES: &[Case] = &[
             "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-near", "pass")],
+    },
+    // Grace Blackwell trays (issue 38): ready but for the IOMMU in translated mode (iommu.rs's
+    // arm64 rules are another branch's). GB200: rdma_topo's NUMA-based complexes, the kernel's
+    // default ACS everywhere.
+    Case {
+        name: "gb200-tray",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("gpu-nic-c2c", "pass"),
+            ("acs-as-nvidia-requires", "pass"),
+            ("grace-iommu-groups-as-required", "pass"),
+            ("nic-ats-off", "pass"),
+            ("iommu-translated", "fail"),
+        ],
+    },
+    Case {
+        name: "gb200-nccl226",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "fail", "pass", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("gpu-nic-c2c-no-gdr", "fail"),
+            ("acs-as-nvidia-requires", "pass"),
+        ],
+    },
+    Case {
+        name: "gb200-gdr-c2c-off",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "fail", "pass", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[("gpu-nic-c2c-no-gdr", "fail"), ("nccl-gdr-c2c-off", "fail")],
+    },
+    // GB300: rdma_topo's DMA-based complexes with its ACS (pci=config_acs), each Data Direct DMA
+    // function paired with its ConnectX-8 by VPD and used by NCCL 2.27.3.
+    Case {
+        name: "gb300-tray",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("acs-as-nvidia-requires", "pass"),
+            ("grace-iommu-groups-as-required", "pass"),
+            ("data-direct-found", "pass"),
+        ],
+    },
+    // The GB300 booted with the kernel's default ACS: rdma_topo's three values per complex
+    // missing, the DMA functions apart from their GPUs' IOMMU groups; the fix is config_acs.
+    Case {
+        name: "gb300-acs-kernel-default",
+        config: None,
+        exit: 1,
+        statuses: [
+            "pass", "pass", "pass", "pass", "fail", "pass", "fail", "pass", "pass", "skip",
+        ],
+        codes: &[
+            ("acs-not-as-nvidia-requires", "fail"),
+            ("dma-gpu-iommu-groups-differ", "fail"),
+            ("acs-as-nvidia-requires", "pass"),
+        ],
     },
 ];
 

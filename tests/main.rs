@@ -20,6 +20,7 @@ mod fleet;
 mod formats;
 mod gdr_test;
 mod gpu_runtime;
+mod grace;
 mod hostile;
 mod hostile_inputs;
 mod hostile_peers;
