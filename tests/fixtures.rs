@@ -242,13 +242,15 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "unknown", "skip", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "unknown", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         // A GH200 joined to its Grace by NVLink-C2C: whether NCCL uses GDR to the ConnectX-7
         // of its Grace depends on the release, and the node has no NCCL to read it from.
         codes: &[
             ("iommu-smmu-translated", "pass"),
             ("gpu-nic-c2c-release-unknown", "unknown"),
+            ("acs-as-nvidia-requires", "pass"),
+            ("grace-iommu-groups-as-required", "pass"),
         ],
     },
     // A real-kernel capture from the lab VM (tests/lab, scenario switch-pt): Soft-RoCE on an
@@ -757,9 +759,15 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
-        codes: &[("gpu-nic-c2c", "pass"), ("iommu-smmu-translated", "pass")],
+        codes: &[
+            ("gpu-nic-c2c", "pass"),
+            ("acs-as-nvidia-requires", "pass"),
+            ("grace-iommu-groups-as-required", "pass"),
+            ("nic-ats-off", "pass"),
+            ("iommu-smmu-translated", "pass"),
+        ],
     },
     // NCCL 2.26.5 without NCCL_NET_GDR_C2C: no GDR over C2C; the fix sets it.
     Case {
@@ -767,9 +775,12 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "fail", "skip", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
-        codes: &[("gpu-nic-c2c-no-gdr", "fail")],
+        codes: &[
+            ("gpu-nic-c2c-no-gdr", "fail"),
+            ("acs-as-nvidia-requires", "pass"),
+        ],
     },
     // NCCL 2.27.3 with NCCL_NET_GDR_C2C=0 in /etc/nccl.conf: nccl-config names it.
     Case {
@@ -777,7 +788,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "fail", "skip", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[("gpu-nic-c2c-no-gdr", "fail"), ("nccl-gdr-c2c-off", "fail")],
     },
@@ -787,18 +798,27 @@ const CASES: &[Case] = &[
         config: None,
         exit: 0,
         statuses: [
-            "pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
-        codes: &[("gpu-nic-c2c", "pass")],
+        codes: &[
+            ("gpu-nic-c2c", "pass"),
+            ("acs-as-nvidia-requires", "pass"),
+            ("grace-iommu-groups-as-required", "pass"),
+            ("data-direct-found", "pass"),
+        ],
     },
     Case {
         name: "gb300-acs-kernel-default",
         config: None,
-        exit: 0,
+        exit: 1,
         statuses: [
-            "pass", "pass", "pass", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "fail", "pass", "pass", "pass", "pass", "skip",
         ],
-        codes: &[("gpu-nic-c2c", "pass")],
+        codes: &[
+            ("acs-not-as-nvidia-requires", "fail"),
+            ("dma-gpu-iommu-groups-differ", "fail"),
+            ("acs-as-nvidia-requires", "pass"),
+        ],
     },
     // The GB200 tray with NVIDIA's proprietary module (issue 38): it cannot run Blackwell, and
     // the log holds its refusal of each GPU.
@@ -807,7 +827,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "fail", "pass", "fail", "pass", "skip", "pass", "pass", "pass", "pass", "skip",
+            "fail", "pass", "fail", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
         ],
         codes: &[
             ("gpu-needs-open-module", "fail"),
@@ -821,7 +841,7 @@ const CASES: &[Case] = &[
         config: None,
         exit: 1,
         statuses: [
-            "pass", "pass", "pass", "pass", "skip", "pass", "fail", "pass", "pass", "skip",
+            "pass", "pass", "pass", "pass", "pass", "pass", "fail", "pass", "pass", "skip",
         ],
         codes: &[("iommu-smmu-passthrough-breaks-cuda", "fail")],
     },

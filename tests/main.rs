@@ -22,6 +22,7 @@ mod gdr_test;
 mod gdr_test_efa;
 mod gpu_runtime;
 mod grace;
+mod grace_acs;
 mod hostile;
 mod hostile_inputs;
 mod hostile_peers;

@@ -555,6 +555,13 @@ pub(crate) fn grub_fix(fix: crate::model::Fix, add: &[&str], remove: &[&str]) ->
             w = word
         ));
     }
+    grub_regenerate(fix)
+}
+
+/// The end of every kernel command line fix: regenerate the grub config with whichever tool
+/// the distribution has (update-grub also reads the drop-ins of /etc/default/grub.d on Debian
+/// and Ubuntu), then reboot.
+pub(crate) fn grub_regenerate(fix: crate::model::Fix) -> crate::model::Fix {
     fix.persistent("if command -v update-grub >/dev/null; then update-grub; elif command -v grub2-mkconfig >/dev/null; then grub2-mkconfig -o /boot/grub2/grub.cfg; else echo 'no update-grub or grub2-mkconfig here: regenerate the boot loader configuration by hand' >&2; fi")
         .disruptive("systemctl reboot")
 }

@@ -6,6 +6,7 @@
 
 pub mod c2c;
 pub mod gpu;
+pub mod grace;
 pub mod iommu;
 pub mod kernel;
 pub mod nccl;
@@ -62,6 +63,9 @@ pub struct Inventory {
     pub nccl: nccl::Nccl,
     /// The GPUs and NICs are virtual PCI (a VM that hides the host's switches), and how.
     pub virtual_pci: Option<vm::Virtual>,
+    /// A Grace or Vera system as rdma-core's rdma_topo models it (its complexes, the role of each
+    /// port), which the `acs` check judges by rdma_topo's values; `None` on every other node.
+    pub grace: Option<grace::Grace>,
 }
 
 /// How the inventory reads: on two threads (one `check`, whose time is almost all system calls),
@@ -299,7 +303,15 @@ impl Partial {
             .iter()
             .map(|g| g.bdf)
             .chain(rdma.iter().filter_map(|d| d.pci));
-        for bdf in endpoints {
+        // On a Grace or Vera system, every function rdma_topo looks at: all its root ports and
+        // ConnectX/BlueField switch ports (it sets ACS on each), the NICs' functions and the
+        // Data Direct DMA functions (IOMMU groups, ATS, VPD). No other node has any.
+        let signature = grace::signature(&pci);
+        let rdma_topo = signature
+            .as_ref()
+            .map(|_| grace::functions(&pci))
+            .unwrap_or_default();
+        for bdf in endpoints.chain(rdma_topo) {
             if let Some(f) = pci.get(&bdf) {
                 wanted.extend(crate::parse::pci::path_functions(&f.path));
             }
@@ -324,6 +336,14 @@ impl Partial {
         }
         let iommu = Iommu::load(root, &pci);
         let virtual_pci = vm::detect(root, &pci, &gpus, &rdma, &kernel, &nccl);
+        let grace = signature.map(|(kind, evidence)| {
+            grace::load(root, &pci, kind, evidence, || {
+                let arch = kernel.arch.as_ref().map_or("x86_64", |(a, _)| a.as_str());
+                let search =
+                    nccl_plugin::search_path(root, nccl.settings.get("LD_LIBRARY_PATH"), arch);
+                grace::libmlx5(root, &search)
+            })
+        });
         Inventory {
             live,
             kernel,
@@ -338,6 +358,7 @@ impl Partial {
             netdevs,
             nccl,
             virtual_pci,
+            grace,
         }
     }
 }

@@ -263,7 +263,7 @@ pub fn names(setting: Option<&str>) -> Option<Vec<(String, &'static str)>> {
 
 /// The loader's directories: the declared `LD_LIBRARY_PATH`, `/etc/ld.so.conf` with its
 /// includes, the system directories.
-fn search_path(
+pub(super) fn search_path(
     root: &Root,
     ld_library_path: Option<&Setting>,
     arch: &str,
@@ -357,7 +357,7 @@ pub(crate) fn library_at(root: &Root, path: &str) -> Option<String> {
 
 /// Where dlopen finds `name`: as a path when it has a slash, else in the first directory of
 /// `search` that holds it.
-fn resolve(root: &Root, name: &str, search: &[(String, String)]) -> Option<Found> {
+pub(super) fn resolve(root: &Root, name: &str, search: &[(String, String)]) -> Option<Found> {
     if name.contains('/') {
         let real = library_at(root, name)?;
         return Some(Found {

@@ -1,6 +1,7 @@
 //! Pure parsers: text or bytes in, typed values out. No I/O here; each parser names the kernel
 //! code that prints what it reads, and its tests feed it real captured text.
 
+pub mod acs;
 pub mod counters;
 pub mod cpulist;
 pub mod dcbnl;
@@ -15,6 +16,7 @@ pub mod nccl_topo;
 pub mod pci;
 pub mod rdma;
 pub mod slurm;
+pub mod vpd;
 
 /// `0x10de` or `10de` (sysfs writes hex with `0x`; configs may not).
 pub fn hex_u32(s: &str) -> Option<u32> {

@@ -326,6 +326,15 @@ impl PortType {
 }
 
 pub const EXT_CAP_ID_ACS: u16 = 0x000d;
+/// Address Translation Services (PCIe Base Specification, 10.5): a ConnectX exposes it only
+/// with ATS enabled in its firmware (mlxconfig ATS_ENABLED).
+pub const EXT_CAP_ID_ATS: u16 = 0x000f;
+
+/// Whether the extended capability `id` is in the list (`false` too when the extended space
+/// was not readable: ask [`extended_readable`] first).
+pub fn has_extended(config: &[u8], id: u16) -> bool {
+    extended_capabilities(config).iter().any(|c| c.id == id)
+}
 
 /// Extended configuration space (offsets 0x100 and up) holds ACS; sysfs gives it only to root, and
 /// only on platforms with extended config access (4096-byte `config` files).

@@ -407,7 +407,7 @@ fn shown_as(code: Code, s: &Setting, what: &str, inv: &Inventory) -> Finding {
 /// A line is commented out, not deleted (NCCL skips a line that starts with `#`), and only if
 /// it still sets the name: the fix script runs every fix of a file one after the other, and a
 /// deleted line would move the lines the later fixes name.
-fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -> Fix {
+pub(super) fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -> Fix {
     let fix = Fix::new(summary, safety);
     match &s.origin {
         Origin::File { path, line, .. } => {

@@ -3,10 +3,15 @@
 //! are those NCCL uses, as `pcie-placement` judges them (`effective::judge`: among the NICs
 //! NCCL_IB_HCA selects, nearest on NCCL's tree); the bridges are those of their sysfs paths.
 
+mod data_direct;
+mod fix;
+mod grace;
+
 use super::{Check, Context, Meta, sh};
 use crate::inventory::Inventory;
+use crate::inventory::pci::PciDetail;
 use crate::model::{Code, Finding, Fix};
-use crate::parse::pci::{Bdf, acs, acs_flags, extended_readable};
+use crate::parse::pci::{self as pp, Bdf, acs, acs_flags, extended_readable};
 use std::collections::BTreeMap;
 
 pub struct Acs;
@@ -48,13 +53,25 @@ const CODES: &[Code] = &[
     UNKNOWN,
     BRIDGE_NOT_RESPONDING,
     NO_PATH,
+    grace::AS_REQUIRED,
+    grace::NOT_AS_REQUIRED,
+    grace::UNRECOGNISED,
+    grace::GROUPS_AS_REQUIRED,
+    grace::DMA_GPU_GROUPS_DIFFER,
+    grace::NUMA_GROUP_SHARED,
+    grace::GROUP_MISSING,
+    grace::ATS_OFF,
+    grace::ATS_ON,
+    data_direct::FOUND,
+    data_direct::OFF,
+    data_direct::NO_LIBMLX5,
 ];
 
 const META: Meta = Meta {
     id: "acs",
     title: "No ACS redirect on the GPU-NIC paths",
     codes: CODES,
-    readme: include_str!("../../checks/acs/README.md"),
+    readme: include_str!("../../../checks/acs/README.md"),
     live_only: false,
     reads: &[],
 };
@@ -64,8 +81,21 @@ impl Check for Acs {
         &META
     }
 
+    fn summary(&self, cx: &Context, passed: &[&Finding]) -> String {
+        match &cx.inv.grace {
+            Some(g) => grace::summary(g, passed),
+            None => super::summarize(passed),
+        }
+    }
+
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
+        // A Grace or Vera system is judged as rdma-core's rdma_topo models it: its ports against
+        // the values NVIDIA requires, not against "no redirect" (which would clear the isolation
+        // and the Data Direct setup NVIDIA's platform needs).
+        if let Some(g) = &inv.grace {
+            return grace::run(inv, g);
+        }
         // Bridge -> the GPU-NIC pairs whose path crosses it.
         let mut bridges: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
         let judged = crate::nccl::effective::judge(inv, cx.config);
@@ -147,8 +177,13 @@ fn state(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
 
 /// The bridge's ACS capability when it redirects peer-to-peer traffic, as this check judges
 /// it (on a GPU-NIC path, `acs-redirect-on-path`); `None` when it does not, or when its state is
-/// unknown. The pictures of the tree (`topo --format svg|dot`) mark bridges with it.
+/// unknown. The pictures of the tree (`topo --format svg|dot`) mark bridges with it. A port of
+/// a Grace or Vera system is never one: its redirect bits are what NVIDIA requires there
+/// (rdma_topo's values, judged by the check against them), not a fault to draw.
 pub fn redirecting(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
+    if inv.grace.as_ref().is_some_and(|g| g.port(b).is_some()) {
+        return None;
+    }
     state(inv, b).filter(|s| s.redirects())
 }
 
@@ -162,40 +197,46 @@ pub fn redirect_bits(control: u16) -> Vec<&'static str> {
         .collect()
 }
 
-fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Finding {
-    let subject = format!("bridge {b}");
-    let on = pairs.join(", ");
+/// A bridge's ACS as read: its capability, none, or why it cannot be judged (a finding on
+/// `subject`, its message opened by `context`: what the bridge is to the check).
+pub(super) enum Read<'a> {
+    Acs(pp::Acs, &'a PciDetail),
+    Absent(&'a PciDetail),
+    Cannot(Finding),
+}
+
+pub(super) fn read<'a>(inv: &'a Inventory, b: Bdf, subject: &str, context: &str) -> Read<'a> {
     let Some(d) = inv.function(b).and_then(|f| f.detail.as_ref()) else {
-        return Finding::unknown(
-            UNKNOWN,
-            subject,
-            format!("on the path of {on}: not in the inventory"),
-        )
-        .evidence(
-            crate::inventory::pci::PCI_DEVICES,
-            format!("<{b} unidentified>"),
+        return Read::Cannot(
+            Finding::unknown(UNKNOWN, subject, format!("{context}: not in the inventory"))
+                .evidence(
+                    crate::inventory::pci::PCI_DEVICES,
+                    format!("<{b} unidentified>"),
+                ),
         );
     };
     // All ones is what a read of a bridge that does not answer returns: no ACS capability would
     // be found in it, and that must not read as "nothing redirects". Checked before the length,
     // since 64 bytes of 0xff are no more an answer than 4096.
     if let Some(dead) = inv.function(b).and_then(|f| f.not_responding()) {
-        return Finding::unknown(
+        return Read::Cannot(Finding::unknown(
             BRIDGE_NOT_RESPONDING,
             subject,
-            format!("on the path of {on}: its config space reads all ones (vendor ID 0xffff): the bridge does not answer on the PCIe bus, so its ACS state cannot be read; the devices below it are unreachable too"),
+            format!("{context}: its config space reads all ones (vendor ID 0xffff): the bridge does not answer on the PCIe bus, so its ACS state cannot be read; the devices below it are unreachable too"),
         )
-        .with(dead);
+        .with(dead));
     }
     let config = match &d.config {
         Ok(c) => c,
         Err(e) => {
-            return Finding::unknown(
-                UNKNOWN,
-                subject,
-                format!("on the path of {on}: cannot read its config space: {e}"),
-            )
-            .evidence(d.config_path.clone(), format!("<{}>", e.reason()));
+            return Read::Cannot(
+                Finding::unknown(
+                    UNKNOWN,
+                    subject,
+                    format!("{context}: cannot read its config space: {e}"),
+                )
+                .evidence(d.config_path.clone(), format!("<{}>", e.reason())),
+            );
         }
     };
     if !extended_readable(config) {
@@ -207,29 +248,52 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
                 config.len()
             )
         };
-        return Finding::unknown(
-            UNKNOWN,
-            subject,
-            format!("on the path of {on}: ACS state unknown, {why}"),
-        )
-        .evidence(
-            d.config_path.clone(),
-            format!("{} bytes readable", config.len()),
+        return Read::Cannot(
+            Finding::unknown(
+                UNKNOWN,
+                subject,
+                format!("{context}: ACS state unknown, {why}"),
+            )
+            .evidence(
+                d.config_path.clone(),
+                format!("{} bytes readable", config.len()),
+            ),
         );
     }
-    let Some(a) = acs(config) else {
-        return Finding::pass(
-            ABSENT,
-            subject,
-            format!("on the path of {on}: no ACS capability, so nothing redirects"),
-        )
-        .evidence(
-            d.config_path.clone(),
-            "no ACS extended capability (ID 0x000d)",
-        );
+    match acs(config) {
+        Some(a) => Read::Acs(a, d),
+        None => Read::Absent(d),
+    }
+}
+
+/// The evidence of an ACS Control read: the config file at the register's offset, the value
+/// with lspci's names.
+pub(super) fn control_evidence(d: &PciDetail, a: &pp::Acs) -> (String, String) {
+    (
+        format!("{} @{:#x}", d.config_path, a.control_offset()),
+        format!("{:#06x} ({})", a.control, acs_flags(a.control)),
+    )
+}
+
+fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Finding {
+    let subject = format!("bridge {b}");
+    let on = pairs.join(", ");
+    let (a, d) = match read(inv, b, &subject, &format!("on the path of {on}")) {
+        Read::Acs(a, d) => (a, d),
+        Read::Cannot(f) => return f,
+        Read::Absent(d) => {
+            return Finding::pass(
+                ABSENT,
+                subject,
+                format!("on the path of {on}: no ACS capability, so nothing redirects"),
+            )
+            .evidence(
+                d.config_path.clone(),
+                "no ACS extended capability (ID 0x000d)",
+            );
+        }
     };
-    let evidence_path = format!("{} @{:#x}", d.config_path, a.control_offset());
-    let value = format!("{:#06x} ({})", a.control, acs_flags(a.control));
+    let (evidence_path, value) = control_evidence(d, &a);
     if !a.redirects() {
         return Finding::pass(
             CLEAR,
@@ -278,4 +342,35 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     )
     .evidence(evidence_path, value)
     .fix(fix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn inventory(name: &str) -> Inventory {
+        let root = crate::root::Root::captured(&crate::test_fixtures::fixture_path(name)).unwrap();
+        Inventory::load(&root, &Config::default())
+    }
+
+    /// The pictures mark what `redirecting` returns: a Grace port holding ReqRedir and CmpltRedir
+    /// as NVIDIA requires is not a redirect to draw; elsewhere the rule stands.
+    #[test]
+    fn grace_ports_are_not_drawn_as_redirects() {
+        let inv = inventory("gb300-acs-kernel-default");
+        for b in [
+            "0008:00:00.0",
+            "0008:02:00.0",
+            "0008:02:01.0",
+            "0000:02:00.0",
+        ] {
+            let b = Bdf::parse(b).unwrap();
+            assert!(state(&inv, b).is_some_and(|s| s.redirects()), "{b}");
+            assert!(redirecting(&inv, b).is_none(), "{b}");
+        }
+        let inv = inventory("acs-redirect-on-path");
+        assert!(inv.grace.is_none());
+        assert!(inv.pci.keys().any(|b| redirecting(&inv, *b).is_some()));
+    }
 }
