@@ -557,7 +557,10 @@ fn register_fix(r: &PairResult) -> Fix {
             "Raising RLIMIT_MEMLOCK lets processes pin more memory; it is the norm on GPU nodes.",
         )
         .manual("ulimit -l")
-        .persistent("printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/90-memlock.conf");
+        .edit(crate::model::edit::Edit::Write {
+            file: "/etc/security/limits.d/90-memlock.conf".into(),
+            lines: vec!["* soft memlock unlimited".into(), "* hard memlock unlimited".into()],
+        });
     }
     if has("peermem", libc::EFAULT) || has("peermem", libc::EINVAL) {
         return Fix::new(

@@ -310,10 +310,18 @@ fn judge(cx: &Context, gpu: &Gpu) -> Finding {
         (_, None) => {
             let fix = match gpu.vendor {
                 GpuVendor::Nvidia => Fix::new("Load the NVIDIA driver, or find out why it did not claim this GPU", "modprobe only loads the installed driver; if it fails, dmesg says why (version mismatch, missing firmware, Secure Boot).")
-                    .modprobe("nvidia")
+                    .guarded(
+                        crate::model::FixClass::Runtime,
+                        "modprobe nvidia",
+                        format!("[ -e /sys/bus/pci/devices/{}/driver ]", gpu.bdf),
+                    )
                     .manual("dmesg | grep -i nvrm"),
                 GpuVendor::Amd => Fix::new("Load amdgpu, or find out why it did not claim this GPU", "modprobe only loads the installed driver; dmesg says why it failed.")
-                    .modprobe("amdgpu")
+                    .guarded(
+                        crate::model::FixClass::Runtime,
+                        "modprobe amdgpu",
+                        format!("[ -e /sys/bus/pci/devices/{}/driver ]", gpu.bdf),
+                    )
                     .manual("dmesg | grep -i amdgpu"),
                 GpuVendor::Other => Fix::new("Load the accelerator's driver", "Depends on the vendor's driver.").manual(format!("lspci -k -s {}", gpu.bdf)),
             };
@@ -326,7 +334,10 @@ fn judge(cx: &Context, gpu: &Gpu) -> Finding {
             .with([inv.kernel.module_evidence("nouveau")])
             .fix(
                 Fix::new("Blacklist nouveau and boot with the NVIDIA driver", "Needs a reboot; the console falls back to a basic framebuffer.")
-                    .persistent("printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' > /etc/modprobe.d/blacklist-nouveau.conf")
+                    .edit(crate::model::edit::Edit::Write {
+                        file: "/etc/modprobe.d/blacklist-nouveau.conf".into(),
+                        lines: vec!["blacklist nouveau".into(), "options nouveau modeset=0".into()],
+                    })
                     .persistent("if command -v update-initramfs >/dev/null; then update-initramfs -u; else dracut --force; fi")
                     .disruptive("systemctl reboot"),
             ),

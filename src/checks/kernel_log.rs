@@ -478,7 +478,7 @@ fn fix(inv: &Inventory, class: Class, device: Option<Bdf>) -> Fix {
         .manual(format!(
             "nvidia-smi -q -i {dev} -d ECC,ROW_REMAPPER,PAGE_RETIREMENT   # what the GPU kept"
         ))
-        .manual(format!("nvidia-smi -r -i {dev}   # after draining")),
+        .disruptive(format!("nvidia-smi -r -i {dev}   # after draining")),
         Class::Nic => Fix::new(
             format!(
                 "NIC {dev}'s firmware is not answering or reports its health failing: check its health reporters, reset it (or reboot), update its firmware"
@@ -486,7 +486,7 @@ fn fix(inv: &Inventory, class: Class, device: Option<Bdf>) -> Fix {
             "A firmware reset takes the NIC's links down: drain first.",
         )
         .manual(format!("devlink health show pci/{dev}"))
-        .manual(format!("mlxfwreset -d {dev} reset   # MFT, after draining")),
+        .disruptive(format!("mlxfwreset -d {dev} reset   # MFT, after draining")),
         Class::Pcie => Fix::new(
             format!(
                 "Find why {dev}'s PCIe link loses transactions: reseat the card or riser, check the slot, update the firmware"

@@ -170,7 +170,10 @@ fn memlock(cx: &Context, access: &Access) -> Finding {
         "Raise the locked-memory limit to unlimited for the jobs (and for this service)",
         "Lets processes pin memory without bound; the scheduler's cgroup memory limits still apply.",
     )
-    .persistent("printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/90-rdma-memlock.conf")
+    .edit(crate::model::edit::Edit::Write {
+            file: "/etc/security/limits.d/90-rdma-memlock.conf".into(),
+            lines: vec!["* soft memlock unlimited".into(), "* hard memlock unlimited".into()],
+        })
     .manual("# slurmd: LimitMEMLOCK=infinity in its systemd unit, and PropagateResourceLimitsExcept=MEMLOCK in slurm.conf");
     match limit.soft {
         None => Finding::pass(MEMLOCK_OK, "this process", "RLIMIT_MEMLOCK is unlimited").with([fact.evidence()]),

@@ -431,6 +431,7 @@ fn lacking(port: &Port, subject: &str, v2: &[&GidEntry], table_evidence: Vec<Evi
             .any(|g| type_of(g) == Some(GidType::IbRoceV1))
     {
         let listed: Vec<String> = port.gids.iter().map(describe).collect();
+        let device = crate::checks::sh(subject.split_whitespace().next().unwrap_or(""));
         return             Finding::fail(
                 ROCE_V1_ONLY,
                 subject.to_owned(),
@@ -439,8 +440,8 @@ fn lacking(port: &Port, subject: &str, v2: &[&GidEntry], table_evidence: Vec<Evi
             .with(table_evidence)
             .fix(
                 Fix::new("Enable RoCE v2 in the NIC (firmware or driver setting), then reload the driver", "Firmware changes on the NIC need a reset or reboot.")
-                    .manual("# ConnectX: mlxconfig -d <bdf> query | grep -i roce ; update the firmware if RoCE v2 is missing")
-                    .manual("cma_roce_mode -d <device> -p 1   # rdma_cm's default RoCE mode (show)"),
+                    .manual(format!("mlxconfig -d {device} query | grep -i roce   # ConnectX: update the firmware if RoCE v2 is missing"))
+                    .manual(format!("cma_roce_mode -d {device} -p {}   # rdma_cm's default RoCE mode (show)", port.num)),
             );
     }
     if port

@@ -325,12 +325,10 @@ fn no_device(inv: &Inventory) -> Finding {
         for m in &modules {
             fix = fix.modprobe(m);
         }
-        let body = modules.join("\\n");
-        fix = fix.guarded(
-            crate::model::FixClass::Persistent,
-            format!("printf '%s\\n' {} > /etc/modules-load.d/rdma-nics.conf", modules.join(" ")),
-            format!("[ \"$(cat /etc/modules-load.d/rdma-nics.conf 2>/dev/null)\" = \"$(printf '{body}')\" ]"),
-        );
+        fix = fix.edit(crate::model::edit::Edit::Write {
+            file: "/etc/modules-load.d/rdma-nics.conf".into(),
+            lines: modules.iter().map(|m| m.to_string()).collect(),
+        });
     } else if !unbound_ib.is_empty() {
         message.push_str(&format!(
             "; InfiniBand controllers with no driver: {}",
@@ -429,8 +427,10 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
             fix = fix.guarded(
                 crate::model::FixClass::Runtime,
                 format!("ip link set dev {} up", sh(&n.name)),
+                // What `ip link set up` changes: IFF_UP (without a link partner operstate stays
+                // down, and bringing it up again would be a test of a proxy).
                 format!(
-                    "[ \"$(cat /sys/class/net/{}/operstate)\" = up ]",
+                    "[ $(( $(cat /sys/class/net/{}/flags) & 1 )) -eq 1 ]",
                     sh(&n.name)
                 ),
             );

@@ -2,7 +2,7 @@
 //! with `-v`, and the verdict as the last line (what `tail -1` of a prolog log shows).
 
 use super::Report;
-use crate::model::{Finding, FixClass, Status};
+use crate::model::{Finding, Status};
 use owo_colors::{OwoColorize, Stream};
 use std::fmt::Write;
 
@@ -213,14 +213,15 @@ pub(crate) fn finding(o: &mut String, f: &Finding, style: &Style) {
         if let Some(fix) = &f.fix {
             let _ = writeln!(o, "          fix: {}", clean(&fix.summary));
             for c in &fix.commands {
-                let tag = match c.class {
-                    FixClass::Runtime => "now",
-                    FixClass::Persistent => "persist",
-                    FixClass::Disruptive => "reboot",
-                    FixClass::Manual => "check",
-                };
-                let tag = dim(&format!("[{tag:<7}]"));
+                let tag = dim(&format!("[{:<7}]", c.class.tag()));
                 let _ = writeln!(o, "            {tag} {}", clean(&c.run));
+            }
+            for a in &fix.alternatives {
+                let _ = writeln!(o, "          or: {}", clean(&a.summary));
+                for c in &a.commands {
+                    let tag = dim(&format!("[{:<7}]", c.class.tag()));
+                    let _ = writeln!(o, "            {tag} {}", clean(&c.run));
+                }
             }
             let _ = writeln!(
                 o,

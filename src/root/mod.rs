@@ -27,6 +27,7 @@ mod recording;
 mod resolve;
 #[cfg(test)]
 mod tests;
+mod write;
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
@@ -36,6 +37,7 @@ use std::sync::Mutex;
 
 pub use recording::{Listed, Op, Recording, UNREAD};
 pub use resolve::join;
+pub use write::{BACKUP_SUFFIX, Written};
 use resolve::shortened;
 
 /// Default cap on one file read: the limit a capture archive is held to as well.

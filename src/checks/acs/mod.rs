@@ -188,6 +188,10 @@ pub fn redirecting(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
 }
 
 /// The redirecting bits set in an ACS Control value, by lspci's names.
+/// ReqRedir, CmpltRedir and EgressCtrl: the ACS control bits that send peer-to-peer traffic
+/// up to the root complex.
+pub const REDIRECT_MASK: u16 = (1 << 2) | (1 << 3) | (1 << 5);
+
 pub fn redirect_bits(control: u16) -> Vec<&'static str> {
     ["ReqRedir", "CmpltRedir", "EgressCtrl"]
         .into_iter()
@@ -308,28 +312,45 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     // One boot-time unit for every redirecting bridge on the node, so that each finding's fix
     // writes the same file. (A `pci=disable_acs_redir=a;b` kernel parameter would do too, but
     // grub reads `;` as a command separator.)
-    let exec: String = redirecting
-        .iter()
-        .map(|r| {
-            format!(
-                "ExecStart=/usr/bin/setpci -s {} ECAP_ACS+0x6.w=0000\\n",
-                sh(&r.to_string())
-            )
-        })
-        .collect();
+    // setpci's VALUE:MASK form writes only the masked bits: ReqRedir, CmpltRedir and
+    // EgressCtrl cleared, SrcValid, TransBlocking and UpstreamFwd left as they are (issue 39:
+    // `=0000` cleared them too).
+    let mut unit: Vec<String> = [
+        "[Unit]",
+        "Description=Clear PCIe ACS redirect for GPUDirect RDMA (gdrdoctor)",
+        "[Service]",
+        "Type=oneshot",
+    ]
+    .map(String::from)
+    .to_vec();
+    unit.extend(redirecting.iter().map(|r| {
+        format!("ExecStart=/usr/bin/setpci -s {r} ECAP_ACS+0x6.w=0000:{REDIRECT_MASK:04x}")
+    }));
+    unit.extend(["[Install]", "WantedBy=multi-user.target"].map(String::from));
     let fix = Fix::new(
         format!("Clear ACS redirect on {b} now, and at every boot with a oneshot unit (or in the BIOS; Linux 6.11+ also takes pci=config_acs=)"),
         "ACS is an isolation feature: on a host that assigns devices to VMs, clearing it merges their isolation domains. setpci's change is lost at reboot or hotplug.",
     )
     .guarded(
         crate::model::FixClass::Runtime,
-        format!("setpci -s {} ECAP_ACS+0x6.w=0000", sh(&b.to_string())),
-        format!("[ \"$(setpci -s {} ECAP_ACS+0x6.w)\" = 0000 ]", sh(&b.to_string())),
+        format!(
+            "setpci -s {} ECAP_ACS+0x6.w=0000:{REDIRECT_MASK:04x}",
+            sh(&b.to_string())
+        ),
+        format!(
+            "[ $((0x$(setpci -s {} ECAP_ACS+0x6.w) & {REDIRECT_MASK:#06x})) -eq 0 ]",
+            sh(&b.to_string())
+        ),
     )
-    .persistent(format!(
-        "printf '[Unit]\\nDescription=Clear PCIe ACS redirect for GPUDirect RDMA (gdrdoctor)\\n[Service]\\nType=oneshot\\n{exec}[Install]\\nWantedBy=multi-user.target\\n' > /etc/systemd/system/gdrdoctor-acs.service"
-    ))
-    .persistent("systemctl daemon-reload && systemctl enable gdrdoctor-acs.service")
+    .edit(crate::model::edit::Edit::Write {
+        file: "/etc/systemd/system/gdrdoctor-acs.service".into(),
+        lines: unit,
+    })
+    .guarded(
+        crate::model::FixClass::Persistent,
+        "systemctl daemon-reload && systemctl enable gdrdoctor-acs.service",
+        "systemctl is-enabled --quiet gdrdoctor-acs.service",
+    )
     .manual("# BIOS: disable ACS / enable PCIe peer-to-peer on the root ports and switches (vendor menus vary)");
     Finding::fail(
         REDIRECT_ON_PATH,

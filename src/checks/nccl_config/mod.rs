@@ -7,7 +7,7 @@
 use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
 use crate::inventory::nccl::{Origin, Setting, SourceState};
-use crate::model::{Code, Finding, Fix, FixClass};
+use crate::model::{Code, Finding, Fix};
 use crate::nccl::params;
 
 mod gid;
@@ -404,28 +404,22 @@ fn shown_as(code: Code, s: &Setting, what: &str, inv: &Inventory) -> Finding {
 }
 
 /// A fix that removes or replaces the line (or the environment variable) a setting came from.
-/// A line is commented out, not deleted (NCCL skips a line that starts with `#`), and only if
-/// it still sets the name: the fix script runs every fix of a file one after the other, and a
-/// deleted line would move the lines the later fixes name.
+/// A line is commented out, not deleted (NCCL skips a line that starts with `#`); a
+/// replacement takes the place of the first definition, the one NCCL keeps.
 pub(super) fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -> Fix {
     let fix = Fix::new(summary, safety);
     match &s.origin {
-        Origin::File { path, line, .. } => {
-            let path_q = super::sh(path);
-            match replacement {
-                Some(r) => fix.cmd(
-                    FixClass::Persistent,
-                    format!("sed -i '{line}s/.*/{}={r}/' {path_q}", s.name),
-                ),
-                None => fix.cmd(
-                    FixClass::Persistent,
-                    format!(
-                        "sed -i '{line}s/^{}=/# &/' {path_q}   # {}={}",
-                        s.name, s.name, s.value
-                    ),
-                ),
-            }
-        }
+        Origin::File { path, .. } => match replacement {
+            Some(r) => fix.edit(crate::model::edit::Edit::Set {
+                file: path.clone(),
+                key: s.name.clone(),
+                value: r.to_owned(),
+            }),
+            None => fix.edit(crate::model::edit::Edit::Unset {
+                file: path.clone(),
+                key: s.name.clone(),
+            }),
+        },
         o => fix.manual(format!(
             "# remove {} from {} (the job environment the site sets)",
             s.name,

@@ -623,12 +623,14 @@ fn unregistered(inv: &Inventory, module: &str, status: Status, consequence: Stri
             "Use an RDMA stack with the peer-memory API (MLNX_OFED / DOCA-OFED) and reload the module, or use the DMA-BUF path (open kernel modules R515+, kernel >= 5.12) and unload it",
             "Reloading nvidia_peermem is safe while no job holds GPU memory registrations.",
         )
+        .manual("# install DOCA-OFED (or MLNX_OFED) so that ib_core exports ib_register_peer_memory_client, then reload the module")
+        // Only where the RDMA core has the API: on an inbox stack a reload would leave the
+        // module unloaded (issue 39).
         .guarded(
             crate::model::FixClass::Runtime,
-            format!("modprobe -r {module} && modprobe {module}"),
+            format!("grep -qw ib_register_peer_memory_client /proc/kallsyms && modprobe -r {module} && modprobe {module}"),
             format!("[ -d {MEMORY_PEERS}/nv_mem ]"),
-        )
-        .manual("# install DOCA-OFED (or MLNX_OFED) so that ib_core exports ib_register_peer_memory_client"),
+        ),
     )
 }
 
@@ -696,7 +698,7 @@ fn judge_amd(inv: &Inventory, gpu: &Runtime, n: usize) -> (Finding, bool) {
                         "A kernel change needs a reboot into the new kernel.",
                     )
                     .manual("grep -E 'DMABUF_MOVE_NOTIFY|PCI_P2PDMA' /boot/config-$(uname -r)")
-                    .disruptive("systemctl reboot"),
+                    .manual("# install such a kernel (the distribution's ROCm-supported kernel), make it the default, then reboot into it: a reboot into the same kernel changes nothing"),
                 ),
             false,
         ),

@@ -1,0 +1,442 @@
+//! Fixes proven (issue 39): for every fixture with a fix, the script `gdrdoctor fix` writes is
+//! run against a copy of the root, each command that would change a live kernel, firmware or
+//! daemon replaced by a stand-in that writes its documented effect into the copy
+//! (tests/fixes/standin.py, its README cites each effect), then the copy is checked again:
+//!
+//! - no new warning or failure may appear, and no check may get worse (asserted, always);
+//! - run a second time, the script changes no byte of the copy (asserted, always);
+//! - which findings cleared and which remain (a fix by hand, a part to replace, the fabric's
+//!   side) is the table in docs/fixes.md, which this test regenerates and compares: a fix that
+//!   stops clearing its finding, or starts to, changes the table. `GDRDOCTOR_BLESS=1` rewrites
+//!   it.
+//!
+//! The script runs with `--class every --warnings`: by-hand and disruptive commands too (an
+//! operator runs them), and warnings' fixes. A reboot is the stand-in's: the kernel command
+//! line grub would boot, the modules of modules-load.d loaded, the enabled units started.
+
+use crate::common::{Gdrdoctor, crate_dir, fixture_config, fixture_copy, fixture_names};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A finding as the harness compares it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Seen {
+    check: String,
+    code: String,
+    subject: String,
+    status: String,
+}
+
+fn rank(s: &str) -> u8 {
+    match s {
+        "fail" => 4,
+        "warn" => 3,
+        "unknown" => 2,
+        "pass" => 1,
+        _ => 0,
+    }
+}
+
+fn check_json(root: &Path, config: Option<&str>) -> Value {
+    let mut g = Gdrdoctor::new().arg("--root").arg(root);
+    if let Some(c) = config {
+        g = g.arg("--config").arg(crate_dir().join(c));
+    }
+    let out = g.args(["check", "--format", "json"]).output();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{}: check JSON: {e}\n{}",
+            root.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Every warn/fail finding, and each check's status.
+fn judged(v: &Value) -> (Vec<Seen>, BTreeMap<String, String>, bool) {
+    let mut seen = Vec::new();
+    let mut checks = BTreeMap::new();
+    let mut any_fix = false;
+    for c in v["checks"].as_array().unwrap() {
+        let id = c["id"].as_str().unwrap().to_owned();
+        checks.insert(id.clone(), c["status"].as_str().unwrap().to_owned());
+        for f in c["findings"].as_array().unwrap() {
+            let status = f["status"].as_str().unwrap();
+            if status == "warn" || status == "fail" {
+                any_fix |= f.get("fix").is_some();
+                seen.push(Seen {
+                    check: id.clone(),
+                    code: f["code"].as_str().unwrap().to_owned(),
+                    subject: f["subject"].as_str().unwrap().to_owned(),
+                    status: status.to_owned(),
+                });
+            }
+        }
+    }
+    (seen, checks, any_fix)
+}
+
+/// The stand-ins as commands: a directory of links named after the tools, to standin.py.
+fn standins() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let script = crate_dir().join("tests/fixes/standin.py");
+        let out = Command::new("python3")
+            .arg(&script)
+            .arg("--names")
+            .output()
+            .expect("python3 runs tests/fixes/standin.py");
+        assert!(out.status.success());
+        let dir = std::env::temp_dir().join(format!("gdrdoctor-standins-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in String::from_utf8(out.stdout).unwrap().lines() {
+            let link = dir.join(name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&script, &link).unwrap();
+        }
+        dir
+    })
+}
+
+fn run_script(script: &Path, root: &Path) -> (bool, String) {
+    let out = Command::new("bash")
+        .arg(script)
+        .env("GDRDOCTOR_ROOT", root)
+        .env("GDRDOCTOR", env!("CARGO_BIN_EXE_gdrdoctor"))
+        .env("PATH", format!("{}:/usr/bin:/bin", standins().display()))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Every file of the tree and its bytes (links: their target), for the second run's compare.
+fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let t = e.file_type().unwrap();
+            let rel = p.strip_prefix(root).unwrap().to_owned();
+            if t.is_dir() {
+                stack.push(p);
+            } else if t.is_symlink() {
+                out.insert(rel, std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes());
+            } else if t.is_file() {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// One fixture's proof: what cleared, what remains.
+struct Proof {
+    name: String,
+    before: Vec<Seen>,
+    remaining: Vec<Seen>,
+    failed_blocks: Vec<String>,
+}
+
+fn prove(name: &str) -> Option<Proof> {
+    let config = fixture_config(name);
+    let (_dir, root) = fixture_copy(name);
+    let before_json = check_json(&root, config.as_deref());
+    let (before, checks_before, any_fix) = judged(&before_json);
+    if !any_fix {
+        return None;
+    }
+    let mut g = Gdrdoctor::new().arg("--root").arg(&root);
+    if let Some(c) = &config {
+        g = g.arg("--config").arg(crate_dir().join(c));
+    }
+    let out = g.args(["fix", "--class", "every", "--warnings"]).output();
+    assert!(out.status.success(), "{name}: fix: {}", String::from_utf8_lossy(&out.stderr));
+    let script_path = _dir.path().join("fix.sh");
+    std::fs::write(&script_path, &out.stdout).unwrap();
+    let (_, log) = run_script(&script_path, &root);
+    let failed_blocks: Vec<String> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("failed: "))
+        .map(str::to_owned)
+        .collect();
+    let (after, checks_after, _) = judged(&check_json(&root, config.as_deref()));
+    // Nothing new, nothing worse.
+    let key = |s: &Seen| (s.check.clone(), s.code.clone(), s.subject.clone());
+    let before_keys: BTreeMap<_, _> = before.iter().map(|s| (key(s), s.status.clone())).collect();
+    for s in &after {
+        match before_keys.get(&key(s)) {
+            None => panic!("{name}: the fix script raised a new finding: {s:?}\nscript log:\n{log}"),
+            Some(was) => assert!(
+                rank(&s.status) <= rank(was),
+                "{name}: {s:?} got worse (was {was})\n{log}"
+            ),
+        }
+    }
+    for (id, was) in &checks_before {
+        let now = checks_after.get(id).map(String::as_str).unwrap_or("skip");
+        assert!(
+            rank(now) <= rank(was) || (was == "pass" && now == "skip"),
+            "{name}: check {id} went from {was} to {now}\n{log}"
+        );
+    }
+    // A second run changes no byte.
+    let first = tree(&root);
+    let (_, log2) = run_script(&script_path, &root);
+    let second = tree(&root);
+    if first != second {
+        let changed: Vec<String> = first
+            .keys()
+            .chain(second.keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|k| first.get(*k) != second.get(*k))
+            .map(|k| k.display().to_string())
+            .collect();
+        panic!("{name}: the second run changed {changed:?}\n{log2}");
+    }
+    Some(Proof {
+        name: name.to_owned(),
+        before,
+        remaining: after,
+        failed_blocks,
+    })
+}
+
+/// The table docs/fixes.md holds between its markers.
+fn table(proofs: &[Proof]) -> String {
+    // Per code: the fixtures where it cleared, and where it remained.
+    let mut cleared: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut remained: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let (mut n_before, mut n_cleared) = (0, 0);
+    for p in proofs {
+        for s in &p.before {
+            n_before += 1;
+            let still = p
+                .remaining
+                .iter()
+                .any(|r| r.code == s.code && r.subject == s.subject);
+            if still {
+                remained.entry(&s.code).or_default().insert(&p.name);
+            } else {
+                n_cleared += 1;
+                cleared.entry(&s.code).or_default().insert(&p.name);
+            }
+        }
+    }
+    let mut o = format!(
+        "{} fixtures with a fix; {n_before} warn/fail findings; {n_cleared} cleared by their fix in the harness, {} remain (see why below); no fix raised a new finding or made a check worse, and a second run changed no byte on any of them.\n\n| code | cleared in (harness) | remains in |\n|---|---|---|\n",
+        proofs.len(),
+        n_before - n_cleared
+    );
+    let codes: BTreeSet<&str> = cleared.keys().chain(remained.keys()).copied().collect();
+    let list = |m: &BTreeMap<&str, BTreeSet<&str>>, c: &str| {
+        m.get(c)
+            .map(|s| s.iter().copied().collect::<Vec<_>>().join(", "))
+            .unwrap_or_else(|| "-".into())
+    };
+    for c in codes {
+        o.push_str(&format!(
+            "| `{c}` | {} | {} |\n",
+            list(&cleared, c),
+            list(&remained, c)
+        ));
+    }
+    o.push_str("\nBlocks whose commands failed (a by-hand tool without a stand-in, or a guard that refused):\n\n");
+    for p in proofs {
+        if !p.failed_blocks.is_empty() {
+            o.push_str(&format!("- {}: {}\n", p.name, p.failed_blocks.join(", ")));
+        }
+    }
+    o
+}
+
+const BEGIN: &str = "<!-- fixes-harness: begin (tests/fixes.rs writes this part) -->\n";
+const END: &str = "<!-- fixes-harness: end -->\n";
+
+#[test]
+fn every_fix_clears_its_finding_and_breaks_nothing() {
+    let names: Vec<String> = fixture_names()
+        .into_iter()
+        .filter(|n| !n.starts_with("broken/") && !n.starts_with("fleet/"))
+        .collect();
+    let proofs: Vec<Proof> = std::thread::scope(|s| {
+        let chunks: Vec<Vec<String>> = names.chunks(names.len().div_ceil(4)).map(<[String]>::to_vec).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| s.spawn(move || chunk.iter().filter_map(|n| prove(n)).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert!(proofs.len() >= 30, "only {} fixtures with a fix", proofs.len());
+    let mut proofs = proofs;
+    proofs.sort_by(|a, b| a.name.cmp(&b.name));
+    let table = table(&proofs);
+    let doc_path = crate_dir().join("docs/fixes.md");
+    let doc = std::fs::read_to_string(&doc_path).unwrap_or_default();
+    let (head, rest) = doc.split_once(BEGIN).unwrap_or((&doc, ""));
+    let tail = rest.split_once(END).map(|(_, t)| t).unwrap_or("");
+    let want = format!("{head}{BEGIN}{table}{END}{tail}");
+    if std::env::var_os("GDRDOCTOR_BLESS").is_some() {
+        std::fs::write(&doc_path, &want).unwrap();
+    } else {
+        assert!(
+            doc == want,
+            "docs/fixes.md's harness table is not what the harness found (GDRDOCTOR_BLESS=1 rewrites it):\n{table}"
+        );
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Issue 39: on azure-ndv4-vm whose /etc/nccl.conf is one line without a final newline, the
+/// persistent fix applied to a copy (`--root COPY fix --apply --class persistent --yes`)
+/// leaves check without a new failure, that line intact, and a second run changes no byte.
+/// The fix needs the provider's file first (a by-hand step): without it the edit is not made
+/// and says why; with it, the line is added on a line of its own and placement passes.
+#[test]
+fn persistent_fixes_apply_to_a_root_newline_safe_and_once() {
+    let (_dir, root) = fixture_copy("azure-ndv4-vm");
+    let conf = root.join("etc/nccl.conf");
+    write(&conf, b"NCCL_SOCKET_IFNAME=ib0");
+    let apply = || {
+        Gdrdoctor::new()
+            .arg("--root")
+            .arg(&root)
+            .args(["fix", "--apply", "--class", "persistent", "--yes"])
+            .output()
+    };
+    let fails = |root: &Path| -> BTreeSet<String> {
+        let (seen, ..) = judged(&check_json(root, None));
+        seen.into_iter()
+            .filter(|s| s.status == "fail")
+            .map(|s| format!("{} {}", s.code, s.subject))
+            .collect()
+    };
+    let before = fails(&root);
+    assert!(before.iter().any(|f| f.starts_with("gpu-nic-too-far")), "{before:?}");
+    // The topology file is not there: nothing is written, and the output says why.
+    let out = apply();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("/opt/microsoft/ndv4/topo.xml is not there yet"), "{text}");
+    assert_eq!(std::fs::read(&conf).unwrap(), b"NCCL_SOCKET_IFNAME=ib0");
+    assert!(fails(&root).is_subset(&before));
+    // The by-hand step done (Azure's file, from fixtures/nccl-topo): the edit is made.
+    std::fs::create_dir_all(root.join("opt/microsoft/ndv4")).unwrap();
+    std::fs::copy(
+        crate_dir().join("fixtures/nccl-topo/ndv4-topo.xml"),
+        root.join("opt/microsoft/ndv4/topo.xml"),
+    )
+    .unwrap();
+    let out = apply();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        std::fs::read_to_string(&conf).unwrap(),
+        "NCCL_SOCKET_IFNAME=ib0\nNCCL_TOPO_FILE=/opt/microsoft/ndv4/topo.xml\n"
+    );
+    assert_eq!(
+        std::fs::read(root.join("etc/nccl.conf.gdrdoctor-orig")).unwrap(),
+        b"NCCL_SOCKET_IFNAME=ib0",
+        "the original is kept"
+    );
+    let after = fails(&root);
+    assert!(after.is_empty(), "{after:?}");
+    let first = tree(&root);
+    let out = apply();
+    assert!(out.status.success());
+    assert_eq!(tree(&root), first, "the second run changed the copy");
+}
+
+/// `--apply` on a root never runs a command on this machine: only file edits, the rest listed.
+#[test]
+fn apply_on_a_root_runs_no_command() {
+    let (_dir, root) = fixture_copy("iommu-translated");
+    let out = Gdrdoctor::new()
+        .arg("--root")
+        .arg(&root)
+        .args(["fix", "--apply", "--class", "persistent", "--yes"])
+        .output();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("not run here (they act on the running system"), "{text}");
+    assert!(text.contains("update-grub"), "{text}");
+    // Runtime commands are refused on a root.
+    let out = Gdrdoctor::new()
+        .arg("--root")
+        .arg(&root)
+        .args(["fix", "--apply", "--yes"])
+        .output();
+    assert!(!out.status.success());
+}
+
+/// Issue 39: PFC vectors come from the port's current bitmap: on roce-pfc-off-on-nccl-priority
+/// (PFC on 4, NCCL on 3) no printed `--pfc` vector turns 4 off; on roce-ofed-dscp2prio (PFC on
+/// 3, the OFED map sending NCCL's DSCP to 4) none turns 3 off, and the fix is the map.
+#[test]
+fn pfc_vectors_never_remove_a_priority() {
+    for (name, keep) in [
+        ("roce-pfc-off-on-nccl-priority", 4),
+        ("roce-ofed-dscp2prio", 3),
+    ] {
+        let (_dir, root) = fixture_copy(name);
+        let json = check_json(&root, None).to_string();
+        let script = String::from_utf8(
+            Gdrdoctor::new()
+                .arg("--root")
+                .arg(&root)
+                .args(["fix", "--warnings"])
+                .output()
+                .stdout,
+        )
+        .unwrap();
+        let mut vectors = 0;
+        for text in [&json, &script] {
+            for (i, _) in text.match_indices("--pfc ") {
+                let v: Vec<&str> = text[i + 6..i + 21].split(',').collect();
+                assert_eq!(v.len(), 8, "{name}: {}", &text[i..i + 21]);
+                assert_eq!(v[keep], "1", "{name}: {} turns {keep} off", &text[i..i + 21]);
+                vectors += 1;
+            }
+        }
+        assert!(vectors > 0, "{name}: no --pfc vector printed");
+    }
+    // The map, not a vector, is roce-ofed-dscp2prio's fix.
+    let (_dir, root) = fixture_copy("roce-ofed-dscp2prio");
+    let script = String::from_utf8(
+        Gdrdoctor::new()
+            .arg("--root")
+            .arg(&root)
+            .args(["fix"])
+            .output()
+            .stdout,
+    )
+    .unwrap();
+    assert!(script.contains("mlnx_qos -i ens1np0 --dscp2prio set,26,3"), "{script}");
+    // roce-pfc-off-on-nccl-priority: the host side that keeps the fabric's PFC: NCCL_IB_TC=128
+    // in place of the first definition, the PFC change an alternative.
+    let (_dir, root) = fixture_copy("roce-pfc-off-on-nccl-priority");
+    let script = String::from_utf8(
+        Gdrdoctor::new()
+            .arg("--root")
+            .arg(&root)
+            .args(["fix"])
+            .output()
+            .stdout,
+    )
+    .unwrap();
+    assert!(script.contains("edit set /etc/nccl.conf NCCL_IB_TC=128"), "{script}");
+    assert!(script.contains("# or, instead (not run): enable PFC on priority 3 too"), "{script}");
+}
