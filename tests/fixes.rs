@@ -104,9 +104,11 @@ fn run_script(script: &Path, root: &Path) -> (bool, String) {
     let out = Command::new("bash")
         .arg(script)
         .env("GDRDOCTOR_ROOT", root)
+        .env("GDRDOCTOR_STANDINS", "1")
         .env("GDRDOCTOR", env!("CARGO_BIN_EXE_gdrdoctor"))
         .env("PATH", format!("{}:/usr/bin:/bin", standins().display()))
         .env("NO_COLOR", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .unwrap();
     (
@@ -141,6 +143,33 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// A node boots from a boot loader configuration a capture does not hold: the copy gets the
+/// /etc/default/grub such a node has, its GRUB_CMDLINE_LINUX the captured command line less
+/// what the boot loader adds itself (BOOT_IMAGE, root, ro/rw, initrd).
+fn seed_grub(root: &Path) {
+    let grub = root.join("etc/default/grub");
+    if grub.exists() {
+        return;
+    }
+    let Ok(cmdline) = std::fs::read_to_string(root.join("proc/cmdline")) else {
+        return;
+    };
+    let words: Vec<&str> = cmdline
+        .split_whitespace()
+        .filter(|w| {
+            !(w.starts_with("BOOT_IMAGE=")
+                || w.starts_with("root=")
+                || w.starts_with("initrd=")
+                || *w == "ro"
+                || *w == "rw")
+        })
+        .collect();
+    write(
+        &grub,
+        format!("GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"{}\"\n", words.join(" ")).as_bytes(),
+    );
+}
+
 /// One fixture's proof: what cleared, what remains.
 struct Proof {
     name: String,
@@ -152,6 +181,7 @@ struct Proof {
 fn prove(name: &str) -> Option<Proof> {
     let config = fixture_config(name);
     let (_dir, root) = fixture_copy(name);
+    seed_grub(&root);
     let before_json = check_json(&root, config.as_deref());
     let (before, checks_before, any_fix) = judged(&before_json);
     if !any_fix {

@@ -310,16 +310,18 @@ fn judge(cx: &Context, gpu: &Gpu) -> Finding {
         (_, None) => {
             let fix = match gpu.vendor {
                 GpuVendor::Nvidia => Fix::new("Load the NVIDIA driver, or find out why it did not claim this GPU", "modprobe only loads the installed driver; if it fails, dmesg says why (version mismatch, missing firmware, Secure Boot).")
+                    // Loaded for the other GPUs, modprobe alone binds nothing: ask the driver
+                    // to take this one.
                     .guarded(
                         crate::model::FixClass::Runtime,
-                        "modprobe nvidia",
+                        format!("modprobe nvidia && echo {} > /sys/bus/pci/drivers/nvidia/bind", gpu.bdf),
                         format!("[ -e /sys/bus/pci/devices/{}/driver ]", gpu.bdf),
                     )
                     .manual("dmesg | grep -i nvrm"),
                 GpuVendor::Amd => Fix::new("Load amdgpu, or find out why it did not claim this GPU", "modprobe only loads the installed driver; dmesg says why it failed.")
                     .guarded(
                         crate::model::FixClass::Runtime,
-                        "modprobe amdgpu",
+                        format!("modprobe amdgpu && echo {} > /sys/bus/pci/drivers/amdgpu/bind", gpu.bdf),
                         format!("[ -e /sys/bus/pci/devices/{}/driver ]", gpu.bdf),
                     )
                     .manual("dmesg | grep -i amdgpu"),

@@ -430,7 +430,7 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
                 // What `ip link set up` changes: IFF_UP (without a link partner operstate stays
                 // down, and bringing it up again would be a test of a proxy).
                 format!(
-                    "[ $(( $(cat /sys/class/net/{}/flags) & 1 )) -eq 1 ]",
+                    "[ $(( $(cat /sys/class/net/{}/flags 2>/dev/null || echo 0) & 1 )) -eq 1 ]",
                     sh(&n.name)
                 ),
             );

@@ -577,6 +577,26 @@ fn nccl_tc(inv: &Inventory, fix: Fix, value: u8) -> Fix {
     }
 }
 
+/// ECN (DCQCN's reaction and notification points) turned on for `priority` where MLNX_OFED's
+/// files say it is off: a fix that moves NCCL's traffic there brings its congestion control.
+fn ecn_on(fix: Fix, w: &Walk, priority: u8) -> Fix {
+    let ifname = w.ifname;
+    let Some((_, rp, np)) = w.port.ofed_qos.ecn.iter().find(|(p, _, _)| *p == priority) else {
+        return fix;
+    };
+    let mut fix = fix;
+    for (point, on) in [("roce_rp", rp), ("roce_np", np)] {
+        if *on == Some(false) {
+            fix = fix.guarded(
+                FixClass::Runtime,
+                format!("echo 1 > /sys/class/net/{ifname}/ecn/{point}/enable/{priority}"),
+                format!("[ \"$(cat /sys/class/net/{ifname}/ecn/{point}/enable/{priority})\" = 1 ]"),
+            );
+        }
+    }
+    fix
+}
+
 /// The prio2buffer vector mlnx_qos takes, with `priority` moved to a buffer no other priority
 /// uses (the lowest); None when every buffer serves one.
 fn own_buffer(prio2buffer: &[u8; 8], priority: u8) -> Option<String> {
@@ -652,13 +672,17 @@ fn pfc_fix(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Fix {
         return fix.or(add_pfc_summary, add_pfc);
     }
     match to_want {
-        Some(d) if d << 2 != w.tc.effective() => nccl_tc(
-            inv,
-            Fix::new(
-                format!("Move NCCL's traffic to the fabric's lossless priority {want}: NCCL_IB_TC={} (DSCP {d}, which {ifname} maps to {want})", d << 2),
-                safety,
+        Some(d) if d << 2 != w.tc.effective() => ecn_on(
+            nccl_tc(
+                inv,
+                Fix::new(
+                    format!("Move NCCL's traffic to the fabric's lossless priority {want}: NCCL_IB_TC={} (DSCP {d}, which {ifname} maps to {want}), with ECN on there", d << 2),
+                    safety,
+                ),
+                d << 2,
             ),
-            d << 2,
+            w,
+            want,
         )
         .or(add_pfc_summary, add_pfc),
         _ => add_pfc(Fix::new(

@@ -270,6 +270,12 @@ pub fn render(h: &Header, results: &[CheckResult], select: Select) -> String {
         o,
         "case \"$R\" in *[!A-Za-z0-9_./+-]*) echo 'GDRDOCTOR_ROOT: only letters, digits and _./+- please' >&2; exit 2 ;; esac"
     );
+    // With a root, the files go there but the node's commands would still act on this
+    // machine: only a harness whose stand-ins take those commands may ask for that.
+    let _ = writeln!(
+        o,
+        "if [ -n \"$R\" ] && [ \"${{GDRDOCTOR_STANDINS:-}}\" != 1 ]; then echo 'GDRDOCTOR_ROOT is for the test harness (its stand-ins take the commands); for an OS image: gdrdoctor --root DIR fix --apply --class persistent' >&2; exit 2; fi"
+    );
     if uses_gd {
         let _ = writeln!(
             o,

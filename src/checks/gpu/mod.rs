@@ -315,7 +315,7 @@ fn bar_fix(vendor: GpuVendor, gpu: Bdf) -> Fix {
     match vendor {
         GpuVendor::Nvidia => fix
             .manual(format!("nvidia-smi -q -d MEMORY -i {gpu} | grep -A3 BAR1"))
-            .disruptive("./displaymodeselector --gpumode physical_display_disabled   # NVIDIA's tool, then reboot"),
+            .disruptive("displaymodeselector --gpumode physical_display_disabled   # NVIDIA's tool (from its download, on PATH), then reboot"),
         _ => fix.disruptive("systemctl reboot   # after enabling Resizable BAR in the BIOS"),
     }
 }
