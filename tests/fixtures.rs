@@ -1022,7 +1022,7 @@ fn arm64_smmu_rules_by_kernel_and_acs() {
     assert!(fix.contains("iommu.passthrough=0"), "{fix}");
     assert!(fix.contains("update-grub"), "{fix}");
     assert!(
-        fix.contains("iommu\\\\.passthrough=1"),
+        fix.contains("--remove iommu.passthrough=1"),
         "the passthrough word taken out: {fix}"
     );
     let evidence = f["evidence"].to_string();

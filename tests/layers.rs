@@ -134,6 +134,7 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
             "inventory",
             "model",
             "parse",
+            "root",
             "sanitize",
             "output",
         ],

@@ -163,7 +163,7 @@ fn values_out_of_range() {
     assert!(
         f["fix"]
             .to_string()
-            .contains("7s/.*/NCCL_IB_ADAPTIVE_ROUTING=0/"),
+            .contains("gdrdoctor edit set /etc/nccl.conf NCCL_IB_ADAPTIVE_ROUTING=0"),
         "{f}"
     );
     let m = message(about(
