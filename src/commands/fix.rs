@@ -165,6 +165,12 @@ fn apply(
         failed += usize::from(!ran.ok);
         outln!("{}", apply::log(s, &ran));
     }
+    // A link brought up or given a new MTU goes through its training again: RDMA ports report
+    // DOWN for a moment (rxe, mlx5). Checking at once would judge that moment.
+    if root.is_live() && steps.iter().any(|s| s.command.run.starts_with("ip link set")) {
+        outln!("(waiting 3 s for the links to come back)");
+        std::thread::sleep(std::time::Duration::from_secs(3));
+    }
     // Check again (a root: opened afresh, so that nothing read before the edits is reused),
     // and show what changed for the checks that were fixed.
     let again = if root.is_live() {
