@@ -316,66 +316,126 @@ pub fn render(h: &Header, results: &[CheckResult], select: Select) -> String {
 /// whether any block runs a command (it needs `failed`).
 fn render_blocks(o: &mut String, blocks: &[super::Block], select: Select) -> (bool, bool) {
     let (mut uses_gd, mut any_fn) = (false, false);
+    // One cause, one block (issue 39): the findings of one check with the same code and status
+    // (one per port, NIC or GPU) share a block; each member's own commands run in it.
+    let mut groups: Vec<Vec<&super::Block>> = Vec::new();
+    for b in blocks {
+        match groups.iter_mut().find(|g| {
+            g[0].check == b.check
+                && g[0].finding.code == b.finding.code
+                && g[0].finding.status == b.finding.status
+        }) {
+            Some(g) => g.push(b),
+            None => groups.push(vec![b]),
+        }
+    }
     // The same command in several findings (one ACS unit for every bridge) runs once.
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let n_blocks = blocks.len();
-    for (i, b) in blocks.iter().enumerate() {
+    let n_blocks = groups.len();
+    for (i, g) in groups.iter().enumerate() {
         let n = i + 1;
-        let f = b.finding;
-        let Some(fix) = &f.fix else { continue };
+        let (b, f) = (g[0], g[0].finding);
         let _ = writeln!(o, "\n# {}", "-".repeat(94));
+        let subjects: Vec<&str> = g.iter().map(|m| m.finding.subject.as_str()).collect();
         let _ = writeln!(
             o,
             "# [{n}/{n_blocks}] {} ({}) · check {} · {}",
             f.code,
             f.status,
             b.check,
-            comment(&f.subject)
+            if subjects.len() == 1 {
+                comment(subjects[0]).into_owned()
+            } else {
+                format!("{} of them: {}", subjects.len(), comment(&subjects.join(", ")))
+            }
         );
-        let _ = writeln!(o, "# {}", comment(&f.message));
-        for e in &f.evidence {
-            let _ = writeln!(o, "#   {} = {}", comment(&e.path), comment(&e.value));
-        }
-        let _ = writeln!(o, "# fix: {}", comment(&fix.summary));
-        let _ = writeln!(o, "# safety: {}", comment(&fix.safety));
+        let mut said: Vec<&str> = Vec::new();
+        let mut fixes_said: Vec<&str> = Vec::new();
+        let mut alternatives_said: Vec<&str> = Vec::new();
         let mut body = String::new();
-        for c in &fix.commands {
-            let class = c.class.words();
-            if select.runs(f.status, c) {
-                if let Some(first) = seen.get(&c.run) {
+        let mut comments = String::new();
+        let mut alternatives: Vec<String> = Vec::new();
+        for m in g {
+            let f = m.finding;
+            let Some(fix) = &f.fix else { continue };
+            if !said.contains(&f.message.as_str()) {
+                said.push(&f.message);
+                let _ = writeln!(o, "# {}", comment(&f.message));
+            }
+            for e in &f.evidence {
+                let _ = writeln!(o, "#   {} = {}", comment(&e.path), comment(&e.value));
+            }
+            if fixes_said.is_empty() {
+                fixes_said.push(&fix.summary);
+                let _ = writeln!(
+                    comments,
+                    "# fix: {}{}",
+                    comment(&fix.summary),
+                    if g.len() > 1 { " (each member: its own)" } else { "" }
+                );
+                let _ = writeln!(comments, "# safety: {}", comment(&fix.safety));
+            }
+            for c in &fix.commands {
+                let class = c.class.words();
+                if select.runs(f.status, c) {
+                    if let Some(first) = seen.get(&c.run) {
+                        if *first != n {
+                            let _ = writeln!(
+                                body,
+                                "  # ({class}, done in block [{first}]) {}",
+                                comment(&c.run)
+                            );
+                        }
+                        continue;
+                    }
+                    seen.insert(c.run.clone(), n);
+                    if !repeatable(c) {
+                        let _ = writeln!(body, "  # (no test: runs every time)");
+                    }
                     let _ = writeln!(
                         body,
-                        "  # ({class}, done in block [{first}]) {}",
-                        comment(&c.run)
+                        "  echo '[{n}] {class}: {}'",
+                        comment(&f.subject).replace('\'', "'\\''")
                     );
-                    continue;
-                }
-                seen.insert(c.run.clone(), n);
-                if !repeatable(c) {
-                    let _ = writeln!(body, "  # (no test: runs every time)");
-                }
-                let _ = writeln!(body, "  echo '[{n}] {class}: {}'", f.code);
-                body.push_str(&guarded(c, n, "  "));
-            } else {
-                let label = match c.class {
-                    FixClass::Disruptive => {
-                        "disruptive, not run: do it by hand on a drained node".to_owned()
+                    body.push_str(&guarded(c, n, "  "));
+                } else {
+                    let label = match c.class {
+                        FixClass::Disruptive => {
+                            "disruptive, not run: do it by hand on a drained node".to_owned()
+                        }
+                        FixClass::Manual => "by hand".to_owned(),
+                        FixClass::Inspect => "check".to_owned(),
+                        _ if f.status == Status::Warn && !select.warnings => {
+                            format!("{class}; a warning's fix: --warnings runs it")
+                        }
+                        _ => format!("{class}; not in --class"),
+                    };
+                    let line = format!("# ({label}) {}\n", comment(&c.run));
+                    if !comments.contains(&line) {
+                        comments.push_str(&line);
                     }
-                    FixClass::Manual => "by hand".to_owned(),
-                    FixClass::Inspect => "check".to_owned(),
-                    _ if f.status == Status::Warn && !select.warnings => {
-                        format!("{class}; a warning's fix: --warnings runs it")
+                }
+            }
+            for (k, a) in fix.alternatives.iter().enumerate() {
+                if alternatives_said.len() <= k {
+                    alternatives_said.push(&a.summary);
+                    alternatives.push(format!(
+                        "# or, instead (not run): {}{}\n",
+                        comment(&a.summary),
+                        if g.len() > 1 { " (each member: its own)" } else { "" }
+                    ));
+                }
+                for c in &a.commands {
+                    let line = format!("#   ({}) {}\n", c.class.words(), comment(&c.run));
+                    if !alternatives[k].contains(&line) {
+                        alternatives[k].push_str(&line);
                     }
-                    _ => format!("{class}; not in --class"),
-                };
-                let _ = writeln!(o, "# ({label}) {}", comment(&c.run));
+                }
             }
         }
-        for a in &fix.alternatives {
-            let _ = writeln!(o, "# or, instead (not run): {}", comment(&a.summary));
-            for c in &a.commands {
-                let _ = writeln!(o, "#   ({}) {}", c.class.words(), comment(&c.run));
-            }
+        o.push_str(&comments);
+        for a in &alternatives {
+            o.push_str(a);
         }
         if !body.contains("|| return 1") {
             o.push_str(&body);
