@@ -584,17 +584,26 @@ fn ecn_on(fix: Fix, w: &Walk, priority: u8) -> Fix {
     let Some((_, rp, np)) = w.port.ofed_qos.ecn.iter().find(|(p, _, _)| *p == priority) else {
         return fix;
     };
-    let mut fix = fix;
-    for (point, on) in [("roce_rp", rp), ("roce_np", np)] {
-        if *on == Some(false) {
-            fix = fix.guarded(
-                FixClass::Runtime,
-                format!("echo 1 > /sys/class/net/{ifname}/ecn/{point}/enable/{priority}"),
-                format!("[ \"$(cat /sys/class/net/{ifname}/ecn/{point}/enable/{priority})\" = 1 ]"),
-            );
-        }
+    let off: Vec<&str> = [("roce_rp", rp), ("roce_np", np)]
+        .into_iter()
+        .filter(|(_, on)| **on == Some(false))
+        .map(|(point, _)| point)
+        .collect();
+    if off.is_empty() {
+        return fix;
     }
-    fix
+    let file = |point: &str| format!("/sys/class/net/{ifname}/ecn/{point}/enable/{priority}");
+    fix.guarded(
+        FixClass::Runtime,
+        off.iter()
+            .map(|p| format!("echo 1 > {}", file(p)))
+            .collect::<Vec<_>>()
+            .join(" && "),
+        off.iter()
+            .map(|p| format!("[ \"$(cat {})\" = 1 ]", file(p)))
+            .collect::<Vec<_>>()
+            .join(" && "),
+    )
 }
 
 /// The prio2buffer vector mlnx_qos takes, with `priority` moved to a buffer no other priority
