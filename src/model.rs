@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod edit;
+mod action;
 mod fact;
 pub mod gdr;
 pub mod gpu;
@@ -13,6 +14,7 @@ pub mod qos;
 mod runs;
 pub mod twonode;
 
+pub use action::Action;
 pub use fact::{Fact, Problem, ReadError, UNSAFE_NAME};
 pub use runs::Runs;
 
@@ -353,6 +355,10 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
+    /// What to do with the node (docs/actions.md): on every warn, fail and unknown finding,
+    /// from its check's table (`checks::Rule`) unless the check decided it (a Xid's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
     /// Set when a severity override from the config changed the status; the check's own verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original_status: Option<Status>,
@@ -377,6 +383,7 @@ impl Finding {
             message: message.into(),
             evidence: Vec::new(),
             fix: None,
+            action: None,
             original_status: None,
             prerequisites: Vec::new(),
         }
@@ -417,6 +424,12 @@ impl Finding {
 
     pub fn fix(mut self, fix: Fix) -> Finding {
         self.fix = Some(fix);
+        self
+    }
+
+    /// What to do with the node, where the check knows better than its code's table.
+    pub fn action(mut self, action: Action) -> Finding {
+        self.action = Some(action);
         self
     }
 

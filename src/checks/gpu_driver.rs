@@ -1,9 +1,11 @@
 //! `gpu-driver`: every GPU has the driver GDR needs bound to it, and an NVIDIA GPU that only
 //! the open kernel modules drive has them.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::kernel::NVIDIA_VERSION;
 use crate::inventory::{Gpu, GpuVendor, Inventory};
+use crate::model::Action;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::kmsg::{Event, EventKind};
 
@@ -72,10 +74,26 @@ const CODES: &[Code] = &[
     PCI_UNIDENTIFIED,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(BOUND, Action::None),
+    Rule::new(GPU_NONE, Action::ReplacePart),
+    Rule::new(COUNT_LOW, Action::ReplacePart),
+    Rule::new(NO_DRIVER, Action::FixInPlace),
+    Rule::new(NOUVEAU, Action::Reboot),
+    Rule::new(VFIO, Action::FixInPlace),
+    Rule::new(UNEXPECTED_DRIVER, Action::FixInPlace),
+    Rule::new(NEEDS_OPEN, Action::Reboot),
+    Rule::new(VERSION_UNKNOWN, Action::None),
+    Rule::new(PCI_UNIDENTIFIED, Action::None),
+];
+
 const META: Meta = Meta {
     id: "gpu-driver",
     title: "GPU driver bound to every GPU",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/gpu-driver/README.md"),
     live_only: false,
     reads: &[],

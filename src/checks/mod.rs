@@ -5,6 +5,7 @@
 //! depends on (GPU driver, peer memory) to what depends on everything (access from a process).
 
 pub mod acs;
+mod actions;
 mod gdr_test;
 mod gpu;
 mod gpu_driver;
@@ -24,6 +25,9 @@ pub use roce_lossless::node_summary as roce_qos_summary;
 
 use crate::config::Config;
 use crate::inventory::Inventory;
+pub use actions::Rule;
+pub(crate) use actions::set_actions;
+
 use crate::model::{Code, Finding, Runs, Status};
 use serde::Serialize;
 
@@ -67,6 +71,9 @@ pub struct Meta {
     pub title: &'static str,
     /// Every code this check can emit.
     pub codes: &'static [Code],
+    /// What to do with the node when a finding of each code warns, fails or ends unknown: one
+    /// rule per code of `codes` (a test holds them to it), docs/actions.md says why.
+    pub actions: &'static [Rule],
     /// `checks/<id>/README.md`: what `gdrdoctor explain <id>` prints.
     pub readme: &'static str,
     /// Needs the running system (device nodes, this process's limits, libraries); skipped on a
@@ -225,7 +232,9 @@ pub fn nccl_verification(
         config,
         earlier: &earlier,
     };
-    nccl_verify::verification(&cx, run)
+    let mut v = nccl_verify::verification(&cx, run);
+    set_actions(nccl_verify::NcclVerifyCheck.meta(), inv, &mut v.findings);
+    v
 }
 
 /// The results `check` reads ([`Check::reads`]): those of this run (`results`), and for one
@@ -476,6 +485,8 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
             }
         }
     }
+    // After the overrides: a finding the site made a warning asks what its code asks.
+    set_actions(meta, cx.inv, &mut findings);
     let status = findings
         .iter()
         .map(|f| f.status)
@@ -610,6 +621,7 @@ mod tests {
             id: "reads",
             title: "",
             codes: &[],
+            actions: &[],
             readme: "",
             live_only: false,
             reads: &["rdma-link", "peer-memory"],

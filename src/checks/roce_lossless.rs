@@ -5,10 +5,12 @@
 //! the priority's buffer its own, ECN on it where MLNX_OFED shows it. A break anywhere is one
 //! finding naming every link with its value and source.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::nccl::Setting;
 use crate::inventory::ofed_qos::DscpMap;
 use crate::inventory::{Inventory, Port, RdmaDevice};
+use crate::model::Action;
 use crate::model::health::Sample;
 use crate::model::qos::{NetdevQos, Qos};
 use crate::model::{Code, Evidence, Fact, Finding, Fix, FixClass, ReadError, Status};
@@ -90,10 +92,30 @@ const CODES: &[Code] = &[
     NO_ROCE,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(OK, Action::None),
+    Rule::new(PFC_OFF, Action::FixInPlace),
+    Rule::new(TRUST_PCP, Action::FixInPlace),
+    Rule::new(TCLASS_OVERRIDE, Action::FixInPlace),
+    Rule::new(GLOBAL_PAUSE, Action::FixInPlace),
+    Rule::new(BUFFER_SHARED, Action::FixInPlace),
+    Rule::new(ECN_OFF, Action::FixInPlace),
+    Rule::new(FIFO_TC_LOSSY, Action::FixInPlace),
+    Rule::new(CNP_SHARED, Action::FixInPlace),
+    Rule::new(PAUSE_STORM, Action::ReplacePart),
+    Rule::new(QOS_UNKNOWN, Action::None),
+    Rule::new(QOS_NOT_READ, Action::None),
+    Rule::new(NOT_APPLICABLE, Action::None),
+    Rule::new(NO_ROCE, Action::None),
+];
+
 const META: Meta = Meta {
     id: "roce-lossless",
     title: "RoCE lossless chain: NCCL's traffic class lands on a priority with PFC",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/roce-lossless/README.md"),
     live_only: false,
     reads: &[],

@@ -7,9 +7,11 @@ mod data_direct;
 mod fix;
 mod grace;
 
+use super::Rule;
 use super::{Check, Context, Meta, sh};
 use crate::inventory::Inventory;
 use crate::inventory::pci::PciDetail;
+use crate::model::Action;
 use crate::model::{Code, Finding, Fix};
 use crate::parse::pci::{self as pp, Bdf, acs, acs_flags, extended_readable};
 use std::collections::BTreeMap;
@@ -67,10 +69,34 @@ const CODES: &[Code] = &[
     data_direct::NO_LIBMLX5,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(CLEAR, Action::None),
+    Rule::new(ABSENT, Action::None),
+    Rule::new(REDIRECT_ON_PATH, Action::FixInPlace).in_vm(Action::Provider),
+    Rule::new(UNKNOWN, Action::None),
+    Rule::new(BRIDGE_NOT_RESPONDING, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(NO_PATH, Action::None),
+    Rule::new(grace::AS_REQUIRED, Action::None),
+    Rule::new(grace::NOT_AS_REQUIRED, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(grace::UNRECOGNISED, Action::None),
+    Rule::new(grace::GROUPS_AS_REQUIRED, Action::None),
+    Rule::new(grace::DMA_GPU_GROUPS_DIFFER, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(grace::NUMA_GROUP_SHARED, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(grace::GROUP_MISSING, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(grace::ATS_OFF, Action::None),
+    Rule::new(grace::ATS_ON, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(data_direct::FOUND, Action::None),
+    Rule::new(data_direct::OFF, Action::FixInPlace),
+    Rule::new(data_direct::NO_LIBMLX5, Action::FixInPlace),
+];
+
 const META: Meta = Meta {
     id: "acs",
     title: "No ACS redirect on the GPU-NIC paths",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../../checks/acs/README.md"),
     live_only: false,
     reads: &[],

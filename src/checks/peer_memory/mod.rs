@@ -10,9 +10,11 @@
 
 mod efa;
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
+use crate::model::Action;
 use crate::model::gpu::{Export, Lib};
 use crate::model::gpu::{Runtime, SkipReason};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
@@ -83,6 +85,21 @@ const CODES: &[Code] = &[
     NO_GPU,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(GDR_PATH_DMABUF, Action::None),
+    Rule::new(GDR_PATH_PEERMEM, Action::None),
+    Rule::new(PEERMEM_NOT_LOADED, Action::FixInPlace),
+    Rule::new(PEERMEM_NOT_REGISTERED, Action::FixInPlace),
+    Rule::new(AMD_NO_GDR_PATH, Action::FixInPlace),
+    Rule::new(GDR_PATH_UNKNOWN, Action::None),
+    Rule::new(NIC_NO_DMABUF, Action::FixInPlace),
+    Rule::new(GDR_PATH_EFA_P2P, Action::None),
+    Rule::new(EFA_NO_GDR_PATH, Action::FixInPlace),
+    Rule::new(NO_GPU, Action::None),
+];
+
 /// The earliest kernel with dma-buf memory regions in the RDMA core (ib_umem_dmabuf, 5.12).
 const DMABUF_KERNEL: KernelVersion = KernelVersion(5, 12, 0);
 /// NVIDIA exports dma-bufs of device memory from R515 (CUDA 11.7), open kernel modules only.
@@ -94,6 +111,7 @@ const META: Meta = Meta {
     id: "peer-memory",
     title: "A GPU memory path for the NIC (DMA-BUF or peermem)",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../../checks/peer-memory/README.md"),
     live_only: false,
     reads: &[],
