@@ -470,3 +470,31 @@ fn pfc_vectors_never_remove_a_priority() {
     assert!(script.contains("edit set /etc/nccl.conf NCCL_IB_TC=128"), "{script}");
     assert!(script.contains("# or, instead (not run): enable PFC on priority 3 too"), "{script}");
 }
+
+/// Issue 39: one cause, one finding: the default report of roce-pfc-off-on-nccl-priority (one
+/// cause on 8 ports) fits in 25 lines, a healthy 8-GPU 8-NIC node in 20, kvm-h200x8-rootports
+/// says its node-wide cause once; -v keeps every member.
+#[test]
+fn one_cause_one_finding() {
+    let lines = |name: &str, extra: &[&str]| {
+        let out = Gdrdoctor::new()
+            .root(name)
+            .arg("check")
+            .args(extra)
+            .output();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let r = lines("roce-pfc-off-on-nccl-priority", &[]);
+    assert!(r.lines().count() <= 25, "{} lines:\n{r}", r.lines().count());
+    assert!(r.contains("FAIL 8 ports (mlx5_0 port 1 ... mlx5_7 port 1):"), "{r}");
+    assert!(r.contains("for x in ens1np0 ens2np0 ens3np0 ens4np0 ens5np0 ens6np0 ens7np0 ens8np0; do"), "{r}");
+    let healthy = lines("healthy-8gpu-roce", &[]);
+    assert!(healthy.lines().count() <= 20, "{healthy}");
+    let kvm = lines("kvm-h200x8-rootports", &[]);
+    assert_eq!(kvm.matches("This is a VM, and placement seen from inside it").count(), 1, "{kvm}");
+    assert!(kvm.contains("FAIL 8 GPUs (GPU 0000:01:00.0"), "{kvm}");
+    let verbose = lines("roce-pfc-off-on-nccl-priority", &["-v"]);
+    for n in 0..8 {
+        assert!(verbose.contains(&format!("FAIL mlx5_{n} port 1:")), "{verbose}");
+    }
+}
