@@ -52,6 +52,14 @@ fn key_of(line: &str) -> Option<&str> {
     line.split_once('=').map(|(k, _)| k)
 }
 
+/// The value of the first definition of `key` (the one NCCL keeps), if any.
+pub fn first_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    lines(text)
+        .into_iter()
+        .find(|l| key_of(l) == Some(key))
+        .and_then(|l| l.split_once('=').map(|(_, v)| v))
+}
+
 /// `Set`: the first definition of `key` replaced in place, or the line appended; a file without
 /// a final newline gets one before the new line.
 pub fn set_key(text: &str, key: &str, value: &str) -> String {
@@ -79,7 +87,11 @@ pub fn unset_key(text: &str, key: &str) -> String {
             }
         })
         .collect();
-    if changed { joined(&out) } else { text.to_owned() }
+    if changed {
+        joined(&out)
+    } else {
+        text.to_owned()
+    }
 }
 
 /// `Line`: the exact line present.
@@ -197,9 +209,7 @@ pub fn bls_entry(text: &str, add: &[String], remove: &[String]) -> String {
     let out: Vec<String> = lines(text)
         .iter()
         .map(|l| match l.strip_prefix("options") {
-            Some(rest)
-                if rest.starts_with([' ', '\t']) && !rest.contains("$kernelopts") =>
-            {
+            Some(rest) if rest.starts_with([' ', '\t']) && !rest.contains("$kernelopts") => {
                 let new = format!("options {}", edit_words(rest, add, remove, true));
                 changed |= new != *l;
                 new
@@ -207,7 +217,11 @@ pub fn bls_entry(text: &str, add: &[String], remove: &[String]) -> String {
             _ => (*l).to_owned(),
         })
         .collect();
-    if changed { joined(&out) } else { text.to_owned() }
+    if changed {
+        joined(&out)
+    } else {
+        text.to_owned()
+    }
 }
 
 /// /etc/kernel/cmdline (kernel-install's command line for kernels installed later): one line.
@@ -321,7 +335,11 @@ pub fn apply(root: &Root, edit: &Edit) -> anyhow::Result<Vec<Done>> {
             }
             let mut done = Vec::new();
             if let Some(old) = text_of(root, "/etc/default/grub")? {
-                done.push(put(root, "/etc/default/grub", &grub_default(&old, add, remove))?);
+                done.push(put(
+                    root,
+                    "/etc/default/grub",
+                    &grub_default(&old, add, remove),
+                )?);
             }
             if let Ok(listing) = root.read_dir("/boot/loader/entries") {
                 let mut names: Vec<String> = listing
@@ -368,7 +386,11 @@ mod tests {
     fn set_replaces_the_first_definition_in_place_and_appends_newline_safe() {
         // NCCL keeps the first definition: appending after it does nothing (issue 39).
         assert_eq!(
-            set_key("NCCL_IB_TC=106\nNCCL_DEBUG=WARN\nNCCL_IB_TC=0\n", "NCCL_IB_TC", "128"),
+            set_key(
+                "NCCL_IB_TC=106\nNCCL_DEBUG=WARN\nNCCL_IB_TC=0\n",
+                "NCCL_IB_TC",
+                "128"
+            ),
             "NCCL_IB_TC=128\nNCCL_DEBUG=WARN\nNCCL_IB_TC=0\n"
         );
         // No final newline: the new line is not glued onto the last one.
@@ -387,9 +409,18 @@ mod tests {
     fn unset_and_line() {
         assert_eq!(unset_key("A=1\nB=2\nA=3", "A"), "# A=1\nB=2\n# A=3\n");
         assert_eq!(unset_key("B=2", "A"), "B=2");
-        assert_eq!(ensure_line("x\ny", "nvidia-peermem"), "x\ny\nnvidia-peermem\n");
-        assert_eq!(ensure_line("nvidia-peermem\n", "nvidia-peermem"), "nvidia-peermem\n");
-        assert_eq!(replace_line("a\nexport X=1\n", "export X=1", "X=1"), "a\nX=1\n");
+        assert_eq!(
+            ensure_line("x\ny", "nvidia-peermem"),
+            "x\ny\nnvidia-peermem\n"
+        );
+        assert_eq!(
+            ensure_line("nvidia-peermem\n", "nvidia-peermem"),
+            "nvidia-peermem\n"
+        );
+        assert_eq!(
+            replace_line("a\nexport X=1\n", "export X=1", "X=1"),
+            "a\nX=1\n"
+        );
         assert_eq!(replace_line("a\nX=1\n", "export X=1", "X=1"), "a\nX=1\n");
     }
 
@@ -425,7 +456,11 @@ mod tests {
         assert_eq!(grub_default(&once, &add, &[]), once);
         // Removal, and an unquoted value.
         assert_eq!(
-            grub_default("GRUB_CMDLINE_LINUX=iommu.passthrough=1\n", &[], &v(&["iommu.passthrough=1"])),
+            grub_default(
+                "GRUB_CMDLINE_LINUX=iommu.passthrough=1\n",
+                &[],
+                &v(&["iommu.passthrough=1"])
+            ),
             "GRUB_CMDLINE_LINUX=\n"
         );
         // pci= options conflict only with the same option.
@@ -443,11 +478,18 @@ mod tests {
     fn bls_and_kernel_cmdline() {
         let add = v(&["iommu=pt"]);
         assert_eq!(
-            bls_entry("title RHEL\noptions root=/dev/vda1 ro iommu=on\n", &add, &[]),
+            bls_entry(
+                "title RHEL\noptions root=/dev/vda1 ro iommu=on\n",
+                &add,
+                &[]
+            ),
             "title RHEL\noptions root=/dev/vda1 ro iommu=pt\n"
         );
         let rhel8 = "options $kernelopts $tuned_params\n";
         assert_eq!(bls_entry(rhel8, &add, &[]), rhel8);
-        assert_eq!(kernel_cmdline_file("ro quiet\n", &add, &[]), "ro quiet iommu=pt\n");
+        assert_eq!(
+            kernel_cmdline_file("ro quiet\n", &add, &[]),
+            "ro quiet iommu=pt\n"
+        );
     }
 }

@@ -3,8 +3,8 @@
 //! `gdr`: the write test's pairs).
 
 pub mod access;
-pub mod edit;
 mod action;
+pub mod edit;
 mod fact;
 pub mod gdr;
 pub mod gpu;
@@ -155,8 +155,7 @@ fn changes_by_hand(run: &str) -> bool {
         "mlnx_qos ",
         "modprobe",
     ];
-    CHANGES.iter().any(|c| run.starts_with(c))
-        || (run.starts_with("setpci") && run.contains('='))
+    CHANGES.iter().any(|c| run.starts_with(c)) || (run.starts_with("setpci") && run.contains('='))
 }
 
 /// The boot loader's configuration made again from /etc/default/grub (Debian's update-grub,

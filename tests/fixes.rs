@@ -14,6 +14,8 @@
 //! operator runs them), and warnings' fixes. A reboot is the stand-in's: the kernel command
 //! line grub would boot, the modules of modules-load.d loaded, the enabled units started.
 
+#![allow(clippy::disallowed_methods)] // the harness reads its copies and the repository, not a node
+
 use crate::common::{Gdrdoctor, crate_dir, fixture_config, fixture_copy, fixture_names};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -134,7 +136,13 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             if t.is_dir() {
                 stack.push(p);
             } else if t.is_symlink() {
-                out.insert(rel, std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes());
+                out.insert(
+                    rel,
+                    std::fs::read_link(&p)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                );
             } else if t.is_file() {
                 out.insert(rel, std::fs::read(&p).unwrap());
             }
@@ -166,7 +174,11 @@ fn seed_grub(root: &Path) {
         .collect();
     write(
         &grub,
-        format!("GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"{}\"\n", words.join(" ")).as_bytes(),
+        format!(
+            "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"{}\"\n",
+            words.join(" ")
+        )
+        .as_bytes(),
     );
 }
 
@@ -192,7 +204,11 @@ fn prove(name: &str) -> Option<Proof> {
         g = g.arg("--config").arg(crate_dir().join(c));
     }
     let out = g.args(["fix", "--class", "every", "--warnings"]).output();
-    assert!(out.status.success(), "{name}: fix: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{name}: fix: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let script_path = _dir.path().join("fix.sh");
     std::fs::write(&script_path, &out.stdout).unwrap();
     let (_, log) = run_script(&script_path, &root);
@@ -207,7 +223,9 @@ fn prove(name: &str) -> Option<Proof> {
     let before_keys: BTreeMap<_, _> = before.iter().map(|s| (key(s), s.status.clone())).collect();
     for s in &after {
         match before_keys.get(&key(s)) {
-            None => panic!("{name}: the fix script raised a new finding: {s:?}\nscript log:\n{log}"),
+            None => {
+                panic!("{name}: the fix script raised a new finding: {s:?}\nscript log:\n{log}")
+            }
             Some(was) => assert!(
                 rank(&s.status) <= rank(was),
                 "{name}: {s:?} got worse (was {was})\n{log}"
@@ -302,14 +320,24 @@ fn every_fix_clears_its_finding_and_breaks_nothing() {
         .filter(|n| !n.starts_with("broken/") && !n.starts_with("fleet/"))
         .collect();
     let proofs: Vec<Proof> = std::thread::scope(|s| {
-        let chunks: Vec<Vec<String>> = names.chunks(names.len().div_ceil(4)).map(<[String]>::to_vec).collect();
+        let chunks: Vec<Vec<String>> = names
+            .chunks(names.len().div_ceil(4))
+            .map(<[String]>::to_vec)
+            .collect();
         let handles: Vec<_> = chunks
             .into_iter()
             .map(|chunk| s.spawn(move || chunk.iter().filter_map(|n| prove(n)).collect::<Vec<_>>()))
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
-    assert!(proofs.len() >= 30, "only {} fixtures with a fix", proofs.len());
+    assert!(
+        proofs.len() >= 30,
+        "only {} fixtures with a fix",
+        proofs.len()
+    );
     let mut proofs = proofs;
     proofs.sort_by(|a, b| a.name.cmp(&b.name));
     let table = table(&proofs);
@@ -358,11 +386,17 @@ fn persistent_fixes_apply_to_a_root_newline_safe_and_once() {
             .collect()
     };
     let before = fails(&root);
-    assert!(before.iter().any(|f| f.starts_with("gpu-nic-too-far")), "{before:?}");
+    assert!(
+        before.iter().any(|f| f.starts_with("gpu-nic-too-far")),
+        "{before:?}"
+    );
     // The topology file is not there: nothing is written, and the output says why.
     let out = apply();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("/opt/microsoft/ndv4/topo.xml is not there yet"), "{text}");
+    assert!(
+        text.contains("/opt/microsoft/ndv4/topo.xml is not there yet"),
+        "{text}"
+    );
     assert_eq!(std::fs::read(&conf).unwrap(), b"NCCL_SOCKET_IFNAME=ib0");
     assert!(fails(&root).is_subset(&before));
     // The by-hand step done (Azure's file, from fixtures/nccl-topo): the edit is made.
@@ -373,7 +407,11 @@ fn persistent_fixes_apply_to_a_root_newline_safe_and_once() {
     )
     .unwrap();
     let out = apply();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_eq!(
         std::fs::read_to_string(&conf).unwrap(),
         "NCCL_SOCKET_IFNAME=ib0\nNCCL_TOPO_FILE=/opt/microsoft/ndv4/topo.xml\n"
@@ -401,7 +439,10 @@ fn apply_on_a_root_runs_no_command() {
         .args(["fix", "--apply", "--class", "persistent", "--yes"])
         .output();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("not run here (they act on the running system"), "{text}");
+    assert!(
+        text.contains("not run here (they act on the running system"),
+        "{text}"
+    );
     assert!(text.contains("update-grub"), "{text}");
     // Runtime commands are refused on a root.
     let out = Gdrdoctor::new()
@@ -437,7 +478,12 @@ fn pfc_vectors_never_remove_a_priority() {
             for (i, _) in text.match_indices("--pfc ") {
                 let v: Vec<&str> = text[i + 6..i + 21].split(',').collect();
                 assert_eq!(v.len(), 8, "{name}: {}", &text[i..i + 21]);
-                assert_eq!(v[keep], "1", "{name}: {} turns {keep} off", &text[i..i + 21]);
+                assert_eq!(
+                    v[keep],
+                    "1",
+                    "{name}: {} turns {keep} off",
+                    &text[i..i + 21]
+                );
                 vectors += 1;
             }
         }
@@ -454,7 +500,10 @@ fn pfc_vectors_never_remove_a_priority() {
             .stdout,
     )
     .unwrap();
-    assert!(script.contains("mlnx_qos -i ens1np0 --dscp2prio set,26,3"), "{script}");
+    assert!(
+        script.contains("mlnx_qos -i ens1np0 --dscp2prio set,26,3"),
+        "{script}"
+    );
     // roce-pfc-off-on-nccl-priority: the host side that keeps the fabric's PFC: NCCL_IB_TC=128
     // in place of the first definition, the PFC change an alternative.
     let (_dir, root) = fixture_copy("roce-pfc-off-on-nccl-priority");
@@ -467,8 +516,14 @@ fn pfc_vectors_never_remove_a_priority() {
             .stdout,
     )
     .unwrap();
-    assert!(script.contains("edit set /etc/nccl.conf NCCL_IB_TC=128"), "{script}");
-    assert!(script.contains("# or, instead (not run): enable PFC on priority 3 too"), "{script}");
+    assert!(
+        script.contains("edit set /etc/nccl.conf NCCL_IB_TC=128"),
+        "{script}"
+    );
+    assert!(
+        script.contains("# or, instead (not run): enable PFC on priority 3 too"),
+        "{script}"
+    );
 }
 
 /// Issue 39: one cause, one finding: the default report of roce-pfc-off-on-nccl-priority (one
@@ -486,15 +541,132 @@ fn one_cause_one_finding() {
     };
     let r = lines("roce-pfc-off-on-nccl-priority", &[]);
     assert!(r.lines().count() <= 25, "{} lines:\n{r}", r.lines().count());
-    assert!(r.contains("FAIL 8 ports (mlx5_0 port 1 ... mlx5_7 port 1):"), "{r}");
-    assert!(r.contains("for x in ens1np0 ens2np0 ens3np0 ens4np0 ens5np0 ens6np0 ens7np0 ens8np0; do"), "{r}");
+    assert!(
+        r.contains("FAIL 8 ports (mlx5_0 port 1 ... mlx5_7 port 1):"),
+        "{r}"
+    );
+    assert!(
+        r.contains("for x in ens1np0 ens2np0 ens3np0 ens4np0 ens5np0 ens6np0 ens7np0 ens8np0; do"),
+        "{r}"
+    );
     let healthy = lines("healthy-8gpu-roce", &[]);
     assert!(healthy.lines().count() <= 20, "{healthy}");
     let kvm = lines("kvm-h200x8-rootports", &[]);
-    assert_eq!(kvm.matches("This is a VM, and placement seen from inside it").count(), 1, "{kvm}");
+    assert_eq!(
+        kvm.matches("This is a VM, and placement seen from inside it")
+            .count(),
+        1,
+        "{kvm}"
+    );
     assert!(kvm.contains("FAIL 8 GPUs (GPU 0000:01:00.0"), "{kvm}");
     let verbose = lines("roce-pfc-off-on-nccl-priority", &["-v"]);
     for n in 0..8 {
-        assert!(verbose.contains(&format!("FAIL mlx5_{n} port 1:")), "{verbose}");
+        assert!(
+            verbose.contains(&format!("FAIL mlx5_{n} port 1:")),
+            "{verbose}"
+        );
     }
+}
+
+fn conf_of(root: &Path, config: Option<&str>) -> Option<String> {
+    let mut g = Gdrdoctor::new().arg("--root").arg(root);
+    if let Some(c) = config {
+        g = g.arg("--config").arg(crate_dir().join(c));
+    }
+    let out = g.args(["nccl", "settings", "--conf"]).output();
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).unwrap())
+}
+
+/// Issue 39: `gdrdoctor nccl settings --conf` is the node's /etc/nccl.conf merged, and
+/// installing it never makes a check worse, on any fixture.
+#[test]
+fn nccl_conf_merged_never_makes_a_check_worse() {
+    let names: Vec<String> = fixture_names()
+        .into_iter()
+        .filter(|n| !n.starts_with("broken/") && !n.starts_with("fleet/"))
+        .collect();
+    let mut tried = 0;
+    for name in &names {
+        let config = fixture_config(name);
+        let (_dir, root) = fixture_copy(name);
+        let Some(conf) = conf_of(&root, config.as_deref()) else {
+            continue;
+        };
+        tried += 1;
+        let (before, checks_before, _) = judged(&check_json(&root, config.as_deref()));
+        write(&root.join("etc/nccl.conf"), conf.as_bytes());
+        let (after, checks_after, _) = judged(&check_json(&root, config.as_deref()));
+        for (id, was) in &checks_before {
+            let now = checks_after.get(id).map(String::as_str).unwrap_or("skip");
+            assert!(
+                rank(now) <= rank(was) || (was == "pass" && now == "skip"),
+                "{name}: {id} went from {was} to {now} with:\n{conf}"
+            );
+        }
+        // A new failure never; a new warning only where its check got better (roce-pfc-off's
+        // NCCL_IB_TC moves NCCL to the lossless priority, whose ECN is the rest of its fix).
+        for s in &after {
+            let new = !before
+                .iter()
+                .any(|b| b.code == s.code && b.subject == s.subject);
+            let better = rank(&checks_after[&s.check]) < rank(&checks_before[&s.check]);
+            assert!(
+                !new || (s.status == "warn" && better),
+                "{name}: new finding {s:?} with:\n{conf}"
+            );
+        }
+        // Installed, it is what --conf says again: nothing more to change.
+        assert_eq!(conf_of(&root, config.as_deref()).unwrap(), conf, "{name}");
+    }
+    assert!(tried >= 40, "{tried}");
+}
+
+#[test]
+fn nccl_conf_keeps_what_gdrdoctor_does_not_manage() {
+    // roce-lossless-ok: NCCL_IB_TC=106 is the lossless class: kept, the node READY.
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    let conf = conf_of(&root, None).unwrap();
+    assert!(conf.starts_with("NCCL_IB_TC=106\n"), "{conf}");
+    write(&root.join("etc/nccl.conf"), conf.as_bytes());
+    let out = Gdrdoctor::new()
+        .arg("--root")
+        .arg(&root)
+        .arg("check")
+        .output();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // nccl-transport-misset: NCCL_IB_QPS_PER_CONNECTION and NCCL_IB_TC kept.
+    let (_dir, root) = fixture_copy("nccl-transport-misset");
+    let conf = conf_of(&root, None).unwrap();
+    assert!(conf.contains("\nNCCL_IB_QPS_PER_CONNECTION=4\n"), "{conf}");
+    assert!(conf.contains("\nNCCL_IB_TC=106\n"), "{conf}");
+    // A line gdrdoctor does not manage, a comment, no final newline: kept byte for byte.
+    let (_dir, root) = fixture_copy("healthy-8gpu-roce");
+    write(
+        &root.join("etc/nccl.conf"),
+        b"# site settings\nNCCL_NVLS_ENABLE=0\nNCCL_DEBUG=WARN",
+    );
+    let conf = conf_of(&root, None).unwrap();
+    assert!(
+        conf.starts_with("# site settings\nNCCL_NVLS_ENABLE=0\nNCCL_DEBUG=WARN\n"),
+        "{conf}"
+    );
+    // roce-pfc-off-on-nccl-priority: NCCL_IB_TC moved to the priority with PFC, with why.
+    let (_dir, root) = fixture_copy("roce-pfc-off-on-nccl-priority");
+    let conf = conf_of(&root, None).unwrap();
+    assert!(
+        conf.contains("# gdrdoctor: NCCL_IB_TC 106 -> 128: "),
+        "{conf}"
+    );
+    assert!(conf.contains("\nNCCL_IB_TC=128\n"), "{conf}");
+    assert!(
+        !conf.contains("\nNCCL_IB_TC=106\n") && !conf.starts_with("NCCL_IB_TC=106"),
+        "{conf}"
+    );
 }

@@ -125,13 +125,44 @@ fn every_changing_command_is_guarded_or_idempotent() {
 #[test]
 fn classes_are_honest() {
     const READ_ONLY: &[&str] = &[
-        "dmesg", "lspci", "ls ", "grep ", "cat ", "modinfo", "ibstat", "ibv_devices",
-        "ibv_devinfo", "rdma link show", "rdma statistic show", "rdma dev show", "rdma dev;",
-        "rdma link;", "sminfo", "ip -br", "ethtool -m", "ethtool -S", "ethtool -a",
-        "nvidia-smi -q", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e", "nvidia-smi topo",
-        "devlink health show", "mlxlink", "gdrdoctor ", "sudo gdrdoctor ", "ldconfig -p",
-        "ulimit", "sed -n", "journalctl", "systemctl status", "lsmod", "cma_roce_mode",
-        "nvidia-bug-report.sh", "mlxconfig -d", "lspci -", "rdma dev show",
+        "dmesg",
+        "lspci",
+        "ls ",
+        "grep ",
+        "cat ",
+        "modinfo",
+        "ibstat",
+        "ibv_devices",
+        "ibv_devinfo",
+        "rdma link show",
+        "rdma statistic show",
+        "rdma dev show",
+        "rdma dev;",
+        "rdma link;",
+        "sminfo",
+        "ip -br",
+        "ethtool -m",
+        "ethtool -S",
+        "ethtool -a",
+        "nvidia-smi -q",
+        "nvidia-smi nvlink -s",
+        "nvidia-smi nvlink -e",
+        "nvidia-smi topo",
+        "devlink health show",
+        "mlxlink",
+        "gdrdoctor ",
+        "sudo gdrdoctor ",
+        "ldconfig -p",
+        "ulimit",
+        "sed -n",
+        "journalctl",
+        "systemctl status",
+        "lsmod",
+        "cma_roce_mode",
+        "nvidia-bug-report.sh",
+        "mlxconfig -d",
+        "lspci -",
+        "rdma dev show",
     ];
     let mut class_of: std::collections::BTreeMap<String, (String, String)> = Default::default();
     for name in fixture_names() {
@@ -166,10 +197,7 @@ fn classes_are_honest() {
                     }
                     let key = run.split("   #").next().unwrap().trim().to_owned();
                     if let Some((was, where_)) = class_of.get(&key) {
-                        assert_eq!(
-                            was, &class,
-                            "{key}: {was} in {where_}, {class} in {name}"
-                        );
+                        assert_eq!(was, &class, "{key}: {was} in {where_}, {class} in {name}");
                     } else {
                         class_of.insert(key, (class, name.clone()));
                     }
@@ -223,7 +251,8 @@ fn a_healthy_node_gets_an_empty_script_and_apply_refuses_a_capture() {
     let out = fix("acs-redirect-on-path", None, &["--apply", "--yes"]);
     assert_eq!(code(&out), 2);
     assert!(
-        stderr(&out).contains("--apply with --root edits the files of that root: say --class persistent"),
+        stderr(&out)
+            .contains("--apply with --root edits the files of that root: say --class persistent"),
         "{}",
         stderr(&out)
     );

@@ -682,7 +682,10 @@ fn pfc_fix(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Fix {
         p == want
     });
     let add_pfc = |f: Fix| {
-        f.disruptive(format!("mlnx_qos -i {ifname} --pfc {}", pfc_vector(pfc, priority)))
+        f.disruptive(format!(
+            "mlnx_qos -i {ifname} --pfc {}",
+            pfc_vector(pfc, priority)
+        ))
     };
     let add_pfc_summary = format!(
         "enable PFC on priority {priority} too on {ifname} (kept on {}), and on the switch ports",
@@ -692,13 +695,22 @@ fn pfc_fix(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Fix {
         let ofed = w.port.ofed_qos.dscp2prio.is_some()
             && !w.dcb.app.iter().any(|a| a.selector == selector::DSCP);
         let fix = Fix::new(
-            format!("Map NCCL's DSCP {} back to priority {standard} on {ifname}, where the standard map (DSCP >> 3) and PFC put it", w.dscp),
+            format!(
+                "Map NCCL's DSCP {} back to priority {standard} on {ifname}, where the standard map (DSCP >> 3) and PFC put it",
+                w.dscp
+            ),
             safety,
         );
         let fix = if ofed {
-            fix.disruptive(format!("mlnx_qos -i {ifname} --dscp2prio set,{},{standard}", w.dscp))
+            fix.disruptive(format!(
+                "mlnx_qos -i {ifname} --dscp2prio set,{},{standard}",
+                w.dscp
+            ))
         } else {
-            fix.disruptive(format!("dcb app replace dev {ifname} dscp-prio {}:{standard}", w.dscp))
+            fix.disruptive(format!(
+                "dcb app replace dev {ifname} dscp-prio {}:{standard}",
+                w.dscp
+            ))
         };
         return fix.or(add_pfc_summary, add_pfc);
     }

@@ -26,7 +26,11 @@ enum What {
     /// The exact line present in FILE (appended when missing).
     Line { file: String, line: String },
     /// The first line that is exactly OLD becomes NEW.
-    Replace { file: String, old: String, new: String },
+    Replace {
+        file: String,
+        old: String,
+        new: String,
+    },
     /// FILE holds exactly these lines.
     Write {
         file: String,

@@ -167,7 +167,11 @@ fn apply(
     }
     // A link brought up or given a new MTU goes through its training again: RDMA ports report
     // DOWN for a moment (rxe, mlx5). Checking at once would judge that moment.
-    if root.is_live() && steps.iter().any(|s| s.command.run.starts_with("ip link set")) {
+    if root.is_live()
+        && steps
+            .iter()
+            .any(|s| s.command.run.starts_with("ip link set"))
+    {
         outln!("(waiting 3 s for the links to come back)");
         std::thread::sleep(std::time::Duration::from_secs(3));
     }

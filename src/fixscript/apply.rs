@@ -85,8 +85,7 @@ pub fn run(s: &Step, root: &crate::root::Root) -> std::io::Result<Ran> {
         return Ok(Ran {
             ok: false,
             exit: None,
-            output: "not run: it acts on the running system, not on the files of a root"
-                .to_owned(),
+            output: "not run: it acts on the running system, not on the files of a root".to_owned(),
         });
     }
     let snippet = match &c.guard {

@@ -137,7 +137,9 @@ fn guarded(c: &FixCommand, index: usize, indent: &str) -> String {
         ));
     }
     if dollar_in_single_quotes(command) {
-        note.push_str(&format!("{indent}# shellcheck disable=SC2016 # the $ is for the file's reader\n"));
+        note.push_str(&format!(
+            "{indent}# shellcheck disable=SC2016 # the $ is for the file's reader\n"
+        ));
     }
     note + &match &c.guard {
         Some(g) => format!(
@@ -237,7 +239,9 @@ pub fn render(h: &Header, results: &[CheckResult], select: Select) -> String {
         Classes::Runtime => "runtime commands (persistent ones are comments)",
         Classes::Persistent => "persistent commands (runtime ones are comments)",
         Classes::All => "runtime and persistent commands",
-        Classes::Every => "every command, by-hand and disruptive ones too (a test harness's choice)",
+        Classes::Every => {
+            "every command, by-hand and disruptive ones too (a test harness's choice)"
+        }
     };
     let _ = writeln!(
         o,
@@ -308,7 +312,10 @@ pub fn render(h: &Header, results: &[CheckResult], select: Select) -> String {
             "\nif [ ${{#failed[@]}} -gt 0 ]; then\n  printf 'failed: %s\\n' \"${{failed[@]}}\" >&2\n  exit 1\nfi"
         );
     }
-    let _ = writeln!(o, "echo 'done: run gdrdoctor check again to see the result'");
+    let _ = writeln!(
+        o,
+        "echo 'done: run gdrdoctor check again to see the result'"
+    );
     o
 }
 
@@ -346,7 +353,11 @@ fn render_blocks(o: &mut String, blocks: &[super::Block], select: Select) -> (bo
             if subjects.len() == 1 {
                 comment(subjects[0]).into_owned()
             } else {
-                format!("{} of them: {}", subjects.len(), comment(&subjects.join(", ")))
+                format!(
+                    "{} of them: {}",
+                    subjects.len(),
+                    comment(&subjects.join(", "))
+                )
             }
         );
         let mut said: Vec<&str> = Vec::new();
@@ -371,7 +382,11 @@ fn render_blocks(o: &mut String, blocks: &[super::Block], select: Select) -> (bo
                     comments,
                     "# fix: {}{}",
                     comment(&fix.summary),
-                    if g.len() > 1 { " (each member: its own)" } else { "" }
+                    if g.len() > 1 {
+                        " (each member: its own)"
+                    } else {
+                        ""
+                    }
                 );
                 let _ = writeln!(comments, "# safety: {}", comment(&fix.safety));
             }
@@ -422,7 +437,11 @@ fn render_blocks(o: &mut String, blocks: &[super::Block], select: Select) -> (bo
                     alternatives.push(format!(
                         "# or, instead (not run): {}{}\n",
                         comment(&a.summary),
-                        if g.len() > 1 { " (each member: its own)" } else { "" }
+                        if g.len() > 1 {
+                            " (each member: its own)"
+                        } else {
+                            ""
+                        }
                     ));
                 }
                 for c in &a.commands {

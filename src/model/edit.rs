@@ -38,7 +38,10 @@ pub enum Edit {
     Write { file: String, lines: Vec<String> },
     /// The kernel command line: words added (replacing words with the same parameter) and
     /// removed, in every place the boot loader takes it from (see `kernel_args`).
-    KernelArgs { add: Vec<String>, remove: Vec<String> },
+    KernelArgs {
+        add: Vec<String>,
+        remove: Vec<String>,
+    },
 }
 
 impl Edit {
@@ -46,7 +49,11 @@ impl Edit {
     pub fn command(&self) -> String {
         match self {
             Edit::Set { file, key, value } => {
-                format!("gdrdoctor edit set {} {}", sh(file), sh(&format!("{key}={value}")))
+                format!(
+                    "gdrdoctor edit set {} {}",
+                    sh(file),
+                    sh(&format!("{key}={value}"))
+                )
             }
             Edit::Unset { file, key } => format!("gdrdoctor edit unset {} {}", sh(file), sh(key)),
             Edit::Line { file, line } => format!("gdrdoctor edit line {} {}", sh(file), sh(line)),
@@ -78,7 +85,6 @@ impl Edit {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,7 +100,10 @@ mod tests {
             key: "NCCL_IB_TC".into(),
             value: "106".into(),
         };
-        assert_eq!(e.command(), "gdrdoctor edit set /etc/nccl.conf NCCL_IB_TC=106");
+        assert_eq!(
+            e.command(),
+            "gdrdoctor edit set /etc/nccl.conf NCCL_IB_TC=106"
+        );
         let w = Edit::Write {
             file: "/etc/modprobe.d/x.conf".into(),
             lines: v(&["blacklist nouveau", "options nouveau modeset=0"]),

@@ -217,7 +217,12 @@ fn group(o: &mut String, g: &[&Finding]) {
         let _ = writeln!(o, "            {tag} {}", clean(&text));
     };
     for (k, c) in fix.commands.iter().enumerate() {
-        line(o, c.class, command(g, |m| m.fix.as_ref()?.commands.get(k)), &c.run);
+        line(
+            o,
+            c.class,
+            command(g, |m| m.fix.as_ref()?.commands.get(k)),
+            &c.run,
+        );
     }
     let _ = writeln!(
         o,

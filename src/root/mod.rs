@@ -37,8 +37,8 @@ use std::sync::Mutex;
 
 pub use recording::{Listed, Op, Recording, UNREAD};
 pub use resolve::join;
-pub use write::{BACKUP_SUFFIX, Written};
 use resolve::shortened;
+pub use write::{BACKUP_SUFFIX, Written};
 
 /// Default cap on one file read: the limit a capture archive is held to as well.
 pub const DEFAULT_READ_LIMIT: u64 = crate::archive::FILE_READ_LIMIT;

@@ -52,7 +52,9 @@ impl Root {
             return Ok(Written::Unchanged);
         }
         let node = match &old {
-            Some(_) => self.canonical(path).map_err(|e| Error::other(e.to_string()))?,
+            Some(_) => self
+                .canonical(path)
+                .map_err(|e| Error::other(e.to_string()))?,
             None => self.make_parent(path)?,
         };
         let host = self.host_path(&node);

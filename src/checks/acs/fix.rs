@@ -163,7 +163,11 @@ pub(super) fn config_acs(inv: &Inventory, g: &Grace) -> Fix {
             })
             .or(
                 "no /etc/default/grub.d (not a Debian-style GRUB): the boot loader's tool",
-                |f| f.by_hand(format!("grubby --update-kernel=ALL --args='pci=config_acs={value}'")),
+                |f| {
+                    f.by_hand(format!(
+                        "grubby --update-kernel=ALL --args='pci=config_acs={value}'"
+                    ))
+                },
             );
     }
     fix.manual(
