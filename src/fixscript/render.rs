@@ -409,7 +409,8 @@ fn render_blocks(o: &mut String, blocks: &[super::Block], select: Select) -> (bo
                     }
                     let _ = writeln!(
                         body,
-                        "  echo '[{n}] {class}: {}'",
+                        "  echo '[{n}] {class}: {} ({})'",
+                        f.code,
                         comment(&f.subject).replace('\'', "'\\''")
                     );
                     body.push_str(&guarded(c, n, "  "));
