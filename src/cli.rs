@@ -56,6 +56,10 @@ enum Command {
     /// Write the fixes for the current warnings and failures as one reviewed bash script (or,
     /// with --apply, run its runtime part now).
     Fix(commands::fix::Args),
+    /// Edit a file as a persistent fix does (nccl.conf settings, lines, whole files, the kernel
+    /// command line): in place, newline-safe, the original kept as FILE.gdrdoctor-orig, nothing
+    /// written when it is already so. With --root DIR, the files of DIR (an OS image).
+    Edit(commands::edit::Args),
     /// NCCL: the settings that follow from this node (environment exports and /etc/nccl.conf),
     /// or, with `explain`, what a job's NCCL log says about GPUDirect RDMA and why.
     Nccl(commands::nccl::Args),
@@ -128,7 +132,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     let live = cli.root.as_ref().is_none_or(|r| r.as_os_str() == "/");
     watchdog::start(watchdog::Start {
         deadline: cli.deadline,
-        watchdog: !matches!(cli.command, Command::Fix(_)),
+        watchdog: !matches!(cli.command, Command::Fix(_) | Command::Edit(_)),
         reason_on_stdout: match &cli.command {
             Command::Check(a) => a.format == Format::Reason,
             Command::GdrTest(a) => a.format == Format::Reason,
@@ -156,6 +160,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Topo(args) => commands::topo::run(&global, args),
         Command::Capture(args) => commands::capture::run(&global, args),
         Command::Fix(args) => commands::fix::run(&global, args),
+        Command::Edit(args) => commands::edit::run(&global, args),
         Command::Nccl(args) => commands::nccl::run(&global, args),
         Command::Fleet(args) => commands::fleet::run(&global, args),
         Command::GdrTest(args) => commands::gdr_test::run(&global, args),

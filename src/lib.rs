@@ -19,6 +19,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod deadline;
+pub mod edit;
 // Run-time loaded libraries (libibverbs, CUDA, HIP, NCCL, NVML): calls across the C ABI, each
 // `unsafe` block with its `// SAFETY:` line.
 #[allow(unsafe_code)]

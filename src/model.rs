@@ -3,6 +3,8 @@
 //! `gdr`: the write test's pairs).
 
 pub mod access;
+mod action;
+pub mod edit;
 mod fact;
 pub mod gdr;
 pub mod gpu;
@@ -12,6 +14,7 @@ pub mod qos;
 mod runs;
 pub mod twonode;
 
+pub use action::Action;
 pub use fact::{Fact, Problem, ReadError, UNSAFE_NAME};
 pub use runs::Runs;
 
@@ -85,8 +88,36 @@ pub enum FixClass {
     Persistent,
     /// Needs a driver reload or a reboot; never applied automatically.
     Disruptive,
-    /// Work for a person (a cable, a BIOS setting, a switch port); shown as a comment.
+    /// A change a person makes by hand (a cable, a BIOS setting, the switch side, a package):
+    /// shown, never run by the script.
     Manual,
+    /// Read-only: a command that shows something (`dmesg`, `lspci -vv`, `ibstat`) and changes
+    /// nothing. Every other class changes the node (or is work for a person).
+    Inspect,
+}
+
+impl FixClass {
+    /// The short label the report shows before a command (`[now    ]`).
+    pub fn tag(self) -> &'static str {
+        match self {
+            FixClass::Runtime => "now",
+            FixClass::Persistent => "persist",
+            FixClass::Disruptive => "drain",
+            FixClass::Manual => "by hand",
+            FixClass::Inspect => "check",
+        }
+    }
+
+    /// The words the fix script uses for it.
+    pub fn words(self) -> &'static str {
+        match self {
+            FixClass::Runtime => "runtime",
+            FixClass::Persistent => "persistent",
+            FixClass::Disruptive => "disruptive",
+            FixClass::Manual => "by hand",
+            FixClass::Inspect => "read-only",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -97,7 +128,39 @@ pub struct FixCommand {
     /// `run` only when it fails, so that a script run twice changes nothing the second time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guard: Option<String>,
+    /// For a file edit (`run` is its `gdrdoctor edit` command line): the edit itself, which
+    /// `fix --apply` does in-process, on the node or on a `--root` directory.
+    #[serde(skip)]
+    pub edit: Option<crate::model::edit::Edit>,
+    /// A node path that must exist before the command can do any good (the file a by-hand
+    /// step installs): without it the command is not run, and says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requires: Option<String>,
 }
+
+/// Commands a person runs that change the node (packages, services, firmware tools, config
+/// space): `Fix::manual` makes them `Manual` ("by hand"), never `Inspect` ("check").
+fn changes_by_hand(run: &str) -> bool {
+    const CHANGES: [&str; 12] = [
+        "apt-get install",
+        "apt install",
+        "dnf ",
+        "yum ",
+        "systemctl enable",
+        "systemctl restart",
+        "systemctl start",
+        "mlxfwreset",
+        "nvidia-smi -r",
+        "setpci ",
+        "mlnx_qos ",
+        "modprobe",
+    ];
+    CHANGES.iter().any(|c| run.starts_with(c)) || (run.starts_with("setpci") && run.contains('='))
+}
+
+/// The boot loader's configuration made again from /etc/default/grub (Debian's update-grub,
+/// the RHEL family's grub2-mkconfig; BLS entries were edited directly by `edit kernel-args`).
+pub const UPDATE_GRUB: &str = "if command -v update-grub >/dev/null; then update-grub; elif command -v grub2-mkconfig >/dev/null; then grub2-mkconfig -o /boot/grub2/grub.cfg; else echo 'no update-grub or grub2-mkconfig here: regenerate the boot loader configuration by hand' >&2; fi";
 
 /// How to make a warning or failure go away.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -107,6 +170,17 @@ pub struct Fix {
     pub commands: Vec<FixCommand>,
     /// One line: what could go wrong by applying it.
     pub safety: String,
+    /// Other ways to the same end, instead of `commands` (never as well as them): shown with
+    /// "or", never run by the script.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Alternative>,
+}
+
+/// Another way to fix the same finding: what it does and its commands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Alternative {
+    pub summary: String,
+    pub commands: Vec<FixCommand>,
 }
 
 impl Fix {
@@ -115,7 +189,18 @@ impl Fix {
             summary: summary.into(),
             commands: Vec::new(),
             safety: safety.into(),
+            alternatives: Vec::new(),
         }
+    }
+
+    /// Another way instead of this fix's commands: `build` adds its commands to an empty fix.
+    pub fn or(mut self, summary: impl Into<String>, build: impl FnOnce(Fix) -> Fix) -> Fix {
+        let commands = build(Fix::new("", "")).commands;
+        self.alternatives.push(Alternative {
+            summary: summary.into(),
+            commands,
+        });
+        self
     }
 
     pub fn cmd(mut self, class: FixClass, run: impl Into<String>) -> Fix {
@@ -123,6 +208,8 @@ impl Fix {
             class,
             run: run.into(),
             guard: None,
+            edit: None,
+            requires: None,
         });
         self
     }
@@ -138,6 +225,8 @@ impl Fix {
             class,
             run: run.into(),
             guard: Some(guard.into()),
+            edit: None,
+            requires: None,
         });
         self
     }
@@ -154,12 +243,66 @@ impl Fix {
 
     /// Load a module at every boot (systemd's modules-load.d).
     pub fn load_at_boot(self, module: &str) -> Fix {
-        let file = format!("/etc/modules-load.d/{module}.conf");
-        self.guarded(
-            FixClass::Persistent,
-            format!("echo {module} > {file}"),
-            format!("grep -qx {module} {file} 2>/dev/null"),
-        )
+        self.edit(crate::model::edit::Edit::Line {
+            file: format!("/etc/modules-load.d/{module}.conf"),
+            line: module.to_owned(),
+        })
+    }
+
+    /// A file edit (persistent), done by `gdrdoctor edit`: in place, newline-safe, the original
+    /// kept, nothing written when the file is already so.
+    pub fn edit(mut self, edit: crate::model::edit::Edit) -> Fix {
+        self.commands.push(FixCommand {
+            class: FixClass::Persistent,
+            run: edit.command(),
+            guard: None,
+            edit: Some(edit),
+            requires: None,
+        });
+        self
+    }
+
+    /// The last command runs only once `path` exists on the node (see `FixCommand::requires`).
+    pub fn requires(mut self, path: impl Into<String>) -> Fix {
+        if let Some(c) = self.commands.last_mut() {
+            c.requires = Some(path.into());
+        }
+        self
+    }
+
+    /// The edit, or (Err) a by-hand step where there is no file to edit.
+    pub fn edit_or_manual(self, e: Result<crate::model::edit::Edit, String>) -> Fix {
+        match e {
+            Ok(e) => self.edit(e),
+            Err(m) => self.manual(m),
+        }
+    }
+
+    /// The command (its class and text), or (Err) a by-hand step where there is none.
+    pub fn edit_or_manual_cmd(self, c: Result<(FixClass, String), String>) -> Fix {
+        match c {
+            Ok((class, run)) => self.cmd(class, run),
+            Err(m) => self.manual(m),
+        }
+    }
+
+    /// `KEY=VALUE` in /etc/nccl.conf, the first definition replaced where it stands.
+    pub fn nccl_conf(self, key: &str, value: impl std::fmt::Display) -> Fix {
+        self.edit(crate::model::edit::Edit::Set {
+            file: "/etc/nccl.conf".into(),
+            key: key.into(),
+            value: value.to_string(),
+        })
+    }
+
+    /// The kernel command line, through `gdrdoctor edit kernel-args`, then the boot loader's
+    /// configuration made again from it.
+    pub fn kernel_args(self, add: &[&str], remove: &[&str]) -> Fix {
+        self.edit(crate::model::edit::Edit::KernelArgs {
+            add: add.iter().map(|w| (*w).to_owned()).collect(),
+            remove: remove.iter().map(|w| (*w).to_owned()).collect(),
+        })
+        .persistent(UPDATE_GRUB)
     }
 
     pub fn runtime(self, run: impl Into<String>) -> Fix {
@@ -174,8 +317,28 @@ impl Fix {
         self.cmd(FixClass::Disruptive, run)
     }
 
+    /// A step for a person: a `# ...` instruction is `Manual`; a command is `Inspect`, and
+    /// must only show things (tests/fixes.rs holds every such command to a read-only list).
+    /// A command that changes the node is `runtime`, `persistent`, `disruptive` or `by_hand`.
     pub fn manual(self, run: impl Into<String>) -> Fix {
+        let run = run.into();
+        let class = if run.starts_with('#') || changes_by_hand(&run) {
+            FixClass::Manual
+        } else {
+            FixClass::Inspect
+        };
+        self.cmd(class, run)
+    }
+
+    /// A change a person makes by hand, shown and never run by a script (installing packages,
+    /// firmware tools).
+    pub fn by_hand(self, run: impl Into<String>) -> Fix {
         self.cmd(FixClass::Manual, run)
+    }
+
+    /// A read-only command that shows something.
+    pub fn inspect(self, run: impl Into<String>) -> Fix {
+        self.cmd(FixClass::Inspect, run)
     }
 }
 
@@ -191,6 +354,10 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
+    /// What to do with the node (docs/actions.md): on every warn, fail and unknown finding,
+    /// from its check's table (`checks::Rule`) unless the check decided it (a Xid's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
     /// Set when a severity override from the config changed the status; the check's own verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original_status: Option<Status>,
@@ -215,6 +382,7 @@ impl Finding {
             message: message.into(),
             evidence: Vec::new(),
             fix: None,
+            action: None,
             original_status: None,
             prerequisites: Vec::new(),
         }
@@ -255,6 +423,12 @@ impl Finding {
 
     pub fn fix(mut self, fix: Fix) -> Finding {
         self.fix = Some(fix);
+        self
+    }
+
+    /// What to do with the node, where the check knows better than its code's table.
+    pub fn action(mut self, action: Action) -> Finding {
+        self.action = Some(action);
         self
     }
 

@@ -20,7 +20,7 @@ libc6-dev       file:/usr/include/stdio.h             their C headers (gcc insta
 libibverbs-dev  file:/usr/include/infiniband/verbs.h  rdma-core header: the verbs layout test and the stand-in libibverbs
 shellcheck      cmd:shellcheck                        every rendered fix script must pass it (tests/fixscript.rs)
 pciutils        cmd:lspci                             the differential test decodes config space with lspci -F (tests/pciutils.rs)
-python3         cmd:python3                           the fixture generator check (fixtures/synth), the lab judge
+python3         cmd:python3                           the fixture generator check (fixtures/synth), the lab judge, the fix harness stand-ins (tests/fixes)
 binutils        cmd:readelf                           the release binary links nothing a fresh node lacks (tests/release-binary.sh)
 coreutils       cmd:mkfifo                            the FIFO and device-node cases of tests/broken.rs and src/root/
 util-linux      cmd:setpriv                           the unreadable-file case as root runs gdrdoctor as nobody (tests/broken.rs)

@@ -164,8 +164,8 @@ fn plugin_in_the_multiarch_directory() {
             "{arch}: {f}"
         );
         let ofi = (
-            "echo NCCL_NET_PLUGIN=ofi >> /etc/nccl.conf".to_owned(),
-            "grep -q '^NCCL_NET_PLUGIN=' /etc/nccl.conf 2>/dev/null".to_owned(),
+            "gdrdoctor edit set /etc/nccl.conf NCCL_NET_PLUGIN=ofi".to_owned(),
+            String::new(),
         );
         assert_eq!(cmds.contains(&ofi), !default_name, "{arch}: {cmds:?}");
         // What the fix does, done by hand on the copy: NCCL loads the plugin from there.

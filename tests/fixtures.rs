@@ -983,6 +983,97 @@ fn findings_carry_evidence_and_fixes() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
+/// What to do with the node (issue 39, docs/actions.md): every warning and failure of every
+/// fixture carries an action from the list, a pass or a skip none; in a VM no part is the
+/// guest's to replace; and the action agrees with the fix's classes: `reboot` ends in a
+/// disruptive command (or is a reboot the fix names), `fix-in-place` runs something on the
+/// node (a runtime or persistent command, or a step for a person to do there).
+#[test]
+fn every_problem_says_what_to_do_with_the_node() {
+    const ACTIONS: [&str; 6] = [
+        "none",
+        "fix-in-place",
+        "reset-gpu",
+        "reboot",
+        "replace-part",
+        "provider",
+    ];
+    let mut failures = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for case in CASES {
+        let report = json(&run(case, "json"));
+        let vm = report["checks"].as_array().unwrap().iter().any(|c| {
+            c["findings"].as_array().unwrap().iter().any(|f| {
+                f["evidence"].as_array().is_some_and(|e| {
+                    e.iter().any(|e| {
+                        e["value"]
+                            .as_str()
+                            .is_some_and(|v| v.contains("hypervisor"))
+                    })
+                })
+            })
+        });
+        for check in report["checks"].as_array().unwrap() {
+            for f in check["findings"].as_array().unwrap() {
+                let what = format!("{} {} {}", case.name, f["code"], f["subject"]);
+                let status = f["status"].as_str().unwrap();
+                let action = f.get("action").and_then(|a| a.as_str());
+                match (status, action) {
+                    ("warn" | "fail", Some(a)) if ACTIONS.contains(&a) => {
+                        seen.insert(a.to_owned());
+                    }
+                    ("warn" | "fail", _) => {
+                        failures.push(format!("{what}: {status} with action {action:?}"))
+                    }
+                    ("pass" | "skip", Some(a)) => {
+                        failures.push(format!("{what}: {status} with action {a}"))
+                    }
+                    _ => {}
+                }
+                if vm && action == Some("replace-part") {
+                    failures.push(format!("{what}: replace-part in a VM"));
+                }
+                let classes: Vec<&str> = f["fix"]["commands"]
+                    .as_array()
+                    .map(|c| c.iter().filter_map(|c| c["class"].as_str()).collect())
+                    .unwrap_or_default();
+                let runs = |s: &str| {
+                    f["fix"]["commands"].as_array().is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c["run"].as_str().unwrap_or("").contains(s))
+                    })
+                };
+                if !matches!(status, "warn" | "fail") {
+                    continue;
+                }
+                match action {
+                    Some("reboot")
+                        if !classes.contains(&"disruptive")
+                            && !runs("reboot")
+                            && !f["fix"]["summary"]
+                                .as_str()
+                                .unwrap_or("")
+                                .contains("reboot") =>
+                    {
+                        failures.push(format!(
+                            "{what}: reboot, and the fix has no reboot {classes:?}"
+                        ))
+                    }
+                    Some("fix-in-place") if classes.is_empty() => {
+                        failures.push(format!("{what}: fix-in-place, and no fix"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+    // The fixtures show most of the words.
+    for a in ["fix-in-place", "reboot", "replace-part", "provider"] {
+        assert!(seen.contains(a), "no fixture's finding asks {a}: {seen:?}");
+    }
+}
+
 /// The Arm SMMU's rules (issue 38): translated passes (NVIDIA's mode on Grace); passthrough
 /// fails on a kernel before 6.11 without NVIDIA's patch when ACS is on above a superchip GPU, and
 /// the fix is iommu.passthrough=0 on the boot loader's command line; 6.11 and later, NVIDIA's
@@ -1022,7 +1113,7 @@ fn arm64_smmu_rules_by_kernel_and_acs() {
     assert!(fix.contains("iommu.passthrough=0"), "{fix}");
     assert!(fix.contains("update-grub"), "{fix}");
     assert!(
-        fix.contains("iommu\\\\.passthrough=1"),
+        fix.contains("--remove iommu.passthrough=1"),
         "the passthrough word taken out: {fix}"
     );
     let evidence = f["evidence"].to_string();
@@ -1190,9 +1281,13 @@ fn lab_capture_reports_what_the_guest_saw_live() {
             // ... and older than roce-lossless and the transport settings (issue 28).
             .filter(|c| c["id"] != "roce-lossless")
             .map(|c| {
-                // `summary` is derived from the findings and newer than this reference.
+                // `summary` is derived from the findings and newer than this reference, and so
+                // is each finding's `action` (issue 39).
                 let mut c = c.clone();
                 c.as_object_mut().unwrap().remove("summary");
+                for f in c["findings"].as_array_mut().unwrap() {
+                    f.as_object_mut().unwrap().remove("action");
+                }
                 c
             })
             .collect()

@@ -44,7 +44,7 @@ fn stable(prom: &str) -> String {
 fn reason_is_one_line_a_scheduler_can_use() {
     assert_eq!(
         out(failing(), "reason", &[]),
-        (1, "gdrdoctor: acs-redirect-on-path\n".into())
+        (1, "gdrdoctor: fix-in-place(acs-redirect-on-path)\n".into())
     );
     assert_eq!(
         out(ready(), "reason", &[]),
@@ -57,13 +57,18 @@ fn reason_is_one_line_a_scheduler_can_use() {
     // --strict: the unknown blocks, and the reason names it.
     let (c, line) = out(unverified(), "reason", &["--strict"]);
     assert_eq!(c, 1);
-    assert!(line.starts_with("gdrdoctor: acs-"), "{line}");
-    // Two failing checks: every blocking code, in check order, each once.
+    assert!(line.starts_with("gdrdoctor: none(acs-"), "{line}");
+    // Two failing checks: every blocking code, by action (the strongest first), in check order
+    // within it, each once.
     assert_eq!(
         out(fixture("h100x4-fabric-in-progress"), "reason", &[]),
-        (1, "gdrdoctor: gpu-fabric-not-ready,rdma-no-device\n".into())
+        (
+            1,
+            "gdrdoctor: provider(rdma-no-device) fix-in-place(gpu-fabric-not-ready)\n".into()
+        )
     );
-    // Every failing fixture: one line, only code characters, the codes the JSON blocks on.
+    // Every failing fixture: one line, only code and action characters, the codes the JSON
+    // blocks on, each under the strongest action of its blocking findings.
     for name in fixture_names() {
         if name.starts_with("broken/") || name.starts_with("fleet/") {
             continue;
@@ -74,19 +79,57 @@ fn reason_is_one_line_a_scheduler_can_use() {
         assert_eq!(line.lines().count(), 1, "{root}: {line:?}");
         let body = line.trim_end().strip_prefix("gdrdoctor: ").unwrap();
         if c == 1 {
-            let mut want: Vec<String> = Vec::new();
+            // The actions, the strongest first (docs/actions.md).
+            const ORDER: [&str; 6] = [
+                "provider",
+                "replace-part",
+                "reboot",
+                "reset-gpu",
+                "fix-in-place",
+                "none",
+            ];
+            let rank = |a: &str| ORDER.iter().position(|x| *x == a).unwrap();
+            let mut want: Vec<(String, usize)> = Vec::new();
             for b in report["verdict"]["blocking"].as_array().unwrap() {
+                let check = report["checks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["id"] == b["check"])
+                    .unwrap();
                 for code in b["codes"].as_array().unwrap() {
                     let code = code.as_str().unwrap().to_owned();
-                    if !want.contains(&code) {
-                        want.push(code);
+                    let action = check["findings"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|f| f["code"] == code.as_str() && f["status"] == "fail")
+                        .map(|f| rank(f["action"].as_str().expect("a failure's action")))
+                        .min()
+                        .unwrap();
+                    match want.iter_mut().find(|(c, _)| *c == code) {
+                        Some((_, a)) => *a = (*a).min(action),
+                        None => want.push((code, action)),
                     }
                 }
             }
-            assert_eq!(body, want.join(","), "{root}");
+            let groups: Vec<String> = ORDER
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| {
+                    let of: Vec<&str> = want
+                        .iter()
+                        .filter(|(_, r)| *r == i)
+                        .map(|(c, _)| c.as_str())
+                        .collect();
+                    (!of.is_empty()).then(|| format!("{a}({})", of.join(",")))
+                })
+                .collect();
+            assert_eq!(body, groups.join(" "), "{root}");
             assert!(
-                body.chars()
-                    .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || "-,+".contains(ch)),
+                body.chars().all(|ch| ch.is_ascii_lowercase()
+                    || ch.is_ascii_digit()
+                    || "-,+() ".contains(ch)),
                 "{root}: {body}"
             );
         } else {
@@ -213,7 +256,10 @@ fn outputs_are_written_whole_next_to_stdout() {
         d,
     ]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert_eq!(stdout(&o), "gdrdoctor: acs-redirect-on-path\n");
+    assert_eq!(
+        stdout(&o),
+        "gdrdoctor: fix-in-place(acs-redirect-on-path)\n"
+    );
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -146,7 +146,7 @@ fn net_gdr_c2c_off_fails_nccl_config() {
     assert!(m.contains("/etc/nccl.conf line 1"), "{m}");
     let fix = f[0]["fix"].to_string();
     assert!(
-        fix.contains("sed -i '1s/.*/NCCL_NET_GDR_C2C=1/' /etc/nccl.conf"),
+        fix.contains("gdrdoctor edit set /etc/nccl.conf NCCL_NET_GDR_C2C=1"),
         "{fix}"
     );
     assert_eq!(placement(&r, "gpu-nic-c2c-no-gdr").len(), 4);

@@ -71,7 +71,7 @@ fn nccl_told_not_to_use_data_direct_reaches_the_nics_over_c2c() {
     let text = off.to_string();
     assert!(text.contains("NVLink-C2C"), "{text}");
     assert!(
-        text.contains("sed -i '1s/^NCCL_IB_DATA_DIRECT=/# &/' /etc/nccl.conf"),
+        text.contains("gdrdoctor edit unset /etc/nccl.conf NCCL_IB_DATA_DIRECT"),
         "{text}"
     );
     for d in with(&f, "data-direct-found") {
@@ -321,10 +321,11 @@ fn the_gb300_fix_is_rdma_topos_kernel_parameter() {
     let script = stdout(&out);
     let entries = "xx111x0@0008:00:00.0;xx110x1@0008:02:00.0;xx101x1@0008:02:01.0;xx111x0@0009:00:00.0;xx110x1@0009:02:00.0;xx101x1@0009:02:01.0;xx111x0@0018:00:00.0;xx110x1@0018:02:00.0;xx101x1@0018:02:01.0;xx111x0@0019:00:00.0;xx110x1@0019:02:00.0;xx101x1@0019:02:01.0";
     assert!(
-        script.contains(&format!("pci=config_acs=\\\\\\\"{entries}\\\\\\\"")),
+        script.contains(&format!("pci=config_acs=\\\"{entries}\\\"")),
         "{script}"
     );
     assert!(script.contains("/etc/default/grub.d/config-acs.cfg"));
+    assert!(script.contains("# or, instead (not run): rdma-core's own tool"));
     assert!(script.contains("rdma_topo write-grub-acs"));
     // setpci only as a comment, computed as rdma_topo's setpci-acs computes it.
     for line in script.lines().filter(|l| l.contains("setpci")) {

@@ -409,7 +409,7 @@ fn config_must_be_a_regular_file_of_at_most_one_mib() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = check_with_config(Path::new("/dev/null"));
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "gdrdoctor: rdma-no-device\n");
+    assert_eq!(stdout(&o), "gdrdoctor: provider(rdma-no-device)\n");
 }
 
 #[test]

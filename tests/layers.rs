@@ -38,6 +38,8 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
         &["model", "parse", "archive", "sys", "sanitize", "deadline"],
     ),
     ("config", 5, &["model", "parse", "input", "sanitize"]),
+    // The file edits of persistent fixes, through a root.
+    ("edit", 5, &["model", "root"]),
     (
         "capture",
         5,
@@ -128,9 +130,11 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
         &[
             "checks",
             "config",
+            "edit",
             "inventory",
             "model",
             "parse",
+            "root",
             "sanitize",
             "output",
         ],
@@ -187,6 +191,7 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
             "child",
             "config",
             "deadline",
+            "edit",
             "ffi",
             "fixscript",
             "fleet",

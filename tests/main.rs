@@ -14,6 +14,7 @@ mod capture;
 mod cli;
 mod cloud;
 mod codes;
+mod fixes;
 mod fixscript;
 mod fixtures;
 mod fleet;

@@ -121,7 +121,7 @@ fn values_out_of_range() {
     assert!(
         f["fix"]
             .to_string()
-            .contains("sed -i '1s/^NCCL_IB_TIMEOUT=/# &/' /etc/nccl.conf"),
+            .contains("gdrdoctor edit unset /etc/nccl.conf NCCL_IB_TIMEOUT"),
         "{f}"
     );
     let m = message(about(
@@ -163,7 +163,7 @@ fn values_out_of_range() {
     assert!(
         f["fix"]
             .to_string()
-            .contains("7s/.*/NCCL_IB_ADAPTIVE_ROUTING=0/"),
+            .contains("gdrdoctor edit set /etc/nccl.conf NCCL_IB_ADAPTIVE_ROUTING=0"),
         "{f}"
     );
     let m = message(about(

@@ -255,7 +255,7 @@ fn translated_iommu_fails_with_a_platform_fix() {
         .collect();
     assert!(cmds.iter().any(|c| c.contains("iommu=pt")), "{cmds:?}");
     assert!(
-        cmds.iter().any(|c| c.contains("iommu\\.strict=1")),
+        cmds.iter().any(|c| c.contains("--remove iommu.strict=1")),
         "strict=1 is removed: {cmds:?}"
     );
     assert_eq!(f["evidence"][0]["path"], "/sys/kernel/iommu_groups/10/type");

@@ -61,7 +61,10 @@ fn every_format(root: &str, args: &[&str]) -> (i32, String) {
 fn a_prerequisite_left_out_still_decides() {
     let (code, text) = every_format(h200(), &["--select", "acs,rdma-gid"]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("gdrdoctor: rdma-no-device"), "{text}");
+    assert!(
+        text.contains("gdrdoctor: provider(rdma-no-device)"),
+        "{text}"
+    );
     assert!(text.contains("prerequisite of rdma-gid"), "{text}");
     insta::assert_snapshot!("select-acs-rdma-gid", text);
 }

@@ -6,7 +6,7 @@
 # Runs   gdrdoctor --deadline N check ARGS --format reason --output json:DIR/prolog.json
 # and acts on its exit code:
 #   0  ready          -> exit 0, silently; the job runs.
-#   1  not ready      -> drain this node with the line gdrdoctor printed ("gdrdoctor: <codes>"),
+#   1  not ready      -> drain this node with the line gdrdoctor printed ("gdrdoctor: <action>(<codes>) ..."),
 #                        then exit 1: Slurm requeues the job (held) instead of running it here.
 #   2, a signal, a missing binary (126/127), or the timeout backstop (124/137)
 #                     -> GDRDOCTOR_ON_ERROR=drain (default): drain with "gdrdoctor: could not run

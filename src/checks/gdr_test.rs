@@ -3,8 +3,10 @@
 //! offers no RC queue pair, over SRD with RDMA WRITE or READ. The check judges the outcomes the
 //! write test left in the runs (crate::model::Runs).
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::gdr::{Failure, FailureKind, PairResult};
+use crate::model::Action;
 
 use crate::model::gdr::{Expected, GdrOutcome as Outcome, GdrTest, LIBEFA, Transport};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
@@ -158,10 +160,40 @@ const CODES: &[Code] = &[
     SKIPPED,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(PASS, Action::None),
+    Rule::new(SLOW, Action::None),
+    Rule::new(REGISTER_FAILED, Action::FixInPlace),
+    Rule::new(NO_REG_DMABUF, Action::FixInPlace),
+    Rule::new(COMPLETION_ERROR, Action::ResetGpu),
+    Rule::new(DATA_MISMATCH, Action::ResetGpu),
+    Rule::new(CUT_SHORT, Action::None),
+    Rule::new(TIMEOUT, Action::ResetGpu),
+    Rule::new(PORT_DOWN, Action::ReplacePart),
+    Rule::new(NO_LIBIBVERBS, Action::FixInPlace),
+    Rule::new(LIBIBVERBS_TOO_OLD, Action::FixInPlace),
+    Rule::new(NO_UVERBS, Action::FixInPlace),
+    Rule::new(NO_PROVIDER, Action::FixInPlace),
+    Rule::new(NO_ACCESS, Action::FixInPlace),
+    Rule::new(SETUP_FAILED, Action::FixInPlace),
+    Rule::new(NO_LIBEFA, Action::None),
+    Rule::new(EFA_NO_RDMA, Action::None),
+    Rule::new(NO_RC, Action::None),
+    Rule::new(MEMORY, Action::ResetGpu),
+    Rule::new(ERROR, Action::None),
+    Rule::new(NO_RDMA_DEVICE, Action::None),
+    Rule::new(NO_GPU, Action::None),
+    Rule::new(NOT_RUN, Action::None),
+    Rule::new(SKIPPED, Action::None),
+];
+
 const META: Meta = Meta {
     id: "gdr-test",
     title: "GPUDirect RDMA WRITEs per GPU-NIC pair, verified",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/gdr-test/README.md"),
     live_only: true,
     reads: &[],
@@ -557,7 +589,10 @@ fn register_fix(r: &PairResult) -> Fix {
             "Raising RLIMIT_MEMLOCK lets processes pin more memory; it is the norm on GPU nodes.",
         )
         .manual("ulimit -l")
-        .persistent("printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/90-memlock.conf");
+        .edit(crate::model::edit::Edit::Write {
+            file: "/etc/security/limits.d/90-memlock.conf".into(),
+            lines: vec!["* soft memlock unlimited".into(), "* hard memlock unlimited".into()],
+        });
     }
     if has("peermem", libc::EFAULT) || has("peermem", libc::EINVAL) {
         return Fix::new(

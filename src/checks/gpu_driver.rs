@@ -1,9 +1,11 @@
 //! `gpu-driver`: every GPU has the driver GDR needs bound to it, and an NVIDIA GPU that only
 //! the open kernel modules drive has them.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::kernel::NVIDIA_VERSION;
 use crate::inventory::{Gpu, GpuVendor, Inventory};
+use crate::model::Action;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::kmsg::{Event, EventKind};
 
@@ -72,10 +74,26 @@ const CODES: &[Code] = &[
     PCI_UNIDENTIFIED,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(BOUND, Action::None),
+    Rule::new(GPU_NONE, Action::ReplacePart),
+    Rule::new(COUNT_LOW, Action::ReplacePart),
+    Rule::new(NO_DRIVER, Action::FixInPlace),
+    Rule::new(NOUVEAU, Action::Reboot),
+    Rule::new(VFIO, Action::FixInPlace),
+    Rule::new(UNEXPECTED_DRIVER, Action::FixInPlace),
+    Rule::new(NEEDS_OPEN, Action::Reboot),
+    Rule::new(VERSION_UNKNOWN, Action::None),
+    Rule::new(PCI_UNIDENTIFIED, Action::None),
+];
+
 const META: Meta = Meta {
     id: "gpu-driver",
     title: "GPU driver bound to every GPU",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/gpu-driver/README.md"),
     live_only: false,
     reads: &[],
@@ -310,10 +328,20 @@ fn judge(cx: &Context, gpu: &Gpu) -> Finding {
         (_, None) => {
             let fix = match gpu.vendor {
                 GpuVendor::Nvidia => Fix::new("Load the NVIDIA driver, or find out why it did not claim this GPU", "modprobe only loads the installed driver; if it fails, dmesg says why (version mismatch, missing firmware, Secure Boot).")
-                    .modprobe("nvidia")
+                    // Loaded for the other GPUs, modprobe alone binds nothing: ask the driver
+                    // to take this one.
+                    .guarded(
+                        crate::model::FixClass::Runtime,
+                        format!("modprobe nvidia && echo {} > /sys/bus/pci/drivers/nvidia/bind", gpu.bdf),
+                        format!("[ -e /sys/bus/pci/devices/{}/driver ]", gpu.bdf),
+                    )
                     .manual("dmesg | grep -i nvrm"),
                 GpuVendor::Amd => Fix::new("Load amdgpu, or find out why it did not claim this GPU", "modprobe only loads the installed driver; dmesg says why it failed.")
-                    .modprobe("amdgpu")
+                    .guarded(
+                        crate::model::FixClass::Runtime,
+                        format!("modprobe amdgpu && echo {} > /sys/bus/pci/drivers/amdgpu/bind", gpu.bdf),
+                        format!("[ -e /sys/bus/pci/devices/{}/driver ]", gpu.bdf),
+                    )
                     .manual("dmesg | grep -i amdgpu"),
                 GpuVendor::Other => Fix::new("Load the accelerator's driver", "Depends on the vendor's driver.").manual(format!("lspci -k -s {}", gpu.bdf)),
             };
@@ -326,7 +354,10 @@ fn judge(cx: &Context, gpu: &Gpu) -> Finding {
             .with([inv.kernel.module_evidence("nouveau")])
             .fix(
                 Fix::new("Blacklist nouveau and boot with the NVIDIA driver", "Needs a reboot; the console falls back to a basic framebuffer.")
-                    .persistent("printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' > /etc/modprobe.d/blacklist-nouveau.conf")
+                    .edit(crate::model::edit::Edit::Write {
+                        file: "/etc/modprobe.d/blacklist-nouveau.conf".into(),
+                        lines: vec!["blacklist nouveau".into(), "options nouveau modeset=0".into()],
+                    })
                     .persistent("if command -v update-initramfs >/dev/null; then update-initramfs -u; else dracut --force; fi")
                     .disruptive("systemctl reboot"),
             ),

@@ -2,9 +2,11 @@
 //! AMD-Vi); on the Arm SMMU (Grace), translated is what NVIDIA recommends, and passthrough is
 //! judged by the kernel's release and ACS ([`smmu_passthrough`]).
 
+use super::Rule;
 use super::{Check, Context, Meta, grub_fix};
 use crate::inventory::Inventory;
 use crate::inventory::iommu::CLASS_IOMMU;
+use crate::model::Action;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::pci::Bdf;
 use std::collections::BTreeMap;
@@ -68,10 +70,25 @@ const CODES: &[Code] = &[
     NO_DEVICES,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(OFF, Action::None),
+    Rule::new(PASSTHROUGH, Action::None),
+    Rule::new(TRANSLATED, Action::Reboot),
+    Rule::new(SMMU_TRANSLATED, Action::None),
+    Rule::new(SMMU_PASSTHROUGH_CUDA, Action::Reboot),
+    Rule::new(BLOCKED, Action::FixInPlace).in_vm(Action::Provider),
+    Rule::new(VFIO, Action::FixInPlace),
+    Rule::new(GROUP_UNKNOWN, Action::None),
+    Rule::new(NO_DEVICES, Action::None),
+];
+
 const META: Meta = Meta {
     id: "iommu",
     title: "IOMMU passthrough (or off) for GPUs and NICs",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/iommu/README.md"),
     live_only: false,
     reads: &[],

@@ -8,9 +8,11 @@
 //! kinds that leave a device needing a reset or a repair warn. A sample window (`check
 //! --sample`) reads the log again: what the kernel logged inside the window is happening now.
 
+use super::Rule;
 use super::link_health::{function_subject, uptime};
 use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
+use crate::model::Action;
 use crate::model::health::KernelLog;
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::kmsg::{Event, EventKind, PcieSeverity};
@@ -84,42 +86,100 @@ const CODES: &[Code] = &[
     NOT_CAPTURED,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(CLEAN, Action::None),
+    Rule::new(OPEN_MODULE, Action::Reboot),
+    Rule::new(GPU_INIT, Action::Reboot),
+    Rule::new(XID, Action::ResetGpu),
+    Rule::new(NIC_ERRORS, Action::Reboot),
+    Rule::new(PCIE_UNCORRECTED, Action::ReplacePart),
+    Rule::new(PEERMEM_ERRORS, Action::FixInPlace),
+    Rule::new(HISTORY, Action::None),
+    Rule::new(ERRORS_NOW, Action::ResetGpu),
+    Rule::new(EVENTS_NOW, Action::None),
+    Rule::new(UNREADABLE, Action::None),
+    Rule::new(NOT_CAPTURED, Action::None),
+];
+
 const META: Meta = Meta {
     id: "kernel-log",
     title: "Kernel log: no Xid, NIC firmware error, PCIe error or peer-memory failure on the GPU-NIC paths",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/kernel-log/README.md"),
     live_only: false,
     reads: &[],
 };
 
 /// The Xids that NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) resolves with a GPU
-/// reset, a node reboot or service, not by restarting the application; with what each says.
-const HARDWARE_XIDS: &[(u32, &str)] = &[
-    (48, "double-bit ECC error"),
-    (61, "internal micro-controller breakpoint"),
-    (62, "internal micro-controller halt"),
+/// reset, a node reboot or service, not by restarting the application; with what each says,
+/// and what it asks of the node: the catalog's "Resolution Bucket (Immediate Action)"
+/// (RESET_GPU, RESTART_BM, the WORKFLOW_* that say "a GPU reset or node reboot") as one of
+/// gdrdoctor's actions (docs/actions.md has the catalog's word for each).
+const HARDWARE_XIDS: &[(u32, &str, Action)] = &[
+    (48, "double-bit ECC error", Action::ResetGpu),
+    (61, "internal micro-controller breakpoint", Action::ResetGpu),
+    (62, "internal micro-controller halt", Action::ResetGpu),
     (
         63,
         "ECC page retirement or row remapping pending: reset to activate",
+        Action::ResetGpu,
     ),
-    (64, "ECC page retirement or row remapping failed"),
-    (74, "NVLink error"),
-    (79, "GPU has fallen off the bus"),
-    (92, "high single-bit ECC error rate"),
-    (94, "contained ECC error"),
-    (95, "uncontained ECC error"),
-    (119, "GSP RPC timeout"),
-    (120, "GSP error"),
-    (140, "unrecovered ECC error"),
-    (154, "GPU recovery action changed"),
+    (
+        64,
+        "ECC page retirement or row remapping failed",
+        Action::ResetGpu,
+    ),
+    (74, "NVLink error", Action::ResetGpu),
+    (79, "GPU has fallen off the bus", Action::Reboot),
+    (92, "high single-bit ECC error rate", Action::ReplacePart),
+    (94, "contained ECC error", Action::ResetGpu),
+    (95, "uncontained ECC error", Action::ResetGpu),
+    (119, "GSP RPC timeout", Action::ResetGpu),
+    (120, "GSP error", Action::ResetGpu),
+    (140, "unrecovered ECC error", Action::ResetGpu),
+    (154, "GPU recovery action changed", Action::ResetGpu),
 ];
 
 fn hardware_xid(code: u32) -> Option<&'static str> {
     HARDWARE_XIDS
         .iter()
-        .find(|(c, _)| *c == code)
-        .map(|(_, what)| *what)
+        .find(|(c, ..)| *c == code)
+        .map(|(_, what, _)| *what)
+}
+
+/// What an Xid asks of the node. Xid 154 says it itself, in the words the catalog lists
+/// (`GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)`; the others
+/// are `GPU Reset Required`, `Drain and Reset`, `Drain P2P`, `None`): its new action decides.
+fn xid_action(code: u32, text: &str) -> Action {
+    if code == 154 {
+        if let Some((_, to)) = text.rsplit_once(" to ") {
+            if to.contains("Reboot") {
+                return Action::Reboot;
+            }
+            if to.contains("(None)") {
+                return Action::None;
+            }
+        }
+    }
+    HARDWARE_XIDS
+        .iter()
+        .find(|(c, ..)| *c == code)
+        .map_or(Action::None, |(.., a)| *a)
+}
+
+/// What an event asks of the node, as its class's code does (the table `ACTIONS`), an Xid by
+/// its own resolution.
+fn event_action(inv: &Inventory, e: &Event) -> Action {
+    match (Class::judged(inv, e), &e.kind) {
+        (Class::Xid, EventKind::Xid(n)) => xid_action(*n, &e.record.text),
+        (class, _) => ACTIONS
+            .iter()
+            .find(|r| r.code.id == class.code().id)
+            .map_or(Action::None, |r| r.action),
+    }
 }
 
 /// What an event is judged as, most serious last.
@@ -426,6 +486,13 @@ fn since_boot(
     .with(first_last(path, evs));
     match class {
         Class::History => f,
+        // An Xid's own resolution, the worst of the group's.
+        Class::Xid => f.fix(fix(inv, class, device)).action(
+            evs.iter()
+                .map(|e| event_action(inv, e))
+                .max()
+                .unwrap_or(Action::ResetGpu),
+        ),
         _ => f.fix(fix(inv, class, device)),
     }
 }
@@ -478,7 +545,7 @@ fn fix(inv: &Inventory, class: Class, device: Option<Bdf>) -> Fix {
         .manual(format!(
             "nvidia-smi -q -i {dev} -d ECC,ROW_REMAPPER,PAGE_RETIREMENT   # what the GPU kept"
         ))
-        .manual(format!("nvidia-smi -r -i {dev}   # after draining")),
+        .disruptive(format!("nvidia-smi -r -i {dev}   # after draining")),
         Class::Nic => Fix::new(
             format!(
                 "NIC {dev}'s firmware is not answering or reports its health failing: check its health reporters, reset it (or reboot), update its firmware"
@@ -486,7 +553,7 @@ fn fix(inv: &Inventory, class: Class, device: Option<Bdf>) -> Fix {
             "A firmware reset takes the NIC's links down: drain first.",
         )
         .manual(format!("devlink health show pci/{dev}"))
-        .manual(format!("mlxfwreset -d {dev} reset   # MFT, after draining")),
+        .disruptive(format!("mlxfwreset -d {dev} reset   # MFT, after draining")),
         Class::Pcie => Fix::new(
             format!(
                 "Find why {dev}'s PCIe link loses transactions: reseat the card or riser, check the slot, update the firmware"
@@ -554,7 +621,14 @@ fn in_window(
                 .map(|e| Class::judged(inv, e))
                 .max()
                 .unwrap_or(Class::Pcie);
-            Finding::fail(ERRORS_NOW, subject(inv, *device), message).fix(fix(inv, worst, *device))
+            let action = evs
+                .iter()
+                .map(|e| event_action(inv, e))
+                .max()
+                .unwrap_or(Action::None);
+            Finding::fail(ERRORS_NOW, subject(inv, *device), message)
+                .fix(fix(inv, worst, *device))
+                .action(action)
         } else {
             Finding::warn(EVENTS_NOW, subject(inv, *device), message).fix(
                 Fix::new(
@@ -567,4 +641,39 @@ fn in_window(
         out.push(f.with(evs.iter().map(|e| evidence(path, e))));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each hardware Xid's action is its catalog resolution; Xid 154 says its own.
+    #[test]
+    fn xid_actions() {
+        assert_eq!(
+            xid_action(
+                79,
+                "NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus."
+            ),
+            Action::Reboot
+        );
+        assert_eq!(xid_action(95, ""), Action::ResetGpu);
+        assert_eq!(xid_action(92, ""), Action::ReplacePart);
+        assert_eq!(xid_action(13, ""), Action::None);
+        let changed = |to: &str| {
+            xid_action(
+                154,
+                &format!(
+                    "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to {to}"
+                ),
+            )
+        };
+        assert_eq!(changed("0x2 (Node Reboot Required)"), Action::Reboot);
+        assert_eq!(changed("0x1 (GPU Reset Required)"), Action::ResetGpu);
+        assert_eq!(changed("0x4 (Drain and Reset)"), Action::ResetGpu);
+        assert_eq!(changed("0x0 (None)"), Action::None);
+        for (_, _, a) in HARDWARE_XIDS {
+            assert_ne!(*a, Action::None, "a hardware Xid asks for something");
+        }
+    }
 }

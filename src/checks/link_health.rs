@@ -5,10 +5,12 @@
 //! history passes, a history with errors is shown and not judged. A sample window (`check
 //! --sample SECONDS`, a second reading in [`crate::model::Runs::sample`]) judges the growth.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::config::Thresholds;
 use crate::inventory::rdma::CLASS_INFINIBAND;
 use crate::inventory::{Inventory, Port, RdmaDevice};
+use crate::model::Action;
 use crate::model::health::{Aer, Counter, PortCounters, Sample, Sign, growth};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::pci::Bdf;
@@ -109,10 +111,34 @@ const CODES: &[Code] = &[
     AER_UNREADABLE,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(QUIET, Action::None),
+    Rule::new(CLEAN, Action::None),
+    Rule::new(HISTORY, Action::None),
+    Rule::new(FLAPPING, Action::ReplacePart),
+    Rule::new(ERRORS_GROWING, Action::ReplacePart),
+    Rule::new(RETRIES_GROWING, Action::ReplacePart),
+    Rule::new(LIFETIME_OVER, Action::ReplacePart),
+    Rule::new(COUNTERS_NONE, Action::None),
+    Rule::new(COUNTERS_UNREADABLE, Action::None),
+    Rule::new(PORT_NOT_ACTIVE, Action::None),
+    Rule::new(NO_PORTS, Action::None),
+    Rule::new(AER_CLEAN, Action::None),
+    Rule::new(AER_QUIET, Action::None),
+    Rule::new(AER_HISTORY, Action::None),
+    Rule::new(AER_UNCORRECTABLE, Action::ReplacePart),
+    Rule::new(AER_CORRECTABLE, Action::ReplacePart),
+    Rule::new(AER_NONE, Action::None),
+    Rule::new(AER_UNREADABLE, Action::None),
+];
+
 const META: Meta = Meta {
     id: "link-health",
     title: "Links not failing now: no flaps, growing errors or retries, no PCIe AER errors",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/link-health/README.md"),
     live_only: false,
     reads: &[],

@@ -5,6 +5,7 @@
 //! depends on (GPU driver, peer memory) to what depends on everything (access from a process).
 
 pub mod acs;
+mod actions;
 mod gdr_test;
 mod gpu;
 mod gpu_driver;
@@ -24,6 +25,9 @@ pub use roce_lossless::node_summary as roce_qos_summary;
 
 use crate::config::Config;
 use crate::inventory::Inventory;
+pub use actions::Rule;
+pub(crate) use actions::set_actions;
+
 use crate::model::{Code, Finding, Runs, Status};
 use serde::Serialize;
 
@@ -67,6 +71,9 @@ pub struct Meta {
     pub title: &'static str,
     /// Every code this check can emit.
     pub codes: &'static [Code],
+    /// What to do with the node when a finding of each code warns, fails or ends unknown: one
+    /// rule per code of `codes` (a test holds them to it), docs/actions.md says why.
+    pub actions: &'static [Rule],
     /// `checks/<id>/README.md`: what `gdrdoctor explain <id>` prints.
     pub readme: &'static str,
     /// Needs the running system (device nodes, this process's limits, libraries); skipped on a
@@ -225,7 +232,9 @@ pub fn nccl_verification(
         config,
         earlier: &earlier,
     };
-    nccl_verify::verification(&cx, run)
+    let mut v = nccl_verify::verification(&cx, run);
+    set_actions(nccl_verify::NcclVerifyCheck.meta(), inv, &mut v.findings);
+    v
 }
 
 /// The results `check` reads ([`Check::reads`]): those of this run (`results`), and for one
@@ -476,6 +485,8 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
             }
         }
     }
+    // After the overrides: a finding the site made a warning asks what its code asks.
+    set_actions(meta, cx.inv, &mut findings);
     let status = findings
         .iter()
         .map(|f| f.status)
@@ -510,15 +521,7 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
 /// Shell-quotes a value for a fix command, unless it is plainly safe. Values in fixes come from
 /// sysfs, which in a captured root is untrusted.
 pub(crate) fn sh(value: &str) -> String {
-    if !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.:/=@,+".contains(&b))
-    {
-        value.to_owned()
-    } else {
-        format!("'{}'", value.replace('\'', r"'\''"))
-    }
+    crate::model::edit::sh(value)
 }
 
 /// What a GPU or NIC whose config space reads all ones needs: the kernel log says why it stopped
@@ -536,33 +539,18 @@ pub(crate) fn not_responding_fix(bdf: crate::parse::pci::Bdf, what: &str) -> cra
     .manual("# power-cycle the node (from its BMC: ipmitool chassis power cycle) if the device does not come back")
 }
 
-/// Kernel command line fix: add words to GRUB_CMDLINE_LINUX (idempotently), regenerate the grub
-/// config with whichever tool the distribution has, then reboot.
+/// Kernel command line fix: `gdrdoctor edit kernel-args` (GRUB_CMDLINE_LINUX in either
+/// quoting, conflicting words out of GRUB_CMDLINE_LINUX_DEFAULT too, BLS entries,
+/// /etc/kernel/cmdline; the original kept), the grub config made again, then a reboot.
 pub(crate) fn grub_fix(fix: crate::model::Fix, add: &[&str], remove: &[&str]) -> crate::model::Fix {
-    // Some installs only set GRUB_CMDLINE_LINUX_DEFAULT; the edits below need the line to exist.
-    let mut fix = fix.persistent(
-        "grep -q '^GRUB_CMDLINE_LINUX=' /etc/default/grub || echo 'GRUB_CMDLINE_LINUX=\"\"' >> /etc/default/grub",
-    );
-    for word in remove {
-        fix = fix.persistent(format!(
-            "sed -i -E 's/^(GRUB_CMDLINE_LINUX=\"([^\"]*[^\" ])?) *\\b{}\\b/\\1/' /etc/default/grub",
-            word.replace('.', "\\.")
-        ));
-    }
-    for word in add {
-        fix = fix.persistent(format!(
-            "grep -q '^GRUB_CMDLINE_LINUX=.*\\b{w}\\b' /etc/default/grub || sed -i -E 's/^(GRUB_CMDLINE_LINUX=\"[^\"]*)\"/\\1 {w}\"/' /etc/default/grub",
-            w = word
-        ));
-    }
-    grub_regenerate(fix)
+    fix.kernel_args(add, remove).disruptive("systemctl reboot")
 }
 
 /// The end of every kernel command line fix: regenerate the grub config with whichever tool
 /// the distribution has (update-grub also reads the drop-ins of /etc/default/grub.d on Debian
 /// and Ubuntu), then reboot.
 pub(crate) fn grub_regenerate(fix: crate::model::Fix) -> crate::model::Fix {
-    fix.persistent("if command -v update-grub >/dev/null; then update-grub; elif command -v grub2-mkconfig >/dev/null; then grub2-mkconfig -o /boot/grub2/grub.cfg; else echo 'no update-grub or grub2-mkconfig here: regenerate the boot loader configuration by hand' >&2; fi")
+    fix.persistent(crate::model::UPDATE_GRUB)
         .disruptive("systemctl reboot")
 }
 
@@ -633,6 +621,7 @@ mod tests {
             id: "reads",
             title: "",
             codes: &[],
+            actions: &[],
             readme: "",
             live_only: false,
             reads: &["rdma-link", "peer-memory"],
@@ -696,54 +685,21 @@ mod tests {
         assert!(e.contains("unknown check \"iommuu\""), "{e}");
     }
 
-    /// The kernel command line edits run on a scratch copy of /etc/default/grub: they add the
-    /// word once, remove the unwanted ones, and change nothing the second time.
+    /// The kernel command line fix is one edit, then the regeneration and the reboot.
     #[test]
-    fn grub_edits_are_idempotent() {
-        let dir = tempfile::tempdir().unwrap();
-        let grub = dir.path().join("grub");
-        std::fs::write(
-            &grub,
-            "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"quiet intel_iommu=on iommu.strict=1\"\n",
-        )
-        .unwrap();
+    fn grub_fix_is_an_edit() {
         let fix = grub_fix(
             crate::model::Fix::new("", ""),
             &["iommu=pt"],
             &["iommu.strict=1"],
         );
-        let script: Vec<String> = fix
-            .commands
-            .iter()
-            .filter(|c| {
-                c.class == crate::model::FixClass::Persistent && !c.run.contains("mkconfig")
-            })
-            .map(|c| c.run.replace("/etc/default/grub", grub.to_str().unwrap()))
-            .collect();
-        // Runs the edits on the scratch file and returns what it holds afterwards.
-        let apply = || {
-            let ok = std::process::Command::new("bash")
-                .arg("-c")
-                .arg(script.join("\n"))
-                .status()
-                .unwrap();
-            assert!(ok.success());
-            #[allow(clippy::disallowed_methods)] // a scratch file, not a node
-            std::fs::read_to_string(&grub).unwrap()
-        };
-        for _ in 0..2 {
-            assert_eq!(
-                apply(),
-                "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"quiet intel_iommu=on iommu=pt\"\n"
-            );
-        }
-        // A file without the line gets one.
-        std::fs::write(&grub, "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n").unwrap();
-        let text = apply();
-        assert!(
-            text.ends_with("GRUB_CMDLINE_LINUX=\" iommu=pt\"\n"),
-            "{text}"
+        let runs: Vec<&str> = fix.commands.iter().map(|c| c.run.as_str()).collect();
+        assert_eq!(
+            runs[0],
+            "gdrdoctor edit kernel-args --add iommu=pt --remove iommu.strict=1"
         );
+        assert_eq!(runs[1], crate::model::UPDATE_GRUB);
+        assert_eq!(runs[2], "systemctl reboot");
     }
 
     #[test]

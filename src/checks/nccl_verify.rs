@@ -4,7 +4,9 @@
 //! left in the runs (crate::model::Runs), against the findings `rdma-link` and `peer-memory` produced in
 //! the same report.
 
+use super::Rule;
 use super::{Check, Context, Meta};
+use crate::model::Action;
 use crate::model::nccl::{NcclVerify, Run};
 use crate::model::{Code, Finding};
 use crate::nccl::compare::{OwnView, Verification, codes};
@@ -25,10 +27,27 @@ const CODES: &[Code] = &[
     codes::VERIFY_NOT_RUN,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(codes::USES_GDR, Action::None),
+    Rule::new(codes::NO_GDR, Action::FixInPlace),
+    Rule::new(codes::GDR_UNKNOWN, Action::None),
+    Rule::new(codes::AGREES, Action::None),
+    Rule::new(codes::DISAGREES, Action::FixInPlace),
+    Rule::new(codes::ERROR, Action::ResetGpu),
+    Rule::new(codes::ALL_REDUCE_WRONG, Action::ReplacePart),
+    Rule::new(codes::LIBRARY_MISSING, Action::None),
+    Rule::new(codes::VERIFY_FAILED, Action::None),
+    Rule::new(codes::VERIFY_CUT_SHORT, Action::None),
+    Rule::new(codes::VERIFY_NOT_RUN, Action::None),
+];
+
 const META: Meta = Meta {
     id: "nccl-verify",
     title: "NCCL itself uses GPUDirect RDMA, and sees the node as gdrdoctor does",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/nccl-verify/README.md"),
     live_only: false,
     // gdrdoctor's side of the comparison: the network and NICs (`rdma-link`), the GPU memory

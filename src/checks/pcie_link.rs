@@ -1,8 +1,10 @@
 //! `pcie-link`: every GPU and NIC trained its PCIe link at its maximum speed and width.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::pci::PciFunction;
 use crate::inventory::{Fact, Inventory};
+use crate::model::Action;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::pci::{Bdf, express};
 
@@ -35,10 +37,21 @@ const NO_DEVICES: Code = Code {
 
 const CODES: &[Code] = &[FULL, NARROW, SLOW, UNKNOWN, NO_DEVICES];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(FULL, Action::None),
+    Rule::new(NARROW, Action::ReplacePart),
+    Rule::new(SLOW, Action::ReplacePart),
+    Rule::new(UNKNOWN, Action::None),
+    Rule::new(NO_DEVICES, Action::None),
+];
+
 const META: Meta = Meta {
     id: "pcie-link",
     title: "GPU and NIC PCIe links at full speed and width",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/pcie-link/README.md"),
     live_only: false,
     reads: &[],

@@ -1,7 +1,9 @@
 //! `rdma-access` (live only): can a process on this node actually use RDMA? Device nodes,
 //! locked-memory limit, libibverbs and a provider for every device.
 
+use super::Rule;
 use super::{Check, Context, Meta};
+use crate::model::Action;
 use crate::model::access::{Access, CLASS_VERBS, DEV_INFINIBAND, ListError, SONAME};
 use crate::model::{Code, Finding, Fix};
 
@@ -76,10 +78,27 @@ const CODES: &[Code] = &[
     PROVIDER_MISSING,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(UVERBS_OK, Action::None),
+    Rule::new(UVERBS_MISSING, Action::FixInPlace),
+    Rule::new(UVERBS_NO_ACCESS, Action::FixInPlace),
+    Rule::new(MEMLOCK_OK, Action::None),
+    Rule::new(MEMLOCK_LIMITED, Action::FixInPlace),
+    Rule::new(MEMLOCK_LOW, Action::FixInPlace),
+    Rule::new(MEMLOCK_UNKNOWN, Action::None),
+    Rule::new(LIBIBVERBS_OK, Action::None),
+    Rule::new(LIBIBVERBS_MISSING, Action::FixInPlace),
+    Rule::new(LIBIBVERBS_NO_DMABUF, Action::FixInPlace),
+    Rule::new(PROVIDER_MISSING, Action::FixInPlace),
+];
+
 const META: Meta = Meta {
     id: "rdma-access",
     title: "RDMA usable from a process: device nodes, memlock, libibverbs",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/rdma-access/README.md"),
     live_only: true,
     reads: &[],
@@ -170,7 +189,10 @@ fn memlock(cx: &Context, access: &Access) -> Finding {
         "Raise the locked-memory limit to unlimited for the jobs (and for this service)",
         "Lets processes pin memory without bound; the scheduler's cgroup memory limits still apply.",
     )
-    .persistent("printf '* soft memlock unlimited\\n* hard memlock unlimited\\n' > /etc/security/limits.d/90-rdma-memlock.conf")
+    .edit(crate::model::edit::Edit::Write {
+            file: "/etc/security/limits.d/90-rdma-memlock.conf".into(),
+            lines: vec!["* soft memlock unlimited".into(), "* hard memlock unlimited".into()],
+        })
     .manual("# slurmd: LimitMEMLOCK=infinity in its systemd unit, and PropagateResourceLimitsExcept=MEMLOCK in slurm.conf");
     match limit.soft {
         None => Finding::pass(MEMLOCK_OK, "this process", "RLIMIT_MEMLOCK is unlimited").with([fact.evidence()]),

@@ -1,9 +1,11 @@
 //! `rdma-gid`: every RoCE port has a RoCE v2 IPv4 GID (the `NCCL_IB_GID_INDEX` to use) and
 //! every InfiniBand port a LID from a subnet manager.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::Port;
 use crate::inventory::rdma::{GidChoice, GidEntry};
+use crate::model::Action;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::parse::rdma::{GidFamily, GidType};
 use std::collections::BTreeMap;
@@ -85,10 +87,28 @@ const CODES: &[Code] = &[
     PORT_UNUSED,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(ROCE_V2_IPV4, Action::None),
+    Rule::new(IB_LID_ASSIGNED, Action::None),
+    Rule::new(EFA_ADDRESS, Action::None),
+    Rule::new(ROCE_V1_ONLY, Action::FixInPlace),
+    Rule::new(ROCE_NO_IPV4_GID, Action::FixInPlace),
+    Rule::new(ROCE_NO_IP_GID, Action::FixInPlace),
+    Rule::new(ROCE_NO_GID, Action::FixInPlace),
+    Rule::new(ROCE_GID_INDEX_DIFFERS, Action::FixInPlace),
+    Rule::new(IB_NO_LID, Action::FixInPlace).in_vm(Action::Provider),
+    Rule::new(UNREADABLE, Action::None),
+    Rule::new(NO_DEVICE, Action::FixInPlace).in_vm(Action::Provider),
+    Rule::new(PORT_UNUSED, Action::None),
+];
+
 const META: Meta = Meta {
     id: "rdma-gid",
     title: "RoCE v2 GID index per port; InfiniBand LID and SM",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/rdma-gid/README.md"),
     live_only: false,
     reads: &[],
@@ -431,6 +451,7 @@ fn lacking(port: &Port, subject: &str, v2: &[&GidEntry], table_evidence: Vec<Evi
             .any(|g| type_of(g) == Some(GidType::IbRoceV1))
     {
         let listed: Vec<String> = port.gids.iter().map(describe).collect();
+        let device = crate::checks::sh(subject.split_whitespace().next().unwrap_or(""));
         return             Finding::fail(
                 ROCE_V1_ONLY,
                 subject.to_owned(),
@@ -439,8 +460,8 @@ fn lacking(port: &Port, subject: &str, v2: &[&GidEntry], table_evidence: Vec<Evi
             .with(table_evidence)
             .fix(
                 Fix::new("Enable RoCE v2 in the NIC (firmware or driver setting), then reload the driver", "Firmware changes on the NIC need a reset or reboot.")
-                    .manual("# ConnectX: mlxconfig -d <bdf> query | grep -i roce ; update the firmware if RoCE v2 is missing")
-                    .manual("cma_roce_mode -d <device> -p 1   # rdma_cm's default RoCE mode (show)"),
+                    .manual(format!("mlxconfig -d {device} query | grep -i roce   # ConnectX: update the firmware if RoCE v2 is missing"))
+                    .manual(format!("cma_roce_mode -d {device} -p {}   # rdma_cm's default RoCE mode (show)", port.num)),
             );
     }
     if port

@@ -1,8 +1,10 @@
 //! `rdma-link`: RDMA devices exist and every port is up, at its rate, with a RoCE MTU that fits.
 
+use super::Rule;
 use super::{Check, Context, Meta, sh};
 use crate::inventory::rdma::CLASS_INFINIBAND;
 use crate::inventory::{Inventory, Port, RdmaDevice};
+use crate::model::Action;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::nccl::params::HcaList;
 use crate::parse::rdma::{self, PHYS_LINK_UP, roce_active_mtu};
@@ -102,10 +104,31 @@ const CODES: &[Code] = &[
     ROCE_NETDEV_UNKNOWN,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(PORT_ACTIVE, Action::None),
+    Rule::new(NO_DEVICE, Action::FixInPlace).in_vm(Action::Provider),
+    Rule::new(CLASS_UNREADABLE, Action::None),
+    Rule::new(COUNT_LOW, Action::ReplacePart),
+    Rule::new(NIC_NOT_RESPONDING, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(NO_PORTS, Action::None),
+    Rule::new(PORT_DOWN, Action::ReplacePart),
+    Rule::new(PORT_UNUSED_DOWN, Action::None),
+    Rule::new(PORT_DISABLED, Action::None),
+    Rule::new(RAIL_DOWN, Action::ReplacePart),
+    Rule::new(PORT_INIT, Action::FixInPlace).in_vm(Action::Provider),
+    Rule::new(PORT_UNREADABLE, Action::None),
+    Rule::new(RATE_LOW, Action::ReplacePart),
+    Rule::new(ROCE_MTU_SMALL, Action::FixInPlace),
+    Rule::new(ROCE_NETDEV_UNKNOWN, Action::None),
+];
+
 const META: Meta = Meta {
     id: "rdma-link",
     title: "RDMA devices present, ports ACTIVE, RoCE MTU",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/rdma-link/README.md"),
     live_only: false,
     reads: &[],
@@ -325,12 +348,10 @@ fn no_device(inv: &Inventory) -> Finding {
         for m in &modules {
             fix = fix.modprobe(m);
         }
-        let body = modules.join("\\n");
-        fix = fix.guarded(
-            crate::model::FixClass::Persistent,
-            format!("printf '%s\\n' {} > /etc/modules-load.d/rdma-nics.conf", modules.join(" ")),
-            format!("[ \"$(cat /etc/modules-load.d/rdma-nics.conf 2>/dev/null)\" = \"$(printf '{body}')\" ]"),
-        );
+        fix = fix.edit(crate::model::edit::Edit::Write {
+            file: "/etc/modules-load.d/rdma-nics.conf".into(),
+            lines: modules.iter().map(|m| m.to_string()).collect(),
+        });
     } else if !unbound_ib.is_empty() {
         message.push_str(&format!(
             "; InfiniBand controllers with no driver: {}",
@@ -429,8 +450,10 @@ fn judge_port(cx: &Context, dev: &RdmaDevice, port: &Port) -> Vec<Finding> {
             fix = fix.guarded(
                 crate::model::FixClass::Runtime,
                 format!("ip link set dev {} up", sh(&n.name)),
+                // What `ip link set up` changes: IFF_UP (without a link partner operstate stays
+                // down, and bringing it up again would be a test of a proxy).
                 format!(
-                    "[ \"$(cat /sys/class/net/{}/operstate)\" = up ]",
+                    "[ $(( $(cat /sys/class/net/{}/flags 2>/dev/null || echo 0) & 1 )) -eq 1 ]",
                     sh(&n.name)
                 ),
             );

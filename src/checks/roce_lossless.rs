@@ -5,13 +5,15 @@
 //! the priority's buffer its own, ECN on it where MLNX_OFED shows it. A break anywhere is one
 //! finding naming every link with its value and source.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::nccl::Setting;
 use crate::inventory::ofed_qos::DscpMap;
 use crate::inventory::{Inventory, Port, RdmaDevice};
+use crate::model::Action;
 use crate::model::health::Sample;
 use crate::model::qos::{NetdevQos, Qos};
-use crate::model::{Code, Evidence, Fact, Finding, Fix, ReadError, Status};
+use crate::model::{Code, Evidence, Fact, Finding, Fix, FixClass, ReadError, Status};
 use crate::parse::dcbnl::{Dcb, dcbx, selector};
 
 pub struct RoceLossless;
@@ -90,10 +92,30 @@ const CODES: &[Code] = &[
     NO_ROCE,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(OK, Action::None),
+    Rule::new(PFC_OFF, Action::FixInPlace),
+    Rule::new(TRUST_PCP, Action::FixInPlace),
+    Rule::new(TCLASS_OVERRIDE, Action::FixInPlace),
+    Rule::new(GLOBAL_PAUSE, Action::FixInPlace),
+    Rule::new(BUFFER_SHARED, Action::FixInPlace),
+    Rule::new(ECN_OFF, Action::FixInPlace),
+    Rule::new(FIFO_TC_LOSSY, Action::FixInPlace),
+    Rule::new(CNP_SHARED, Action::FixInPlace),
+    Rule::new(PAUSE_STORM, Action::ReplacePart),
+    Rule::new(QOS_UNKNOWN, Action::None),
+    Rule::new(QOS_NOT_READ, Action::None),
+    Rule::new(NOT_APPLICABLE, Action::None),
+    Rule::new(NO_ROCE, Action::None),
+];
+
 const META: Meta = Meta {
     id: "roce-lossless",
     title: "RoCE lossless chain: NCCL's traffic class lands on a priority with PFC",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../checks/roce-lossless/README.md"),
     live_only: false,
     reads: &[],
@@ -299,7 +321,7 @@ fn judge_port(
         Ok(w) => w,
         Err(f) => return vec![f],
     };
-    let mut out: Vec<Finding> = tclass_override(&w).into_iter().collect();
+    let mut out: Vec<Finding> = tclass_override(inv, &w).into_iter().collect();
     let Some(pfc) = w.dcb.pfc.as_ref() else {
         out.push(
             Finding::unknown(
@@ -314,7 +336,7 @@ fn judge_port(
         );
         return out;
     };
-    if let Some(f) = pfc_broken(&w, pfc) {
+    if let Some(f) = pfc_broken(inv, &w, pfc) {
         out.push(f);
         return out;
     }
@@ -490,7 +512,7 @@ fn walk<'a>(
 }
 
 /// MLNX_OFED's override against NCCL_IB_TC.
-fn tclass_override(w: &Walk) -> Option<Finding> {
+fn tclass_override(inv: &Inventory, w: &Walk) -> Option<Finding> {
     let tc = &w.tc;
     if let Some(o) = tc.ofed.filter(|&o| o != tc.nccl) {
         return Some(
@@ -504,12 +526,18 @@ fn tclass_override(w: &Walk) -> Option<Finding> {
             )
             .evidence(tc.ofed_path.clone(), format!("Global tclass={o}"))
             .fix(
-                Fix::new(
-                    format!("Make NCCL_IB_TC and the override say the same: NCCL_IB_TC={o} in /etc/nccl.conf (or the job), or write NCCL's value to the override"),
-                    "The override applies to new QPs only; running jobs keep theirs.",
+                nccl_tc(
+                    inv,
+                    Fix::new(
+                        format!("Make NCCL_IB_TC and the override say the same: NCCL_IB_TC={o} where NCCL reads it (the host side: the override the node's RDMA stack set is kept)"),
+                        "The override applies to new QPs only; running jobs keep theirs.",
+                    ),
+                    o,
                 )
-                .manual(format!("echo NCCL_IB_TC={o} >> /etc/nccl.conf"))
-                .manual(format!("echo {} > {}", tc.nccl, tc.ofed_path)),
+                .or(
+                    format!("or write NCCL's traffic class to the override: every QP the kernel creates on this port then uses NCCL_IB_TC={}", tc.nccl),
+                    |f| f.runtime(format!("echo {} > {}", tc.nccl, tc.ofed_path)),
+                )
             ),
         );
     }
@@ -517,56 +545,27 @@ fn tclass_override(w: &Walk) -> Option<Finding> {
 }
 
 /// PFC off on the priority NCCL's traffic lands on (or PCP trust sending it to 0).
-fn pfc_broken(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
+fn pfc_broken(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
     let (ifname, priority, dscp_trust) = (w.ifname, w.priority, w.dscp_trust);
     let enabled = pfc.priorities();
     let enabled_shown = pfc.shown();
     let pfc_ev = w.evidence("pfc_en", pfc.evidence());
     if !pfc.on(priority) {
         let (code, fix) = if !dscp_trust && enabled.iter().any(|&p| p != 0) {
+            // Under DSCP trust NCCL's own DSCP must reach the lossless priority: the map entry
+            // for that DSCP, not the first of its octet (issue 39: `24:3` where NCCL's is 26).
+            let want = enabled.iter().copied().find(|&p| p != 0).unwrap_or(3);
             (
                 TRUST_PCP,
                 Fix::new(
-                    format!("Trust DSCP on {ifname} so that NCCL_IB_TC decides the priority (or tag RoCE with the lossless priority's PCP)"),
+                    format!("Trust DSCP on {ifname} and map NCCL's DSCP {} to priority {want}, which has PFC, so that NCCL_IB_TC decides the priority", w.dscp),
                     "Changing trust reclassifies the port's traffic at once: drain the node first. The switch must trust DSCP too.",
                 )
-                .manual(format!("mlnx_qos -i {ifname} --trust dscp"))
-                .manual(format!("dcb app add dev {ifname} dscp-prio {}:{}", enabled[0] * 8, enabled[0])),
+                .disruptive(format!("mlnx_qos -i {ifname} --trust dscp"))
+                .disruptive(format!("dcb app replace dev {ifname} dscp-prio {}:{want}", w.dscp)),
             )
         } else {
-            let want = enabled.first().copied().unwrap_or(3);
-            let mut pfc_list = [0u8; 8];
-            pfc_list[priority as usize] = 1;
-            // The lowest DSCP the port's own map puts on the priority that has PFC (under PCP
-            // trust the firmware's DSCP >> 3, for when trust is moved to DSCP); none when the
-            // map leaves that priority empty.
-            let to_want = (0..64u8).find(|&d| {
-                let p = if dscp_trust {
-                    dscp_priority(w.dcb, w.port, d).0
-                } else {
-                    d >> 3
-                };
-                p == want
-            });
-            let alternative = to_want.map_or(String::new(), |d| {
-                format!(", or set NCCL_IB_TC to the traffic class of the priority that has PFC (DSCP {d} -> NCCL_IB_TC={})", d << 2)
-            });
-            let fix = Fix::new(
-                format!("Put NCCL's traffic on the fabric's lossless priority: enable PFC on priority {priority} on {ifname}{alternative}"),
-                "PFC changes take the port's queues through a reconfiguration: drain first. The switch ports must have PFC on the same priority.",
-            )
-            .manual(format!(
-                "mlnx_qos -i {ifname} --pfc {}",
-                pfc_list.iter().map(u8::to_string).collect::<Vec<_>>().join(",")
-            ))
-            .manual(format!("dcb pfc set dev {ifname} prio-pfc {priority}:on"));
-            (
-                PFC_OFF,
-                match to_want {
-                    Some(d) => fix.manual(format!("echo NCCL_IB_TC={} >> /etc/nccl.conf", d << 2)),
-                    None => fix,
-                },
-            )
+            (PFC_OFF, pfc_fix(inv, w, pfc))
         };
         return Some(
             Finding::fail(
@@ -580,6 +579,163 @@ fn pfc_broken(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
         );
     }
     None
+}
+
+/// NCCL_IB_TC=value where NCCL reads it: the file of its first definition (/etc/nccl.conf when
+/// unset), edited in place; the job environment, by hand.
+fn nccl_tc(inv: &Inventory, fix: Fix, value: u8) -> Fix {
+    use crate::inventory::nccl::Origin;
+    match inv.nccl.get("NCCL_IB_TC").map(|s| &s.origin) {
+        None => fix.nccl_conf("NCCL_IB_TC", value),
+        Some(Origin::File { path, .. }) => fix.edit(crate::model::edit::Edit::Set {
+            file: path.clone(),
+            key: "NCCL_IB_TC".into(),
+            value: value.to_string(),
+        }),
+        Some(o) => fix.manual(format!(
+            "# set NCCL_IB_TC={value} where it is set: {}",
+            o.describe()
+        )),
+    }
+}
+
+/// ECN (DCQCN's reaction and notification points) turned on for `priority` where MLNX_OFED's
+/// files say it is off: a fix that moves NCCL's traffic there brings its congestion control.
+fn ecn_on(fix: Fix, w: &Walk, priority: u8) -> Fix {
+    let ifname = w.ifname;
+    let Some((_, rp, np)) = w.port.ofed_qos.ecn.iter().find(|(p, _, _)| *p == priority) else {
+        return fix;
+    };
+    let off: Vec<&str> = [("roce_rp", rp), ("roce_np", np)]
+        .into_iter()
+        .filter(|(_, on)| **on == Some(false))
+        .map(|(point, _)| point)
+        .collect();
+    if off.is_empty() {
+        return fix;
+    }
+    let file = |point: &str| format!("/sys/class/net/{ifname}/ecn/{point}/enable/{priority}");
+    fix.guarded(
+        FixClass::Runtime,
+        off.iter()
+            .map(|p| format!("echo 1 > {}", file(p)))
+            .collect::<Vec<_>>()
+            .join(" && "),
+        off.iter()
+            .map(|p| format!("[ \"$(cat {})\" = 1 ]", file(p)))
+            .collect::<Vec<_>>()
+            .join(" && "),
+    )
+}
+
+/// The prio2buffer vector mlnx_qos takes, with `priority` moved to a buffer no other priority
+/// uses (the lowest); None when every buffer serves one.
+fn own_buffer(prio2buffer: &[u8; 8], priority: u8) -> Option<String> {
+    let free = (0..8u8).find(|b| !prio2buffer.contains(b))?;
+    Some(
+        (0..8u8)
+            .map(|p| {
+                if p == priority {
+                    free.to_string()
+                } else {
+                    prio2buffer[p as usize].to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
+/// The eight-priority PFC vector mlnx_qos takes: the port's current one with `add` on, so that
+/// adding a priority never turns another off (issue 39: `--pfc 0,0,0,1,0,0,0,0` on a port
+/// with PFC on 4 took 4 away).
+fn pfc_vector(pfc: &crate::parse::dcbnl::Pfc, add: u8) -> String {
+    (0..8u8)
+        .map(|p| if pfc.on(p) || p == add { "1" } else { "0" })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// PFC off on NCCL's priority. One fix, the host side that keeps the fabric's settings (its
+/// PFC priority, and the DSCP it expects), the others as alternatives:
+/// - the port's DSCP map moved NCCL's DSCP off the priority the standard map (DSCP >> 3) and
+///   the fabric give it, and that priority has PFC: map it back (MLNX_OFED's dscp2prio, or the
+///   APP table);
+/// - else a DSCP the port maps to a priority with PFC: NCCL_IB_TC for it;
+/// - else, and always as an alternative: PFC on NCCL's priority too, added to the port's vector
+///   (the switch ports must match).
+fn pfc_fix(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Fix {
+    let (ifname, priority) = (w.ifname, w.priority);
+    let enabled = pfc.priorities();
+    let want = enabled.first().copied().unwrap_or(3);
+    let safety = "PFC and DSCP map changes take the port's queues through a reconfiguration: drain first. NCCL_IB_TC takes effect for new jobs; the switch must treat the DSCP as lossless as it treats the priority.";
+    let standard = w.dscp >> 3;
+    let remap = w.dscp_trust && priority != standard && pfc.on(standard);
+    // The lowest DSCP the port's own map puts on the priority that has PFC (under PCP trust
+    // the firmware's DSCP >> 3, for when trust is moved to DSCP).
+    let to_want = (0..64u8).find(|&d| {
+        let p = if w.dscp_trust {
+            dscp_priority(w.dcb, w.port, d).0
+        } else {
+            d >> 3
+        };
+        p == want
+    });
+    let add_pfc = |f: Fix| {
+        f.disruptive(format!(
+            "mlnx_qos -i {ifname} --pfc {}",
+            pfc_vector(pfc, priority)
+        ))
+    };
+    let add_pfc_summary = format!(
+        "enable PFC on priority {priority} too on {ifname} (kept on {}), and on the switch ports",
+        pfc.shown()
+    );
+    if remap {
+        let ofed = w.port.ofed_qos.dscp2prio.is_some()
+            && !w.dcb.app.iter().any(|a| a.selector == selector::DSCP);
+        let fix = Fix::new(
+            format!(
+                "Map NCCL's DSCP {} back to priority {standard} on {ifname}, where the standard map (DSCP >> 3) and PFC put it",
+                w.dscp
+            ),
+            safety,
+        );
+        let fix = if ofed {
+            fix.disruptive(format!(
+                "mlnx_qos -i {ifname} --dscp2prio set,{},{standard}",
+                w.dscp
+            ))
+        } else {
+            fix.disruptive(format!(
+                "dcb app replace dev {ifname} dscp-prio {}:{standard}",
+                w.dscp
+            ))
+        };
+        return fix.or(add_pfc_summary, add_pfc);
+    }
+    match to_want {
+        Some(d) if d << 2 != w.tc.effective() => ecn_on(
+            nccl_tc(
+                inv,
+                Fix::new(
+                    format!("Move NCCL's traffic to the fabric's lossless priority {want}: NCCL_IB_TC={} (DSCP {d}, which {ifname} maps to {want}), with ECN on there", d << 2),
+                    safety,
+                ),
+                d << 2,
+            ),
+            w,
+            want,
+        )
+        .or(add_pfc_summary, add_pfc),
+        _ => add_pfc(Fix::new(
+            format!("Enable PFC on priority {priority} on {ifname} (kept on {}), and on the switch ports", pfc.shown()),
+            safety,
+        ))
+        .or(format!("dcb's form of the same on {ifname}"), |f| {
+            f.disruptive(format!("dcb pfc set dev {ifname} prio-pfc {priority}:on"))
+        }),
+    }
 }
 
 /// `NCCL_IB_FIFO_TC`: the traffic class of NCCL's control messages (the receiver's writes into
@@ -608,11 +764,12 @@ fn fifo_tc_lossy(inv: &Inventory, w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> O
                 format!("Put NCCL's control messages on a lossless priority too: NCCL_IB_FIFO_TC={} (the data's class), or unset it", w.tc.effective()),
                 "Takes effect for new jobs.",
             )
-            .manual(match &s.origin {
-                crate::inventory::nccl::Origin::File { path, .. } => {
-                    format!("sed -i 's/^NCCL_IB_FIFO_TC=/# &/' {path}")
-                }
-                other => format!("# unset NCCL_IB_FIFO_TC in {}", other.path()),
+            .edit_or_manual(match &s.origin {
+                crate::inventory::nccl::Origin::File { path, .. } => Ok(crate::model::edit::Edit::Unset {
+                    file: path.clone(),
+                    key: "NCCL_IB_FIFO_TC".into(),
+                }),
+                other => Err(format!("# unset NCCL_IB_FIFO_TC in {}", other.path())),
             }),
         )
     })
@@ -640,7 +797,7 @@ fn global_pause(w: &Walk) -> Option<Finding> {
                         format!("Turn 802.3x pause off on {ifname}: PFC does the pausing, per priority"),
                         "Takes effect at once; the switch port should have global pause off too.",
                     )
-                    .manual(format!("ethtool -A {ifname} autoneg off rx off tx off")),
+                    .runtime(format!("ethtool -A {ifname} autoneg off rx off tx off")),
                 ),
             );
         }
@@ -672,7 +829,9 @@ fn buffer_shared(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
                         format!("Give priority {priority} a buffer of its own on {ifname}"),
                         "Buffer changes reconfigure the port's queues: drain first.",
                     )
-                    .manual(format!("mlnx_qos -i {ifname} --prio2buffer <8 buffer numbers, priority {priority} alone>")),
+                    .edit_or_manual_cmd(own_buffer(&b.prio2buffer, priority).map(|v| {
+                        (FixClass::Disruptive, format!("mlnx_qos -i {ifname} --prio2buffer {v}"))
+                    }).ok_or_else(|| format!("# every receive buffer of {ifname} serves a priority: give priority {priority} one of its own with mlnx_qos --prio2buffer and --buffer_size"))),
                 ),
             );
         }
@@ -703,8 +862,16 @@ fn ecn_off(w: &Walk) -> Option<Finding> {
                         format!("Enable ECN on priority {priority} of {ifname} (MLNX_OFED)"),
                         "Takes effect at once.",
                     )
-                    .manual(format!("echo 1 > /sys/class/net/{ifname}/ecn/roce_rp/enable/{priority}"))
-                    .manual(format!("echo 1 > /sys/class/net/{ifname}/ecn/roce_np/enable/{priority}")),
+                    .guarded(
+                        FixClass::Runtime,
+                        format!("echo 1 > /sys/class/net/{ifname}/ecn/roce_rp/enable/{priority}"),
+                        format!("[ \"$(cat /sys/class/net/{ifname}/ecn/roce_rp/enable/{priority})\" = 1 ]"),
+                    )
+                    .guarded(
+                        FixClass::Runtime,
+                        format!("echo 1 > /sys/class/net/{ifname}/ecn/roce_np/enable/{priority}"),
+                        format!("[ \"$(cat /sys/class/net/{ifname}/ecn/roce_np/enable/{priority})\" = 1 ]"),
+                    ),
                 ),
             );
         }
@@ -746,7 +913,7 @@ fn cnp_shared(w: &Walk) -> Option<Finding> {
                 format!("Give CNPs a priority of their own on {} (NVIDIA's RoCE guides use DSCP 48, priority 6)", w.ifname),
                 "Takes effect at once; the switch must map that DSCP to a priority of its own too.",
             )
-            .manual(if path.starts_with("/sys/kernel/debug/") {
+            .runtime(if path.starts_with("/sys/kernel/debug/") {
                 format!("echo 48 > {path}")
             } else {
                 format!("echo 48 > /sys/class/net/{}/ecn/roce_np/cnp_dscp", w.ifname)

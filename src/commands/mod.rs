@@ -10,6 +10,7 @@
 
 pub mod capture;
 pub mod check;
+pub mod edit;
 pub mod explain;
 pub mod fix;
 pub mod fleet;

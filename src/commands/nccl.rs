@@ -32,6 +32,13 @@ struct SettingsArgs {
     /// in a child); with --root it is not known.
     #[arg(long, value_name = "VERSION", value_parser = release_version)]
     nccl_version: Option<String>,
+    /// Print the complete /etc/nccl.conf as it should be: the node's file with every line
+    /// gdrdoctor does not manage kept as it is, each managed setting set where NCCL reads it
+    /// (the first definition, in place; appended when absent), a `# gdrdoctor:` comment above
+    /// each change saying old -> new and why; NCCL_IB_TC where roce-lossless knows the lossless
+    /// priority. Install it over /etc/nccl.conf (or `gdrdoctor edit`).
+    #[arg(long)]
+    conf: bool,
 }
 
 /// `2.21` or `2.28.9`.
@@ -177,6 +184,9 @@ fn settings(global: &Global, args: &SettingsArgs) -> anyhow::Result<ExitCode> {
         inv.nccl.release.as_ref(),
     );
     let settings = crate::nccl::settings(&inv, config.thresholds.gdr_level, &release);
+    if args.conf {
+        return conf(&root, &config, &inv, &settings);
+    }
     out!(
         "{}",
         crate::report::nccl::settings::render(&inv, &settings, &release, &display)
@@ -196,6 +206,128 @@ fn settings(global: &Global, args: &SettingsArgs) -> anyhow::Result<ExitCode> {
     }
     write_problems(&problems);
     Ok(ExitCode::from(1))
+}
+
+/// `nccl settings --conf`: the node's /etc/nccl.conf merged with what gdrdoctor manages (see
+/// the flag's help). Exit 2 when the file is there and cannot be read: a merge needs it.
+fn conf(
+    root: &crate::root::Root,
+    config: &crate::config::Config,
+    inv: &crate::inventory::Inventory,
+    settings: &[crate::nccl::Setting],
+) -> anyhow::Result<ExitCode> {
+    use crate::edit::{first_value, set_key};
+    let path = crate::inventory::nccl::ETC_CONF;
+    let old = match root.read_for_edit(path) {
+        Ok(b) => String::from_utf8(b.unwrap_or_default())
+            .map_err(|_| anyhow::anyhow!("{path}: not text: nothing merged"))?,
+        Err(e) => bail!("cannot read {path} to merge with it: {e}"),
+    };
+    // Managed: what gdrdoctor computes, then the NCCL_IB_TC roce-lossless's fix names (the
+    // traffic class whose DSCP the ports map to the priority with PFC).
+    let mut managed: Vec<(String, String, String)> = settings
+        .iter()
+        .filter_map(|s| {
+            let v = s.value.clone()?;
+            let why = s.why.first().cloned().unwrap_or_default();
+            Some((
+                s.name.to_owned(),
+                crate::sanitize::text(&v).into_owned(),
+                why,
+            ))
+        })
+        .collect();
+    // NCCL_IB_HCA from the ports ACTIVE now, written into a file that outlives the outage,
+    // would keep a repaired rail out for good (and turn a rail down into GPUs without a NIC):
+    // while a port is down, the file's own NCCL_IB_HCA is kept.
+    let down: Vec<String> = inv
+        .rdma
+        .iter()
+        .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        .filter(|(_, p)| !p.is_active())
+        .map(|(d, p)| format!("{} port {}", d.name, p.num))
+        .collect();
+    // The GID index is computed over the same ports: it goes with the list.
+    if !down.is_empty() {
+        managed.retain(|(k, _, _)| k != "NCCL_IB_HCA" && k != "NCCL_IB_GID_INDEX");
+        errln!(
+            "gdrdoctor: NCCL_IB_HCA and NCCL_IB_GID_INDEX left as the file has them: {} not ACTIVE now (gdrdoctor nccl shows the settings for today)",
+            down.join(", ")
+        );
+    }
+    if let Some((tc, why)) = lossless_tc(root, config) {
+        managed.retain(|(k, _, _)| k != "NCCL_IB_TC");
+        managed.push(("NCCL_IB_TC".into(), tc, why));
+    }
+    let mut text = old.clone();
+    for (key, value, why) in &managed {
+        let was = first_value(&text, key).map(str::to_owned);
+        if was.as_deref() == Some(value.as_str()) {
+            continue;
+        }
+        let note = format!(
+            "# gdrdoctor: {key} {} -> {value}: {}",
+            was.as_deref().unwrap_or("(unset)"),
+            crate::sanitize::text(why).replace('\n', " ")
+        );
+        let next = set_key(&text, key, value);
+        // The note above the line that changed (or was added).
+        let target = format!("{key}={value}");
+        let mut lines: Vec<&str> = next.lines().collect();
+        if let Some(i) = lines.iter().position(|l| *l == target) {
+            lines.insert(i, &note);
+        }
+        text = lines.join("\n") + "\n";
+    }
+    out!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The NCCL_IB_TC roce-lossless's fix sets (one value for every port), and why.
+fn lossless_tc(
+    root: &crate::root::Root,
+    config: &crate::config::Config,
+) -> Option<(String, String)> {
+    let options = probe::Options {
+        access: false,
+        gpu_probe: None,
+        gpu_probe_on_root: false,
+        qos: true,
+    };
+    let (inv, runs) = load_node(root, config, options);
+    let selection = crate::checks::Selection {
+        select: vec!["roce-lossless".into()],
+        skip: Vec::new(),
+    };
+    let results = crate::checks::run(&inv, &runs, config, &selection);
+    let mut found: Option<(String, String)> = None;
+    for f in results
+        .iter()
+        .filter(|r| r.id == "roce-lossless")
+        .flat_map(|r| &r.findings)
+    {
+        for c in f.fix.iter().flat_map(|x| &x.commands) {
+            if let Some(crate::model::edit::Edit::Set { key, value, .. }) = &c.edit
+                && key == "NCCL_IB_TC"
+            {
+                match &found {
+                    Some((v, _)) if v != value => return None,
+                    _ => {
+                        let rest = if f.fix.as_ref().is_some_and(|x| x.commands.len() > 1) {
+                            "; the rest of that fix (ECN on the priority) is gdrdoctor fix's"
+                        } else {
+                            ""
+                        };
+                        found = Some((
+                            value.clone(),
+                            format!("{} ({}: {}){rest}", f.message, f.code, f.subject),
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    found
 }
 
 /// `gdrdoctor nccl explain`: the logs are read as streams, one after the other, into one

@@ -1,6 +1,7 @@
-//! `fix --apply`: the runtime commands of the fixes run now, each once, each behind its guard
-//! and logged; then what changed, for the checks they fix. Never persistent, disruptive or
-//! manual commands: those stay for the script and the operator.
+//! `fix --apply`: the commands of the fixes run now, each once, each behind its guard and
+//! logged; then what changed, for the checks they fix. On the node: the runtime commands. On a
+//! `--root` directory (an OS image, a copy): the persistent file edits, through that root, and
+//! never a command that acts on the running system. Never disruptive or by-hand steps.
 
 use super::Block;
 use crate::checks::CheckResult;
@@ -15,12 +16,15 @@ pub struct Step {
     pub command: FixCommand,
 }
 
-/// The runtime commands of the blocks, in order, each once.
-pub fn steps(blocks: &[Block]) -> Vec<Step> {
+/// The commands of the blocks that `select` runs, of class `class`, in order, each once.
+pub fn steps(blocks: &[Block], select: super::Select, class: FixClass) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     for b in blocks {
         for c in b.finding.fix.iter().flat_map(|f| &f.commands) {
-            if c.class == FixClass::Runtime && !steps.iter().any(|s| s.command.run == c.run) {
+            if c.class == class
+                && select.runs(b.finding.status, c)
+                && !steps.iter().any(|s| s.command.run == c.run)
+            {
                 steps.push(Step {
                     check: b.check,
                     code: b.finding.code,
@@ -46,10 +50,44 @@ pub struct Ran {
     pub output: String,
 }
 
-/// Runs a step's command with bash, unless its guard says it is done already. An error: bash
-/// could not be started.
-pub fn run(s: &Step) -> std::io::Result<Ran> {
+/// Runs a step: an edit in-process through `root`; a command with bash (only on the node
+/// itself), unless its guard says it is done already. An error: bash could not be started.
+pub fn run(s: &Step, root: &crate::root::Root) -> std::io::Result<Ran> {
     let c = &s.command;
+    if let Some(p) = &c.requires
+        && !root.exists(p)
+    {
+        return Ok(Ran {
+            ok: false,
+            exit: None,
+            output: format!("not run: {p} is not there yet (the by-hand step first)"),
+        });
+    }
+    if let Some(e) = &c.edit {
+        return Ok(match crate::edit::apply(root, e) {
+            Ok(done) => Ran {
+                ok: true,
+                exit: None,
+                output: done
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            },
+            Err(e) => Ran {
+                ok: false,
+                exit: None,
+                output: format!("{e:#}"),
+            },
+        });
+    }
+    if !root.is_live() {
+        return Ok(Ran {
+            ok: false,
+            exit: None,
+            output: "not run: it acts on the running system, not on the files of a root".to_owned(),
+        });
+    }
     let snippet = match &c.guard {
         Some(g) => format!("if {g}; then echo 'already done'; else {}; fi", c.run),
         None => c.run.clone(),
@@ -122,20 +160,23 @@ mod tests {
                 class: FixClass::Runtime,
                 run: run.into(),
                 guard: guard.map(Into::into),
+                edit: None,
+                requires: None,
             },
         }
     }
 
     #[test]
     fn a_step_runs_behind_its_guard_and_is_logged_on_one_line() {
+        let live = crate::root::Root::live();
         let s = step("echo one; echo two >&2; exit 3", None);
-        let r = run(&s).unwrap();
+        let r = run(&s, &live).unwrap();
         assert_eq!(
             log(&s, &r),
             "[peer-memory/peermem-not-loaded] $ echo one; echo two >&2; exit 3\n  -> FAILED (exit 3): one | two"
         );
         let s = step("exit 1", Some("true"));
-        let r = run(&s).unwrap();
+        let r = run(&s, &live).unwrap();
         assert!(r.ok, "{r:?}");
         assert_eq!(r.output, "already done");
     }

@@ -10,7 +10,7 @@
 pub mod apply;
 mod render;
 
-pub use render::{Header, render};
+pub use render::{Header, Select, render, rooted};
 
 use crate::checks::CheckResult;
 use crate::inventory::{Inventory, Problem};
@@ -25,14 +25,23 @@ pub enum Classes {
     Persistent,
     /// Runtime and persistent (disruptive and manual steps are always comments).
     All,
+    /// Everything that is a command, by-hand and disruptive ones too: what the fix harness
+    /// (tests/fixes.rs) runs against a copy of a node, never for a node itself.
+    #[value(hide = true)]
+    Every,
 }
 
 impl Classes {
-    fn runs(self, c: FixClass) -> bool {
+    pub fn runs(self, c: FixClass) -> bool {
         matches!(
             (self, c),
-            (Classes::Runtime | Classes::All, FixClass::Runtime)
-                | (Classes::Persistent | Classes::All, FixClass::Persistent)
+            (
+                Classes::Runtime | Classes::All | Classes::Every,
+                FixClass::Runtime
+            ) | (
+                Classes::Persistent | Classes::All | Classes::Every,
+                FixClass::Persistent
+            ) | (Classes::Every, FixClass::Disruptive | FixClass::Manual)
         )
     }
 }

@@ -2,7 +2,7 @@
 //! with `-v`, and the verdict as the last line (what `tail -1` of a prolog log shows).
 
 use super::Report;
-use crate::model::{Finding, FixClass, Status};
+use crate::model::{Finding, Status};
 use owo_colors::{OwoColorize, Stream};
 use std::fmt::Write;
 
@@ -163,8 +163,12 @@ fn compact(o: &mut String, check: &crate::checks::CheckResult, prerequisite: &st
         dim(check.title),
         dim(prerequisite)
     );
-    for f in check.findings.iter().filter(|f| f.status > Status::Pass) {
-        finding(o, f, style);
+    for g in super::group::groups(check.findings.iter().filter(|f| f.status > Status::Pass)) {
+        if g.len() == 1 {
+            finding(o, g[0], style);
+        } else {
+            group(o, &g);
+        }
     }
     for f in check.findings.iter().filter(|f| f.status == Status::Skip) {
         let _ = writeln!(
@@ -180,6 +184,66 @@ fn compact(o: &mut String, check: &crate::checks::CheckResult, prerequisite: &st
             dim(&format!("passed: {}", clean(&check.summary)))
         );
     }
+}
+
+/// Findings of one cause (see `group`): one line with the members, the fix once, a command
+/// that differs only by each member's name as a loop over the names.
+fn group(o: &mut String, g: &[&Finding]) {
+    use super::group::{command, members};
+    let f = g[0];
+    let _ = writeln!(
+        o,
+        "        {} {}: {}",
+        label(f.status).trim_end(),
+        clean(&members(g)),
+        clean(&f.message)
+    );
+    let Some(fix) = &f.fix else { return };
+    // The fix's own words about the first member, for all of them.
+    let own = super::group::own_names(f);
+    let mut summary = fix.summary.clone();
+    for n in &own {
+        summary = summary.replace(n.as_str(), "each");
+    }
+    let _ = writeln!(
+        o,
+        "          fix: {}{}",
+        clean(&summary),
+        alternatives_said(fix, &own)
+    );
+    let line = |o: &mut String, class: crate::model::FixClass, run: Option<String>, first: &str| {
+        let tag = dim(&format!("[{:<7}]", class.tag()));
+        let text = run.unwrap_or_else(|| format!("{first}   (and each other member's own: -v)"));
+        let _ = writeln!(o, "            {tag} {}", clean(&text));
+    };
+    for (k, c) in fix.commands.iter().enumerate() {
+        line(
+            o,
+            c.class,
+            command(g, |m| m.fix.as_ref()?.commands.get(k)),
+            &c.run,
+        );
+    }
+    let _ = writeln!(
+        o,
+        "            {}",
+        dim(&format!("safety: {}", clean(&fix.safety)))
+    );
+}
+
+/// The default report names a fix's alternatives on its `fix:` line; `-v` (and `gdrdoctor
+/// fix`, as comments) shows their commands.
+fn alternatives_said(fix: &crate::model::Fix, each: &[String]) -> String {
+    fix.alternatives
+        .iter()
+        .map(|a| {
+            let mut text = a.summary.clone();
+            for n in each {
+                text = text.replace(n.as_str(), "each");
+            }
+            format!("; or: {} (-v shows how)", clean(&text))
+        })
+        .collect()
 }
 
 pub(crate) fn finding(o: &mut String, f: &Finding, style: &Style) {
@@ -211,16 +275,26 @@ pub(crate) fn finding(o: &mut String, f: &Finding, style: &Style) {
             }
         }
         if let Some(fix) = &f.fix {
-            let _ = writeln!(o, "          fix: {}", clean(&fix.summary));
+            let _ = writeln!(
+                o,
+                "          fix: {}{}",
+                clean(&fix.summary),
+                if style.verbose {
+                    String::new()
+                } else {
+                    alternatives_said(fix, &[])
+                }
+            );
             for c in &fix.commands {
-                let tag = match c.class {
-                    FixClass::Runtime => "now",
-                    FixClass::Persistent => "persist",
-                    FixClass::Disruptive => "reboot",
-                    FixClass::Manual => "check",
-                };
-                let tag = dim(&format!("[{tag:<7}]"));
+                let tag = dim(&format!("[{:<7}]", c.class.tag()));
                 let _ = writeln!(o, "            {tag} {}", clean(&c.run));
+            }
+            for a in fix.alternatives.iter().filter(|_| style.verbose) {
+                let _ = writeln!(o, "          or: {}", clean(&a.summary));
+                for c in &a.commands {
+                    let tag = dim(&format!("[{:<7}]", c.class.tag()));
+                    let _ = writeln!(o, "            {tag} {}", clean(&c.run));
+                }
             }
             let _ = writeln!(
                 o,

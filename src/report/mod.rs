@@ -3,6 +3,7 @@
 
 pub mod dot;
 pub mod format;
+mod group;
 pub mod human;
 pub mod json;
 pub mod junit;

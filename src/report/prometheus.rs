@@ -3,7 +3,7 @@
 //! refuses them); `gdrdoctor_last_run_timestamp_seconds` tells a stale file from a fresh one.
 
 use super::{GdrSummary, Report};
-use crate::model::Status;
+use crate::model::{Action, Status};
 use std::fmt::Write as _;
 
 /// When the run started and how long it took: not part of the report (which is the same for
@@ -20,6 +20,7 @@ pub fn render(report: &Report, run: Option<Run>) -> String {
     let mut m = Metrics::default();
     verdict(&mut m, report);
     checks(&mut m, report);
+    actions(&mut m, report);
     link_ports(&mut m, report);
     growth(&mut m, report);
     m.family("gdrdoctor_gpus", "GPUs found in sysfs.");
@@ -109,6 +110,30 @@ fn checks(m: &mut Metrics, report: &Report) {
                 ("status", status.as_str()),
             ],
             n as f64,
+        );
+    }
+}
+
+/// What the node needs (docs/actions.md): per action, the warn and fail findings that ask for
+/// it. One series per action, 0 included, so that `gdrdoctor_action{action="replace-part"} > 0`
+/// selects the nodes for a technician and an absent series never reads as "nothing".
+fn actions(m: &mut Metrics, report: &Report) {
+    m.family(
+        "gdrdoctor_action",
+        "Warn and fail findings per action they ask of the node (none, fix-in-place, reset-gpu, reboot, replace-part, provider; docs/actions.md).",
+    );
+    let asked: Vec<Action> = report
+        .checks
+        .iter()
+        .flat_map(|c| &c.findings)
+        .filter(|f| matches!(f.status, Status::Warn | Status::Fail))
+        .filter_map(|f| f.action)
+        .collect();
+    for a in Action::ALL {
+        m.sample(
+            "gdrdoctor_action",
+            &[("action", a.as_str())],
+            asked.iter().filter(|x| **x == a).count() as f64,
         );
     }
 }

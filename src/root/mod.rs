@@ -27,6 +27,7 @@ mod recording;
 mod resolve;
 #[cfg(test)]
 mod tests;
+mod write;
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
@@ -37,6 +38,7 @@ use std::sync::Mutex;
 pub use recording::{Listed, Op, Recording, UNREAD};
 pub use resolve::join;
 use resolve::shortened;
+pub use write::{BACKUP_SUFFIX, Written};
 
 /// Default cap on one file read: the limit a capture archive is held to as well.
 pub const DEFAULT_READ_LIMIT: u64 = crate::archive::FILE_READ_LIMIT;

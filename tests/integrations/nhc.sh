@@ -114,12 +114,12 @@ echo "== not ready (fixture acs-redirect-on-path)"
 conf "* || export GDRDOCTOR=$BIN" "* || check_gdrdoctor 20 --root $FX/acs-redirect-on-path"
 run_nhc -t 30 MARK_OFFLINE=0
 expect_eq "not-ready: nhc exits 1" "$RC" 1
-check "not-ready: NHC's message is gdrdoctor's line" failed_with "gdrdoctor: acs-redirect-on-path"
+check "not-ready: NHC's message is gdrdoctor's line" failed_with "gdrdoctor: fix-in-place(acs-redirect-on-path)"
 
 echo "== not ready, the default deadline, the full report to GDRDOCTOR_NHC_OUTPUT (fixture roce-v1-only)"
 conf "* || export GDRDOCTOR=$BIN GDRDOCTOR_NHC_OUTPUT=json:$LAB/nhc.json" "* || check_gdrdoctor --root $FX/roce-v1-only"
 run_nhc -t 30 MARK_OFFLINE=0
-check "default deadline: NHC's message is gdrdoctor's line" failed_with "gdrdoctor: roce-v1-only"
+check "default deadline: NHC's message is gdrdoctor's line" failed_with "gdrdoctor: fix-in-place(roce-v1-only)"
 check "default deadline: the JSON report names roce-v1-only" grep -q '"roce-v1-only"' "$LAB/nhc.json"
 
 echo "== could not run: no binary at GDRDOCTOR"
@@ -245,9 +245,9 @@ echo "== Slurm runs NHC: not ready (fixture acs-redirect-on-path)"
 log_mark; gdr_conf acs-redirect-on-path; s=$(now)
 check "not-ready: NHC drained the node" wait_state drained
 echo "  drained $(ms "$s") ms after the change; sinfo: $(sinfo -h -N -n "$NODE" -o '%T|%E')"
-expect_eq "not-ready: the reason is NHC's leader and gdrdoctor's line" "$(reason)" "NHC: gdrdoctor: acs-redirect-on-path"
+expect_eq "not-ready: the reason is NHC's leader and gdrdoctor's line" "$(reason)" "NHC: gdrdoctor: fix-in-place(acs-redirect-on-path)"
 check "not-ready: through NHC's node-mark-offline (its log)" \
-  logged "node-mark-offline:  Marking idle $NODE offline:  NHC: gdrdoctor: acs-redirect-on-path"
+  logged "node-mark-offline:  Marking idle $NODE offline:  NHC: gdrdoctor: fix-in-place(acs-redirect-on-path)"
 
 echo "== ready again: NHC resumes the node it drained"
 log_mark; gdr_conf healthy-8gpu-roce; s=$(now)
@@ -255,7 +255,7 @@ check "ready: NHC resumed the node (idle)" wait_state idle
 echo "  idle $(ms "$s") ms after the change"
 expect_eq "ready: no reason left" "$(reason)" none
 check "ready: through NHC's node-mark-online (its log)" \
-  logged "node-mark-online:  Marking $NODE online and clearing note (NHC: gdrdoctor: acs-redirect-on-path)"
+  logged "node-mark-online:  Marking $NODE online and clearing note (NHC: gdrdoctor: fix-in-place(acs-redirect-on-path))"
 
 echo "== could not run (no binary at GDRDOCTOR): drained, not passed"
 log_mark; gdr_conf healthy-8gpu-roce "$LAB/no-such-gdrdoctor"
@@ -265,8 +265,8 @@ log_mark; gdr_conf healthy-8gpu-roce
 check "missing, then ready: NHC resumed the node" wait_state idle
 
 # A reason NHC did not set stays, whatever the check says: an operator's, and the one
-# packaging/slurm/prolog.sh sets (it drains with "gdrdoctor: <codes>", no "NHC:" leader).
-for other in "operator: maintenance" "gdrdoctor: acs-redirect-on-path"; do
+# packaging/slurm/prolog.sh sets (it drains with "gdrdoctor: <action>(<codes>) ...", no "NHC:" leader).
+for other in "operator: maintenance" "gdrdoctor: fix-in-place(acs-redirect-on-path)"; do
   echo "== a reason NHC did not set: '$other'"
   scontrol update nodename="$NODE" state=drain reason="$other"
   log_mark

@@ -51,7 +51,7 @@ check "dpkg says installed" bash -c "dpkg -s gdrdoctor | grep -q '^Status: insta
 want=$("$bin" --version)
 check "installed /usr/bin/gdrdoctor is the binary under test ($want)" test "$(/usr/bin/gdrdoctor --version)" = "$want"
 check "installed binary judges a capture (not ready)" \
-  test "$(/usr/bin/gdrdoctor --root "$acs" check --format reason || true)" = "gdrdoctor: acs-redirect-on-path"
+  test "$(/usr/bin/gdrdoctor --root "$acs" check --format reason || true)" = "gdrdoctor: fix-in-place(acs-redirect-on-path)"
 check "the package depends on nothing beyond libc and libgcc" \
   bash -c "dpkg -s gdrdoctor | grep -qx 'Depends: libc6 (>= [0-9.]*), libgcc-s1'"
 
@@ -105,7 +105,7 @@ cmd=${cmd/\/usr\/bin\/gdrdoctor /\/usr\/bin\/gdrdoctor --root $acs }
 echo "boot unit command: $cmd"
 set +e; $cmd >/dev/null; rc=$?; set -e
 check "the boot unit's command exits 1 on a node that is not ready (the unit fails: loud)" test "$rc" = 1
-check "... and leaves report.json, reason and report.xml" test -s "$run/report.json" -a -s "$run/report.xml" -a "$(cat "$run/reason" 2>/dev/null)" = "gdrdoctor: acs-redirect-on-path"
+check "... and leaves report.json, reason and report.xml" test -s "$run/report.json" -a -s "$run/report.xml" -a "$(cat "$run/reason" 2>/dev/null)" = "gdrdoctor: fix-in-place(acs-redirect-on-path)"
 check "the metrics unit treats not-ready as success" grep -qx 'SuccessExitStatus=1' /lib/systemd/system/gdrdoctor-metrics.service
 
 # /etc/default/gdrdoctor is a conffile, kept on remove and gone on purge.

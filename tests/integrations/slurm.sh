@@ -134,7 +134,7 @@ echo "  srun exit $rc in $(ms "$s") ms: $(tr '\n' ' ' <<<"$out")"
 check "not-ready: srun -N1 hostname fails" test "$rc" -ne 0
 check "not-ready: srun did not run hostname" lacks_line "$NODE" "$out"
 check "not-ready: node drained" wait_state drained 120
-expect_eq "not-ready: reason is gdrdoctor's line" "$(reason)" "gdrdoctor: acs-redirect-on-path"
+expect_eq "not-ready: reason is gdrdoctor's line" "$(reason)" "gdrdoctor: fix-in-place(acs-redirect-on-path)"
 echo "  sinfo -N -n $NODE -o '%T|%E': $(sinfo -h -N -n "$NODE" -o '%T|%E')"
 check "not-ready: JSON report written (ready=false, acs-redirect-on-path)" report_is not-ready acs-redirect-on-path
 
@@ -149,7 +149,7 @@ echo "  sbatch job $jb: $st"
 expect_eq "not-ready: sbatch job requeued and held" "$st" "PENDING|launch failed requeued held"
 check "not-ready: sbatch payload did not run" lacks_line payload-ran "$(cat "$LAB/log/job_$jb.out" 2>/dev/null)"
 check "not-ready: node drained again (sbatch)" wait_state drained 120
-expect_eq "not-ready: reason is gdrdoctor's line (sbatch)" "$(reason)" "gdrdoctor: acs-redirect-on-path"
+expect_eq "not-ready: reason is gdrdoctor's line (sbatch)" "$(reason)" "gdrdoctor: fix-in-place(acs-redirect-on-path)"
 scancel "$jb"
 
 # 6. resume with a ready node: jobs run --------------------------------------------------------
@@ -180,12 +180,12 @@ echo "  prolog wall time (not ready, reason kept): $MS ms"
 echo "== gdrdoctor reason replaced"
 resume
 run_prolog
-expect_eq "replace: first run drains with acs-redirect-on-path" "$(reason)" "gdrdoctor: acs-redirect-on-path"
+expect_eq "replace: first run drains with acs-redirect-on-path" "$(reason)" "gdrdoctor: fix-in-place(acs-redirect-on-path)"
 echo "  prolog wall time (not ready, drain): $MS ms"
 defaults fixture=roce-v1-only
 run_prolog
 expect_eq "replace: prolog exits 1" "$RC" 1
-expect_eq "replace: reason replaced by the new finding" "$(reason)" "gdrdoctor: roce-v1-only"
+expect_eq "replace: reason replaced by the new finding" "$(reason)" "gdrdoctor: fix-in-place(roce-v1-only)"
 echo "  prolog wall time (not ready, replace): $MS ms"
 
 # 9. GDRDOCTOR_ON_ERROR ------------------------------------------------------------------------

@@ -292,7 +292,7 @@ J=$(in_lab journalctl -b --no-pager -o cat -u $G)
 echo "---- \$ journalctl -u $G (the failing check, its fix)"; grep -A3 '^FAIL' <<<"$J" | indent
 check "not-ready: journalctl -u shows the failing check, its fix and the unit's failure" \
   has_line "$J" 'FAIL    acs' '          fix:' "gdrdoctor.service: Failed with result 'exit-code'"
-expect_eq "not-ready: /run/gdrdoctor/reason" "$(in_lab cat /run/gdrdoctor/reason)" "gdrdoctor: acs-redirect-on-path"
+expect_eq "not-ready: /run/gdrdoctor/reason" "$(in_lab cat /run/gdrdoctor/reason)" "gdrdoctor: fix-in-place(acs-redirect-on-path)"
 START=$(show $G ExecMainStartTimestampMonotonic) EXIT=$(show $G ExecMainExitTimestampMonotonic)
 echo "TIME boot unit (not ready): gdrdoctor ran $(( (EXIT - START) / 1000 )) ms, started $(since_boot "$START") ms after systemd started"
 SLURMD=$(show slurmd.service ExecMainStartTimestampMonotonic)

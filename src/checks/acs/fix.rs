@@ -109,13 +109,17 @@ pub(super) fn entries(g: &Grace) -> Vec<String> {
         .collect()
 }
 
-/// The drop-in as rdma_topo write-grub-acs writes it, or rdma_topo itself where installed. The
-/// line in double quotes, so that the shell keeps `$GRUB_CMDLINE_LINUX` for GRUB to expand and
-/// the escaped quotes around the list (`;` must not reach GRUB's parser bare).
-fn drop_in(value: &str) -> String {
-    format!(
-        "if command -v rdma_topo >/dev/null 2>&1; then rdma_topo write-grub-acs; else mkdir -p /etc/default/grub.d && printf '%s\\n' '# Written by gdrdoctor as rdma-core rdma_topo write-grub-acs writes it: ACS settings for RDMA GPU Direct' \"GRUB_CMDLINE_LINUX=\\\"\\$GRUB_CMDLINE_LINUX pci=config_acs=\\\\\\\"{value}\\\\\\\"\\\"\" > {DROP_IN}; fi"
-    )
+/// The drop-in as rdma_topo write-grub-acs writes it: its comment, then GRUB_CMDLINE_LINUX in
+/// double quotes, so that GRUB's shell keeps `$GRUB_CMDLINE_LINUX` and the escaped quotes
+/// around the list (`;` must not reach GRUB's parser bare).
+fn drop_in(value: &str) -> crate::model::edit::Edit {
+    crate::model::edit::Edit::Write {
+        file: DROP_IN.into(),
+        lines: vec![
+            "# Written by gdrdoctor as rdma-core rdma_topo write-grub-acs writes it: ACS settings for RDMA GPU Direct".into(),
+            format!("GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX pci=config_acs=\\\"{value}\\\"\""),
+        ],
+    }
 }
 
 /// One fix for every port (and IOMMU group) of the node that is not as rdma_topo requires: each
@@ -152,10 +156,19 @@ pub(super) fn config_acs(inv: &Inventory, g: &Grace) -> Fix {
     if entries.is_empty() {
         fix = fix.disruptive("systemctl reboot");
     } else {
-        fix = fix.persistent(drop_in(&value));
-        fix = crate::checks::grub_regenerate(fix).manual(format!(
-            "# no /etc/default/grub.d (not a Debian-style GRUB)? add the parameter with the boot loader's tool instead: grubby --update-kernel=ALL --args='pci=config_acs={value}'"
-        ));
+        fix = fix.edit(drop_in(&value));
+        fix = crate::checks::grub_regenerate(fix)
+            .or("rdma-core's own tool, which writes the same drop-in", |f| {
+                f.by_hand("rdma_topo write-grub-acs")
+            })
+            .or(
+                "no /etc/default/grub.d (not a Debian-style GRUB): the boot loader's tool",
+                |f| {
+                    f.by_hand(format!(
+                        "grubby --update-kernel=ALL --args='pci=config_acs={value}'"
+                    ))
+                },
+            );
     }
     fix.manual(
         "dmesg | grep -i -e 'Configured ACS' -e 'ACS command line' -e 'Invalid ACS'   # after the reboot: one 'Configured ACS to 0x....' per entry",
@@ -208,23 +221,20 @@ mod tests {
         );
     }
 
-    /// The drop-in command run for real (no rdma_topo on the test's PATH) on a scratch
-    /// directory: the file holds rdma_topo's line, which GRUB's shell then expands to the
-    /// command line words with the list in quotes.
+    /// The drop-in written to a scratch file: the file holds rdma_topo's line,
+    /// which GRUB's shell then expands to the command line words with the list in quotes.
     #[test]
     fn drop_in_is_what_rdma_topo_writes() {
         let dir = tempfile::tempdir().unwrap();
         let value = "xx111x0@0008:00:00.0;xx110x1@0008:02:00.0;xx101x1@0008:02:01.0";
-        let run = drop_in(value).replace("/etc/default/grub.d", dir.path().to_str().unwrap());
-        let ok = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(&run)
-            .env("PATH", "/usr/bin:/bin")
-            .status()
-            .unwrap();
-        assert!(ok.success());
+        let crate::model::edit::Edit::Write { file, lines } = drop_in(value) else {
+            panic!("the drop-in is a whole file");
+        };
+        assert_eq!(file, DROP_IN);
+        let file = dir.path().join("config-acs.cfg");
+        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
         #[allow(clippy::disallowed_methods)] // a scratch file, not a node
-        let text = std::fs::read_to_string(dir.path().join("config-acs.cfg")).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(
             text.lines().nth(1),
             Some(
@@ -235,8 +245,8 @@ mod tests {
         let out = std::process::Command::new("bash")
             .arg("-c")
             .arg(format!(
-                "GRUB_CMDLINE_LINUX=quiet; . {}/config-acs.cfg; printf '%s' \"$GRUB_CMDLINE_LINUX\"",
-                dir.path().display()
+                "GRUB_CMDLINE_LINUX=quiet; . {}; printf '%s' \"$GRUB_CMDLINE_LINUX\"",
+                file.display()
             ))
             .output()
             .unwrap();

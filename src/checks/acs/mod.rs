@@ -7,9 +7,11 @@ mod data_direct;
 mod fix;
 mod grace;
 
+use super::Rule;
 use super::{Check, Context, Meta, sh};
 use crate::inventory::Inventory;
 use crate::inventory::pci::PciDetail;
+use crate::model::Action;
 use crate::model::{Code, Finding, Fix};
 use crate::parse::pci::{self as pp, Bdf, acs, acs_flags, extended_readable};
 use std::collections::BTreeMap;
@@ -67,10 +69,34 @@ const CODES: &[Code] = &[
     data_direct::NO_LIBMLX5,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(CLEAR, Action::None),
+    Rule::new(ABSENT, Action::None),
+    Rule::new(REDIRECT_ON_PATH, Action::FixInPlace).in_vm(Action::Provider),
+    Rule::new(UNKNOWN, Action::None),
+    Rule::new(BRIDGE_NOT_RESPONDING, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(NO_PATH, Action::None),
+    Rule::new(grace::AS_REQUIRED, Action::None),
+    Rule::new(grace::NOT_AS_REQUIRED, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(grace::UNRECOGNISED, Action::None),
+    Rule::new(grace::GROUPS_AS_REQUIRED, Action::None),
+    Rule::new(grace::DMA_GPU_GROUPS_DIFFER, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(grace::NUMA_GROUP_SHARED, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(grace::GROUP_MISSING, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(grace::ATS_OFF, Action::None),
+    Rule::new(grace::ATS_ON, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(data_direct::FOUND, Action::None),
+    Rule::new(data_direct::OFF, Action::FixInPlace),
+    Rule::new(data_direct::NO_LIBMLX5, Action::FixInPlace),
+];
+
 const META: Meta = Meta {
     id: "acs",
     title: "No ACS redirect on the GPU-NIC paths",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../../checks/acs/README.md"),
     live_only: false,
     reads: &[],
@@ -188,6 +214,10 @@ pub fn redirecting(inv: &Inventory, b: Bdf) -> Option<crate::parse::pci::Acs> {
 }
 
 /// The redirecting bits set in an ACS Control value, by lspci's names.
+/// ReqRedir, CmpltRedir and EgressCtrl: the ACS control bits that send peer-to-peer traffic
+/// up to the root complex.
+pub const REDIRECT_MASK: u16 = (1 << 2) | (1 << 3) | (1 << 5);
+
 pub fn redirect_bits(control: u16) -> Vec<&'static str> {
     ["ReqRedir", "CmpltRedir", "EgressCtrl"]
         .into_iter()
@@ -308,28 +338,45 @@ fn judge(inv: &Inventory, b: Bdf, pairs: &[String], redirecting: &[Bdf]) -> Find
     // One boot-time unit for every redirecting bridge on the node, so that each finding's fix
     // writes the same file. (A `pci=disable_acs_redir=a;b` kernel parameter would do too, but
     // grub reads `;` as a command separator.)
-    let exec: String = redirecting
-        .iter()
-        .map(|r| {
-            format!(
-                "ExecStart=/usr/bin/setpci -s {} ECAP_ACS+0x6.w=0000\\n",
-                sh(&r.to_string())
-            )
-        })
-        .collect();
+    // setpci's VALUE:MASK form writes only the masked bits: ReqRedir, CmpltRedir and
+    // EgressCtrl cleared, SrcValid, TransBlocking and UpstreamFwd left as they are (issue 39:
+    // `=0000` cleared them too).
+    let mut unit: Vec<String> = [
+        "[Unit]",
+        "Description=Clear PCIe ACS redirect for GPUDirect RDMA (gdrdoctor)",
+        "[Service]",
+        "Type=oneshot",
+    ]
+    .map(String::from)
+    .to_vec();
+    unit.extend(redirecting.iter().map(|r| {
+        format!("ExecStart=/usr/bin/setpci -s {r} ECAP_ACS+0x6.w=0000:{REDIRECT_MASK:04x}")
+    }));
+    unit.extend(["[Install]", "WantedBy=multi-user.target"].map(String::from));
     let fix = Fix::new(
         format!("Clear ACS redirect on {b} now, and at every boot with a oneshot unit (or in the BIOS; Linux 6.11+ also takes pci=config_acs=)"),
         "ACS is an isolation feature: on a host that assigns devices to VMs, clearing it merges their isolation domains. setpci's change is lost at reboot or hotplug.",
     )
     .guarded(
         crate::model::FixClass::Runtime,
-        format!("setpci -s {} ECAP_ACS+0x6.w=0000", sh(&b.to_string())),
-        format!("[ \"$(setpci -s {} ECAP_ACS+0x6.w)\" = 0000 ]", sh(&b.to_string())),
+        format!(
+            "setpci -s {} ECAP_ACS+0x6.w=0000:{REDIRECT_MASK:04x}",
+            sh(&b.to_string())
+        ),
+        format!(
+            "[ $((0x$(setpci -s {} ECAP_ACS+0x6.w) & {REDIRECT_MASK:#06x})) -eq 0 ]",
+            sh(&b.to_string())
+        ),
     )
-    .persistent(format!(
-        "printf '[Unit]\\nDescription=Clear PCIe ACS redirect for GPUDirect RDMA (gdrdoctor)\\n[Service]\\nType=oneshot\\n{exec}[Install]\\nWantedBy=multi-user.target\\n' > /etc/systemd/system/gdrdoctor-acs.service"
-    ))
-    .persistent("systemctl daemon-reload && systemctl enable gdrdoctor-acs.service")
+    .edit(crate::model::edit::Edit::Write {
+        file: "/etc/systemd/system/gdrdoctor-acs.service".into(),
+        lines: unit,
+    })
+    .guarded(
+        crate::model::FixClass::Persistent,
+        "systemctl daemon-reload && systemctl enable gdrdoctor-acs.service",
+        "systemctl is-enabled --quiet gdrdoctor-acs.service",
+    )
     .manual("# BIOS: disable ACS / enable PCIe peer-to-peer on the root ports and switches (vendor menus vary)");
     Finding::fail(
         REDIRECT_ON_PATH,

@@ -3,8 +3,10 @@
 //! large enough to map the memory NICs will register? The libraries are asked in a child
 //! process (crate::probe::gpu); missing libraries and failed initialisation are findings here.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::{Gpu, GpuVendor, Inventory};
+use crate::model::Action;
 use crate::model::gpu::Lib;
 use crate::model::gpu::{RECORDED_NVML, Runtime, SkipReason};
 use crate::model::{Code, Evidence, Finding, Fix};
@@ -146,10 +148,37 @@ const CODES: &[Code] = &[
     RUNTIME_NO_GPU,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(READY, Action::None),
+    Rule::new(NOT_SEEN_BY_DRIVER, Action::Reboot),
+    Rule::new(NOT_RESPONDING, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(GDR_UNSUPPORTED, Action::ReplacePart),
+    Rule::new(BAR_SMALL, Action::Reboot).in_vm(Action::Provider),
+    Rule::new(BAR_UNKNOWN, Action::None),
+    Rule::new(PERSISTENCE_OFF, Action::FixInPlace),
+    Rule::new(NVLINK_DOWN, Action::ResetGpu),
+    Rule::new(C2C_DOWN, Action::ReplacePart),
+    Rule::new(FABRIC_NOT_READY, Action::FixInPlace),
+    Rule::new(NOT_IN_SYSFS, Action::None),
+    Rule::new(NVIDIA_LIBRARY_MISSING, Action::FixInPlace),
+    Rule::new(NVIDIA_LIBRARY_TOO_OLD, Action::FixInPlace),
+    Rule::new(NVIDIA_DRIVER_NOT_LOADED, Action::FixInPlace),
+    Rule::new(NVIDIA_DRIVER_MISMATCH, Action::Reboot),
+    Rule::new(RUNTIME_ERROR, Action::FixInPlace),
+    Rule::new(ROCM_LIBRARY_MISSING, Action::FixInPlace),
+    Rule::new(PROBE_SKIPPED, Action::None),
+    Rule::new(PROBE_FAILED, Action::None),
+    Rule::new(NO_RUNTIME_RULES, Action::None),
+    Rule::new(RUNTIME_NO_GPU, Action::None),
+];
+
 const META: Meta = Meta {
     id: "gpu",
     title: "GPUs as their driver sees them: present, GDR-capable, BAR1",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../../checks/gpu/README.md"),
     live_only: false,
     reads: &[],
@@ -315,7 +344,7 @@ fn bar_fix(vendor: GpuVendor, gpu: Bdf) -> Fix {
     match vendor {
         GpuVendor::Nvidia => fix
             .manual(format!("nvidia-smi -q -d MEMORY -i {gpu} | grep -A3 BAR1"))
-            .disruptive("./displaymodeselector --gpumode physical_display_disabled   # NVIDIA's tool, then reboot"),
+            .disruptive("displaymodeselector --gpumode physical_display_disabled   # NVIDIA's tool (from its download, on PATH), then reboot"),
         _ => fix.disruptive("systemctl reboot   # after enabling Resizable BAR in the BIOS"),
     }
 }

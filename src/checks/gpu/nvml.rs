@@ -277,8 +277,10 @@ fn persistence_fix() -> Fix {
     .guarded(
         FixClass::Persistent,
         "systemctl enable --now nvidia-persistenced",
-        "systemctl is-enabled --quiet nvidia-persistenced",
+        // Enabled is not enough: a unit that runs --no-persistence-mode keeps it off.
+        "systemctl is-enabled --quiet nvidia-persistenced && [ \"$(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader | sort -u)\" = Enabled ]",
     )
+    .manual("# a unit that runs nvidia-persistenced --no-persistence-mode keeps persistence off: remove the flag (systemctl edit nvidia-persistenced)")
 }
 
 fn nvlink_fix(g: &Gpu) -> Fix {

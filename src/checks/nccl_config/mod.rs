@@ -4,10 +4,12 @@
 //! and the settings of NCCL's InfiniBand/RoCE transport and sockets, judged against NCCL's own
 //! ranges and the node's interfaces (issue 28).
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
 use crate::inventory::nccl::{Origin, Setting, SourceState};
-use crate::model::{Code, Finding, Fix, FixClass};
+use crate::model::Action;
+use crate::model::{Code, Finding, Fix};
 use crate::nccl::params;
 
 mod gid;
@@ -245,10 +247,53 @@ const CODES: &[Code] = &[
     NO_GPU,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(DEFAULTS, Action::None),
+    Rule::new(SETTING, Action::None),
+    Rule::new(IB_DISABLED, Action::FixInPlace),
+    Rule::new(NET_NOT_IB, Action::FixInPlace),
+    Rule::new(GDR_LEVEL_OFF, Action::FixInPlace),
+    Rule::new(GDR_LEVEL_IGNORED, Action::FixInPlace),
+    Rule::new(GDR_C2C_OFF, Action::FixInPlace),
+    Rule::new(GDR_READ_OFF, Action::FixInPlace),
+    Rule::new(DMABUF_DISABLED, Action::FixInPlace),
+    Rule::new(HCA_UNMATCHED, Action::FixInPlace),
+    Rule::new(GID_INDEX_OK, Action::None),
+    Rule::new(GID_INDEX_BAD, Action::FixInPlace),
+    Rule::new(GID_INDEX_STACKED, Action::FixInPlace),
+    Rule::new(CONF_LINE_IGNORED, Action::FixInPlace),
+    Rule::new(CONF_UNREADABLE, Action::None),
+    Rule::new(TOPO_FILE_OK, Action::None),
+    Rule::new(TOPO_FILE_MISSING, Action::FixInPlace),
+    Rule::new(TOPO_FILE_INVALID, Action::FixInPlace),
+    Rule::new(TOPO_FILE_UNREADABLE, Action::None),
+    Rule::new(TOPO_FILE_STALE, Action::FixInPlace),
+    Rule::new(TOPO_FILE_INCOMPLETE, Action::FixInPlace),
+    Rule::new(TOPO_FILE_GDR_OFF, Action::FixInPlace),
+    Rule::new(TRANSPORT_SETTING, Action::None),
+    Rule::new(IB_TIMEOUT_BAD, Action::FixInPlace),
+    Rule::new(IB_RETRY_CNT_BAD, Action::FixInPlace),
+    Rule::new(IB_QPS_BAD, Action::FixInPlace),
+    Rule::new(IB_SL_BAD, Action::FixInPlace),
+    Rule::new(IB_TC_BAD, Action::FixInPlace),
+    Rule::new(IB_GDR_LEVEL_LEFTOVER, Action::FixInPlace),
+    Rule::new(SOCKET_IFNAME_UNMATCHED, Action::FixInPlace),
+    Rule::new(SOCKET_IFNAME_DOWN, Action::FixInPlace),
+    Rule::new(NET_PLUGIN, Action::None),
+    Rule::new(NET_PLUGIN_MISSING, Action::FixInPlace),
+    Rule::new(NET_PLUGIN_UNFOUND, Action::FixInPlace),
+    Rule::new(NET_PLUGIN_BROKEN, Action::FixInPlace),
+    Rule::new(NET_PLUGIN_SETTING, Action::None),
+    Rule::new(NO_GPU, Action::None),
+];
+
 const META: Meta = Meta {
     id: "nccl-config",
     title: "NCCL's own settings keep GPUDirect RDMA on",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../../checks/nccl-config/README.md"),
     live_only: false,
     reads: &[],
@@ -404,28 +449,22 @@ fn shown_as(code: Code, s: &Setting, what: &str, inv: &Inventory) -> Finding {
 }
 
 /// A fix that removes or replaces the line (or the environment variable) a setting came from.
-/// A line is commented out, not deleted (NCCL skips a line that starts with `#`), and only if
-/// it still sets the name: the fix script runs every fix of a file one after the other, and a
-/// deleted line would move the lines the later fixes name.
+/// A line is commented out, not deleted (NCCL skips a line that starts with `#`); a
+/// replacement takes the place of the first definition, the one NCCL keeps.
 pub(super) fn undo(s: &Setting, summary: String, safety: &str, replacement: Option<&str>) -> Fix {
     let fix = Fix::new(summary, safety);
     match &s.origin {
-        Origin::File { path, line, .. } => {
-            let path_q = super::sh(path);
-            match replacement {
-                Some(r) => fix.cmd(
-                    FixClass::Persistent,
-                    format!("sed -i '{line}s/.*/{}={r}/' {path_q}", s.name),
-                ),
-                None => fix.cmd(
-                    FixClass::Persistent,
-                    format!(
-                        "sed -i '{line}s/^{}=/# &/' {path_q}   # {}={}",
-                        s.name, s.name, s.value
-                    ),
-                ),
-            }
-        }
+        Origin::File { path, .. } => match replacement {
+            Some(r) => fix.edit(crate::model::edit::Edit::Set {
+                file: path.clone(),
+                key: s.name.clone(),
+                value: r.to_owned(),
+            }),
+            None => fix.edit(crate::model::edit::Edit::Unset {
+                file: path.clone(),
+                key: s.name.clone(),
+            }),
+        },
         o => fix.manual(format!(
             "# remove {} from {} (the job environment the site sets)",
             s.name,

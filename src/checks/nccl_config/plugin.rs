@@ -210,11 +210,7 @@ fn loader_fix(p: &NetPlugin, u: &UnusedInstall) -> Fix {
     );
     match &p.setting {
         None if !setting_finds => {
-            fix = fix.guarded(
-                crate::model::FixClass::Persistent,
-                "echo NCCL_NET_PLUGIN=ofi >> /etc/nccl.conf",
-                "grep -q '^NCCL_NET_PLUGIN=' /etc/nccl.conf 2>/dev/null",
-            );
+            fix = fix.nccl_conf("NCCL_NET_PLUGIN", "ofi");
         }
         Some(s) if !setting_finds => {
             fix = fix.manual(format!(

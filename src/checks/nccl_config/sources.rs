@@ -3,7 +3,7 @@
 use super::{CONF_LINE_IGNORED, CONF_UNREADABLE, undo};
 use crate::inventory::Inventory;
 use crate::inventory::nccl::SourceState;
-use crate::model::{Finding, Fix, FixClass};
+use crate::model::{Finding, Fix};
 
 /// The files NCCL reads, and their lines that do not do what they seem to.
 pub(super) fn judge(inv: &Inventory) -> Vec<Finding> {
@@ -62,15 +62,11 @@ pub(super) fn judge(inv: &Inventory) -> Vec<Finding> {
                     format!("Write the line as NCCL reads it: {m}={value}"),
                     "Changes what every NCCL job on the node reads, as the line intended.",
                 )
-                .cmd(
-                    FixClass::Persistent,
-                    format!(
-                        "sed -i '{}s/.*/{m}={}/' {}",
-                        o.line,
-                        value.replace('/', "\\/"),
-                        crate::checks::sh(path)
-                    ),
-                )
+                .edit(crate::model::edit::Edit::Replace {
+                    file: path.to_string(),
+                    old: o.text.clone(),
+                    new: format!("{m}={value}"),
+                })
             }
             _ => Fix::new(
                 "Write the line as NAME=value with no spaces, quotes or 'export', or remove it",

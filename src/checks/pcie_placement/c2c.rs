@@ -104,11 +104,7 @@ pub(super) fn judge_c2c(
         "Changes how every NCCL job on the node moves GPU memory to the NICs; GDR over C2C is NVIDIA's default for Grace systems from NCCL 2.27.",
     );
     if d.era == Era::V26 && inv.nccl.get("NCCL_NET_GDR_C2C").is_none() {
-        fix = fix.guarded(
-            crate::model::FixClass::Persistent,
-            "echo NCCL_NET_GDR_C2C=1 >> /etc/nccl.conf",
-            "grep -q '^NCCL_NET_GDR_C2C=' /etc/nccl.conf 2>/dev/null",
-        );
+        fix = fix.nccl_conf("NCCL_NET_GDR_C2C", 1);
     }
     for c in cmds {
         fix = fix.manual(c);

@@ -1,8 +1,10 @@
 //! `pcie-placement`: each GPU has a NIC close enough on the PCIe tree for NCCL to use
 //! GPUDirect RDMA, and GPUs do not crowd onto one NIC while a usable one sits idle.
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::Inventory;
+use crate::model::Action;
 use crate::model::{Code, Evidence, Finding, Fix};
 use crate::nccl::effective::{self, Basis, Nearest, Policy, PolicySource, Verdict};
 use crate::nccl::params::GdrLimit;
@@ -80,10 +82,26 @@ const CODES: &[Code] = &[
     PLACEMENT_NO_PAIR,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(GPU_NIC_NEAR, Action::None),
+    Rule::new(GPU_NIC_TOO_FAR, Action::ReplacePart).in_vm(Action::Provider),
+    Rule::new(GPU_NIC_C2C, Action::None),
+    Rule::new(GPU_NIC_C2C_NO_GDR, Action::FixInPlace),
+    Rule::new(GPU_NIC_C2C_RELEASE_UNKNOWN, Action::None),
+    Rule::new(GPU_NIC_CROWDED, Action::ReplacePart).in_vm(Action::Provider),
+    Rule::new(GPU_NIC_NARROW, Action::ReplacePart).in_vm(Action::Provider),
+    Rule::new(NIC_NARROW, Action::None),
+    Rule::new(PLACEMENT_UNKNOWN, Action::None),
+    Rule::new(PLACEMENT_NO_PAIR, Action::None),
+];
+
 const META: Meta = Meta {
     id: "pcie-placement",
     title: "Each GPU has a NIC within NCCL's GDR distance",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../../checks/pcie-placement/README.md"),
     live_only: false,
     reads: &[],
@@ -503,9 +521,15 @@ fn judge(
         ev.extend(vm.evidence.iter().take(1).cloned());
         ev.extend(vm.signals.iter().cloned());
     }
-    Finding::fail(GPU_NIC_TOO_FAR, subject.to_owned(), message)
+    let f = Finding::fail(GPU_NIC_TOO_FAR, subject.to_owned(), message)
         .with(ev)
-        .fix(fix)
+        .fix(fix);
+    // In a VM the layout is the provider's (the table's rule), unless gdrdoctor knows the
+    // provider's topology file for this size: installing it is a change on the node.
+    match (&inv.virtual_pci, basis) {
+        (Some(vm), Basis::Sysfs) if vm.provider.is_some() => f.action(Action::FixInPlace),
+        _ => f,
+    }
 }
 
 /// GPUs whose one nearest NIC is the same, while another NIC NCCL uses (`nccl_nics`) is no

@@ -49,12 +49,9 @@ pub(super) fn vm_fix(inv: &Inventory, vm: &crate::inventory::vm::Virtual) -> Fix
             if let Some(f) = fetch {
                 fix = fix.manual(f);
             }
-            fix.guarded(
-                crate::model::FixClass::Persistent,
-                format!("echo NCCL_TOPO_FILE={} >> /etc/nccl.conf", p.path),
-                "grep -q '^NCCL_TOPO_FILE=' /etc/nccl.conf 2>/dev/null",
-            )
-            .manual("gdrdoctor check --select pcie-placement,nccl-config   # then: NCCL's tree from the file")
+            let fix = fix.nccl_conf("NCCL_TOPO_FILE", &p.path);
+            let fix = if p.present { fix } else { fix.requires(&p.path) };
+            fix.manual("gdrdoctor check --select pcie-placement,nccl-config   # then: NCCL's tree from the file")
         }
         None => Fix::new(
             format!(

@@ -10,9 +10,11 @@
 
 mod efa;
 
+use super::Rule;
 use super::{Check, Context, Meta};
 use crate::inventory::kernel::{KernelConfig, MEMORY_PEERS, NVIDIA_VERSION};
 use crate::inventory::{GpuVendor, Inventory, RdmaDevice};
+use crate::model::Action;
 use crate::model::gpu::{Export, Lib};
 use crate::model::gpu::{Runtime, SkipReason};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
@@ -83,6 +85,21 @@ const CODES: &[Code] = &[
     NO_GPU,
 ];
 
+/// What a warn, fail or unknown finding of each code asks of the node (docs/actions.md says
+/// why; `checks::Rule`).
+const ACTIONS: &[Rule] = &[
+    Rule::new(GDR_PATH_DMABUF, Action::None),
+    Rule::new(GDR_PATH_PEERMEM, Action::None),
+    Rule::new(PEERMEM_NOT_LOADED, Action::FixInPlace),
+    Rule::new(PEERMEM_NOT_REGISTERED, Action::FixInPlace),
+    Rule::new(AMD_NO_GDR_PATH, Action::FixInPlace),
+    Rule::new(GDR_PATH_UNKNOWN, Action::None),
+    Rule::new(NIC_NO_DMABUF, Action::FixInPlace),
+    Rule::new(GDR_PATH_EFA_P2P, Action::None),
+    Rule::new(EFA_NO_GDR_PATH, Action::FixInPlace),
+    Rule::new(NO_GPU, Action::None),
+];
+
 /// The earliest kernel with dma-buf memory regions in the RDMA core (ib_umem_dmabuf, 5.12).
 const DMABUF_KERNEL: KernelVersion = KernelVersion(5, 12, 0);
 /// NVIDIA exports dma-bufs of device memory from R515 (CUDA 11.7), open kernel modules only.
@@ -94,6 +111,7 @@ const META: Meta = Meta {
     id: "peer-memory",
     title: "A GPU memory path for the NIC (DMA-BUF or peermem)",
     codes: CODES,
+    actions: ACTIONS,
     readme: include_str!("../../../checks/peer-memory/README.md"),
     live_only: false,
     reads: &[],
@@ -623,12 +641,14 @@ fn unregistered(inv: &Inventory, module: &str, status: Status, consequence: Stri
             "Use an RDMA stack with the peer-memory API (MLNX_OFED / DOCA-OFED) and reload the module, or use the DMA-BUF path (open kernel modules R515+, kernel >= 5.12) and unload it",
             "Reloading nvidia_peermem is safe while no job holds GPU memory registrations.",
         )
+        .manual("# install DOCA-OFED (or MLNX_OFED) so that ib_core exports ib_register_peer_memory_client, then reload the module")
+        // Only where the RDMA core has the API: on an inbox stack a reload would leave the
+        // module unloaded (issue 39).
         .guarded(
             crate::model::FixClass::Runtime,
-            format!("modprobe -r {module} && modprobe {module}"),
+            format!("grep -qw ib_register_peer_memory_client /proc/kallsyms && modprobe -r {module} && modprobe {module}"),
             format!("[ -d {MEMORY_PEERS}/nv_mem ]"),
-        )
-        .manual("# install DOCA-OFED (or MLNX_OFED) so that ib_core exports ib_register_peer_memory_client"),
+        ),
     )
 }
 
@@ -696,7 +716,7 @@ fn judge_amd(inv: &Inventory, gpu: &Runtime, n: usize) -> (Finding, bool) {
                         "A kernel change needs a reboot into the new kernel.",
                     )
                     .manual("grep -E 'DMABUF_MOVE_NOTIFY|PCI_P2PDMA' /boot/config-$(uname -r)")
-                    .disruptive("systemctl reboot"),
+                    .manual("# install such a kernel (the distribution's ROCm-supported kernel), make it the default, then reboot into it: a reboot into the same kernel changes nothing"),
                 ),
             false,
         ),

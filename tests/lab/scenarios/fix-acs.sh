@@ -16,10 +16,10 @@ EXPECT='
 check acs pass
 code acs-clear pass
 check pcie-placement fail
-file-contains apply.txt [acs/acs-redirect-on-path] $ setpci -s 0000:00:01.0 ECAP_ACS+0x6.w=0000
-file-contains apply.txt [acs/acs-redirect-on-path] $ setpci -s 0000:00:02.0 ECAP_ACS+0x6.w=0000
+file-contains apply.txt [acs/acs-redirect-on-path] $ setpci -s 0000:00:01.0 ECAP_ACS+0x6.w=0000:002c
+file-contains apply.txt [acs/acs-redirect-on-path] $ setpci -s 0000:00:02.0 ECAP_ACS+0x6.w=0000:002c
 file-contains apply.txt acs: fail -> pass
 file-count apply.txt -> ok 2
-file-contains apply-again.txt nothing to apply: no warning or failure has a runtime fix
-file-contains fix-runtime.sh if [ "$(setpci -s 0000:00:01.0 ECAP_ACS+0x6.w)" = 0000 ]; then
+file-contains apply-again.txt nothing to apply: no runtime fix for a failure
+file-contains fix-runtime.sh if [ $((0x$(setpci -s 0000:00:01.0 ECAP_ACS+0x6.w) & 0x002c)) -eq 0 ]; then
 '

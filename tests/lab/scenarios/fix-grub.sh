@@ -1,5 +1,6 @@
 # The rendered IOMMU fix on the default translated IOMMU, run twice in the guest against a copy of
-# Debian's /etc/default/grub: the first run adds iommu=pt once, the second changes nothing.
+# Debian's /etc/default/grub: the first run adds iommu=pt once (gdrdoctor edit kernel-args,
+# the original kept as grub.gdrdoctor-orig), the second changes nothing.
 TOPO=switch
 IOMMU=lazy
 guest() {
@@ -24,16 +25,18 @@ GRUB
     cp /etc/default/grub /tmp/grub.once
     bash /tmp/fix.sh > /tmp/run2.txt 2>&1; echo "rc $?" >> /tmp/run2.txt
     cp /etc/default/grub /tmp/grub.twice
-    for f in fix.sh fix.log run1.txt run2.txt grub.before grub.once grub.twice; do send "$f" "/tmp/$f"; done
+    cp /etc/default/grub.gdrdoctor-orig /tmp/grub.orig
+    for f in fix.sh fix.log run1.txt run2.txt grub.before grub.once grub.twice grub.orig; do send "$f" "/tmp/$f"; done
 }
 EXPECT='
 check iommu fail
 code iommu-translated fail
-file-contains fix.sh grep -q '"'"'^GRUB_CMDLINE_LINUX=.*\biommu=pt\b'"'"' /etc/default/grub
+file-contains fix.sh "$GD" --root "${R:-/}" edit kernel-args --add iommu=pt
 file-contains run1.txt rc 0
 file-contains run2.txt rc 0
-file-contains grub.once GRUB_CMDLINE_LINUX=" iommu=pt"
+file-contains grub.once GRUB_CMDLINE_LINUX="iommu=pt"
 file-count grub.once iommu=pt 1
 same-file grub.once grub.twice
+same-file grub.before grub.orig
 file-contains grub.once GRUB_CMDLINE_LINUX_DEFAULT="quiet"
 '

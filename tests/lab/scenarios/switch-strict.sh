@@ -10,5 +10,5 @@ check iommu fail
 code iommu-translated fail
 message iommu-translated type DMA (translated, strict)
 fix iommu-translated iommu=pt
-fix iommu-translated iommu\.strict=1
+fix iommu-translated --remove iommu.strict=1
 '
