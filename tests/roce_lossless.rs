@@ -239,7 +239,7 @@ fn pcp_trust_over_a_vlan_takes_nccl_ib_sl() {
     assert_eq!(port0[0].0, "roce-lossless-ok", "{found:?}");
     assert!(
         port0[0].3.contains(
-            "priority 3 (PCP trust, tagged over ens1np0.100: NCCL_IB_SL=3 (/etc/nccl.conf))"
+            "priority 3 (PCP trust, tagged over ens1np0.100, VLAN 100 on ens1np0 (/sys/class/net/ens1np0.100/uevent: absent; a VLAN by its name only): NCCL_IB_SL=3 (/etc/nccl.conf))"
         ),
         "{found:?}"
     );
@@ -351,4 +351,146 @@ fn upstream_cnp_dscp_from_debugfs() {
         "{}",
         ok[0]
     );
+}
+
+/// The VLANs of `root`'s eight ports renamed as `vlan5`..`vlan12`, as `ip link add link IF name
+/// vlan5 type vlan id 5` (or vconfig's VLAN_PLUS_VID_NO_PAD naming, vconfig(8):
+/// https://manpages.ubuntu.com/manpages/bionic/man8/vconfig.8.html) names them: the kernel
+/// says VLAN in the netdev's `uevent` (`DEVTYPE=vlan`: net/8021q/vlan_dev.c's device type) and
+/// in `/proc/net/vlan/config` (net/8021q/vlanproc.c: `NAME | VID | LOWER`), never in the name.
+/// `uevent`: with it, or with only the /proc file.
+fn vlans_named_vlan_n(root: &Path, uevent: bool) -> Vec<String> {
+    let mut config = String::from(
+        "VLAN Dev name\t | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\n",
+    );
+    let mut names = Vec::new();
+    let ib = root.join("sys/class/infiniband");
+    let mut devs: Vec<_> = std::fs::read_dir(&ib)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    devs.sort();
+    for (i, dev) in devs.iter().enumerate() {
+        let ndev = ib.join(dev).join("ports/1/gid_attrs/ndevs/3");
+        let lower = std::fs::read_to_string(&ndev).unwrap().trim().to_owned();
+        let vid = 5 + i;
+        let name = format!("vlan{vid}");
+        std::fs::write(&ndev, format!("{name}\n")).unwrap();
+        if uevent {
+            let dir = root.join("sys/class/net").join(&name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("uevent"),
+                format!("DEVTYPE=vlan\nINTERFACE={name}\nIFINDEX={}\n", 20 + i),
+            )
+            .unwrap();
+        }
+        config.push_str(&format!("{name:<15}| {vid}  | {lower}\n"));
+        names.push(name);
+    }
+    std::fs::create_dir_all(root.join("proc/net/vlan")).unwrap();
+    std::fs::write(root.join("proc/net/vlan/config"), config).unwrap();
+    names
+}
+
+/// Issue 40: PCP trust, PFC on 3, RoCE over VLANs named `vlan5`.. and NCCL_IB_SL=3 holds on every
+/// rail, as it does for `IF.VID` names: the kernel's files say VLAN, the name does not.
+#[test]
+fn pcp_trust_over_vlans_the_kernel_names_not_their_names() {
+    for uevent in [true, false] {
+        let (_dir, root) = fixture_copy("roce-trust-pcp-untagged");
+        let names = vlans_named_vlan_n(&root, uevent);
+        std::fs::write(root.join("etc/nccl.conf"), "NCCL_IB_SL=3\n").unwrap();
+        let found = roce(&root, &[]);
+        let ok: Vec<_> = found.iter().filter(|f| f.0 == "roce-lossless-ok").collect();
+        assert_eq!(ok.len(), 8, "uevent {uevent}: {found:?}");
+        assert!(
+            ok[0].3.contains(&format!(
+                "priority 3 (PCP trust, tagged over {}, VLAN 5 on ens1np0",
+                names[0]
+            )) && ok[0].3.contains("NCCL_IB_SL=3 (/etc/nccl.conf))"),
+            "{found:?}"
+        );
+        let told = if uevent {
+            "(/sys/class/net/vlan5/uevent: DEVTYPE=vlan)"
+        } else {
+            "(/proc/net/vlan/config: vlan5 | 5 | ens1np0)"
+        };
+        assert!(ok[0].3.contains(told), "{found:?}");
+    }
+}
+
+/// The same VLANs with NCCL_IB_SL unset: tagged frames carry PCP 0, which has no PFC. The fix is
+/// NCCL_IB_SL=3 where NCCL reads it (the port's trust stays), and it is proven by checking again.
+#[test]
+fn a_vlan_without_nccl_ib_sl_is_fixed_by_nccl_ib_sl() {
+    let (_dir, root) = fixture_copy("roce-trust-pcp-untagged");
+    vlans_named_vlan_n(&root, true);
+    let _ = std::fs::remove_file(root.join("etc/nccl.conf"));
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "check",
+        "--select",
+        "roce-lossless",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let fails = findings_with(&r, "roce-pfc-off");
+    assert_eq!(fails.len(), 8, "{:?}", codes(&r));
+    let f = fails[0];
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("priority 0 (PCP trust, tagged over vlan5"),
+        "{f}"
+    );
+    let fix = f["fix"].to_string();
+    assert!(fix.contains("Set NCCL_IB_SL=3"), "{fix}");
+    assert!(fix.contains("NCCL_IB_SL=3"), "{fix}");
+    assert!(!fix.contains("--trust dscp"), "{fix}");
+    assert!(codes(&r).iter().all(|c| c.0 != "roce-trust-pcp"), "{:?}", codes(&r));
+    // Applied (the nccl.conf edit is a file edit under the root), checked again: it holds.
+    let applied = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "fix",
+        "--apply",
+        "--class",
+        "persistent",
+        "--yes",
+    ]);
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let found = roce(&root, &[]);
+    assert_eq!(
+        found.iter().filter(|f| f.0 == "roce-lossless-ok").count(),
+        8,
+        "{found:?}"
+    );
+}
+
+/// Untagged RoCE under PCP trust with NCCL_IB_TC unset: trusting DSCP alone would leave NCCL on
+/// DSCP 0 (priority 0, or every packet's DSCP mapped to the lossless priority); the fix gives NCCL
+/// DSCP 26 (NCCL_IB_TC=106) and maps that.
+#[test]
+fn the_trust_dscp_fix_moves_nccl_off_dscp_0() {
+    let (_dir, root) = fixture_copy("roce-trust-pcp-untagged");
+    let _ = std::fs::remove_file(root.join("etc/nccl.conf"));
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "check",
+        "--select",
+        "roce-lossless",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let f = findings_with(&r, "roce-trust-pcp")[0];
+    let fix = f["fix"].to_string();
+    assert!(fix.contains("dscp-prio 26:3"), "{fix}");
+    assert!(fix.contains("NCCL_IB_TC=106"), "{fix}");
+    assert!(!fix.contains("dscp-prio 0:"), "{fix}");
 }

@@ -17,6 +17,7 @@ pub mod net;
 pub mod ofed_qos;
 pub mod pci;
 pub mod rdma;
+pub mod vlan;
 pub mod vm;
 
 use crate::config::Config;

@@ -157,6 +157,9 @@ pub struct Port {
     /// Slots in the table, used or not.
     pub gid_slots: usize,
     pub netdev: Option<Netdev>,
+    /// The other netdevs the GID table names (a VLAN, a macvlan, a bond on the port), each with
+    /// what the kernel says it is.
+    pub stacked: Vec<super::vlan::Stacked>,
     /// MLNX_OFED's QoS files of a RoCE port (none on the upstream driver).
     pub ofed_qos: super::ofed_qos::OfedQos,
     /// The link-health counters read (an IB port's PMA and transport counters, a RoCE port's
@@ -498,6 +501,16 @@ fn port(
     }
 
     let netdev = port_netdev(root, &gids, class_path, num, attachment, &mut problems);
+    let ndevs: Vec<&str> = gids
+        .iter()
+        .filter_map(|g| g.ndev.value().map(String::as_str))
+        .collect();
+    let stacked = super::vlan::stacked(
+        root,
+        netdev.as_ref().map(|n| n.name.as_str()),
+        &ndevs,
+        &mut None,
+    );
     let counters = read_counters(root, "", &dir, netdev.as_ref().map(|n| n.name.as_str()));
     // MLNX_OFED's QoS files: RoCE ports only (the files are per netdev and per RoCE port).
     let ofed_qos = if link_layer.value() == Some(&LinkLayer::Ethernet) {
@@ -525,6 +538,7 @@ fn port(
         gids,
         gid_slots: slots.len(),
         netdev,
+        stacked,
         counters,
         problems,
     }

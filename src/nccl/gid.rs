@@ -282,6 +282,7 @@ mod tests {
                 mtu: fact(None),
                 operstate: fact(None),
             }),
+            stacked: Vec::new(),
             counters: crate::model::health::PortCounters {
                 counters: Vec::new(),
             },

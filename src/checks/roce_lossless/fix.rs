@@ -7,16 +7,21 @@ use super::*;
 /// NCCL_IB_TC=value where NCCL reads it: the file of its first definition (/etc/nccl.conf when
 /// unset), edited in place; the job environment, by hand.
 pub(super) fn nccl_tc(inv: &Inventory, fix: Fix, value: u8) -> Fix {
+    nccl_set(inv, fix, "NCCL_IB_TC", value)
+}
+
+/// `key=value` where NCCL reads it (see [`nccl_tc`]).
+pub(super) fn nccl_set(inv: &Inventory, fix: Fix, key: &str, value: u8) -> Fix {
     use crate::inventory::nccl::Origin;
-    match inv.nccl.get("NCCL_IB_TC").map(|s| &s.origin) {
-        None => fix.nccl_conf("NCCL_IB_TC", value),
+    match inv.nccl.get(key).map(|s| &s.origin) {
+        None => fix.nccl_conf(key, value),
         Some(Origin::File { path, .. }) => fix.edit(crate::model::edit::Edit::Set {
             file: path.clone(),
-            key: "NCCL_IB_TC".into(),
+            key: key.into(),
             value: value.to_string(),
         }),
         Some(o) => fix.manual(format!(
-            "# set NCCL_IB_TC={value} where it is set: {}",
+            "# set {key}={value} where it is set: {}",
             o.describe()
         )),
     }

@@ -1,7 +1,7 @@
 //! The findings along one port's chain, each from the walk (`super::Walk`): MLNX_OFED's
 //! override, PFC on NCCL's priority, NCCL_IB_FIFO_TC, global pause, buffers, ECN, CNPs, pauses.
 
-use super::fix::{nccl_tc, own_buffer, pfc_fix};
+use super::fix::{nccl_set, nccl_tc, own_buffer, pfc_fix};
 use super::*;
 
 /// MLNX_OFED's override against NCCL_IB_TC.
@@ -48,18 +48,41 @@ pub(super) fn pfc_broken(
     let enabled_shown = pfc.shown();
     let pfc_ev = w.evidence("pfc_en", pfc.evidence());
     if !pfc.on(priority) {
-        let (code, fix) = if !dscp_trust && enabled.iter().any(|&p| p != 0) {
+        let want = enabled.iter().copied().find(|&p| p != 0);
+        let (code, fix) = if let (false, Some(want), Some(vlan)) = (dscp_trust, want, &w.tagged) {
+            // Tagged over a VLAN under PCP trust: NCCL_IB_SL is the PCP, so it is the setting
+            // to change; the port's trust and PFC stay as the fabric has them.
+            (
+                PFC_OFF,
+                nccl_set(
+                    inv,
+                    Fix::new(
+                        format!("Set NCCL_IB_SL={want} where NCCL reads it: NCCL's RoCE is tagged over {vlan} and the port trusts PCP, so NCCL_IB_SL is the priority its frames carry, and {want} has PFC"),
+                        "Jobs started after the change use it; running jobs keep their QPs' service level.",
+                    ),
+                    "NCCL_IB_SL",
+                    want,
+                ),
+            )
+        } else if let (false, Some(want)) = (dscp_trust, want) {
             // Under DSCP trust NCCL's own DSCP must reach the lossless priority: the map entry
             // for that DSCP, not the first of its octet (issue 39: `24:3` where NCCL's is 26).
-            let want = enabled.iter().copied().find(|&p| p != 0).unwrap_or(3);
+            // NCCL_IB_TC unset (DSCP 0) would map DSCP 0, every untagged packet's (TCP's too),
+            // to the lossless priority, or leave NCCL on 0: the fix gives NCCL a DSCP of its own,
+            // RoCE's customary 26 (NCCL_IB_TC=106: DSCP 26, ECN capable).
+            let (dscp, tc_fix) = if w.dscp == 0 { (26, Some(106)) } else { (w.dscp, None) };
+            let fix = Fix::new(
+                format!("Trust DSCP on {ifname} and map NCCL's DSCP {dscp} to priority {want}, which has PFC, so that NCCL_IB_TC decides the priority"),
+                "Changing trust reclassifies the port's traffic at once: drain the node first. The switch must trust DSCP too.",
+            )
+            .disruptive(format!("mlnx_qos -i {ifname} --trust dscp"))
+            .disruptive(format!("dcb app replace dev {ifname} dscp-prio {dscp}:{want}"));
             (
                 TRUST_PCP,
-                Fix::new(
-                    format!("Trust DSCP on {ifname} and map NCCL's DSCP {} to priority {want}, which has PFC, so that NCCL_IB_TC decides the priority", w.dscp),
-                    "Changing trust reclassifies the port's traffic at once: drain the node first. The switch must trust DSCP too.",
-                )
-                .disruptive(format!("mlnx_qos -i {ifname} --trust dscp"))
-                .disruptive(format!("dcb app replace dev {ifname} dscp-prio {}:{want}", w.dscp)),
+                match tc_fix {
+                    Some(tc) => nccl_tc(inv, fix, tc),
+                    None => fix,
+                },
             )
         } else {
             (PFC_OFF, pfc_fix(inv, w, pfc))

@@ -287,6 +287,8 @@ struct Walk<'a> {
     dscp: u8,
     dscp_trust: bool,
     trust_shown: String,
+    /// Under PCP trust, the VLAN netdev NCCL's RoCE is tagged on (NCCL_IB_SL is its PCP).
+    tagged: Option<String>,
     priority: u8,
     prio_shown: String,
     /// The files of the chain read beside dcbnl (MLNX_OFED's override, trust and DSCP map),
@@ -401,16 +403,18 @@ fn dscp_priority<'a>(
 }
 
 /// Under PCP trust: untagged RoCE is priority 0; RoCE over a VLAN (the RoCE v2 GID NCCL uses
-/// belongs to `IF.VID`) carries NCCL_IB_SL as its PCP (mlx5 keeps its low 3 bits on RoCE).
-fn pcp_priority(inv: &Inventory, port: &Port) -> (u8, String) {
-    let vlan = port
+/// belongs to a netdev the kernel calls a VLAN, whatever its name) carries NCCL_IB_SL as its PCP
+/// (mlx5 keeps its low 3 bits on RoCE). The VLAN's netdev is returned where there is one.
+fn pcp_priority(inv: &Inventory, port: &Port) -> (u8, String, Option<String>) {
+    let ndev = port
         .roce_v2_gid_choice()
         .and_then(|c| port.gids.iter().find(|g| g.index == c.index))
-        .and_then(|g| g.ndev.value().cloned())
-        .filter(|n| n.contains('.') && port.netdev.as_ref().is_some_and(|d| &d.name != n));
+        .and_then(|g| g.ndev.value().cloned());
+    let vlan = ndev
+        .as_ref()
+        .and_then(|n| port.stacked.iter().find(|s| &s.name == n));
     match vlan {
-        None => (0, "priority 0 (untagged RoCE under PCP trust)".to_owned()),
-        Some(ndev) => {
+        Some(v) if v.is_vlan() => {
             let (sl, from) = match nccl_u8(inv, "NCCL_IB_SL") {
                 Some((v, s)) => (v, format!("NCCL_IB_SL={v} ({})", s.origin.path())),
                 None => (0, "NCCL_IB_SL unset: 0".to_owned()),
@@ -418,9 +422,28 @@ fn pcp_priority(inv: &Inventory, port: &Port) -> (u8, String) {
             let p = sl & 7;
             (
                 p,
-                format!("priority {p} (PCP trust, tagged over {ndev}: {from})"),
+                format!(
+                    "priority {p} (PCP trust, tagged over {}, {}: {from})",
+                    v.name,
+                    v.shown()
+                ),
+                Some(v.name.clone()),
             )
         }
+        Some(v) => (
+            0,
+            format!(
+                "priority 0 (untagged RoCE under PCP trust: NCCL's GID is on {}, {})",
+                v.name,
+                v.shown()
+            ),
+            None,
+        ),
+        None => (
+            0,
+            "priority 0 (untagged RoCE under PCP trust)".to_owned(),
+            None,
+        ),
     }
 }
 
@@ -481,11 +504,12 @@ fn walk<'a>(
     };
     let dscp = tc.effective() >> 2;
     let (dscp_trust, trust_shown, trust_file) = trust(dcb, port);
-    let (priority, prio_shown, map_file) = if dscp_trust {
-        dscp_priority(dcb, port, dscp)
+    let (priority, prio_shown, map_file, tagged) = if dscp_trust {
+        let (p, shown, f) = dscp_priority(dcb, port, dscp);
+        (p, shown, f, None)
     } else {
-        let (p, shown) = pcp_priority(inv, port);
-        (p, shown, None)
+        let (p, shown, vlan) = pcp_priority(inv, port);
+        (p, shown, None, vlan)
     };
     let ofed = &port.ofed_qos;
     let sources = [
@@ -509,6 +533,7 @@ fn walk<'a>(
         dscp,
         dscp_trust,
         trust_shown,
+        tagged,
         priority,
         prio_shown,
         sources,
