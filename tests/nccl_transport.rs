@@ -409,3 +409,76 @@ fn hca_list_on_a_node_without_rdma_devices() {
     let r = run("export NCCL_IB_HCA=^mlx5_3\n");
     assert!(findings_with(&r, "nccl-hca-unmatched").is_empty(), "{r}");
 }
+
+/// Issue 40: an exclusion list that leaves only the loopback interface (`^ens` on a node of ens*
+/// and lo). NCCL takes lo and bootstraps over 127.0.0.1, which no other node reaches: "`lo` is
+/// loopback so you won't be able to use it between two nodes" (NVIDIA/nccl#286,
+/// https://github.com/NVIDIA/nccl/issues/286); NVIDIA/nccl#1053 shows lo taken at 127.0.0.1 even
+/// with a global /32 on it. Where lo is selected beside other interfaces it comes first (index 1):
+/// horovod/horovod#584 (https://github.com/horovod/horovod/issues/584) logs `NET : Using interface
+/// lo:127.0.0.1<0>` before eth0 and then `Call to connect timeout : Connection refused`.
+#[test]
+fn a_list_that_selects_loopback() {
+    let n = NodeCopy::of("healthy-8gpu-roce");
+    n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=^ens\n");
+    let (c, r) = n.check(&[], &["--select", "nccl-config"]);
+    assert_eq!(c, 1, "{:#?}", codes(&r));
+    let f = about(&r, "NCCL_SOCKET_IFNAME", "nccl-socket-ifname-loopback", "fail");
+    let m = message(f);
+    assert!(
+        m.contains("selects only lo (unknown), the loopback interface") && m.contains("127.0.0.1"),
+        "{m}"
+    );
+    assert!(f["fix"].to_string().contains("^ens,lo"), "{}", f["fix"]);
+    // lo beside a real interface: NCCL takes lo first; a warning.
+    n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=lo,ens1np0\n");
+    let (_, r) = n.check(&[], &["--select", "nccl-config"]);
+    let m = message(about(&r, "NCCL_SOCKET_IFNAME", "nccl-socket-ifname-loopback", "warn"));
+    assert!(m.contains("the loopback interface is the first (index 1)"), "{m}");
+    // Excluding lo too passes.
+    n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=^ens2,lo\n");
+    let (c, r) = n.check(&[], &["--select", "nccl-config"]);
+    assert_eq!(c, 0, "{:#?}", codes(&r));
+}
+
+/// Issue 40: an interface that is up but has no address is never taken by NCCL (getifaddrs lists
+/// addresses, not interfaces). Addresses come from the root's /proc/net: the main table's routes
+/// (net/ipv4/fib_trie.c `fib_route_seq_show`) and `if_inet6` (net/ipv6/addrconf.c).
+#[test]
+fn an_interface_without_an_address() {
+    let n = NodeCopy::of("healthy-8gpu-roce");
+    n.write(
+        "proc/net/route",
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+         ens2np0\t0000000A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n",
+    );
+    n.write(
+        "proc/net/if_inet6",
+        "00000000000000000000000000000001 01 80 10 80       lo\n",
+    );
+    n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=ens1np0\n");
+    let (c, r) = n.check(&[], &["--select", "nccl-config"]);
+    assert_eq!(c, 1, "{:#?}", codes(&r));
+    let f = about(&r, "NCCL_SOCKET_IFNAME", "nccl-socket-ifname-no-address", "fail");
+    assert!(
+        message(f).contains("selects ens1np0 (up), up but without an IPv4 or IPv6 address"),
+        "{}",
+        message(f)
+    );
+    assert!(
+        f["evidence"].to_string().contains(
+            "ens1np0: no IPv4 route in /proc/net/route and no IPv6 address in /proc/net/if_inet6"
+        ),
+        "{}",
+        f["evidence"]
+    );
+    n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=ens1np0,ens2np0\n");
+    let (c, r) = n.check(&[], &["--select", "nccl-config"]);
+    assert_eq!(c, 0, "{:#?}", codes(&r));
+    let m = message(about(&r, "NCCL_SOCKET_IFNAME", "nccl-transport-setting", "pass"));
+    assert!(
+        m.contains("it selects ens2np0 (up) and skips ens1np0 (no address)")
+            && m.contains("ens2np0: 1 IPv4 route(s) in /proc/net/route"),
+        "{m}"
+    );
+}

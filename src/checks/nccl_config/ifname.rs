@@ -7,7 +7,10 @@
 //! interface found", "NET/IB : No IP interface found" (issue 28: `bogus0` passed before).
 
 use super::remove_or;
-use super::{CONF_LINE_IGNORED, SOCKET_IFNAME_DOWN, SOCKET_IFNAME_UNMATCHED};
+use super::{
+    CONF_LINE_IGNORED, SOCKET_IFNAME_DOWN, SOCKET_IFNAME_LOOPBACK, SOCKET_IFNAME_NO_ADDRESS,
+    SOCKET_IFNAME_UNMATCHED,
+};
 use crate::inventory::Inventory;
 use crate::inventory::nccl::Setting;
 use crate::inventory::net::{CLASS_NET, NetIf};
@@ -25,6 +28,16 @@ fn running(n: &NetIf) -> bool {
     n.operstate
         .value()
         .is_some_and(|s| s == "up" || s == "unknown")
+}
+
+/// The loopback interface (ARPHRD_LOOPBACK 772, or `lo` where the type could not be read).
+fn loopback(n: &NetIf) -> bool {
+    n.kind.value().map_or(n.name == "lo", |k| *k == 772)
+}
+
+/// Known to have no address (the root's /proc/net read, and nothing on it there).
+fn no_address(n: &NetIf) -> bool {
+    n.addressed.as_ref().is_some_and(|a| !a.any())
 }
 
 fn state(n: &NetIf) -> String {
@@ -128,6 +141,62 @@ pub(super) fn judge(s: &Setting, inv: &Inventory) -> super::Judged {
             )),
         ]);
     }
+    // NCCL lists interfaces in getifaddrs' order, the kernel's interface index (lo is 1), and
+    // bootstraps over the first (src/bootstrap.cc `bootstrapNetInit` asks for one).
+    let ev_addr = |f: Finding| {
+        up.iter().fold(ev(f), |f, n| match &n.addressed {
+            Some(a) => f.evidence(
+                crate::inventory::net::PROC_ROUTE,
+                format!("{}: {}", n.name, a.shown()),
+            ),
+            None => f,
+        })
+    };
+    let lo: Vec<&NetIf> = up.iter().copied().filter(|n| loopback(n)).collect();
+    if !lo.is_empty() {
+        let only = lo.len() == up.len();
+        let text = if only {
+            format!(
+                "{from} selects only {}, the loopback interface (the node's interfaces: {existing}): NCCL bootstraps over 127.0.0.1, which no other node can reach, so every job across nodes fails its bootstrap; jobs within the node alone run",
+                state(lo[0])
+            )
+        } else {
+            format!(
+                "{from} selects {} among {}: NCCL takes the first in the kernel's interface order, and the loopback interface is the first (index 1), so it bootstraps over 127.0.0.1 and jobs across nodes fail",
+                state(lo[0]),
+                up.iter().map(|n| state(n)).collect::<Vec<_>>().join(", ")
+            )
+        };
+        let f = if only {
+            Finding::fail(SOCKET_IFNAME_LOOPBACK, subject, text)
+        } else {
+            Finding::warn(SOCKET_IFNAME_LOOPBACK, subject, text)
+        };
+        return Judged::Problems(vec![ev(f).fix(remove_or(
+            s,
+            fix_summary("Select the interface other nodes reach this one on, never lo (an exclusion list such as ^ens also selects lo: add lo to it, ^ens,lo)"),
+            proposal.as_deref(),
+        ))]);
+    }
+    let addressed: Vec<&NetIf> = up.iter().copied().filter(|n| !no_address(n)).collect();
+    if addressed.is_empty() {
+        return Judged::Problems(vec![
+            ev_addr(Finding::fail(
+                SOCKET_IFNAME_NO_ADDRESS,
+                subject,
+                format!(
+                    "{from} selects {}, up but without an IPv4 or IPv6 address: NCCL takes only interfaces that have one, finds none, and its bootstrap fails (\"Bootstrap : no socket interface found\"). The node's interfaces: {existing}",
+                    up.iter().map(|n| state(n)).collect::<Vec<_>>().join(", ")
+                ),
+            ))
+            .fix(remove_or(
+                s,
+                fix_summary("Give the interface its address (the node's network configuration), or name one that has an address"),
+                None,
+            )),
+        ]);
+    }
+    let up = addressed;
     let missing: Vec<String> = if list.exclude {
         Vec::new()
     } else {
@@ -159,13 +228,30 @@ pub(super) fn judge(s: &Setting, inv: &Inventory) -> super::Judged {
         .iter()
         .filter(|n| !running(n))
         .map(|n| state(n))
+        .chain(
+            matched
+                .iter()
+                .filter(|n| running(n) && no_address(n))
+                .map(|n| format!("{} (no address)", n.name)),
+        )
         .collect();
+    let addresses = if up.iter().all(|n| n.addressed.is_some()) {
+        format!(
+            " ({})",
+            up.iter()
+                .map(|n| format!("{}: {}", n.name, n.addressed.as_ref().map(|a| a.shown()).unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    } else {
+        " (addresses are not in sysfs and /proc/net/route could not be read: `ip -br addr` shows them)".to_owned()
+    };
     Judged::Means(format!(
-        "it selects {taken}{}; NCCL bootstraps over the first of them that has an IPv4 or IPv6 address (addresses are not in sysfs: `ip -br addr` shows them)",
+        "it selects {taken}{}; NCCL bootstraps over the first of them that has an IPv4 or IPv6 address{addresses}",
         if skipped.is_empty() {
             String::new()
         } else {
-            format!(" and skips {}, not up", skipped.join(", "))
+            format!(" and skips {}", skipped.join(", "))
         }
     ))
 }

@@ -177,6 +177,16 @@ const SOCKET_IFNAME_DOWN: Code = Code {
     summary: "NCCL_SOCKET_IFNAME matches only interfaces that are not up",
 };
 
+const SOCKET_IFNAME_LOOPBACK: Code = Code {
+    id: "nccl-socket-ifname-loopback",
+    summary: "NCCL_SOCKET_IFNAME selects the loopback interface: NCCL bootstraps over 127.0.0.1 and no other node reaches it",
+};
+
+const SOCKET_IFNAME_NO_ADDRESS: Code = Code {
+    id: "nccl-socket-ifname-no-address",
+    summary: "NCCL_SOCKET_IFNAME selects only interfaces without an address, which NCCL never takes",
+};
+
 const NET_PLUGIN: Code = Code {
     id: "nccl-net-plugin",
     summary: "the network plugin NCCL loads, its version, where the loader finds it, and what it reaches",
@@ -239,6 +249,8 @@ const CODES: &[Code] = &[
     IB_GDR_LEVEL_LEFTOVER,
     SOCKET_IFNAME_UNMATCHED,
     SOCKET_IFNAME_DOWN,
+    SOCKET_IFNAME_LOOPBACK,
+    SOCKET_IFNAME_NO_ADDRESS,
     NET_PLUGIN,
     NET_PLUGIN_MISSING,
     NET_PLUGIN_UNFOUND,
@@ -281,6 +293,8 @@ const ACTIONS: &[Rule] = &[
     Rule::new(IB_GDR_LEVEL_LEFTOVER, Action::FixInPlace),
     Rule::new(SOCKET_IFNAME_UNMATCHED, Action::FixInPlace),
     Rule::new(SOCKET_IFNAME_DOWN, Action::FixInPlace),
+    Rule::new(SOCKET_IFNAME_LOOPBACK, Action::FixInPlace),
+    Rule::new(SOCKET_IFNAME_NO_ADDRESS, Action::FixInPlace),
     Rule::new(NET_PLUGIN, Action::None),
     Rule::new(NET_PLUGIN_MISSING, Action::FixInPlace),
     Rule::new(NET_PLUGIN_UNFOUND, Action::FixInPlace),
