@@ -494,3 +494,48 @@ fn the_trust_dscp_fix_moves_nccl_off_dscp_0() {
     assert!(fix.contains("NCCL_IB_TC=106"), "{fix}");
     assert!(!fix.contains("dscp-prio 0:"), "{fix}");
 }
+
+/// Issue 40: NCCL_IB_TC=0 with PFC on priority 0 is lossless on paper, but priority 0 is where
+/// DSCP 0 lands, TCP's and every untagged packet's: "0 is used for the default common lossy
+/// traffic group" (Cavium FastLinQ 45000 user manual, "Configuring DCQCN",
+/// https://manualshive.com/ru/manual/cavium/fastlinq-45000-series/fastlinq-45000-series_user-manual_2574993-190.html);
+/// the Mellanox quick start puts RoCE on DSCP 26, priority 3, `--pfc 0,0,0,1,0,0,0,0`
+/// (https://kubernetes.recipes/recipes/networking/ets-pfc-dscp-trust-mellanox-quickstart/).
+/// A warning whose fix gives NCCL DSCP 26 on priority 3 with PFC there only.
+#[test]
+fn nccl_on_the_default_priority_with_pfc_warns() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    std::fs::write(root.join("etc/nccl.conf"), "NCCL_IB_TC=0\n").unwrap();
+    edit_qos(&root, |nd| nd["dcb"]["ok"]["pfc"]["enabled"] = serde_json::json!(1));
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "check",
+        "--select",
+        "roce-lossless",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let shared = findings_with(&r, "roce-priority-shared");
+    assert_eq!(shared.len(), 8, "{:?}", codes(&r));
+    let f = shared[0];
+    assert_eq!(f["status"], "warn");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("NCCL_IB_TC=0") && m.contains("PFC on 0") && m.contains("PFC pauses TCP"),
+        "{m}"
+    );
+    let fix = f["fix"].to_string();
+    assert!(
+        fix.contains("dscp-prio 26:3")
+            && fix.contains("--pfc 0,0,0,1,0,0,0,0")
+            && fix.contains("NCCL_IB_TC=106"),
+        "{fix}"
+    );
+    // The chain itself holds: a warning, not a failure.
+    assert_eq!(findings_with(&r, "roce-lossless-ok").len(), 8);
+    // As shipped (NCCL_IB_TC=106, PFC on 3) nothing is shared.
+    let (_dir2, ok) = fixture_copy("roce-lossless-ok");
+    assert!(roce(&ok, &[]).iter().all(|f| f.0 != "roce-priority-shared"));
+}

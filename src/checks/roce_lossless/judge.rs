@@ -206,6 +206,64 @@ pub(super) fn buffer_shared(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<
     None
 }
 
+/// NCCL's lossless priority is where the node's other traffic lands too: untagged frames under
+/// PCP trust (priority 0), DSCP 0 under DSCP trust (TCP's, and everything that sets none). PFC
+/// then pauses TCP with RoCE, and TCP's bursts take the headroom PFC needs: the chain holds on
+/// paper, yet the lossless class is not RoCE's own (NVIDIA's RoCE guides put RoCE on DSCP 26,
+/// priority 3, and leave 0 lossy).
+pub(super) fn priority_shared(
+    inv: &Inventory,
+    w: &Walk,
+    pfc: &crate::parse::dcbnl::Pfc,
+) -> Option<Finding> {
+    let (ifname, priority) = (w.ifname, w.priority);
+    let (default, how) = if w.dscp_trust {
+        let (p, shown, _) = dscp_priority(w.dcb, w.port, 0);
+        (p, format!("DSCP 0, which TCP and untagged traffic carry, lands on {shown}"))
+    } else {
+        (0, "untagged traffic lands on priority 0 under PCP trust".to_owned())
+    };
+    if priority != default || !pfc.on(priority) {
+        return None;
+    }
+    // RoCE's customary class: DSCP 26 on priority 3 (34 on 4 where 3 is the shared one).
+    let want = if priority == 3 { 4 } else { 3 };
+    let dscp = want << 3 | 2;
+    let tc = (w.dscp != dscp).then_some(dscp << 2 | 2);
+    let vector = (0..8u8)
+        .map(|p| if p == want { "1" } else { "0" })
+        .collect::<Vec<_>>()
+        .join(",");
+    let fix = Fix::new(
+        format!("Give NCCL a priority of its own on {ifname}: DSCP {dscp} on priority {want} with PFC, and priority {priority} lossy again (the switch ports must match)"),
+        "Trust, DSCP map and PFC changes reconfigure the port's queues: drain the node first. NCCL_IB_TC takes effect for new jobs.",
+    );
+    let fix = if w.dscp_trust {
+        fix
+    } else {
+        fix.disruptive(format!("mlnx_qos -i {ifname} --trust dscp"))
+    }
+    .disruptive(format!("dcb app replace dev {ifname} dscp-prio {dscp}:{want}"))
+    .disruptive(format!("mlnx_qos -i {ifname} --pfc {vector}"));
+    let fix = match tc {
+        Some(tc) => nccl_tc(inv, fix, tc),
+        None => fix,
+    };
+    Some(
+        Finding::warn(
+            PRIORITY_SHARED,
+            w.subject.clone(),
+            format!(
+                "{}: {how}, the same priority: PFC pauses TCP and the node's other traffic with NCCL's, and their bursts use the headroom PFC keeps for RoCE",
+                w.chain(&format!("PFC on {priority}"))
+            ),
+        )
+        .with(w.sources.iter().cloned())
+        .with([w.evidence("pfc_en", pfc.evidence())])
+        .fix(fix),
+    )
+}
+
 /// ECN off on the lossless priority, where MLNX_OFED shows it.
 pub(super) fn ecn_off(w: &Walk) -> Option<Finding> {
     let (ifname, priority) = (w.ifname, w.priority);

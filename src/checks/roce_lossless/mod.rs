@@ -46,6 +46,10 @@ const BUFFER_SHARED: Code = Code {
     id: "roce-buffer-shared",
     summary: "the lossless priority's receive buffer is shared with a lossy priority",
 };
+const PRIORITY_SHARED: Code = Code {
+    id: "roce-priority-shared",
+    summary: "NCCL's lossless priority is the one untagged, DSCP 0 traffic (TCP, the node's own) lands on: PFC pauses it all",
+};
 const ECN_OFF: Code = Code {
     id: "roce-ecn-off",
     summary: "ECN (DCQCN) is off on the lossless priority (MLNX_OFED's ecn files)",
@@ -86,6 +90,7 @@ const CODES: &[Code] = &[
     TCLASS_OVERRIDE,
     GLOBAL_PAUSE,
     BUFFER_SHARED,
+    PRIORITY_SHARED,
     ECN_OFF,
     FIFO_TC_LOSSY,
     CNP_SHARED,
@@ -105,6 +110,7 @@ const ACTIONS: &[Rule] = &[
     Rule::new(TCLASS_OVERRIDE, Action::FixInPlace),
     Rule::new(GLOBAL_PAUSE, Action::FixInPlace),
     Rule::new(BUFFER_SHARED, Action::FixInPlace),
+    Rule::new(PRIORITY_SHARED, Action::FixInPlace),
     Rule::new(ECN_OFF, Action::FixInPlace),
     Rule::new(FIFO_TC_LOSSY, Action::FixInPlace),
     Rule::new(CNP_SHARED, Action::FixInPlace),
@@ -347,6 +353,7 @@ fn judge_port(
         return out;
     }
     out.extend(global_pause(&w));
+    out.extend(priority_shared(inv, &w, pfc));
     out.extend(buffer_shared(&w, pfc));
     out.extend(fifo_tc_lossy(inv, &w, pfc));
     out.extend(ecn_off(&w));
