@@ -41,7 +41,18 @@ pub const PARAMS: &[(&str, &str)] = &[
         "NCCL_IB_ADAPTIVE_ROUTING",
         "NCCL's send mode for fabrics that route adaptively",
     ),
+    (
+        "NCCL_IB_PCI_RELAXED_ORDERING",
+        "PCIe Relaxed Ordering on the buffers NCCL registers with the verbs (IBV_ACCESS_RELAXED_ORDERING)",
+    ),
+    (
+        "NCCL_P2P_LEVEL",
+        "the farthest two GPUs of the node may be for NCCL to move data between them peer to peer",
+    ),
 ];
+
+/// NCCL_IB_PCI_RELAXED_ORDERING's default: 2, Relaxed Ordering where the verbs offer it.
+pub const RELAXED_DEFAULT: i64 = 2;
 
 /// `NCCL_IB_GDR_LEVEL`: read by NCCL 2.3 and earlier only (src/transport/net_ib.cu, v2.3.7-1);
 /// from 2.4 `NCCL_NET_GDR_LEVEL` (src/transport/net.cu, v2.4.2-1) took its place.

@@ -177,6 +177,16 @@ const SOCKET_IFNAME_DOWN: Code = Code {
     summary: "NCCL_SOCKET_IFNAME matches only interfaces that are not up",
 };
 
+const IB_RELAXED_ORDERING_OFF: Code = Code {
+    id: "nccl-ib-relaxed-ordering-off",
+    summary: "NCCL_IB_PCI_RELAXED_ORDERING=0 in a VM, where Relaxed Ordering is what keeps NCCL's InfiniBand bandwidth",
+};
+
+const P2P_OFF: Code = Code {
+    id: "nccl-p2p-off",
+    summary: "NCCL_P2P_LEVEL=LOC (or 0): NCCL never moves data between the node's GPUs peer to peer, but through host memory",
+};
+
 const SOCKET_IFNAME_LOOPBACK: Code = Code {
     id: "nccl-socket-ifname-loopback",
     summary: "NCCL_SOCKET_IFNAME selects the loopback interface: NCCL bootstraps over 127.0.0.1 and no other node reaches it",
@@ -251,6 +261,8 @@ const CODES: &[Code] = &[
     SOCKET_IFNAME_DOWN,
     SOCKET_IFNAME_LOOPBACK,
     SOCKET_IFNAME_NO_ADDRESS,
+    IB_RELAXED_ORDERING_OFF,
+    P2P_OFF,
     NET_PLUGIN,
     NET_PLUGIN_MISSING,
     NET_PLUGIN_UNFOUND,
@@ -295,6 +307,8 @@ const ACTIONS: &[Rule] = &[
     Rule::new(SOCKET_IFNAME_DOWN, Action::FixInPlace),
     Rule::new(SOCKET_IFNAME_LOOPBACK, Action::FixInPlace),
     Rule::new(SOCKET_IFNAME_NO_ADDRESS, Action::FixInPlace),
+    Rule::new(IB_RELAXED_ORDERING_OFF, Action::FixInPlace),
+    Rule::new(P2P_OFF, Action::FixInPlace),
     Rule::new(NET_PLUGIN, Action::None),
     Rule::new(NET_PLUGIN_MISSING, Action::FixInPlace),
     Rule::new(NET_PLUGIN_UNFOUND, Action::FixInPlace),

@@ -4,8 +4,9 @@
 //! number goes to libibverbs as it is.
 
 use super::{
-    CONF_LINE_IGNORED, IB_GDR_LEVEL_LEFTOVER, IB_QPS_BAD, IB_RETRY_CNT_BAD, IB_SL_BAD, IB_TC_BAD,
-    IB_TIMEOUT_BAD, Judged, TRANSPORT_SETTING, shown_as, undo,
+    CONF_LINE_IGNORED, IB_GDR_LEVEL_LEFTOVER, IB_QPS_BAD, IB_RELAXED_ORDERING_OFF,
+    IB_RETRY_CNT_BAD, IB_SL_BAD, IB_TC_BAD, IB_TIMEOUT_BAD, Judged, P2P_OFF, TRANSPORT_SETTING,
+    shown_as, undo,
 };
 use crate::inventory::nccl::Setting;
 use crate::inventory::{Inventory, Port, RdmaDevice};
@@ -28,6 +29,10 @@ pub(super) fn judge(inv: &Inventory) -> Vec<Finding> {
             "NCCL_IB_SL" => number(s, t::UNSET, |n| service_level(s, n, inv)),
             "NCCL_IB_TC" | "NCCL_IB_FIFO_TC" => number(s, t::UNSET, |n| traffic_class(s, n, inv)),
             "NCCL_IB_ADAPTIVE_ROUTING" => number(s, t::AR_DEFAULT, adaptive_routing),
+            "NCCL_IB_PCI_RELAXED_ORDERING" => {
+                number(s, t::RELAXED_DEFAULT, |n| relaxed_ordering(s, n, inv))
+            }
+            "NCCL_P2P_LEVEL" => p2p_level(s),
             _ => continue,
         };
         match judged {
@@ -118,6 +123,9 @@ fn problem(
     ))])
 }
 
+/// The smallest NCCL_IB_TIMEOUT taken without a warning: 12, 16.8 ms a try (4.096 us * 2^12).
+const SHORT_TIMEOUT: i64 = 12;
+
 fn ib_timeout(s: &Setting, n: i64, inv: &Inventory) -> Judged {
     let fix = "Remove NCCL_IB_TIMEOUT (NCCL's default, 20, waits 4.3 s per try), or set a value from 1 to 31 that fits the fabric's size";
     match t::timeout(n) {
@@ -156,6 +164,24 @@ fn ib_timeout(s: &Setting, n: i64, inv: &Inventory) -> Judged {
                 .map(|v| t::read(v, t::RETRY_DEFAULT).value)
                 .filter(|r| t::retry_in_range(*r))
                 .unwrap_or(t::RETRY_DEFAULT);
+            // Under 10 ms a try: a congested or PFC-paused fabric delays an ACK that long, the
+            // retries run out, and the job dies with `NET/IB : Got completion ... error 12`
+            // (IBV_WC_RETRY_EXC_ERR; NVIDIA/nccl#902 reproduced it by lowering the timeout).
+            if n < SHORT_TIMEOUT {
+                return problem(
+                    IB_TIMEOUT_BAD,
+                    false,
+                    s,
+                    format!(
+                        "{}: each try waits only {} for an ACK, and with {retry} retries a queue pair gives up after about {}: a congested or PFC-paused fabric delays ACKs longer than that, so queue pairs run out of retries and jobs fail with \"NET/IB : Got completion ... error 12\" (retry count exceeded) under load (NCCL's default, 20, waits 4.3 s per try)",
+                        from(s),
+                        t::duration(wait),
+                        t::duration(wait * (retry + 1) as f64)
+                    ),
+                    fix,
+                    None,
+                );
+            }
             Judged::Means(format!(
                 "each try waits {} for an ACK, and with {retry} retries a queue pair gives up on a lost peer after about {} (NCCL's default, 20, waits 4.3 s per try)",
                 t::duration(wait),
@@ -372,6 +398,61 @@ fn adaptive_routing(n: i64) -> Judged {
         }
         0 => "off on every port: NCCL sends each message as one RDMA write with immediate data (on InfiniBand it is on by default)".to_owned(),
         _ => "on for every port: NCCL sends a message above NCCL_IB_AR_THRESHOLD (8 KiB) as an RDMA write followed by a separate write with immediate data, so that a fabric routing packets adaptively completes it only once all of it has landed".to_owned(),
+    })
+}
+
+/// NCCL_IB_PCI_RELAXED_ORDERING (src/transport/net_ib: 2, the default, registers with
+/// IBV_ACCESS_RELAXED_ORDERING where the verbs have it; 1 insists on it; 0 never). NCCL's own
+/// documentation: Relaxed Ordering "can greatly help the performance of InfiniBand networks in
+/// virtualized environments" (Azure's NDv4 images set it to 1): off in a VM, a warning.
+fn relaxed_ordering(s: &Setting, n: i64, inv: &Inventory) -> Judged {
+    match n {
+        0 if inv.virtual_pci.is_some() => problem(
+            IB_RELAXED_ORDERING_OFF,
+            false,
+            s,
+            format!(
+                "{}: NCCL registers its buffers without PCIe Relaxed Ordering on a virtual machine, where the hypervisor's IOMMU and PCIe path serialise strictly ordered writes: NCCL's InfiniBand bandwidth drops (NCCL: Relaxed Ordering \"can greatly help the performance of InfiniBand networks in virtualized environments\")",
+                from(s)
+            ),
+            "Remove NCCL_IB_PCI_RELAXED_ORDERING (NCCL's default, 2, uses Relaxed Ordering where the verbs offer it), or set it to 1 as the cloud's images do",
+            None,
+        ),
+        0 => Judged::Means("off: NCCL registers its buffers strictly ordered (on bare metal the cost is small; in a VM it is large)".to_owned()),
+        1 => Judged::Means("forced on: NCCL registers every buffer with IBV_ACCESS_RELAXED_ORDERING and fails where the verbs lack it (rdma-core 28 and later have it)".to_owned()),
+        t::RELAXED_DEFAULT => Judged::Means("NCCL's default: Relaxed Ordering where the verbs offer it".to_owned()),
+        _ => Judged::Means(format!("{n} is not 0, 1 or 2: NCCL takes any value but 0 and 1 as its default, Relaxed Ordering where the verbs offer it")),
+    }
+}
+
+/// NCCL_P2P_LEVEL, read as NCCL_NET_GDR_LEVEL is (src/graph/paths.cc `ncclGetLevel`): LOC or 0
+/// turns peer-to-peer between the node's GPUs off, NVLink included, so their traffic goes
+/// through host memory (the SHM transport); the other levels are shown.
+fn p2p_level(s: &Setting) -> Judged {
+    use crate::nccl::params::{LevelValue, gdr_level};
+    let v = s.value.as_str();
+    let off = v == "LOC" || matches!(gdr_level(v), LevelValue::Numbered(_)) && crate::nccl::params::nccl_int(v).0 == 0;
+    if off {
+        return problem(
+            P2P_OFF,
+            false,
+            s,
+            format!(
+                "{}: NCCL never moves data between the node's GPUs peer to peer, over NVLink or PCIe: every transfer within the node goes through host memory (the SHM transport), at a fraction of NVLink's bandwidth",
+                from(s)
+            ),
+            "Remove NCCL_P2P_LEVEL (NCCL picks peer-to-peer where the GPUs reach each other), unless a platform known to corrupt P2P needs it (then say why beside the line)",
+            None,
+        );
+    }
+    Judged::Means(match v {
+        "NVL" | "NVB" => "peer to peer only between GPUs that NVLink joins (NVB: through another GPU's NVLink too); PCIe pairs go through host memory".to_owned(),
+        "C2C" => "peer to peer over NVLink and NVLink-C2C only".to_owned(),
+        "PIX" | "PXB" | "PXN" | "P2C" | "PHB" | "SYS" => format!("peer to peer between GPUs up to {v} apart (NVLink pairs always)"),
+        _ => match gdr_level(v) {
+            LevelValue::Numbered(l) => format!("an old-style number: up to {}", l.describe()),
+            _ => "not a level NCCL knows (names are upper case): NCCL ignores it and keeps its own choice".to_owned(),
+        },
     })
 }
 
