@@ -255,6 +255,20 @@ fn efa_gpu_memory_paths() {
         !findings_with(&r, "peermem-not-loaded").iter().any(|_| true),
         "{m}"
     );
+    // Issue 40: on Linux 6.8 with the proprietary module, reinstalling the efa driver cannot
+    // give it a provider (efa_nv_peermem refuses that module): the fix is the open modules.
+    let fix = f["fix"].to_string();
+    assert!(
+        fix.contains("Install the open NVIDIA kernel modules of the same release (535.183.01")
+            && fix.contains("efa_nv_peermem, refuses the proprietary module"),
+        "{fix}"
+    );
+    assert!(!fix.contains("efa_installer.sh"), "{fix}");
+    // On 6.5 the efa driver's own provider is still the way.
+    n.write("proc/sys/kernel/osrelease", "6.5.0-1024-aws\n");
+    let (_, r) = n.check(&[], &[]);
+    let fix = one(&r, "efa-no-gdr-path", "fail")["fix"].to_string();
+    assert!(fix.contains("efa_installer.sh") && fix.contains("Install the efa driver"), "{fix}");
 }
 
 /// A p6-b200 whose NCCL has no aws-ofi-nccl: its own transport has only the two narrow
@@ -281,6 +295,13 @@ fn narrow_functions_are_never_rails() {
     let s = stdout(&n.run(&["nccl"]));
     assert!(!s.contains("ibp115s0f0:1"), "{s}");
     assert!(s.contains("a narrow function"), "{s}");
+    // Issue 40: nor does it open GDR through the CPU for those functions' sake.
+    assert!(!s.contains("NCCL_NET_GDR_LEVEL='SYS'"), "{s}");
+    assert!(!s.contains("NCCL_NET_GDR_LEVEL=SYS"), "{s}");
+    assert!(
+        s.contains("# NCCL_NET_GDR_LEVEL: not set: the nearest NICs of every GPU are narrow or front-end functions, not rails"),
+        "{s}"
+    );
 }
 
 /// A tree with root ports and no switch, which alone reads as bare metal, is a VM when DMI and

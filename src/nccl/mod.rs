@@ -123,7 +123,7 @@ pub fn settings(inv: &Inventory, gdr_level: Level, release: &Release) -> Vec<Set
     let mut out = vec![
         hca,
         ib_gid_index(inv, &ports, release),
-        net_gdr_level(&judged, &nearest, gdr_level),
+        net_gdr_level(inv, &judged, &nearest, gdr_level),
     ];
     out.extend(net_gdr_c2c(&judged, release));
     out.push(socket_ifname(inv));
@@ -531,19 +531,52 @@ fn net_gdr_c2c(judged: &effective::Judgement, release: &Release) -> Option<Setti
 /// NCCL_NET_GDR_LEVEL: only when some GPU's nearest NIC is beyond the default, over PCIe (a GPU
 /// that reaches its NICs over NVLink-C2C is NCCL_NET_GDR_C2C's: [`net_gdr_c2c`]; a level
 /// there also forces GDR through PCIe on 2.26 to 2.28).
-fn net_gdr_level(judged: &effective::Judgement, nearest: &[Near], gdr_level: Level) -> Setting {
+/// A GPU whose nearest NICs are all narrow or front-end functions (never rails: [`ib_hca`] leaves
+/// them out) is not judged: a level taken from them would open GDR through the CPU for NICs NCCL
+/// is told not to use.
+fn net_gdr_level(
+    inv: &Inventory,
+    judged: &effective::Judgement,
+    nearest: &[Near],
+    gdr_level: Level,
+) -> Setting {
     let c2c_gpus: Vec<crate::parse::pci::Bdf> = judged
         .gpus
         .iter()
         .filter(|g| g.c2c.is_some())
         .map(|g| g.gpu)
         .collect();
+    let narrow = crate::placement::narrow(inv);
+    let front_end = crate::placement::front_end(inv);
+    let not_rail = |nic: usize| narrow.iter().any(|(i, ..)| *i == nic) || front_end.contains(&nic);
+    let only_not_rails = |n: &Option<&effective::Nearest>| {
+        n.is_some_and(|n| !n.nics.is_empty() && n.nics.iter().all(|c| not_rail(c.nic)))
+    };
+    let left_out: Vec<crate::parse::pci::Bdf> = nearest
+        .iter()
+        .filter(|(g, n)| !c2c_gpus.contains(g) && only_not_rails(n))
+        .map(|(g, _)| *g)
+        .collect();
     let nearest: Vec<Near> = nearest
         .iter()
-        .filter(|(g, _)| !c2c_gpus.contains(g))
+        .filter(|(g, _)| !c2c_gpus.contains(g) && !left_out.contains(g))
         .copied()
         .collect();
     let nearest = nearest.as_slice();
+    if nearest.is_empty() && !left_out.is_empty() {
+        return Setting {
+            name: "NCCL_NET_GDR_LEVEL",
+            value: None,
+            why: vec![format!(
+                "not set: the nearest NICs of {} are narrow or front-end functions, not rails (left out of NCCL_IB_HCA): no level is taken from them",
+                if left_out.len() == judged.gpus.len() {
+                    "every GPU".to_owned()
+                } else {
+                    format!("GPUs {}", left_out.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+                }
+            )],
+        };
+    }
     if nearest.is_empty() && !c2c_gpus.is_empty() {
         return Setting {
             name: "NCCL_NET_GDR_LEVEL",

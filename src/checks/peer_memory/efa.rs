@@ -182,12 +182,35 @@ fn fail(
         ),
     )
     .with(evidence)
-    .fix(
+    .fix(fix(inv))
+}
+
+/// From Linux 6.8 AWS's efa driver takes GPU memory only through efa_nv_peermem, which works
+/// with the open NVIDIA kernel modules alone: there a proprietary module leaves one way, the
+/// open modules (which bring the DMA-BUF path too). Elsewhere, the efa driver's P2P provider
+/// first, the open modules as the other way.
+const EFA_OPEN_ONLY_KERNEL: KernelVersion = KernelVersion(6, 8, 0);
+
+fn fix(inv: &Inventory) -> Fix {
+    let proprietary = inv.kernel.nvidia.value().filter(|v| !v.open);
+    let new_kernel = inv.kernel.version.filter(|k| *k >= EFA_OPEN_ONLY_KERNEL);
+    if let (Some(nv), Some(k)) = (proprietary, new_kernel) {
+        return Fix::new(
+            format!(
+                "Install the open NVIDIA kernel modules of the same release ({}, nvidia-open / kernel-open): on Linux {k} (>= {EFA_OPEN_ONLY_KERNEL}) the efa driver's P2P provider, efa_nv_peermem, refuses the proprietary module, so reinstalling the efa driver cannot help; the open modules give efa_nv_peermem its provider and the DMA-BUF path both",
+                nv.version
+            ),
+            "Swapping the NVIDIA kernel modules needs the GPUs idle and the modules reloaded (a reboot is simplest): drain the node first.",
+        )
+        .by_hand("# install the open NVIDIA kernel modules of the installed release (e.g. apt install nvidia-open / nvidia-driver-<release>-open; dnf module install nvidia-driver:<release>-open)")
+        .manual("cat /proc/driver/nvidia/version   # \"Open Kernel Module\" once it is the open one")
+        .manual("cat /sys/class/infiniband/*/device/p2p   # the efa driver's P2P provider")
+    } else {
         Fix::new(
             "Install the efa driver with its P2P provider (the EFA installer builds it; /sys/class/infiniband/*/device/p2p then reads NVIDIA), with the NVIDIA module loaded before it, or use the open NVIDIA kernel modules (R515+) on Linux 5.16 or later for the DMA-BUF path",
             "Reinstalling the efa driver takes the EFA devices away while it reloads: drain the node first.",
         )
         .manual("cat /sys/class/infiniband/*/device/p2p   # the efa driver's P2P provider")
-        .manual("# EFA installer: ./efa_installer.sh -y (rebuilds efa against the installed NVIDIA driver)"),
-    )
+        .manual("# EFA installer: ./efa_installer.sh -y (rebuilds efa against the installed NVIDIA driver)")
+    }
 }
