@@ -5,8 +5,19 @@
 
 use std::time::{Duration, Instant};
 
-/// What is kept back for everything after the active work: judging, rendering, writing.
+/// What is kept back for everything after the active work (judging, rendering, writing): a
+/// tenth of the deadline, at least [`RESERVE_MIN`] and at most [`RESERVE`]. Judging and writing
+/// take milliseconds; a fixed 300 ms took half of a 0.6 s deadline from GPUs that answer in
+/// 460 ms (issue 40). The messages of work cut short say it ([`reserve_for`]).
 pub const RESERVE: Duration = Duration::from_millis(300);
+pub const RESERVE_MIN: Duration = Duration::from_millis(100);
+
+/// The reserve a deadline of `seconds` keeps back.
+pub fn reserve_for(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64((seconds / 10.0).max(0.0))
+        .unwrap_or(RESERVE)
+        .clamp(RESERVE_MIN, RESERVE)
+}
 
 /// The point in time the run must end by, or none.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,7 +60,8 @@ impl Deadline {
         self.end
     }
 
-    /// Time left for active work that wants `wanted`: the smaller of the two, keeping RESERVE.
+    /// Time left for active work that wants `wanted`: the smaller of the two, keeping the
+    /// reserve ([`reserve_for`]).
     pub fn budget(&self, wanted: Duration) -> Budget {
         match self.end {
             None => Budget {
@@ -59,7 +71,7 @@ impl Deadline {
             Some(end) => {
                 let left = end
                     .saturating_duration_since(Instant::now())
-                    .saturating_sub(RESERVE);
+                    .saturating_sub(reserve_for(self.seconds));
                 if left < wanted {
                     Budget {
                         limit: left,
@@ -92,6 +104,18 @@ pub fn later(start: Instant, wait: Duration) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reserve is a tenth of the deadline between 100 and 300 ms: 0.6 s keeps 100 ms (not
+    /// 300), 2 s keeps 200 ms, a minute 300 ms; nonsense keeps the most.
+    #[test]
+    fn the_reserve_follows_the_deadline() {
+        assert_eq!(reserve_for(0.6), Duration::from_millis(100));
+        assert_eq!(reserve_for(2.0), Duration::from_millis(200));
+        assert_eq!(reserve_for(60.0), RESERVE);
+        assert_eq!(reserve_for(0.0), RESERVE_MIN);
+        assert_eq!(reserve_for(f64::NAN), RESERVE_MIN);
+        assert_eq!(reserve_for(f64::INFINITY), RESERVE);
+    }
 
     /// 2^64-1 seconds or milliseconds from now: no panic, and far off (issue 25: `gdr-test
     /// --wait 18446744073709551615` panicked on `Instant + Duration`).

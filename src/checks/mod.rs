@@ -167,6 +167,12 @@ fn shorten(s: &str) -> String {
 /// The default [`Check::summary`]: one message for all (`8 GPUs and 8 NICs: 32 GT/s x16, its
 /// maximum`), else the subjects counted (`6 ports passed`), a lone finding as it is.
 pub fn summarize(passed: &[&Finding]) -> String {
+    summarize_as(passed, "passed")
+}
+
+/// [`summarize`] of findings that all `ended` so (`passed`, or `skipped` for a check that only
+/// skipped: never "9 findings passed" on a skip).
+fn summarize_as(passed: &[&Finding], ended: &str) -> String {
     match passed {
         [] => String::new(),
         [one] if one.subject == "node" => one.message.clone(),
@@ -192,7 +198,7 @@ pub fn summarize(passed: &[&Finding]) -> String {
             if many.iter().all(|f| f.message == many[0].message) {
                 format!("{who}: {}", many[0].message)
             } else {
-                format!("{who} passed")
+                format!("{who} {ended}")
             }
         }
     }
@@ -502,7 +508,7 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
             .iter()
             .filter(|f| f.status == Status::Skip)
             .collect();
-        summarize(&skipped)
+        summarize_as(&skipped, "skipped")
     } else {
         check.summary(cx, &passed)
     };

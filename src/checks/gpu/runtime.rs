@@ -131,9 +131,9 @@ pub(super) fn nvidia_runtime(
                 evidence.push(Evidence {
                     path: cuda.library.to_owned(),
                     value: format!(
-                        "CUDA device {}: {}; GPU_DIRECT_RDMA_SUPPORTED={}, DMA_BUF_SUPPORTED={}{}",
-                        d.ordinal,
-                        d.bus_id.as_deref().unwrap_or("?"),
+                        "CUDA on {}: {}; GPU_DIRECT_RDMA_SUPPORTED={}, DMA_BUF_SUPPORTED={}{}",
+                        g.bdf,
+                        cuda_seen(d),
                         attr(d.gdr_supported),
                         attr(d.dmabuf_supported),
                         if d.errors.is_empty() {
@@ -151,7 +151,7 @@ pub(super) fn nvidia_runtime(
                             subject.clone(),
                             "CUDA says it does not support GPUDirect RDMA (CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED = 0): NICs cannot reach its memory, whatever else is set up. GeForce GPUs, and GPUs under some vGPU profiles, do not offer it".to_string(),
                         )
-                        .evidence(cuda.library.to_owned(), format!("CUDA device {}: GPU_DIRECT_RDMA_SUPPORTED=0", d.ordinal))
+                        .evidence(cuda.library.to_owned(), format!("CUDA on {}: GPU_DIRECT_RDMA_SUPPORTED=0", g.bdf))
                         .fix(
                             Fix::new(
                                 "Use a data-centre or workstation GPU (or a vGPU profile that enables GPUDirect RDMA) for RDMA traffic",
@@ -252,6 +252,17 @@ pub(super) fn amd_runtime(
 
 /// GPUs a library lists that the PCI inventory lacks: a partial sysfs, or a bus id gdrdoctor
 /// cannot parse.
+/// How CUDA saw the GPU in its probe process, which sees that GPU alone (CUDA_VISIBLE_DEVICES),
+/// so every GPU is that process's device 0: the ordinal says nothing across GPUs, the bus id
+/// does.
+fn cuda_seen(d: &crate::model::gpu::CudaDevice) -> String {
+    format!(
+        "device {} of its own probe process, bus id {}",
+        d.ordinal,
+        d.bus_id.as_deref().unwrap_or("?")
+    )
+}
+
 pub(super) fn unmatched(inv: &Inventory, p: &Probe) -> Vec<Finding> {
     let known = |b: Option<Bdf>| b.is_some_and(|b| inv.gpus.iter().any(|g| g.bdf == b));
     let mut out = Vec::new();

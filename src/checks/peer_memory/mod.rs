@@ -513,6 +513,10 @@ fn probed(gpu: &Runtime) -> Result<&crate::model::gpu::Probe, Verified> {
             "GPU probe not run: {}",
             SkipReason::Offline.describe()
         ))),
+        // Some reasons name the probe themselves ("the GPU probe was not run: ..."): said once.
+        Runtime::Failed { error } if error.starts_with("the GPU probe") => {
+            Err(Verified::Unverified(error.clone()))
+        }
         Runtime::Failed { error } => Err(Verified::Unverified(format!(
             "the GPU probe failed: {error}"
         ))),
@@ -556,7 +560,9 @@ impl Exports {
                 continue;
             };
             let value = export_evidence(
-                &format!("{api} device {ordinal} ({})", g.bdf),
+                // Each GPU's probe process sees that GPU alone: its ordinal there is 0 for
+                // every GPU, so the bus id names it.
+                &format!("{api} on {} (device {ordinal} of its probe process)", g.bdf),
                 how,
                 g.bdf,
                 export,
@@ -749,8 +755,15 @@ fn export_evidence(
     match export {
         Export::Exported { bytes, fd_target } => {
             *exported += 1;
+            // The fd's link names a dma-buf: `anon_inode:dmabuf` before Linux 5.x's dmabuffs,
+            // `/dmabuf:` (then the buffer's name, empty here) after.
+            let what = if fd_target.contains("dmabuf") {
+                "a dma-buf"
+            } else {
+                "an fd that is not a dma-buf"
+            };
             format!(
-                "{who}: {how} exported {} as {fd_target}",
+                "{who}: {how} exported {} as {what} (its fd links to \"{fd_target}\")",
                 crate::parse::bytes(*bytes)
             )
         }

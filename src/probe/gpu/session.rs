@@ -23,7 +23,14 @@ pub fn cut_short(
     deadline_s: Option<f64>,
     (gpu, of, answered): (usize, usize, usize),
 ) -> String {
-    let deadline = deadline_s.map(|s| format!(" of {s} s")).unwrap_or_default();
+    let deadline = deadline_s
+        .map(|s| {
+            format!(
+                " of {s} s (less {} ms kept for judging and writing the report)",
+                crate::deadline::reserve_for(s).as_millis()
+            )
+        })
+        .unwrap_or_default();
     format!(
         "cut short by --deadline{deadline} after {} ms ({answered} of {of} GPUs reached in that time; this one, GPU {gpu} of {of}, was not): unknown, not a verdict on the GPU; a longer --deadline lets the probe finish",
         had.as_millis()
