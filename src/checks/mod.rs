@@ -565,6 +565,23 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    /// Issue 40 (2x H200): a check that only skipped, with findings that differ, printed
+    /// "SKIP link-health 9 findings passed". Its line says skipped.
+    #[test]
+    fn a_check_that_only_skipped_never_says_passed() {
+        const C: Code = Code {
+            id: "x-skip",
+            summary: "x",
+        };
+        let a = Finding::skip(C, "mlx5_0 port 1", "no second reading");
+        let b = Finding::skip(C, "bridge 0000:00:01.0", "no AER statistics");
+        assert_eq!(
+            summarize_as(&[&a, &b], "skipped"),
+            "1 port and 1 bridge skipped"
+        );
+        assert_eq!(summarize(&[&a, &b]), "1 port and 1 bridge passed");
+    }
+
     #[test]
     fn ids_and_codes_are_unique_kebab_case() {
         let mut ids = HashSet::new();

@@ -43,7 +43,10 @@ impl Addressed {
         }
         let mut parts = Vec::new();
         if self.ipv4_routes > 0 {
-            parts.push(format!("{} IPv4 route(s) in {PROC_ROUTE}", self.ipv4_routes));
+            parts.push(format!(
+                "{} IPv4 route(s) in {PROC_ROUTE}",
+                self.ipv4_routes
+            ));
         }
         if self.ipv6_global > 0 {
             parts.push(format!("{} global IPv6 address(es)", self.ipv6_global));

@@ -572,7 +572,14 @@ fn net_gdr_level(
                 if left_out.len() == judged.gpus.len() {
                     "every GPU".to_owned()
                 } else {
-                    format!("GPUs {}", left_out.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+                    format!(
+                        "GPUs {}",
+                        left_out
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 }
             )],
         };

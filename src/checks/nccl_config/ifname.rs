@@ -239,7 +239,11 @@ pub(super) fn judge(s: &Setting, inv: &Inventory) -> super::Judged {
         format!(
             " ({})",
             up.iter()
-                .map(|n| format!("{}: {}", n.name, n.addressed.as_ref().map(|a| a.shown()).unwrap_or_default()))
+                .map(|n| format!(
+                    "{}: {}",
+                    n.name,
+                    n.addressed.as_ref().map(|a| a.shown()).unwrap_or_default()
+                ))
                 .collect::<Vec<_>>()
                 .join("; ")
         )

@@ -431,7 +431,9 @@ fn relaxed_ordering(s: &Setting, n: i64, inv: &Inventory) -> Judged {
 fn p2p_level(s: &Setting) -> Judged {
     use crate::nccl::params::{LevelValue, gdr_level};
     let v = s.value.as_str();
-    let off = v == "LOC" || matches!(gdr_level(v), LevelValue::Numbered(_)) && crate::nccl::params::nccl_int(v).0 == 0;
+    let off = v == "LOC"
+        || matches!(gdr_level(v), LevelValue::Numbered(_))
+            && crate::nccl::params::nccl_int(v).0 == 0;
     if off {
         return problem(
             P2P_OFF,

@@ -204,7 +204,7 @@ fn fix(inv: &Inventory) -> Fix {
         )
         .by_hand("# install the open NVIDIA kernel modules of the installed release (e.g. apt install nvidia-open / nvidia-driver-<release>-open; dnf module install nvidia-driver:<release>-open)")
         .manual("cat /proc/driver/nvidia/version   # \"Open Kernel Module\" once it is the open one")
-        .manual("cat /sys/class/infiniband/*/device/p2p   # the efa driver's P2P provider")
+        .manual("cat /sys/class/infiniband/*/device/p2p   # the efa driver's P2P provider");
     } else {
         Fix::new(
             "Install the efa driver with its P2P provider (the EFA installer builds it; /sys/class/infiniband/*/device/p2p then reads NVIDIA), with the NVIDIA module loaded before it, or use the open NVIDIA kernel modules (R515+) on Linux 5.16 or later for the DMA-BUF path",

@@ -777,3 +777,55 @@ fn export_evidence(
         }
     }
 }
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    /// Issue 40 (2x H200): "exported 2 MiB as /dmabuf:" read as a path; the evidence says what
+    /// the fd is.
+    #[test]
+    fn a_dma_buf_export_says_it_is_one() {
+        let bdf = crate::parse::pci::Bdf::parse("0000:18:00.0").unwrap();
+        let (mut n, mut no) = (0, Vec::new());
+        let e = Export::Exported {
+            bytes: 2 << 20,
+            fd_target: "/dmabuf:".into(),
+        };
+        let line = export_evidence(
+            "CUDA on 0000:18:00.0",
+            "cuMemGetHandleForAddressRange",
+            bdf,
+            &e,
+            &mut n,
+            &mut no,
+        );
+        assert_eq!(
+            line,
+            "CUDA on 0000:18:00.0: cuMemGetHandleForAddressRange exported 2 MiB as a dma-buf (its fd links to \"/dmabuf:\")"
+        );
+        assert_eq!(n, 1);
+    }
+
+    /// Issue 40: "the GPU probe failed: the GPU probe was not run: ..." says the probe once.
+    #[test]
+    fn the_probe_is_named_once() {
+        let r = Runtime::Failed {
+            error: "the GPU probe was not run: the --deadline of 0.1 s left no time for it".into(),
+        };
+        match probed(&r) {
+            Err(Verified::Unverified(m)) => assert_eq!(
+                m,
+                "the GPU probe was not run: the --deadline of 0.1 s left no time for it"
+            ),
+            _ => panic!("not unverified"),
+        }
+        let r = Runtime::Failed {
+            error: "NVML timed out".into(),
+        };
+        match probed(&r) {
+            Err(Verified::Unverified(m)) => assert_eq!(m, "the GPU probe failed: NVML timed out"),
+            _ => panic!("not unverified"),
+        }
+    }
+}

@@ -57,7 +57,9 @@ pub(super) fn pfc_broken(
                 nccl_set(
                     inv,
                     Fix::new(
-                        format!("Set NCCL_IB_SL={want} where NCCL reads it: NCCL's RoCE is tagged over {vlan} and the port trusts PCP, so NCCL_IB_SL is the priority its frames carry, and {want} has PFC"),
+                        format!(
+                            "Set NCCL_IB_SL={want} where NCCL reads it: NCCL's RoCE is tagged over {vlan} and the port trusts PCP, so NCCL_IB_SL is the priority its frames carry, and {want} has PFC"
+                        ),
                         "Jobs started after the change use it; running jobs keep their QPs' service level.",
                     ),
                     "NCCL_IB_SL",
@@ -70,7 +72,11 @@ pub(super) fn pfc_broken(
             // NCCL_IB_TC unset (DSCP 0) would map DSCP 0, every untagged packet's (TCP's too),
             // to the lossless priority, or leave NCCL on 0: the fix gives NCCL a DSCP of its own,
             // RoCE's customary 26 (NCCL_IB_TC=106: DSCP 26, ECN capable).
-            let (dscp, tc_fix) = if w.dscp == 0 { (26, Some(106)) } else { (w.dscp, None) };
+            let (dscp, tc_fix) = if w.dscp == 0 {
+                (26, Some(106))
+            } else {
+                (w.dscp, None)
+            };
             let fix = Fix::new(
                 format!("Trust DSCP on {ifname} and map NCCL's DSCP {dscp} to priority {want}, which has PFC, so that NCCL_IB_TC decides the priority"),
                 "Changing trust reclassifies the port's traffic at once: drain the node first. The switch must trust DSCP too.",
@@ -219,9 +225,15 @@ pub(super) fn priority_shared(
     let (ifname, priority) = (w.ifname, w.priority);
     let (default, how) = if w.dscp_trust {
         let (p, shown, _) = dscp_priority(w.dcb, w.port, 0);
-        (p, format!("DSCP 0, which TCP and untagged traffic carry, lands on {shown}"))
+        (
+            p,
+            format!("DSCP 0, which TCP and untagged traffic carry, lands on {shown}"),
+        )
     } else {
-        (0, "untagged traffic lands on priority 0 under PCP trust".to_owned())
+        (
+            0,
+            "untagged traffic lands on priority 0 under PCP trust".to_owned(),
+        )
     };
     if priority != default || !pfc.on(priority) {
         return None;
@@ -235,7 +247,9 @@ pub(super) fn priority_shared(
         .collect::<Vec<_>>()
         .join(",");
     let fix = Fix::new(
-        format!("Give NCCL a priority of its own on {ifname}: DSCP {dscp} on priority {want} with PFC, and priority {priority} lossy again (the switch ports must match)"),
+        format!(
+            "Give NCCL a priority of its own on {ifname}: DSCP {dscp} on priority {want} with PFC, and priority {priority} lossy again (the switch ports must match)"
+        ),
         "Trust, DSCP map and PFC changes reconfigure the port's queues: drain the node first. NCCL_IB_TC takes effect for new jobs.",
     );
     let fix = if w.dscp_trust {
@@ -243,7 +257,9 @@ pub(super) fn priority_shared(
     } else {
         fix.disruptive(format!("mlnx_qos -i {ifname} --trust dscp"))
     }
-    .disruptive(format!("dcb app replace dev {ifname} dscp-prio {dscp}:{want}"))
+    .disruptive(format!(
+        "dcb app replace dev {ifname} dscp-prio {dscp}:{want}"
+    ))
     .disruptive(format!("mlnx_qos -i {ifname} --pfc {vector}"));
     let fix = match tc {
         Some(tc) => nccl_tc(inv, fix, tc),
