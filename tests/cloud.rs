@@ -268,7 +268,10 @@ fn efa_gpu_memory_paths() {
     n.write("proc/sys/kernel/osrelease", "6.5.0-1024-aws\n");
     let (_, r) = n.check(&[], &[]);
     let fix = one(&r, "efa-no-gdr-path", "fail")["fix"].to_string();
-    assert!(fix.contains("efa_installer.sh") && fix.contains("Install the efa driver"), "{fix}");
+    assert!(
+        fix.contains("efa_installer.sh") && fix.contains("Install the efa driver"),
+        "{fix}"
+    );
 }
 
 /// A p6-b200 whose NCCL has no aws-ofi-nccl: its own transport has only the two narrow

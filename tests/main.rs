@@ -40,6 +40,7 @@ mod pciutils;
 mod qos;
 mod rdma_access;
 mod roce_lossless;
+mod span;
 mod topo;
 mod topo_picture;
 mod twonode;

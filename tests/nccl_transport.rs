@@ -423,7 +423,12 @@ fn a_list_that_selects_loopback() {
     n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=^ens\n");
     let (c, r) = n.check(&[], &["--select", "nccl-config"]);
     assert_eq!(c, 1, "{:#?}", codes(&r));
-    let f = about(&r, "NCCL_SOCKET_IFNAME", "nccl-socket-ifname-loopback", "fail");
+    let f = about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-socket-ifname-loopback",
+        "fail",
+    );
     let m = message(f);
     assert!(
         m.contains("selects only lo (unknown), the loopback interface") && m.contains("127.0.0.1"),
@@ -433,8 +438,16 @@ fn a_list_that_selects_loopback() {
     // lo beside a real interface: NCCL takes lo first; a warning.
     n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=lo,ens1np0\n");
     let (_, r) = n.check(&[], &["--select", "nccl-config"]);
-    let m = message(about(&r, "NCCL_SOCKET_IFNAME", "nccl-socket-ifname-loopback", "warn"));
-    assert!(m.contains("the loopback interface is the first (index 1)"), "{m}");
+    let m = message(about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-socket-ifname-loopback",
+        "warn",
+    ));
+    assert!(
+        m.contains("the loopback interface is the first (index 1)"),
+        "{m}"
+    );
     // Excluding lo too passes.
     n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=^ens2,lo\n");
     let (c, r) = n.check(&[], &["--select", "nccl-config"]);
@@ -459,7 +472,12 @@ fn an_interface_without_an_address() {
     n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=ens1np0\n");
     let (c, r) = n.check(&[], &["--select", "nccl-config"]);
     assert_eq!(c, 1, "{:#?}", codes(&r));
-    let f = about(&r, "NCCL_SOCKET_IFNAME", "nccl-socket-ifname-no-address", "fail");
+    let f = about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-socket-ifname-no-address",
+        "fail",
+    );
     assert!(
         message(f).contains("selects ens1np0 (up), up but without an IPv4 or IPv6 address"),
         "{}",
@@ -475,7 +493,12 @@ fn an_interface_without_an_address() {
     n.write("etc/nccl.conf", "NCCL_SOCKET_IFNAME=ens1np0,ens2np0\n");
     let (c, r) = n.check(&[], &["--select", "nccl-config"]);
     assert_eq!(c, 0, "{:#?}", codes(&r));
-    let m = message(about(&r, "NCCL_SOCKET_IFNAME", "nccl-transport-setting", "pass"));
+    let m = message(about(
+        &r,
+        "NCCL_SOCKET_IFNAME",
+        "nccl-transport-setting",
+        "pass",
+    ));
     assert!(
         m.contains("it selects ens2np0 (up) and skips ens1np0 (no address)")
             && m.contains("ens2np0: 1 IPv4 route(s) in /proc/net/route"),
@@ -500,7 +523,11 @@ fn a_short_ib_timeout_warns() {
         m.contains("each try waits only 66 us") && m.contains("error 12"),
         "{m}"
     );
-    assert!(f["fix"].to_string().contains("NCCL_IB_TIMEOUT"), "{}", f["fix"]);
+    assert!(
+        f["fix"].to_string().contains("NCCL_IB_TIMEOUT"),
+        "{}",
+        f["fix"]
+    );
     n.write("etc/nccl.conf", "NCCL_IB_TIMEOUT=12\n");
     let (_, r) = n.check(&[], &["--select", "nccl-config"]);
     about(&r, "NCCL_IB_TIMEOUT", "nccl-transport-setting", "pass");
@@ -530,7 +557,10 @@ fn relaxed_ordering_and_p2p_level_shown_and_judged() {
         "etc/nccl.conf",
         &format!(
             "{}NCCL_P2P_LEVEL=LOC\n",
-            conf.replace("NCCL_IB_PCI_RELAXED_ORDERING=1", "NCCL_IB_PCI_RELAXED_ORDERING=0")
+            conf.replace(
+                "NCCL_IB_PCI_RELAXED_ORDERING=1",
+                "NCCL_IB_PCI_RELAXED_ORDERING=0"
+            )
         ),
     );
     let (_, r) = n.check(&[], &["--select", "nccl-config"]);
@@ -546,8 +576,19 @@ fn relaxed_ordering_and_p2p_level_shown_and_judged() {
     assert!(f["fix"].to_string().contains("Remove NCCL_P2P_LEVEL"));
     // On bare metal, 0 is shown, not judged; PXB is shown.
     let m2 = NodeCopy::of("healthy-8gpu-roce");
-    m2.write("etc/nccl.conf", "NCCL_IB_PCI_RELAXED_ORDERING=0\nNCCL_P2P_LEVEL=PXB\n");
+    m2.write(
+        "etc/nccl.conf",
+        "NCCL_IB_PCI_RELAXED_ORDERING=0\nNCCL_P2P_LEVEL=PXB\n",
+    );
     let (c, r) = m2.check(&[], &["--select", "nccl-config"]);
     assert_eq!(c, 0, "{:#?}", codes(&r));
-    assert!(message(about(&r, "NCCL_P2P_LEVEL", "nccl-transport-setting", "pass")).contains("up to PXB"));
+    assert!(
+        message(about(
+            &r,
+            "NCCL_P2P_LEVEL",
+            "nccl-transport-setting",
+            "pass"
+        ))
+        .contains("up to PXB")
+    );
 }

@@ -360,9 +360,8 @@ fn upstream_cnp_dscp_from_debugfs() {
 /// in `/proc/net/vlan/config` (net/8021q/vlanproc.c: `NAME | VID | LOWER`), never in the name.
 /// `uevent`: with it, or with only the /proc file.
 fn vlans_named_vlan_n(root: &Path, uevent: bool) -> Vec<String> {
-    let mut config = String::from(
-        "VLAN Dev name\t | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\n",
-    );
+    let mut config =
+        String::from("VLAN Dev name\t | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\n");
     let mut names = Vec::new();
     let ib = root.join("sys/class/infiniband");
     let mut devs: Vec<_> = std::fs::read_dir(&ib)
@@ -451,7 +450,11 @@ fn a_vlan_without_nccl_ib_sl_is_fixed_by_nccl_ib_sl() {
     assert!(fix.contains("Set NCCL_IB_SL=3"), "{fix}");
     assert!(fix.contains("NCCL_IB_SL=3"), "{fix}");
     assert!(!fix.contains("--trust dscp"), "{fix}");
-    assert!(codes(&r).iter().all(|c| c.0 != "roce-trust-pcp"), "{:?}", codes(&r));
+    assert!(
+        codes(&r).iter().all(|c| c.0 != "roce-trust-pcp"),
+        "{:?}",
+        codes(&r)
+    );
     // Applied (the nccl.conf edit is a file edit under the root), checked again: it holds.
     let applied = gdrdoctor(&[
         "--root",
@@ -462,7 +465,11 @@ fn a_vlan_without_nccl_ib_sl_is_fixed_by_nccl_ib_sl() {
         "persistent",
         "--yes",
     ]);
-    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
     let found = roce(&root, &[]);
     assert_eq!(
         found.iter().filter(|f| f.0 == "roce-lossless-ok").count(),
@@ -506,7 +513,9 @@ fn the_trust_dscp_fix_moves_nccl_off_dscp_0() {
 fn nccl_on_the_default_priority_with_pfc_warns() {
     let (_dir, root) = fixture_copy("roce-lossless-ok");
     std::fs::write(root.join("etc/nccl.conf"), "NCCL_IB_TC=0\n").unwrap();
-    edit_qos(&root, |nd| nd["dcb"]["ok"]["pfc"]["enabled"] = serde_json::json!(1));
+    edit_qos(&root, |nd| {
+        nd["dcb"]["ok"]["pfc"]["enabled"] = serde_json::json!(1)
+    });
     let out = gdrdoctor(&[
         "--root",
         root.to_str().unwrap(),

@@ -170,6 +170,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         .filter(|_| inv.live && health)
         .map(|path| (path, probe::baseline::load(path, &root, &inv)));
     if let Some(seconds) = args.sample.filter(|_| inv.live) {
+        if health && !probe::sample::worth_taking(&inv) {
+            runs.span_note = Some(format!(
+                "--sample {seconds}: not taken, the node has no link-health or AER counter to read twice"
+            ));
+        }
         if health && probe::sample::worth_taking(&inv) {
             stage(Stage::Sample);
             let window = std::time::Duration::from_secs_f64(seconds);
@@ -191,7 +196,14 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
                 runs.sample = Some(last);
             }
             probe::baseline::Loaded::Found(_) => {}
-            probe::baseline::Loaded::None(why) => errln!("gdrdoctor: --baseline: {why}"),
+            probe::baseline::Loaded::None(why) => {
+                errln!("gdrdoctor: --baseline: {why}");
+                if runs.sample.is_none() {
+                    runs.span_note = Some(format!(
+                        "--baseline: {why}: one reading judged (growth is judged from the next run on)"
+                    ));
+                }
+            }
         }
     }
     report::write(&inv, &runs, &config, &selection, &args.wanted(), display)

@@ -22,6 +22,9 @@ pub struct Runs {
     pub nccl_verify: NcclVerify,
     /// The second reading of the link-health counters (`--sample`), live roots only.
     pub sample: Option<Sample>,
+    /// Why a second reading that was asked for (`--sample`, `--baseline`) is not there: the
+    /// report says what was judged over instead.
+    pub span_note: Option<String>,
     /// dcbnl's and ethtool's answers on the RoCE ports' netdevs: asked of the live kernel, or
     /// as a capture recorded them.
     pub qos: Qos,
@@ -43,6 +46,7 @@ impl Runs {
             }),
             nccl_verify: NcclVerify::not_run(NcclVerify::NOT_ASKED),
             sample: None,
+            span_note: None,
             qos: Qos::NotRead("not asked".into()),
         }
     }

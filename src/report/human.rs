@@ -61,6 +61,12 @@ pub fn render(report: &Report, style: &Style) -> String {
         node.rdma_devices,
         if node.rdma_devices == 1 { "" } else { "s" },
     );
+    // What the counters were judged over, when a run asked for more than one reading.
+    if let Some(s) = &report.inventory.sample {
+        let _ = writeln!(o, "{}", clean(&s.line()));
+    } else if let Some(note) = &report.inventory.span_note {
+        let _ = writeln!(o, "{}", clean(note));
+    }
     o.push('\n');
 
     // Checks left out by --select are noise here; JSON keeps them.

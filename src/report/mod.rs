@@ -137,6 +137,9 @@ pub struct InventorySummary {
     /// since; absent when neither was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sample: Option<sample::SampleSummary>,
+    /// Why a second reading that was asked for is not there (`--baseline` on a first run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span_note: Option<String>,
     /// Files and directories that could not be read or made no sense.
     pub problems: Vec<Problem>,
 }
@@ -469,6 +472,7 @@ fn summarise(inv: &Inventory, runs: &Runs, checks: &[CheckResult]) -> InventoryS
     let problems = inv.all_problems();
     InventorySummary {
         sample: runs.sample.as_ref().map(|s| sample::summarise(inv, s)),
+        span_note: runs.span_note.clone(),
         gpus,
         gpu_runtime: runs.gpu.clone(),
         gdr_test: match &runs.gdr_test {

@@ -95,3 +95,40 @@ pub fn summarise(inv: &Inventory, sample: &Sample) -> SampleSummary {
         aer,
     }
 }
+
+/// A span as a person reads it: `3.0 s`, `12 min`, `2.5 h`, `3.1 days`.
+pub fn span(seconds: f64) -> String {
+    match seconds {
+        s if s < 120.0 => format!("{s:.1} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s if s < 172_800.0 => format!("{:.1} h", s / 3600.0),
+        s => format!("{:.1} days", s / 86400.0),
+    }
+}
+
+impl SampleSummary {
+    /// The line the human report opens with: what the counters were judged over.
+    pub fn line(&self) -> String {
+        let grew = self.ports.len() + self.aer.len();
+        let grew = match grew {
+            0 => "no counter grew".to_owned(),
+            1 => "1 counter grew".to_owned(),
+            n => format!("{n} counters grew"),
+        };
+        let cut = if self.cut {
+            " (cut short by --deadline)"
+        } else {
+            ""
+        };
+        match &self.baseline {
+            None => format!(
+                "counters judged over a {} window (--sample: read twice){cut}: {grew}",
+                span(self.seconds)
+            ),
+            Some(path) => format!(
+                "counters and the kernel log judged since the last run, {} ago (--baseline {path}): {grew}",
+                span(self.seconds)
+            ),
+        }
+    }
+}
