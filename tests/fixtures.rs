@@ -477,6 +477,17 @@ const CASES: &[Case] = &[
         ],
         codes: &[("roce-trust-pcp", "fail")],
     },
+    // PCP trust, RoCE tagged over VLANs named vlan5..vlan12 (the kernel says VLAN, the names do
+    // not), NCCL_IB_SL=3: priority 3, which has PFC (issue 40).
+    Case {
+        name: "roce-trust-pcp-vlan",
+        config: None,
+        exit: 0,
+        statuses: [
+            "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "skip",
+        ],
+        codes: &[("roce-lossless-ok", "pass")],
+    },
     // MLNX_OFED's Global tclass=106 beside NCCL_IB_TC unset.
     Case {
         name: "roce-ofed-tclass-override",
