@@ -27,6 +27,7 @@ mod grace_acs;
 mod hostile;
 mod hostile_inputs;
 mod hostile_peers;
+mod hostile_recent;
 mod io;
 mod kernel_log;
 mod layers;

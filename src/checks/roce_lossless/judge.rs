@@ -182,7 +182,7 @@ pub(super) fn global_pause(w: &Walk) -> Option<Finding> {
 pub(super) fn buffer_shared(w: &Walk, pfc: &crate::parse::dcbnl::Pfc) -> Option<Finding> {
     let (ifname, priority) = (w.ifname, w.priority);
     if let Some(b) = &w.dcb.buffer {
-        let mine = b.prio2buffer[priority as usize];
+        let &mine = b.prio2buffer.get(usize::from(priority))?;
         let lossy: Vec<u8> = (0..8u8)
             .filter(|&p| p != priority && b.prio2buffer[p as usize] == mine && !pfc.on(p))
             .collect();

@@ -375,10 +375,12 @@ fn dscp_priority<'a>(
     port: &'a Port,
     dscp: u8,
 ) -> (u8, String, Option<&'a Fact<DscpMap>>) {
+    // The kernel keeps APP priorities within 0-7 (dcbnl checks them); a capture's qos.json
+    // can say anything: an entry past 7 is no priority, and is passed over (issue 41).
     if let Some(a) = dcb
         .app
         .iter()
-        .find(|a| a.selector == selector::DSCP && a.protocol == u16::from(dscp))
+        .find(|a| a.selector == selector::DSCP && a.protocol == u16::from(dscp) && a.priority < 8)
     {
         return (
             a.priority,
