@@ -61,6 +61,23 @@ pub fn cut(s: &str, max: usize) -> String {
     shown(s, max, false)
 }
 
+/// `s` kept to at most `max` bytes (at a character boundary), its end saying how much was cut:
+/// text from a capture or the environment (a kernel log record of a megabyte, an NCCL_IB_HCA of
+/// 900 KB) reaches a report, a log and a terminal bounded (issue 41). Escaping stays the
+/// renderer's.
+pub fn bound(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = s.len() - end;
+    s.truncate(end);
+    s.push_str(&format!("… ({cut} bytes more, cut)"));
+}
+
 /// A raw value in a message: in double quotes, hostile characters, quotes and backslashes
 /// escaped, at most [`QUOTED_CHARS`] characters of it (`"a\nb"`, `"xxxx…"`).
 pub fn quoted(s: &str) -> String {
@@ -111,6 +128,16 @@ fn shown(s: &str, max: usize, quoting: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bound_cuts_at_a_character_and_says_so() {
+        let mut s = "é".repeat(10);
+        bound(&mut s, 5);
+        assert_eq!(s, "éé… (16 bytes more, cut)");
+        let mut t = "short".to_owned();
+        bound(&mut t, 5);
+        assert_eq!(t, "short");
+    }
 
     #[test]
     fn hostile_characters_are_escaped_and_the_rest_kept() {

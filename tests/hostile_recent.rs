@@ -44,7 +44,16 @@ fn an_app_priority_past_seven_is_no_priority() {
         let ran = case(&args).run();
         assert_ne!(ran.code, 2, "{args:?}: {}", ran.stderr);
     }
-    let ran = case(["--root", r, "check", "--select", "roce-lossless", "--format", "json"]).run();
+    let ran = case([
+        "--root",
+        r,
+        "check",
+        "--select",
+        "roce-lossless",
+        "--format",
+        "json",
+    ])
+    .run();
     let report = serde_json::from_str::<serde_json::Value>(&ran.stdout).unwrap();
     let ok = findings_with(&report, "roce-lossless-ok");
     assert_eq!(ok.len(), 8, "{:?}", codes(&report));
@@ -61,4 +70,108 @@ fn an_app_priority_past_seven_is_no_priority() {
     std::os::unix::fs::symlink(&root, fleet.path().join("node01")).unwrap();
     let ran = case(["fleet", fleet.path().to_str().unwrap()]).run();
     assert_ne!(ran.code, 2, "{}", ran.stderr);
+}
+
+/// 2 and 3. /etc/ld.so.conf's includes: 30 files that all include each other (followed four
+/// deep without remembering what was read: 35 s), and 3,000 includes of one 20,000-line file
+/// (its lines kept per visit: gigabytes). Each file is read once now; the directories are taken
+/// each once.
+#[test]
+fn ld_so_conf_includes_that_loop_or_repeat() {
+    let (_dir, root) = fixture_copy("healthy-8gpu-roce");
+    let conf_d = root.join("etc/ld.so.conf.d");
+    std::fs::create_dir_all(&conf_d).unwrap();
+    std::fs::write(
+        root.join("etc/ld.so.conf"),
+        "include /etc/ld.so.conf.d/*.conf\n",
+    )
+    .unwrap();
+    for i in 0..30 {
+        std::fs::write(
+            conf_d.join(format!("{i:02}.conf")),
+            format!("/opt/lib{i}\ninclude /etc/ld.so.conf.d/*.conf\n"),
+        )
+        .unwrap();
+    }
+    let r = root.to_str().unwrap().to_owned();
+    let ran = case(["--root", &r, "check", "--select", "nccl-config"])
+        .within(Duration::from_secs(10), 200)
+        .run();
+    assert_ne!(ran.code, 2, "{}", ran.stderr);
+    // One file whose 3,000 lines include a file of 20,000 directories.
+    for e in std::fs::read_dir(&conf_d).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    let big: String = (0..20_000).map(|i| format!("/opt/many/{i}\n")).collect();
+    std::fs::write(conf_d.join("big.conf"), big).unwrap();
+    std::fs::write(
+        root.join("etc/ld.so.conf"),
+        "include /etc/ld.so.conf.d/big.conf\n".repeat(3000),
+    )
+    .unwrap();
+    let ran = case(["--root", &r, "check", "--select", "nccl-config"])
+        .within(Duration::from_secs(10), 200)
+        .run();
+    assert_ne!(ran.code, 2, "{}", ran.stderr);
+}
+
+/// 9. NCCL_NET_PLUGIN naming 40,000 plugins with an LD_LIBRARY_PATH of 20,000 directories: every
+/// name was looked for in every directory (past 60 s). At most 16 names, each once, in at most
+/// 1,024 directories.
+#[test]
+fn plugin_names_times_library_directories_are_bounded() {
+    let (_dir, root) = fixture_copy("healthy-8gpu-roce");
+    let env = root.join("job.env");
+    let names: Vec<String> = (0..40_000).map(|i| format!("p{i}")).collect();
+    let dirs: Vec<String> = (0..20_000).map(|i| format!("/opt/d{i}")).collect();
+    std::fs::write(
+        &env,
+        format!(
+            "export NCCL_NET_PLUGIN={}\nexport LD_LIBRARY_PATH={}\n",
+            names.join(","),
+            dirs.join(":")
+        ),
+    )
+    .unwrap();
+    let r = root.to_str().unwrap();
+    let ran = case([
+        "--root",
+        r,
+        "check",
+        "--nccl-env",
+        env.to_str().unwrap(),
+        "--select",
+        "nccl-config",
+    ])
+    .within(Duration::from_secs(10), 200)
+    .run();
+    assert_ne!(ran.code, 2, "{}", ran.stderr);
+}
+
+/// 15. Text from captures and the environment was escaped but never shortened: a 900 KB
+/// NCCL_IB_HCA printed 5.4 MB (in the subject, the message and the evidence of several
+/// findings). Every finding's text is bounded now, and says where it was cut.
+#[test]
+fn text_from_the_node_is_bounded() {
+    let (_dir, root) = fixture_copy("healthy-8gpu-roce");
+    let hca: Vec<String> = (0..100_000).map(|i| format!("mlx{i}")).collect();
+    let hca = hca.join(",");
+    assert!(hca.len() > 800_000);
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(root.join("etc/nccl.conf"), format!("NCCL_IB_HCA={hca}\n")).unwrap();
+    let r = root.to_str().unwrap();
+    for (args, most) in [
+        (vec!["--root", r, "check"], 64 << 10),
+        (vec!["--root", r, "check", "-v"], 256 << 10),
+        (vec!["--root", r, "check", "--format", "json"], 256 << 10),
+    ] {
+        let ran = case(&args).run();
+        assert_ne!(ran.code, 2, "{args:?}: {}", ran.stderr);
+        assert!(
+            ran.stdout.len() < most,
+            "{args:?}: {} bytes of report",
+            ran.stdout.len()
+        );
+        assert!(ran.stdout.contains("bytes more, cut)"), "{args:?}");
+    }
 }

@@ -164,6 +164,28 @@ fn shorten(s: &str) -> String {
     out
 }
 
+/// The longest subject, message, fix summary and evidence text a finding keeps: far past any
+/// real one (a message of a few lines, an evidence value of a file's line), so that text from a
+/// capture or the environment (a megabyte kernel log record, a 900 KB NCCL_IB_HCA) cannot make a
+/// report of megabytes or a grouping that takes minutes. Fix commands are kept whole: a cut
+/// command would run something else.
+pub const MAX_SUBJECT: usize = 512;
+pub const MAX_MESSAGE: usize = 16 << 10;
+pub const MAX_EVIDENCE: usize = 4 << 10;
+
+fn bound_text(f: &mut Finding) {
+    use crate::sanitize::bound;
+    bound(&mut f.subject, MAX_SUBJECT);
+    bound(&mut f.message, MAX_MESSAGE);
+    for e in &mut f.evidence {
+        bound(&mut e.path, MAX_EVIDENCE);
+        bound(&mut e.value, MAX_EVIDENCE);
+    }
+    if let Some(fix) = &mut f.fix {
+        bound(&mut fix.summary, MAX_EVIDENCE);
+    }
+}
+
 /// The default [`Check::summary`]: one message for all (`8 GPUs and 8 NICs: 32 GT/s x16, its
 /// maximum`), else the subjects counted (`6 ports passed`), a lone finding as it is.
 pub fn summarize(passed: &[&Finding]) -> String {
@@ -473,6 +495,8 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
         ));
     }
     for f in &mut findings {
+        // Text from the node is bounded before anything reads it (issue 41).
+        bound_text(f);
         // A misspelt code no longer compiles, and a check's code constants are private to its
         // file; what this still catches is a constant the check uses but left out of its
         // `CODES` (so `gdrdoctor list`, `--config` and the README test never see it), or a

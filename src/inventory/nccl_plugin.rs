@@ -223,6 +223,10 @@ fn prefix_of(library: &str) -> String {
     parts.join("/")
 }
 
+/// The most names of an NCCL_NET_PLUGIN list looked for (NCCL tries them in order and stops at
+/// the first that loads; a real list names a few).
+pub const MAX_PLUGIN_NAMES: usize = 16;
+
 /// The names NCCL tries for `NCCL_NET_PLUGIN` (`None`: unset), in order, with the releases
 /// that try each; `None` for `none`.
 pub fn names(setting: Option<&str>) -> Option<Vec<(String, &'static str)>> {
@@ -234,8 +238,15 @@ pub fn names(setting: Option<&str>) -> Option<Vec<(String, &'static str)>> {
     }
     // Before 2.27 the whole value is one name; a list is read from 2.27.
     let list = value.contains(',');
-    let mut out = Vec::new();
-    for name in value.split(',').filter(|n| !n.is_empty()) {
+    let mut out: Vec<(String, &'static str)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    // Each name once, at most MAX_PLUGIN_NAMES of them: every name is looked for in every
+    // directory of the loader's path (issue 41: 40,000 names x 20,000 directories).
+    for name in value
+        .split(',')
+        .filter(|n| !n.is_empty() && seen.insert(*n))
+        .take(MAX_PLUGIN_NAMES)
+    {
         out.push((
             name.to_owned(),
             if list {
@@ -261,23 +272,26 @@ pub fn names(setting: Option<&str>) -> Option<Vec<(String, &'static str)>> {
     Some(out)
 }
 
+/// The most directories the loader's path is taken to hold, and the most ld.so.conf files read:
+/// far past any real node's (a few dozen directories, a dozen files), and what keeps a hostile
+/// LD_LIBRARY_PATH or include web from costing minutes or gigabytes (issue 41).
+pub const MAX_SEARCH_DIRS: usize = 1024;
+pub const MAX_CONF_FILES: usize = 256;
+
 /// The loader's directories: the declared `LD_LIBRARY_PATH`, `/etc/ld.so.conf` with its
-/// includes, the system directories.
+/// includes, the system directories; each once, in that order, at most [`MAX_SEARCH_DIRS`].
 pub(super) fn search_path(
     root: &Root,
     ld_library_path: Option<&Setting>,
     arch: &str,
 ) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
+    let mut out = Dirs::default();
     if let Some(s) = ld_library_path {
         for d in s.value.split(':').filter(|d| d.starts_with('/')) {
-            out.push((
-                d.trim_end_matches('/').to_owned(),
-                format!("LD_LIBRARY_PATH ({})", s.origin.short()),
-            ));
+            out.push(d, || format!("LD_LIBRARY_PATH ({})", s.origin.short()));
         }
     }
-    ld_so_conf(root, LD_SO_CONF, 0, &mut out);
+    ld_so_conf(root, &mut out);
     let triplet = format!("{arch}-linux-gnu");
     for d in [
         format!("/lib/{triplet}"),
@@ -287,41 +301,79 @@ pub(super) fn search_path(
         "/lib".to_owned(),
         "/usr/lib".to_owned(),
     ] {
-        out.push((d, "a system directory".to_owned()));
+        // The system directories always count, past the bound too.
+        out.push_always(&d, "a system directory");
     }
-    let mut seen = std::collections::BTreeSet::new();
-    out.retain(|(d, _)| seen.insert(d.clone()));
-    out
+    out.list
 }
 
-/// One ld.so.conf file: directories, and `include` globs (`*` within the last name only, as
-/// ldconfig's glob(3) use in practice).
-fn ld_so_conf(root: &Root, path: &str, depth: usize, out: &mut Vec<(String, String)>) {
-    if depth > 4 {
-        return;
+/// Directories in order, each once: a repeat is dropped as it comes, not at the end.
+#[derive(Default)]
+struct Dirs {
+    list: Vec<(String, String)>,
+    seen: std::collections::HashSet<String>,
+}
+
+impl Dirs {
+    fn push(&mut self, dir: &str, via: impl FnOnce() -> String) {
+        if self.list.len() < MAX_SEARCH_DIRS {
+            let dir = dir.trim_end_matches('/');
+            if self.seen.insert(dir.to_owned()) {
+                self.list.push((dir.to_owned(), via()));
+            }
+        }
     }
-    let Ok(text) = root.read_text(path) else {
-        return;
-    };
-    for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if let Some(pattern) = line.strip_prefix("include").map(str::trim) {
-            if pattern.is_empty() {
-                continue;
+
+    fn push_always(&mut self, dir: &str, via: &str) {
+        if self.seen.insert(dir.to_owned()) {
+            self.list.push((dir.to_owned(), via.to_owned()));
+        }
+    }
+}
+
+/// /etc/ld.so.conf and its includes: directories, and `include` globs (`*` within the last name
+/// only, as ldconfig's glob(3) use in practice), an include's directories where it appears.
+/// Each file is read once, whatever includes it how often (a web of files including each other
+/// ends), at most [`MAX_CONF_FILES`] of them, four includes deep.
+fn ld_so_conf(root: &Root, out: &mut Dirs) {
+    let mut walk = ConfWalk::default();
+    walk.file(root, LD_SO_CONF, 0, out);
+}
+
+/// What the walk of ld.so.conf's includes has done: the files read, the include lines followed.
+#[derive(Default)]
+struct ConfWalk {
+    read: std::collections::HashSet<String>,
+    includes: usize,
+}
+
+impl ConfWalk {
+    fn file(&mut self, root: &Root, path: &str, depth: usize, out: &mut Dirs) {
+        if depth > 4 || self.read.len() >= MAX_CONF_FILES || !self.read.insert(path.to_owned()) {
+            return;
+        }
+        let Ok(text) = root.read_text(path) else {
+            return;
+        };
+        for (i, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if let Some(pattern) = line.strip_prefix("include").map(str::trim) {
+                // Each include line globs a directory: at most MAX_CONF_FILES of them in all.
+                if pattern.is_empty() || self.includes >= MAX_CONF_FILES {
+                    continue;
+                }
+                self.includes += 1;
+                let pattern = if pattern.starts_with('/') {
+                    pattern.to_owned()
+                } else {
+                    format!("/etc/{pattern}")
+                };
+                for file in glob(root, &pattern) {
+                    self.file(root, &file, depth + 1, out);
+                }
+            } else if line.starts_with('/') && !line.contains(char::is_whitespace) {
+                out.push(line, || format!("{path} line {}", i + 1));
             }
-            let pattern = if pattern.starts_with('/') {
-                pattern.to_owned()
-            } else {
-                format!("/etc/{pattern}")
-            };
-            for file in glob(root, &pattern) {
-                ld_so_conf(root, &file, depth + 1, out);
-            }
-        } else if line.starts_with('/') && !line.contains(char::is_whitespace) {
-            out.push((
-                line.trim_end_matches('/').to_owned(),
-                format!("{path} line {}", i + 1),
-            ));
         }
     }
 }

@@ -13,6 +13,8 @@ pub fn own_names(f: &Finding) -> Vec<String> {
     names(f)
 }
 
+const MAX_NAMES: usize = 64;
+
 fn names(f: &Finding) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let words = f
@@ -23,8 +25,14 @@ fn names(f: &Finding) -> Vec<String> {
                 .iter()
                 .flat_map(|e| e.path.split(|c: char| c.is_whitespace() || c == '/')),
         );
+    // Each name once (a set, not a scan of the list: a subject of thousands of words), and at
+    // most MAX_NAMES of them: a finding's own names are a few.
+    let mut seen = std::collections::HashSet::new();
     for w in words {
-        if w.len() >= 3 && w.chars().any(|c| c.is_ascii_digit()) && !out.iter().any(|o| o == w) {
+        if out.len() >= MAX_NAMES {
+            break;
+        }
+        if w.len() >= 3 && w.chars().any(|c| c.is_ascii_digit()) && seen.insert(w) {
             out.push(w.to_owned());
         }
     }
