@@ -14,7 +14,6 @@ use crate::inventory::Inventory;
 use crate::model::gpu::Runtime;
 use crate::parse::pci::{Bdf, PortType, path_functions};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 pub use crate::model::Level;
 
@@ -273,7 +272,7 @@ pub struct Matrix {
     /// `places[i]`: where `devices[i]` sits; `None` without a PCI function in the inventory.
     places: Vec<Option<Place>>,
     /// NVLinks between two GPUs ([`nvlinks`]).
-    nvlinks: BTreeMap<(Bdf, Bdf), u32>,
+    nvlinks: crate::model::gpu::NvLinks,
     /// `c2c[i]`: `devices[i]` is a GPU joined to its CPU by an active NVLink-C2C link.
     c2c: Vec<bool>,
 }
@@ -311,9 +310,7 @@ impl Matrix {
     pub fn nvlinks(&self, i: usize, j: usize) -> Option<u32> {
         let (a, b) = (self.devices.get(i)?, self.devices.get(j)?);
         match (a.kind, b.kind, a.bdf, b.bdf) {
-            (Kind::Gpu, Kind::Gpu, Some(x), Some(y)) if i != j => {
-                self.nvlinks.get(&(x, y)).copied()
-            }
+            (Kind::Gpu, Kind::Gpu, Some(x), Some(y)) if i != j => self.nvlinks.get(x, y),
             _ => None,
         }
     }

@@ -175,3 +175,47 @@ fn text_from_the_node_is_bounded() {
         assert!(ran.stdout.contains("bytes more, cut)"), "{args:?}");
     }
 }
+
+/// 4. NVML's recorded answer (`gdrdoctor/nvml.json`) of 4,600 devices, each with a link to an
+/// NVSwitch (under 1 MiB): the NVLink map held every pair (880 MB and 8 s for topo). It holds links per GPU
+/// now, and the pairs of the GPUs sysfs has are asked of it.
+#[test]
+fn a_recorded_nvml_answer_of_thousands_of_devices() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(crate_dir().join("fixtures/h100x4-vm/capture.tar.gz"))
+        .arg("-C")
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let path = root.join("gdrdoctor/nvml.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let devices: Vec<serde_json::Value> = (0..4600u32)
+        .map(|i| {
+            let mut d = serde_json::json!({
+                "nvlinks": [{"link": 0, "remote_type": "switch"}],
+            });
+            d["index"] = serde_json::json!(i);
+            d["bus_id"] =
+                serde_json::json!(format!("00000000:{:02X}:{:02X}.0", 1 + i / 32, i % 32));
+            d
+        })
+        .chain(v["nvml"]["devices"].as_array().unwrap().iter().cloned())
+        .collect();
+    v["nvml"]["devices"] = serde_json::json!(devices);
+    let text = serde_json::to_string(&v).unwrap();
+    assert!(text.len() < 1 << 20, "{} bytes", text.len());
+    std::fs::write(&path, text).unwrap();
+    let r = root.to_str().unwrap();
+    for args in [vec!["--root", r, "topo"], vec!["--root", r, "check"]] {
+        let ran = case(&args).within(Duration::from_secs(10), 200).run();
+        assert_ne!(ran.code, 2, "{args:?}: {}", ran.stderr);
+    }
+    let ran = case(["--root", r, "topo"]).run();
+    assert!(ran.stdout.contains("NV18"), "{}", ran.stdout);
+}

@@ -351,7 +351,7 @@ impl Runtime {
 
     /// NVLinks between two GPUs, by PCI address (both ways), as NVML reported them ([`nvlinks`]);
     /// none without NVML's answer. The matrix and the pictures both read it.
-    pub fn nvlinks(&self) -> BTreeMap<(Bdf, Bdf), u32> {
+    pub fn nvlinks(&self) -> NvLinks {
         self.probe().map(nvlinks).unwrap_or_default()
     }
 }
@@ -420,40 +420,58 @@ pub fn bdf(bus_id: Option<&String>) -> Option<Bdf> {
 
 /// NVLink counts between GPU pairs, as `nvidia-smi topo -m` shows them (`NV18`): links from one
 /// GPU straight to the other, or, through NVSwitches, the smaller of the two GPUs' switch links
-/// (every switch-attached GPU reaches every other across the switch fabric).
-pub fn nvlinks(probe: &Probe) -> BTreeMap<(Bdf, Bdf), u32> {
-    let mut out = BTreeMap::new();
+/// (every switch-attached GPU reaches every other across the switch fabric). Kept as NVML gave
+/// them, per link and per GPU, never per pair: a recorded answer of thousands of devices would
+/// otherwise hold millions of pairs (issue 41: 4,600 devices took 880 MB).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NvLinks {
+    /// Links from one GPU straight to another, both ways.
+    direct: BTreeMap<(Bdf, Bdf), u32>,
+    /// Each GPU's links to NVSwitches.
+    switch: BTreeMap<Bdf, u32>,
+}
+
+impl NvLinks {
+    /// The NVLinks between `a` and `b` (`None`: none).
+    pub fn get(&self, a: Bdf, b: Bdf) -> Option<u32> {
+        if a == b {
+            return None;
+        }
+        let direct = self.direct.get(&(a, b)).copied().unwrap_or(0);
+        let sw = |g| self.switch.get(&g).copied().unwrap_or(0);
+        let n = direct + sw(a).min(sw(b));
+        (n > 0).then_some(n)
+    }
+
+    /// The GPUs joined by NVLink, each with the ones it reaches (directly or across switches),
+    /// among `gpus`.
+    pub fn peers(&self, gpus: &[Bdf]) -> BTreeMap<Bdf, Vec<Bdf>> {
+        let mut out: BTreeMap<Bdf, Vec<Bdf>> = BTreeMap::new();
+        for &a in gpus {
+            for &b in gpus {
+                if self.get(a, b).is_some() {
+                    out.entry(a).or_default().push(b);
+                }
+            }
+        }
+        out
+    }
+}
+
+pub fn nvlinks(probe: &Probe) -> NvLinks {
+    let mut out = NvLinks::default();
     let Some(nvml) = probe.nvml.as_ref().and_then(|l| l.ready()) else {
         return out;
     };
-    let gpus: Vec<(Bdf, &NvmlDevice)> = nvml
-        .devices
-        .iter()
-        .filter_map(|d| bdf(d.bus_id.as_ref()).map(|b| (b, d)))
-        .collect();
-    for (a, da) in &gpus {
-        let switch_a = da
-            .nvlinks
-            .iter()
-            .filter(|l| l.remote_type == "switch")
-            .count() as u32;
-        for (b, db) in &gpus {
-            if a == b {
-                continue;
-            }
-            let direct = da
-                .nvlinks
-                .iter()
-                .filter(|l| l.remote_type != "switch" && bdf(l.remote_bus_id.as_ref()) == Some(*b))
-                .count() as u32;
-            let switch_b = db
-                .nvlinks
-                .iter()
-                .filter(|l| l.remote_type == "switch")
-                .count() as u32;
-            let n = direct + switch_a.min(switch_b);
-            if n > 0 {
-                out.insert((*a, *b), n);
+    for d in &nvml.devices {
+        let Some(a) = bdf(d.bus_id.as_ref()) else {
+            continue;
+        };
+        for l in &d.nvlinks {
+            if l.remote_type == "switch" {
+                *out.switch.entry(a).or_default() += 1;
+            } else if let Some(b) = bdf(l.remote_bus_id.as_ref()).filter(|b| *b != a) {
+                *out.direct.entry((a, b)).or_default() += 1;
             }
         }
     }
@@ -511,8 +529,8 @@ mod tests {
         ]);
         let m = nvlinks(&p);
         let (ba, bb) = (Bdf::parse(a).unwrap(), Bdf::parse(b).unwrap());
-        assert_eq!(m.get(&(ba, bb)), Some(&3));
-        assert_eq!(m.get(&(bb, ba)), Some(&3));
+        assert_eq!(m.get(ba, bb), Some(3));
+        assert_eq!(m.get(bb, ba), Some(3));
         assert_eq!(ba.to_string(), "0000:3b:00.0");
     }
 
@@ -529,8 +547,8 @@ mod tests {
         ]);
         let m = nvlinks(&p);
         let b = |s: &str| Bdf::parse(s).unwrap();
-        assert_eq!(m.get(&(b("0000:18:00.0"), b("0000:2a:00.0"))), Some(&18));
-        assert_eq!(m.get(&(b("0000:18:00.0"), b("0000:3a:00.0"))), Some(&12));
-        assert_eq!(m.get(&(b("0000:18:00.0"), b("0000:4a:00.0"))), None);
+        assert_eq!(m.get(b("0000:18:00.0"), b("0000:2a:00.0")), Some(18));
+        assert_eq!(m.get(b("0000:18:00.0"), b("0000:3a:00.0")), Some(12));
+        assert_eq!(m.get(b("0000:18:00.0"), b("0000:4a:00.0")), None);
     }
 }

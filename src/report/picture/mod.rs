@@ -526,17 +526,12 @@ impl Builder {
 /// address, as `Runtime::nvlinks` gives them) among the GPUs on the tree (`gpus`: address to
 /// index into the nodes). A pair's count is the first GPU's view of it (the upper triangle of
 /// `topo`'s matrix), or the second's where the first has none.
-fn nvlink_groups(gpus: &BTreeMap<Bdf, usize>, links: &BTreeMap<(Bdf, Bdf), u32>) -> Vec<NvGroup> {
-    let count = |a: Bdf, b: Bdf| {
-        links
-            .get(&(a, b))
-            .or_else(|| links.get(&(b, a)))
-            .copied()
-            .unwrap_or(0)
-    };
+fn nvlink_groups(gpus: &BTreeMap<Bdf, usize>, links: &crate::model::gpu::NvLinks) -> Vec<NvGroup> {
+    let count = |a: Bdf, b: Bdf| links.get(a, b).or_else(|| links.get(b, a)).unwrap_or(0);
+    let all: Vec<Bdf> = gpus.keys().copied().collect();
     let mut peers: BTreeMap<Bdf, BTreeSet<Bdf>> = BTreeMap::new();
-    for (&(a, b), &n) in links {
-        if n > 0 && a != b && gpus.contains_key(&a) && gpus.contains_key(&b) {
+    for (a, bs) in links.peers(&all) {
+        for b in bs {
             peers.entry(a).or_default().insert(b);
             peers.entry(b).or_default().insert(a);
         }
