@@ -219,3 +219,64 @@ fn a_recorded_nvml_answer_of_thousands_of_devices() {
     let ran = case(["--root", r, "topo"]).run();
     assert!(ran.stdout.contains("NV18"), "{}", ran.stdout);
 }
+
+/// 5 and 6. Counter and AER files of a sampled capture as a hostile one holds them: every
+/// counter file a megabyte of digits, every AER table 50,000 error types, in both readings. Each
+/// was read up to 1 MiB, kept and printed whole, twice (378 MB RSS, a 91 MB JSON report), and the
+/// AER growth text was quadratic in the types (past 60 s). A counter is read up to 64 bytes and
+/// an AER table up to 4 KiB (128 types) now: a longer file is not one, and says so.
+#[test]
+fn counter_and_aer_files_of_megabytes() {
+    let (_dir, root) = fixture_copy("aer-nonfatal-switch-port");
+    let digits = "1".repeat(1 << 20);
+    let types: String = (0..50_000).map(|i| format!("ERR_{i} {i}\n")).collect();
+    let mut counters = 0;
+    let mut tables = 0;
+    let mut stack = vec![root.join("sys"), root.join("gdrdoctor/sample")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+                let parent = p
+                    .parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned();
+                if name.starts_with("aer_dev_") {
+                    std::fs::write(&p, &types).unwrap();
+                    tables += 1;
+                } else if parent == "counters" || parent == "hw_counters" {
+                    std::fs::write(&p, &digits).unwrap();
+                    counters += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        counters > 8 && tables > 3,
+        "{counters} counters, {tables} tables"
+    );
+    let r = root.to_str().unwrap();
+    for (args, most) in [
+        (vec!["--root", r, "check"], 64usize << 10),
+        (vec!["--root", r, "check", "--format", "json"], 1 << 20),
+    ] {
+        let ran = case(&args).within(Duration::from_secs(10), 200).run();
+        assert_ne!(ran.code, 2, "{args:?}: {}", ran.stderr);
+        assert!(
+            ran.stdout.len() < most,
+            "{args:?}: {} bytes",
+            ran.stdout.len()
+        );
+    }
+}

@@ -41,7 +41,25 @@ impl<T> Fact<T> {
         let value = raw.as_ref().ok().and_then(|s| parse(s));
         Fact { path, raw, value }
     }
+
+    /// [`Fact::read`] of a file that holds at most `limit` bytes ([`Root::read_text_limited`]).
+    pub fn read_small(
+        root: &Root,
+        path: String,
+        limit: u64,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Fact<T> {
+        let raw = root.read_text_limited(&path, limit);
+        let value = raw.as_ref().ok().and_then(|s| parse(s));
+        Fact { path, raw, value }
+    }
 }
+
+/// The most a counter file holds: a 64-bit number and its newline are 21 bytes.
+pub const COUNTER_LIMIT: u64 = 64;
+/// The most an AER statistics table holds: a line per error type (about 20 today) of a name and
+/// a 64-bit count.
+pub const AER_TABLE_LIMIT: u64 = 4096;
 
 #[derive(Debug)]
 pub struct Inventory {

@@ -407,7 +407,12 @@ pub fn classify_gpus(
 pub fn read_aer(root: &Root, prefix: &str, dir: &str) -> Aer {
     let table = |name: &str| {
         let path = format!("{dir}/{name}");
-        let mut fact = Fact::read(root, format!("{prefix}{path}"), aer_table);
+        let mut fact = Fact::read_small(
+            root,
+            format!("{prefix}{path}"),
+            super::AER_TABLE_LIMIT,
+            aer_table,
+        );
         fact.path = path;
         fact
     };

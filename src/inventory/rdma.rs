@@ -565,7 +565,12 @@ pub fn read_counters(
             };
             // Read below `prefix`, shown at the node's own path: a capture's recorded reading
             // reads as the live one did.
-            let mut value = Fact::read(root, format!("{prefix}{path}"), counter);
+            let mut value = Fact::read_small(
+                root,
+                format!("{prefix}{path}"),
+                super::COUNTER_LIMIT,
+                counter,
+            );
             value.path = path;
             (!value.is_missing()).then_some(Counter { watched: *w, value })
         })

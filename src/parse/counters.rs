@@ -54,10 +54,23 @@ impl AerTable {
 
 /// One of the AER files. Without a `TOTAL_ERR_` line (a kernel that prints only the types),
 /// the total is the sum of the types. `None` when a line is not "name count".
+/// The most lines an AER statistics table is taken to have.
+pub const MAX_AER_TYPES: usize = 128;
+
 pub fn aer_table(s: &str) -> Option<AerTable> {
     let mut table = AerTable::default();
     let mut total = None;
-    for line in s.lines().map(str::trim).filter(|l| !l.is_empty()) {
+    for (i, line) in s
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .enumerate()
+    {
+        // The kernel's tables have a line per error type, about 20 (drivers/pci/pcie/aer.c):
+        // hundreds is not a table (issue 41: 50,000 made the growth text quadratic).
+        if i >= MAX_AER_TYPES {
+            return None;
+        }
         let (name, count) = line.rsplit_once(char::is_whitespace)?;
         let (name, count) = (name.trim(), counter(count)?);
         if name.is_empty() || name.len() > 64 {

@@ -140,7 +140,14 @@ impl Root {
 
     /// Reads a file as UTF-8 text, with trailing whitespace (the kernel's newline) removed.
     pub fn read_text(&self, path: &str) -> Result<String, ReadError> {
-        let bytes = self.read(path)?;
+        self.read_text_limited(path, DEFAULT_READ_LIMIT)
+    }
+
+    /// [`Root::read_text`] of a file that is at most `limit` bytes: a counter (a number), an
+    /// AER table (a dozen lines). A longer one is an error, and its text is never kept: a
+    /// capture's megabyte where a number belongs costs nothing (issue 41).
+    pub fn read_text_limited(&self, path: &str, limit: u64) -> Result<String, ReadError> {
+        let bytes = self.read_limited(path, limit)?;
         let mut s = String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8 {
             path: path.to_owned(),
         })?;
