@@ -280,3 +280,159 @@ fn counter_and_aer_files_of_megabytes() {
         );
     }
 }
+
+fn baseline_run(file: &std::path::Path, extra: &[&str]) -> Ran {
+    let mut args = vec![
+        "check",
+        "--select",
+        "kernel-log",
+        "--baseline",
+        file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    case(&args).within(Duration::from_secs(10), 200).run()
+}
+
+/// 7 and 8. `--baseline FILE` renamed its new archive over whatever FILE was (as root, a device
+/// node was replaced) and opened a FIFO for ever. Anything but a regular file of the caller's,
+/// in a directory others cannot write, is refused now, untouched, within the run's time.
+#[test]
+fn a_baseline_that_is_not_a_regular_file_of_ours_is_refused() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let d = tempfile::tempdir().unwrap();
+    // A FIFO: refused at once, never opened.
+    let fifo = d.path().join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let ran = baseline_run(&fifo, &["--deadline", "5"]);
+    assert!(
+        ran.stderr
+            .contains("a FIFO, not a baseline gdrdoctor wrote"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("GPU probe"), "{}", ran.stderr);
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    // A device node (as root: a character device made for the test, never /dev/null itself).
+    let node = d.path().join("null");
+    if std::process::Command::new("mknod")
+        .arg(&node)
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let ran = baseline_run(&node, &[]);
+        assert!(ran.stderr.contains("a device node"), "{}", ran.stderr);
+        assert!(
+            std::fs::symlink_metadata(&node)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+    // A directory others can write (no sticky bit): refused, nothing written there.
+    let open = d.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let ran = baseline_run(&open.join("b.tar.gz"), &[]);
+    assert!(
+        ran.stderr.contains("a directory others can write"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+}
+
+/// 11. A baseline that cannot be written left a ready node at exit 0 with one stderr line: the
+/// metrics timer never learnt that growth was no longer judged. The report and the metric say it.
+#[test]
+fn a_baseline_not_written_is_said_in_the_report_and_the_metric() {
+    let d = tempfile::tempdir().unwrap();
+    let not_a_dir = d.path().join("file");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let file = not_a_dir.join("baseline.tar.gz");
+    let human = baseline_run(&file, &[]);
+    assert!(
+        human.stdout.contains("--baseline: not written: ")
+            && human.stdout.contains("the next run cannot judge what grew"),
+        "{}",
+        human.stdout
+    );
+    let metrics = baseline_run(&file, &["--format", "prometheus"]);
+    assert!(
+        metrics.stdout.contains("\ngdrdoctor_baseline_written 0\n"),
+        "{}",
+        metrics.stdout
+    );
+    let good = d.path().join("good.tar.gz");
+    let metrics = baseline_run(&good, &["--format", "prometheus"]);
+    assert!(
+        metrics.stdout.contains("\ngdrdoctor_baseline_written 1\n"),
+        "{}",
+        metrics.stdout
+    );
+}
+
+/// 16. A baseline's `taken_at` was trusted: one before 1970 gave a span of 1e300 s and every rate
+/// about 0. A reading of this boot cannot predate it: not compared.
+#[test]
+fn a_baseline_older_than_the_boot_is_not_compared() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("b.tar.gz");
+    baseline_run(&file, &[]);
+    let unpacked = d.path().join("u");
+    std::fs::create_dir(&unpacked).unwrap();
+    let tar = |args: &[&str]| {
+        assert!(
+            std::process::Command::new("tar")
+                .args(args)
+                .status()
+                .unwrap()
+                .success()
+        )
+    };
+    tar(&[
+        "xzf",
+        file.to_str().unwrap(),
+        "-C",
+        unpacked.to_str().unwrap(),
+    ]);
+    let meta = unpacked.join("gdrdoctor/baseline");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let forged: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("taken_at=") {
+                "taken_at=-1e300".to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&meta, forged + "\n").unwrap();
+    tar(&[
+        "czf",
+        file.to_str().unwrap(),
+        "-C",
+        unpacked.to_str().unwrap(),
+        ".",
+    ]);
+    let ran = baseline_run(&file, &[]);
+    assert!(ran.stderr.contains("before this boot"), "{}", ran.stderr);
+    assert!(
+        !ran.stdout.contains("judged since the last run"),
+        "{}",
+        ran.stdout
+    );
+}

@@ -213,7 +213,8 @@ fn the_baseline_is_kept_compared_and_never_written_through_a_link() {
         stderr(&out)
     );
 
-    // FILE is a link to a file elsewhere: the link is replaced, its target left as it was.
+    // FILE is a link to a file elsewhere: neither read nor replaced (issue 41), its target left
+    // as it was, and the run says so.
     let target = dir.path().join("elsewhere");
     std::fs::write(&target, "not yours\n").unwrap();
     let link = dir.path().join("link.tar.gz");
@@ -225,7 +226,12 @@ fn the_baseline_is_kept_compared_and_never_written_through_a_link() {
         std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
-            .is_file()
+            .is_symlink()
+    );
+    assert!(
+        stderr(&out).contains("a symbolic link, not a baseline gdrdoctor wrote"),
+        "{}",
+        stderr(&out)
     );
     // A captured root has one reading: refused.
     let out = gdrdoctor(&[

@@ -188,9 +188,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some((path, loaded)) = baseline {
-        if let Err(e) = probe::baseline::save(path, &root, &inv, &runs.qos, runs.sample.as_ref()) {
+        let saved = probe::baseline::save(path, &root, &inv, &runs.qos, runs.sample.as_ref());
+        if let Err(e) = &saved {
             errln!("gdrdoctor: --baseline: not written: {e}");
         }
+        runs.baseline_saved = Some(saved);
         match loaded {
             probe::baseline::Loaded::Found(last) if runs.sample.is_none() => {
                 runs.sample = Some(last);

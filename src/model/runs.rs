@@ -25,6 +25,8 @@ pub struct Runs {
     /// Why a second reading that was asked for (`--sample`, `--baseline`) is not there: the
     /// report says what was judged over instead.
     pub span_note: Option<String>,
+    /// `--baseline FILE`: whether this run's reading was written for the next (`Err`: why not).
+    pub baseline_saved: Option<Result<(), String>>,
     /// dcbnl's and ethtool's answers on the RoCE ports' netdevs: asked of the live kernel, or
     /// as a capture recorded them.
     pub qos: Qos,
@@ -47,6 +49,7 @@ impl Runs {
             nccl_verify: NcclVerify::not_run(NcclVerify::NOT_ASKED),
             sample: None,
             span_note: None,
+            baseline_saved: None,
             qos: Qos::NotRead("not asked".into()),
         }
     }

@@ -38,13 +38,72 @@ fn boot_id(root: &Root) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// Whether `path` may be the baseline: none yet, or a regular file of the caller's (root's
+/// may be root's), in a directory only its owner can write (or one with the sticky bit, as
+/// /tmp, where others cannot replace the caller's file). Anything else (a device node, a FIFO,
+/// a link, a directory, another user's file, a directory others can write) is refused before
+/// it is opened: `--baseline /dev/null` as root would have replaced /dev/null, and a FIFO
+/// blocked for ever in open (issue 41).
+pub fn check_target(path: &Path) -> Result<bool, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let shown = path.display();
+    let me = crate::sys::fd::effective_uid();
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let d = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !d.is_dir() {
+        return Err(format!("{}: not a directory", dir.display()));
+    }
+    let others_write = d.mode() & 0o022 != 0;
+    let sticky = d.mode() & 0o1000 != 0;
+    if (others_write && !sticky) || (d.uid() != me && d.uid() != 0) {
+        return Err(format!(
+            "{}: a directory others can write (mode {:o}, owner {}): a baseline there could be replaced under gdrdoctor; keep it in a directory of its own (/var/lib/gdrdoctor)",
+            dir.display(),
+            d.mode() & 0o7777,
+            d.uid()
+        ));
+    }
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("{shown}: {e}")),
+        Ok(m) => {
+            let t = m.file_type();
+            let what = if t.is_symlink() {
+                "a symbolic link"
+            } else if t.is_dir() {
+                "a directory"
+            } else if t.is_fifo() {
+                "a FIFO"
+            } else if t.is_block_device() || t.is_char_device() {
+                "a device node"
+            } else if t.is_socket() {
+                "a socket"
+            } else if m.uid() != me {
+                "another user's file"
+            } else {
+                return Ok(true);
+            };
+            Err(format!(
+                "{shown}: {what}, not a baseline gdrdoctor wrote: neither read nor replaced"
+            ))
+        }
+    }
+}
+
 /// The last run's reading from `path`, as a [`Sample`] that is the earlier of the two.
 pub fn load(path: &Path, live: &Root, inv: &Inventory) -> Loaded {
     let shown = path.display().to_string();
-    if std::fs::symlink_metadata(path).is_err() {
-        return Loaded::None(format!(
-            "{shown}: no baseline yet (the first run writes it)"
-        ));
+    match check_target(path) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Loaded::None(format!(
+                "{shown}: no baseline yet (the first run writes it)"
+            ));
+        }
+        Err(e) => return Loaded::None(e),
     }
     let root = match Root::archive(path) {
         Ok(r) => r,
@@ -73,6 +132,17 @@ pub fn load(path: &Path, live: &Root, inv: &Inventory) -> Loaded {
             "{shown}: taken_at {taken} is in the future: the clock moved, not compared"
         ));
     }
+    // A baseline of this boot was read after it: a span longer than the uptime is a forged or
+    // broken taken_at (issue 41: one before 1970 made every rate about 0).
+    let uptime = live
+        .read_text("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok());
+    if let Some(up) = uptime.filter(|up| seconds > up + 60.0) {
+        return Loaded::None(format!(
+            "{shown}: taken_at {taken} is {seconds:.0} s ago, before this boot ({up:.0} s ago): not a reading of this boot, not compared"
+        ));
+    }
     let (ports, aer) = super::sample::read(&root, inv, "");
     Loaded::Found(Sample {
         seconds,
@@ -97,6 +167,7 @@ pub fn save(
     qos: &crate::model::qos::Qos,
     window: Option<&Sample>,
 ) -> Result<(), String> {
+    check_target(path)?;
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let first;
     let latest = match window.filter(|s| !s.is_earlier()) {

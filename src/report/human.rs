@@ -67,6 +67,13 @@ pub fn render(report: &Report, style: &Style) -> String {
     } else if let Some(note) = &report.inventory.span_note {
         let _ = writeln!(o, "{}", clean(note));
     }
+    if let Some(e) = &report.inventory.baseline_error {
+        let _ = writeln!(
+            o,
+            "--baseline: not written: {}: the next run cannot judge what grew",
+            clean(e)
+        );
+    }
     o.push('\n');
 
     // Checks left out by --select are noise here; JSON keeps them.

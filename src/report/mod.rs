@@ -140,6 +140,13 @@ pub struct InventorySummary {
     /// Why a second reading that was asked for is not there (`--baseline` on a first run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span_note: Option<String>,
+    /// `--baseline FILE`: whether this run's reading was kept for the next run; absent without
+    /// --baseline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_written: Option<bool>,
+    /// Why it was not: the next run cannot judge what grew.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_error: Option<String>,
     /// Files and directories that could not be read or made no sense.
     pub problems: Vec<Problem>,
 }
@@ -473,6 +480,11 @@ fn summarise(inv: &Inventory, runs: &Runs, checks: &[CheckResult]) -> InventoryS
     InventorySummary {
         sample: runs.sample.as_ref().map(|s| sample::summarise(inv, s)),
         span_note: runs.span_note.clone(),
+        baseline_written: runs.baseline_saved.as_ref().map(Result::is_ok),
+        baseline_error: runs
+            .baseline_saved
+            .as_ref()
+            .and_then(|r| r.as_ref().err().cloned()),
         gpus,
         gpu_runtime: runs.gpu.clone(),
         gdr_test: match &runs.gdr_test {

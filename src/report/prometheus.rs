@@ -178,6 +178,19 @@ fn link_ports(m: &mut Metrics, report: &Report) {
 /// counter that moved by how much. The counters' values are node_exporter's; these are the
 /// deltas gdrdoctor judged.
 fn growth(m: &mut Metrics, report: &Report) {
+    // `--baseline`: whether the next run has this one's reading to judge growth against (a
+    // timer that only reads metrics learns it here; issue 41).
+    if let Some(written) = report.inventory.baseline_written {
+        m.family(
+            "gdrdoctor_baseline_written",
+            "1 when this run's reading was kept for the next (--baseline FILE), 0 when it could not be: the next run cannot judge what grew.",
+        );
+        m.sample(
+            "gdrdoctor_baseline_written",
+            &[],
+            if written { 1.0 } else { 0.0 },
+        );
+    }
     let Some(s) = report.inventory.sample.as_ref() else {
         return;
     };
