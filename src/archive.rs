@@ -19,6 +19,11 @@ pub const FILE_READ_LIMIT: u64 = 1 << 20;
 /// A member may hold one byte more than the read limit: a capture of a file over the limit
 /// holds the bytes that were read, the limit and one more, so that the copy is too large too.
 pub const MAX_MEMBER_BYTES: u64 = FILE_READ_LIMIT + 1;
+/// A library's prefix, which a capture keeps where a version string was searched for in it (the
+/// network plugin's, NCCL's own): an ELF file's first bytes may be this many. The whole capture
+/// stays within [`MAX_TOTAL_BYTES`] and the run's budget (issue 41: a capture kept 32 MiB of a
+/// libnccl-net.so and gdrdoctor refused its own archive).
+pub const MAX_LIBRARY_MEMBER_BYTES: u64 = 32 << 20;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
 /// Members, and the directories their paths imply (a tar file need not list them).
 pub const MAX_ENTRIES: usize = 200_000;
@@ -535,18 +540,32 @@ fn fill<R: Read>(mut archive: tar::Archive<Capped<'_, R>>) -> Result<Tree, Strin
         match kind {
             T::Directory => tree.insert(&path, Node::Dir(BTreeMap::new()))?,
             T::Regular | T::Continuous => {
-                if size > MAX_MEMBER_BYTES {
+                // Over the read limit only an ELF library's prefix, up to its own limit.
+                if size > MAX_LIBRARY_MEMBER_BYTES {
                     return Err(format!(
                         "member {path} is {size} bytes, over the {}-byte read limit",
                         FILE_READ_LIMIT
                     ));
                 }
-                let mut data = Vec::with_capacity(size as usize);
+                let mut data = Vec::with_capacity(size.min(MAX_MEMBER_BYTES) as usize);
                 entry
                     .by_ref()
-                    .take(MAX_MEMBER_BYTES + 1)
+                    .take(MAX_MEMBER_BYTES.min(size.max(4)))
                     .read_to_end(&mut data)
                     .map_err(|e| format!("truncated or corrupt at {path}: {e}"))?;
+                if size > MAX_MEMBER_BYTES {
+                    if !data.starts_with(b"\x7fELF") {
+                        return Err(format!(
+                            "member {path} is {size} bytes, over the {}-byte read limit (only a library's prefix may be longer)",
+                            FILE_READ_LIMIT
+                        ));
+                    }
+                    entry
+                        .by_ref()
+                        .take(size - data.len() as u64 + 1)
+                        .read_to_end(&mut data)
+                        .map_err(|e| format!("truncated or corrupt at {path}: {e}"))?;
+                }
                 if data.len() as u64 != size {
                     return Err(format!(
                         "truncated or corrupt at {path}: {} of {size} bytes",

@@ -436,3 +436,66 @@ fn a_baseline_older_than_the_boot_is_not_compared() {
         ran.stdout
     );
 }
+
+/// 10. `capture` kept up to 64 MiB of a libnccl-net.so (its scan for the version grew 256 KiB x
+/// 4 past its own 32 MiB limit), and gdrdoctor then refused its own archive ("over the read
+/// limit"). The scan stops at 32 MiB, and an archive takes an ELF library's prefix up to that:
+/// the copy is read, and finds the same plugin, as the node did.
+#[test]
+fn a_large_plugin_library_is_captured_and_read_back() {
+    let (_dir, root) = fixture_copy("healthy-8gpu-roce");
+    let dir = root.join("opt/plug");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::fs::write(root.join("etc/ld.so.conf"), "/opt/plug\n").unwrap();
+    let mut lib = vec![0u8; 40 << 20];
+    lib[..4].copy_from_slice(b"\x7fELF");
+    let marker = b"aws-ofi-nccl 1.14.0\0";
+    let at = 30 << 20;
+    lib[at..at + marker.len()].copy_from_slice(marker);
+    std::fs::write(dir.join("libnccl-net.so"), &lib).unwrap();
+    let r = root.to_str().unwrap();
+    let plugin_line = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("nccl-config"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let live = case(["--root", r, "check", "--select", "nccl-config", "-v"])
+        .within(Duration::from_secs(20), 400)
+        .run();
+    assert!(
+        live.stdout.contains("aws-ofi-nccl 1.14.0"),
+        "{}",
+        live.stdout
+    );
+    let out = tempfile::tempdir().unwrap();
+    let archive = out.path().join("c.tar.gz");
+    let ran = case([
+        "--root",
+        r,
+        "capture",
+        "--no-gpu-probe",
+        archive.to_str().unwrap(),
+    ])
+    .within(Duration::from_secs(30), 600)
+    .run();
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let copy = case([
+        "--root",
+        archive.to_str().unwrap(),
+        "check",
+        "--select",
+        "nccl-config",
+        "-v",
+    ])
+    .within(Duration::from_secs(20), 400)
+    .run();
+    assert_ne!(copy.code, 2, "{}", copy.stderr);
+    assert!(
+        copy.stdout.contains("aws-ofi-nccl 1.14.0"),
+        "{}",
+        copy.stdout
+    );
+    assert_eq!(plugin_line(&copy.stdout), plugin_line(&live.stdout));
+}

@@ -30,8 +30,9 @@ pub const DEFAULT_PLUGIN: &str = "libnccl-net.so";
 pub const EFA_INSTALLER_OFI: &str = "/opt/amazon/ofi-nccl";
 pub const EFA_INSTALLER_LIBFABRIC: &str = "/opt/amazon/efa";
 pub const LD_SO_CONF: &str = "/etc/ld.so.conf";
-/// How much of a library is read for its version string, at most.
-const VERSION_SCAN_MAX: u64 = 32 << 20;
+/// How much of a library is read for its version string, at most; a capture keeps it, and a
+/// capture archive takes a library's prefix up to this size (`archive::MAX_LIBRARY_MEMBER_BYTES`).
+pub const VERSION_SCAN_MAX: u64 = crate::archive::MAX_LIBRARY_MEMBER_BYTES;
 
 /// aws-ofi-nccl's platforms with a topology file of their own (src/platform-aws.cpp
 /// `platform_data_map`, `.topology`; topology/Makefile.am `dist_xml_DATA`): DMI product_name,
@@ -446,7 +447,8 @@ fn kind_of(root: &Root, real: &str) -> Kind {
             }
             return Kind::Unidentified;
         }
-        n *= 4;
+        // Never past the limit (issue 41: 256 KiB x 4^3 read 64 MiB, twice the 32 MiB meant).
+        n = (n * 4).min(VERSION_SCAN_MAX);
     }
 }
 
