@@ -455,6 +455,21 @@ impl Config {
                 });
             }
         }
+        // Each link_lifetime key a counter link-health reads: a misspelt one would be taken and
+        // never match (issue 41).
+        for key in self.thresholds.link_lifetime.keys() {
+            let known = crate::model::health::WATCHED;
+            if !known.iter().any(|w| w.name == key) {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    message: format!(
+                        "{}thresholds.link_lifetime: unknown counter {key:?} (link-health reads {})",
+                        position("link_lifetime"),
+                        known.iter().map(|w| w.name).collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+        }
         let f = self.thresholds.gdr_min_bw_fraction;
         if !(f.is_finite() && (0.0..=1.0).contains(&f)) {
             return Err(ConfigError::Invalid {

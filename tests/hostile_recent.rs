@@ -499,3 +499,55 @@ fn a_large_plugin_library_is_captured_and_read_back() {
     );
     assert_eq!(plugin_line(&copy.stdout), plugin_line(&live.stdout));
 }
+
+/// 12. `thresholds.link_lifetime` took any key: a misspelt counter was accepted and never
+/// matched, though the README says the config is checked. 13. `check --root DIR --sample N`
+/// ignored --sample without a word. Both are refused, saying why.
+#[test]
+fn a_misspelt_lifetime_counter_and_sample_on_a_capture_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let config = d.path().join("c.yaml");
+    std::fs::write(
+        &config,
+        "thresholds:\n  link_lifetime: {symbol_eror: 1000}\n",
+    )
+    .unwrap();
+    let root = fixture("link-symbol-errors");
+    let ran = case([
+        "--root",
+        root,
+        "--config",
+        config.to_str().unwrap(),
+        "check",
+    ])
+    .run();
+    assert_eq!(ran.code, 2, "{}", ran.stdout);
+    assert!(
+        ran.stderr
+            .contains("thresholds.link_lifetime: unknown counter \"symbol_eror\""),
+        "{}",
+        ran.stderr
+    );
+    std::fs::write(
+        &config,
+        "thresholds:\n  link_lifetime: {symbol_error: 1000}\n",
+    )
+    .unwrap();
+    let ran = case([
+        "--root",
+        root,
+        "--config",
+        config.to_str().unwrap(),
+        "check",
+    ])
+    .run();
+    assert_ne!(ran.code, 2, "{}", ran.stderr);
+    let ran = case(["--root", root, "check", "--sample", "1"]).run();
+    assert_eq!(ran.code, 2, "{}", ran.stdout);
+    assert!(
+        ran.stderr
+            .contains("--sample reads the live node's counters twice"),
+        "{}",
+        ran.stderr
+    );
+}

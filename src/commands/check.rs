@@ -82,6 +82,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     selection.validate().map_err(anyhow::Error::msg)?;
     let config = global.config()?;
     let (root, display) = global.root()?;
+    if args.sample.is_some() && !root.is_live() {
+        anyhow::bail!(
+            "--sample reads the live node's counters twice; a captured root holds the readings it was captured with (capture --sample records a window)"
+        );
+    }
     if args.baseline.is_some() && !root.is_live() {
         anyhow::bail!(
             "--baseline compares the live node's counters with its last run's; a captured root holds one reading"
