@@ -22,7 +22,8 @@
 #   GDRDOCTOR_PROLOG_ARGS="--no-gdr-test --sample 1" # split on spaces (no quoting); the fast profile
 #   GDRDOCTOR_ON_ERROR=drain              # drain | pass
 #   GDRDOCTOR_REPORT_DIR=/run/gdrdoctor   # prolog.json (the full report) and prolog.stderr
-# Only bash, coreutils (timeout, mkdir, rm, head), logger (optional) and Slurm's sinfo/scontrol.
+# Only bash, coreutils (timeout, mkdir, mktemp, rm, head, sleep), logger (optional) and Slurm's
+# sinfo/scontrol.
 
 set -u
 # slurmd runs the Prolog with no search path of its own (Prolog and Epilog Guide).
@@ -43,7 +44,6 @@ fi
 BACKSTOP_GRACE=3   # seconds past the deadline before timeout(1) sends TERM
 BACKSTOP_KILL=2    # seconds after TERM before KILL
 REASON_MAX=250     # keep the node's reason readable in sinfo/scontrol
-RC_MARK="gdrdoctor-prolog-exit="
 
 node=${SLURMD_NODENAME:-}
 job=${SLURM_JOB_ID:-none}
@@ -123,38 +123,44 @@ else
 fi
 
 rm -f "$GDRDOCTOR_REPORT_DIR/prolog.json" 2>/dev/null  # no stale report after a failed run
+# gdrdoctor's line goes to a private file, never a pipe: a descendant that escaped the process
+# group and holds its stdout cannot hold the prolog, and the exit status is the process's own
+# (wait), never a line gdrdoctor's output could forge (issue 41).
+tmp=$(mktemp -d 2>/dev/null) || tmp=
+if [ -z "$tmp" ]; then
+    on_error "gdrdoctor: could not run (no temporary directory)"
+fi
+trap 'rm -rf "$tmp"' EXIT
 start=$SECONDS
 # timeout(1) is the backstop: TERM at deadline+3 s, KILL 2 s later, to gdrdoctor's process group.
-# The result comes back through a pipe, as gdrdoctor's stdout followed by a line with the exit
-# status. We stop reading at that line, so a descendant that escaped the process group and holds
-# stdout open cannot hold the prolog; and we stop waiting 2 s after the KILL, so neither can a
-# gdrdoctor stuck in an uninterruptible driver call (it is left behind, and logged).
-exec 3< <(exec </dev/null 2>"$errfile"
-          timeout -k "$BACKSTOP_KILL" "$limit" \
-              "$GDRDOCTOR" --deadline "$deadline" check "${args[@]}" --format reason "${out_args[@]}"
-          r=$?
-          printf '\n%s%d\n' "$RC_MARK" "$r")
+# We stop waiting 2 s after the KILL, so a gdrdoctor stuck in an uninterruptible driver call
+# cannot hold the prolog either (it is left behind, and logged).
+timeout -k "$BACKSTOP_KILL" "$limit" \
+    "$GDRDOCTOR" --deadline "$deadline" check "${args[@]}" --format reason "${out_args[@]}" \
+    </dev/null >"$tmp/reason" 2>"$errfile" &
+pid=$!
 end=$((start + limit + BACKSTOP_KILL + 2))
-line='' rc=''
-while left=$((end - SECONDS)); ((left > 0)); do
-    l=
-    if ! IFS= read -r -t "$left" l <&3; then
-        [ -n "$l" ] || break   # EOF or our own timeout (a partial line is still used)
+rc=''
+while kill -0 "$pid" 2>/dev/null; do
+    if ((SECONDS >= end)); then
+        break
     fi
-    case "$l" in
-        "$RC_MARK"*) rc=${l#"$RC_MARK"}; break ;;
-        '') ;;
-        *) [ -n "$line" ] || line=$l ;;
-    esac
+    sleep 0.1
 done
-exec 3<&-
+if ! kill -0 "$pid" 2>/dev/null; then
+    wait "$pid"
+    rc=$?
+fi
 took=$((SECONDS - start))
 if [ -z "$rc" ]; then
     log "gdrdoctor did not end even after KILL (${took}s); left behind"
     rc=124
 fi
-# One line, printable characters only, bounded length.
-line=${line//[^[:print:]]/}
+# The first line of at most 4 KiB, and of it only the characters a reason needs: gdrdoctor's
+# line is `gdrdoctor: <action>(<codes>) ...`. Quotes, $( ), backticks and control or bidi
+# characters never reach scontrol, sinfo or a log (as the NHC check keeps them out).
+line=$(head -c 4096 "$tmp/reason" 2>/dev/null | head -n 1)
+line=${line//[^A-Za-z0-9 :,.()+_-]/}
 line=${line:0:$REASON_MAX}
 
 case $rc in

@@ -203,8 +203,9 @@ impl Gdrdoctor {
         self
     }
 
-    /// As root, runs as nobody (setpriv), for the cases about what a user cannot read: root
-    /// reads anything. As anyone else, runs as that user.
+    /// As root, runs as root without capabilities (setpriv), for the cases about what a user
+    /// cannot read: root reads anything. Files to be unreadable get mode 000, which binds both.
+    /// As anyone else, runs as that user.
     pub fn unprivileged(mut self) -> Self {
         self.nobody = effective_uid() == 0;
         self
@@ -260,15 +261,12 @@ impl Gdrdoctor {
     fn into_command(self, runner: &[OsString]) -> Command {
         let mut argv: Vec<OsString> = runner.to_vec();
         if self.nobody {
-            argv.extend(
-                [
-                    "setpriv",
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                ]
-                .map(Into::into),
-            );
+            // Root without its capabilities: no CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH, so a
+            // file of mode 000 is as unreadable to it as to any user. Not another user: the
+            // checkout may sit in a home directory of mode 0700, and a chroot's own / may be
+            // 0700 too (../shared/fresh/fresh-debian.sh's), where nobody cannot even load libc
+            // (issue 41: "libgcc_s.so.1: Permission denied").
+            argv.extend(["setpriv", "--bounding-set=-all", "--inh-caps=-all"].map(Into::into));
         }
         argv.push(env!("CARGO_BIN_EXE_gdrdoctor").into());
         argv.extend(self.args);

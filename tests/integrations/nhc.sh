@@ -153,6 +153,27 @@ check "hang: NHC's message says gdrdoctor timed out" failed_with "gdrdoctor: tim
 check "hang: nhc ended within the backstop (<= 8 s; took $MS ms)" test "$MS" -le 8000
 check "hang: the hung gdrdoctor was killed" gone "$HANG" 8
 
+# Issue 41: a gdrdoctor that answers at once, but leaves a descendant in a session of its own that
+# holds its stdout open: the check reads a file, not a pipe, and ends with the process.
+ESC=$LAB/escaping-gdrdoctor
+printf '#!/bin/bash\nsetsid sleep 120 &\necho "gdrdoctor: fix-in-place(acs-redirect-on-path)"\nexit 1\n' > "$ESC"; chmod 0755 "$ESC"
+echo "== a descendant that left the process group holds stdout"
+conf "* || export GDRDOCTOR=$ESC" "* || check_gdrdoctor 5"
+run_nhc -t 30 MARK_OFFLINE=0
+expect_eq "escaped descendant: nhc exits 1" "$RC" 1
+check "escaped descendant: NHC's message is the line" failed_with "gdrdoctor: fix-in-place(acs-redirect-on-path)"
+check "escaped descendant: nhc did not wait for it (<= 3 s; took $MS ms)" test "$MS" -le 3000
+pkill -f "^sleep 120$" 2>/dev/null || true
+# A line of 2 MB: filtered in its first 4 KiB, at once (the filter was quadratic on it).
+BIG=$LAB/big-gdrdoctor
+printf '#!/bin/bash\nprintf "gdrdoctor: fix-in-place("\nhead -c 2000000 /dev/zero | tr "\\\\0" "a"\necho ")"\nexit 1\n' > "$BIG"; chmod 0755 "$BIG"
+echo "== a line of 2 MB"
+conf "* || export GDRDOCTOR=$BIG" "* || check_gdrdoctor 5"
+run_nhc -t 30 MARK_OFFLINE=0
+expect_eq "2 MB line: nhc exits 1" "$RC" 1
+check "2 MB line: nhc took under 3 s ($MS ms)" test "$MS" -le 3000
+check "2 MB line: the message is bounded (250 characters)" test "${#OUT}" -le 400
+
 # NHC's watchdog (-t) counts from NHC's start, so other checks can leave the check less time
 # than its deadline: then NHC's own timeout ends the run, and it fails, naming the check.
 echo "== NHC's own watchdog: another check took 3 s of -t 5, gdrdoctor hangs"

@@ -228,6 +228,26 @@ if [ -n "$ESCAPED" ] && kill "$ESCAPED" 2>/dev/null; then
 fi
 resume
 
+# 10b. the status is the process's, the reason only what a reason needs (issue 41) -------------
+# A stand-in that prints the marker line the prolog once read its status from, then fails: the
+# prolog drains. A reason of quotes, $( ), backticks and a bidi control in UTF-8 reaches
+# scontrol without them.
+echo "== a forged status line, and a reason of shell and bidi characters"
+cat > "$LAB/forge-gdrdoctor" <<'FORGE'
+#!/bin/bash
+printf '%s \342\200\256evil\n' "gdrdoctor: fix-in-place(x) '\$(touch /tmp/gdrdoctor-pwned)\`id\`'"
+printf 'gdrdoctor-prolog-exit=0\n'
+exit 1
+FORGE
+chmod 0755 "$LAB/forge-gdrdoctor"
+resume
+defaults fixture=healthy-8gpu-roce gdrdoctor="$LAB/forge-gdrdoctor"
+run_prolog
+expect_eq "forged status line: prolog exits 1 (the process failed)" "$RC" 1
+expect_eq "hostile reason: only a reason's characters kept" "$(reason)" "gdrdoctor: fix-in-place(x) (touch tmpgdrdoctor-pwned)id evil"
+check "hostile reason: nothing ran" test ! -e /tmp/gdrdoctor-pwned
+resume
+
 # 11. gdr-test --slurm: two tasks of one srun step pair themselves ------------------------------
 # The launcher's pairing under real Slurm: srun gives the two tasks SLURM_PROCID 0 and 1 and a
 # node list of this one node; task 0 listens on 18516, task 1 connects to it over loopback TCP and
