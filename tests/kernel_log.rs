@@ -243,3 +243,221 @@ fn the_baseline_is_kept_compared_and_never_written_through_a_link() {
     ]);
     assert_eq!(code(&out), 2);
 }
+
+/// `root`'s kernel log replaced by `records` (`/dev/kmsg` lines), the check run as JSON.
+fn with_log(fixture: &str, records: &[&str], nvidia: Option<&str>) -> serde_json::Value {
+    let (_dir, root) = fixture_copy(fixture);
+    let body: String = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("4,{},{},-;{r}\n", 100 + i, 1_000_000 * (i + 1)))
+        .collect();
+    std::fs::write(
+        root.join("gdrdoctor/kernel-log"),
+        format!("{HEAD}# read: 200 records, last sequence 199\n{body}"),
+    )
+    .unwrap();
+    if let Some(v) = nvidia {
+        std::fs::write(root.join("proc/driver/nvidia/version"), v).unwrap();
+    }
+    json(&gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "check",
+        "--select",
+        "kernel-log",
+        "--format",
+        "json",
+    ]))
+}
+
+/// Issue 40: an Xid from a MIG instance, in the form NVIDIA's A100 memory error management guide
+/// prints it (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html:
+/// `NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No,
+/// D-RST: No`), the address changed to the fixture's GPU: it is the GPU's, with its instance
+/// said, its fix names the GPU (never a `<bdf>` a script would run as a redirection), and the
+/// check's JSON summary says it.
+#[test]
+fn an_xid_from_a_mig_instance_is_the_gpus() {
+    let r = with_log(
+        "healthy-8gpu-roce",
+        &[
+            "NVRM: Xid (PCI:0000:18:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No",
+        ],
+        None,
+    );
+    let f = &findings_with(&r, "kernel-log-xid")[0];
+    assert!(
+        f["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU 0000:18:00.0"),
+        "{f}"
+    );
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("Xid 94 (contained ECC error) in MIG instance GPU-I:05"),
+        "{m}"
+    );
+    let fix = f["fix"].to_string();
+    assert!(
+        fix.contains("nvidia-smi -r -i 0000:18:00.0") && !fix.contains("<bdf>"),
+        "{fix}"
+    );
+    let summary = check(&r, "kernel-log")["summary"].as_str().unwrap();
+    assert!(summary.contains("Xid 94"), "summary: {summary:?}");
+}
+
+/// Issue 40: Blackwell's NVLink Xids (144-150) as gpud's tests quote GB200 records
+/// (leptonai/gpud#1174, https://github.com/leptonai/gpud/pull/1174): `Xid 149, NETIR Fatal XC0
+/// i0 Link -1 (...)` needs the GPU reset (a warning, action reset-gpu); `Xid 145, RLW_RXPIPE
+/// Nonfatal ...` the link recovered from (history), neither an application fault.
+#[test]
+fn nvlink_xids_144_to_150_are_nvlink_errors() {
+    let r = with_log(
+        "healthy-8gpu-roce",
+        &[
+            "NVRM: Xid (PCI:0000:18:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)",
+            "NVRM: Xid (PCI:0000:1a:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000001 0x00000000 0x00100000 0x00000004)",
+        ],
+        None,
+    );
+    let f = &findings_with(&r, "kernel-log-xid")[0];
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("Xid 149 (NVLink error (NETIR))"),
+        "{f}"
+    );
+    assert_eq!(f["action"], "reset-gpu", "{f}");
+    let h = &findings_with(&r, "kernel-log-history")[0];
+    let m = h["message"].as_str().unwrap();
+    assert!(
+        m.contains("Xid 145 (NVLink error (RLW), nonfatal)")
+            && m.contains("nonfatal NVLink errors"),
+        "{m}"
+    );
+    assert!(!m.contains("restarting the application"), "{m}");
+}
+
+/// Issue 40: a GPU that fell off the bus as the driver says it without an Xid, in the three
+/// lines NVIDIA/NVSentinel#155 (https://github.com/NVIDIA/NVSentinel/issues/155) posted from an
+/// on-prem fleet (`/dev/kmsg` gives them as one record, the newlines escaped), and an old
+/// driver's `NVRM: RmInitAdapter failed!` without the GPU's address: neither passes.
+#[test]
+fn a_gpu_fallen_off_the_bus_without_an_xid_and_rm_init_adapter_fail_the_log() {
+    let r = with_log(
+        "healthy-8gpu-roce",
+        &[
+            "NVRM: The NVIDIA GPU 0000:3a:00.0\\x0aNVRM: (PCI ID: 10de:2330) installed in this system has\\x0aNVRM: fallen off the bus and is not responding to commands.",
+        ],
+        None,
+    );
+    let f = &findings_with(&r, "kernel-log-xid")[0];
+    assert_eq!(f["status"], "warn", "{f}");
+    assert!(
+        f["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU 0000:3a:00.0"),
+        "{f}"
+    );
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("GPU has fallen off the bus (the driver's own report, without an Xid)"),
+        "{f}"
+    );
+    assert_eq!(f["action"], "reboot", "{f}");
+    // Split into records by a syslog relay: the GPU the first line named.
+    let r = with_log(
+        "healthy-8gpu-roce",
+        &[
+            "NVRM: The NVIDIA GPU 0000:3a:00.0",
+            "NVRM: (PCI ID: 10de:2330) installed in this system has",
+            "NVRM: fallen off the bus and is not responding to commands.",
+        ],
+        None,
+    );
+    assert!(
+        findings_with(&r, "kernel-log-xid")[0]["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with("GPU 0000:3a:00.0")
+    );
+    let r = with_log(
+        "healthy-8gpu-roce",
+        &[
+            "NVRM: RmInitAdapter failed! (0x26:0xffff:1211)",
+            "NVRM: rm_init_adapter failed for device bearing minor number 0",
+        ],
+        None,
+    );
+    let f = &findings_with(&r, "kernel-log-gpu-init-failed")[0];
+    assert_eq!(f["status"], "fail", "{f}");
+    let fix = f["fix"].to_string();
+    assert!(!fix.contains('<') && fix.contains("dmesg -T"), "{fix}");
+}
+
+/// Issue 40: nvidia-peermem's `nv_get_p2p_free_callback:127 ERROR detected invalid context`,
+/// as leptonai/gpud#46 quotes it, is harmless on drivers 535.129.03 up to R560 (NVIDIA on
+/// Mellanox/nv_peer_memory#120, https://github.com/Mellanox/nv_peer_memory/issues/120: "That
+/// diagnostic is harmless ... The full fix ... is present in R560TRD1 and newer"): history
+/// there, a warning on R560 (where it should never appear) and on a driver before 535.129.03.
+#[test]
+fn peermem_invalid_context_is_harmless_on_535_to_560() {
+    let line = "nvidia-peermem nv_get_p2p_free_callback:127 ERROR detected invalid context, skipping further processing";
+    let driver = |v: &str| {
+        format!(
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {v}  Release Build  (dvs-builder@U16-I3-B03-4-1)  Tue Dec 19 2023\n"
+        )
+    };
+    let r = with_log("healthy-8gpu-roce", &[line], Some(&driver("550.54.15")));
+    assert!(
+        findings_with(&r, "kernel-log-peermem-errors").is_empty(),
+        "{:?}",
+        codes(&r)
+    );
+    let h = &findings_with(&r, "kernel-log-history")[0];
+    assert!(
+        h["message"]
+            .as_str()
+            .unwrap()
+            .contains("harmless on drivers 535.129.03 up to R560"),
+        "{h}"
+    );
+    for v in ["560.35.03", "535.104.05"] {
+        let r = with_log("healthy-8gpu-roce", &[line], Some(&driver(v)));
+        assert_eq!(
+            findings_with(&r, "kernel-log-peermem-errors")[0]["status"],
+            "warn",
+            "{v}"
+        );
+    }
+}
+
+/// Issue 40: a captured node whose log holds Xid 79 since boot is READY with a warning; the
+/// report says why it is only a warning (the log cannot tell whether the GPU was reset or the
+/// node rebooted since; a capture ends when it was taken) and how the config makes it fail.
+#[test]
+fn a_captured_xid_says_why_it_only_warns() {
+    let out = gdrdoctor(&[
+        "--root",
+        fixture("kernel-log-xid"),
+        "check",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    assert_eq!(r["verdict"]["ready"], true);
+    let f = &findings_with(&r, "kernel-log-xid")[0];
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("the log cannot tell whether that happened since: a warning, not a failure")
+            && m.contains("this is a captured root")
+            && m.contains("`severity: {kernel-log-xid: fail}`"),
+        "{m}"
+    );
+}

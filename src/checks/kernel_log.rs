@@ -141,7 +141,50 @@ const HARDWARE_XIDS: &[(u32, &str, Action)] = &[
     (120, "GSP error", Action::ResetGpu),
     (140, "unrecovered ECC error", Action::ResetGpu),
     (154, "GPU recovery action changed", Action::ResetGpu),
+    // Blackwell's NVLink errors by the unit that saw them (NVIDIA's Xid catalog, r570 and
+    // later: NVLINK_SAW/RLW/TLW/TREX/NVLPW_CTRL/NETIR/MSE_ERROR); the record says Fatal or
+    // Nonfatal (`Xid 149, NETIR Fatal XC0 i0 Link -1 (...)`, leptonai/gpud#1174): a fatal one
+    // needs the GPU reset, a nonfatal one the hardware recovered from ([`nvlink_nonfatal`]).
+    (144, "NVLink error (SAW)", Action::ResetGpu),
+    (145, "NVLink error (RLW)", Action::ResetGpu),
+    (146, "NVLink error (TLW)", Action::ResetGpu),
+    (147, "NVLink error (TREX)", Action::ResetGpu),
+    (148, "NVLink error (NVLPW control)", Action::ResetGpu),
+    (149, "NVLink error (NETIR)", Action::ResetGpu),
+    (150, "NVLink error (MSE)", Action::ResetGpu),
 ];
+
+/// An NVLink Xid (144-150) the record calls Nonfatal: the link recovered by itself.
+fn nvlink_nonfatal(code: u32, text: &str) -> bool {
+    (144..=150).contains(&code)
+        && text
+            .split_once("): ")
+            .is_some_and(|(_, rest)| rest.split_whitespace().any(|w| w == "Nonfatal"))
+}
+
+/// The NVIDIA driver releases on which nvidia-peermem's `nv_get_p2p_free_callback ... ERROR
+/// detected invalid context` is harmless: a mitigation for NVIDIA issue 4272659 that 535.129.03
+/// brought, fully fixed in R560, where it should never appear (NVIDIA, on
+/// Mellanox/nv_peer_memory#120).
+fn peermem_context_harmless(inv: &Inventory, e: &Event) -> bool {
+    if e.kind != EventKind::PeerMemory || !e.record.text.contains("detected invalid context") {
+        return false;
+    }
+    let Some(v) = inv.kernel.nvidia.value() else {
+        return false;
+    };
+    let n: Vec<u32> = v
+        .version
+        .split('.')
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let at = (
+        n.first().copied().unwrap_or(0),
+        n.get(1).copied().unwrap_or(0),
+        n.get(2).copied().unwrap_or(0),
+    );
+    at >= (535, 129, 3) && at < (560, 0, 0)
+}
 
 fn hardware_xid(code: u32) -> Option<&'static str> {
     HARDWARE_XIDS
@@ -175,6 +218,8 @@ fn xid_action(code: u32, text: &str) -> Action {
 fn event_action(inv: &Inventory, e: &Event) -> Action {
     match (Class::judged(inv, e), &e.kind) {
         (Class::Xid, EventKind::Xid(n)) => xid_action(*n, &e.record.text),
+        // As Xid 79: the catalog's RESTART_BM.
+        (Class::Xid, EventKind::FallenOffBus) => Action::Reboot,
         (class, _) => ACTIONS
             .iter()
             .find(|r| r.code.id == class.code().id)
@@ -207,7 +252,9 @@ impl Class {
                 Class::OpenModule
             }
             EventKind::RmInitAdapter(_) | EventKind::RmInitAdapterMinor { .. } => Class::GpuInit,
+            EventKind::Xid(n) if nvlink_nonfatal(*n, &e.record.text) => Class::History,
             EventKind::Xid(n) if hardware_xid(*n).is_some() => Class::Xid,
+            EventKind::FallenOffBus => Class::Xid,
             EventKind::NicCommandTimeout | EventKind::NicHealth | EventKind::NicTxTimeout => {
                 Class::Nic
             }
@@ -237,6 +284,7 @@ impl Class {
             Class::OpenModule if inv.kernel.nvidia.value().is_some_and(|v| v.open) => {
                 Class::History
             }
+            Class::PeerMemory if peermem_context_harmless(inv, e) => Class::History,
             c => c,
         }
     }
@@ -322,8 +370,8 @@ impl Check for KernelLogCheck {
                     // The number of records read is left out: a capture read a second later
                     // may hold one more, and its report must equal the live one.
                     format!(
-                        "since boot ({}): no Xid, NIC firmware error, PCIe error or peer-memory failure on the GPUs, the RDMA NICs or the PCIe functions between them",
-                        uptime(inv)
+                        "{}: no Xid, NIC firmware error, PCIe error or peer-memory failure on the GPUs, the RDMA NICs or the PCIe functions between them",
+                        judged_span(inv, cx.runs.sample.as_ref())
                     ),
                 )
                 .evidence(log.path(), "no record of these kinds"),
@@ -333,6 +381,16 @@ impl Check for KernelLogCheck {
             out.extend(in_window(inv, now, last_seq));
         }
         out
+    }
+}
+
+/// What the log was judged over, as the clean finding says it: since boot, and the window or the
+/// time since the last run where one was read (issue 40: "since boot" alone hid the span).
+fn judged_span(inv: &Inventory, sample: Option<&crate::model::health::Sample>) -> String {
+    match sample {
+        None => format!("since boot ({})", uptime(inv)),
+        // A window's records, or those since the last run, are judged as happening now.
+        Some(s) => format!("since boot ({}; {} judged as new)", uptime(inv), s.span()),
     }
 }
 
@@ -347,7 +405,8 @@ fn relevant(inv: &Inventory, e: &Event) -> bool {
         | EventKind::PeerMemory
         | EventKind::OpenModuleRequired { .. }
         | EventKind::RmInitAdapter(_)
-        | EventKind::RmInitAdapterMinor { .. } => true,
+        | EventKind::RmInitAdapterMinor { .. }
+        | EventKind::FallenOffBus => true,
         EventKind::NicCommandTimeout | EventKind::NicHealth | EventKind::NicTxTimeout => {
             inv.rdma.iter().any(|d| d.pci == Some(bdf)) || detailed(inv, bdf)
         }
@@ -370,10 +429,22 @@ fn subject(inv: &Inventory, device: Option<Bdf>) -> String {
 /// (non-fatal) PCIe error CmpltTO`.
 fn what(e: &Event) -> String {
     match &e.kind {
-        EventKind::Xid(n) => match hardware_xid(*n) {
-            Some(w) => format!("Xid {n} ({w})"),
-            None => format!("Xid {n}"),
-        },
+        EventKind::Xid(n) => {
+            let what = match hardware_xid(*n) {
+                Some(w) if nvlink_nonfatal(*n, &e.record.text) => {
+                    format!("Xid {n} ({w}, nonfatal)")
+                }
+                Some(w) => format!("Xid {n} ({w})"),
+                None => format!("Xid {n}"),
+            };
+            match crate::parse::kmsg::xid_instance(&e.record.text) {
+                Some(mig) => format!("{what} in MIG instance {mig}"),
+                None => what,
+            }
+        }
+        EventKind::FallenOffBus => {
+            "GPU has fallen off the bus (the driver's own report, without an Xid)".into()
+        }
         EventKind::NicCommandTimeout => "firmware command timeout".into(),
         EventKind::NicHealth => "firmware health report".into(),
         EventKind::NicTxTimeout => "transmit timeout".into(),
@@ -474,16 +545,34 @@ fn since_boot(
         Class::GpuInit | Class::OpenModule => Status::Fail,
         _ => Status::Warn,
     };
-    let f = Finding::new(
-        class.code(),
-        status,
-        subject,
-        match class {
-            Class::History => format!("{message}; {}", history_note(evs)),
-            _ => message,
-        },
-    )
-    .with(first_last(path, evs));
+    // Why a warning and not a failure, in the report itself (issue 40: a capture whose log held
+    // Xid 79 read READY with a warning, and nothing said why).
+    let why_warn = |asked: &str| {
+        let capture = if inv.live {
+            String::new()
+        } else {
+            "; this is a captured root, whose log ends when it was captured: the node may have been reset or rebooted since".to_owned()
+        };
+        format!(
+            "; {asked}, and the log cannot tell whether that happened since: a warning, not a failure{capture} (the site's config fails it: `severity: {{{}: fail}}`)",
+            class.code().id
+        )
+    };
+    let message = match class {
+        Class::History => format!("{message}; {}", history_note(evs)),
+        Class::Xid => {
+            message + &why_warn("NVIDIA's Xid catalog resolves it with a GPU reset or a reboot")
+        }
+        Class::Nic => message + &why_warn("the NIC needed a firmware reset or a reboot"),
+        Class::Pcie => {
+            message + &why_warn("the link lost transactions and may need its card reseated")
+        }
+        Class::PeerMemory => {
+            message + &why_warn("the module needed reloading against the right stack")
+        }
+        Class::GpuInit | Class::OpenModule => message,
+    };
+    let f = Finding::new(class.code(), status, subject, message).with(first_last(path, evs));
     match class {
         Class::History => f,
         // An Xid's own resolution, the worst of the group's.
@@ -503,8 +592,14 @@ fn history_note(evs: &[&Event]) -> &'static str {
         Some(EventKind::BandwidthLimited { .. }) => {
             "printed once when the driver probed the device; a GPU's link often trains down while idle, so pcie-link judges the link as it is now"
         }
+        Some(EventKind::Xid(n)) if (144..=150).contains(n) => {
+            "nonfatal NVLink errors: the link recovered by itself; NVIDIA's catalog asks for a reset only for the fatal ones"
+        }
         Some(EventKind::Xid(_)) => {
             "Xids that NVIDIA's catalog resolves by restarting the application, not the GPU"
+        }
+        Some(EventKind::PeerMemory) => {
+            "nvidia-peermem's `detected invalid context`, which NVIDIA calls harmless on drivers 535.129.03 up to R560 (a mitigation for its issue 4272659, fixed in R560: Mellanox/nv_peer_memory#120), and this node's driver is one of them (/proc/driver/nvidia/version)"
         }
         Some(
             EventKind::OpenModuleRequired { .. }
@@ -520,7 +615,13 @@ fn history_note(evs: &[&Event]) -> &'static str {
 }
 
 fn fix(inv: &Inventory, class: Class, device: Option<Bdf>) -> Fix {
-    let dev = device.map_or_else(|| "<bdf>".to_owned(), |b| b.to_string());
+    // A record that names no device (an old driver's `NVRM: RmInitAdapter failed!`, a split
+    // record): the fix finds it in the log, and never carries a placeholder a script would run
+    // as a redirection (`-i <bdf>`).
+    let Some(b) = device else {
+        return unattributed_fix(class);
+    };
+    let dev = b.to_string();
     match class {
         Class::OpenModule => {
             super::gpu_driver::open_module_fix(inv.kernel.nvidia.value().map(|v| v.major))
@@ -570,6 +671,26 @@ fn fix(inv: &Inventory, class: Class, device: Option<Bdf>) -> Fix {
         )
         .manual("dmesg -T | grep -iE 'peermem|peer_mem'")
         .manual("modinfo nvidia_peermem | grep -E 'version|depends'"),
+    }
+}
+
+/// The fix of a group whose records name no device: find it in the log, then what the class asks
+/// of the whole node.
+fn unattributed_fix(class: Class) -> Fix {
+    let find = "dmesg -T | grep -E 'NVRM|nvidia|mlx5|AER'   # which device the records are about";
+    match class {
+        Class::History | Class::PeerMemory => Fix::new(
+            "Make nvidia-peermem match the NVIDIA driver and the RDMA stack it was built against, then load it again",
+            "Reloading the module affects only new registrations.",
+        )
+        .manual("dmesg -T | grep -iE 'peermem|peer_mem'"),
+        _ => Fix::new(
+            "The records name no device: find it in the messages around them, then drain the node and reboot (a GPU reset needs the GPU's address); if it comes back, service that device",
+            "The reboot ends every process on the node: drain first.",
+        )
+        .manual(find)
+        .manual("nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT   # what the GPUs kept")
+        .disruptive("systemctl reboot"),
     }
 }
 

@@ -528,11 +528,17 @@ fn run_one(check: &dyn Check, cx: &Context) -> CheckResult {
         .filter(|f| f.status == Status::Pass)
         .collect();
     let summary = if passed.is_empty() {
-        let skipped: Vec<&Finding> = findings
-            .iter()
-            .filter(|f| f.status == Status::Skip)
-            .collect();
-        summarize_as(&skipped, "skipped")
+        // Nothing passed: what the worst findings say (issue 40: a check of warnings alone had
+        // an empty summary in JSON), or why it only skipped.
+        let worst: Vec<&Finding> = findings.iter().filter(|f| f.status == status).collect();
+        let word = match status {
+            Status::Skip => "skipped",
+            Status::Warn => "warned",
+            Status::Fail => "failed",
+            Status::Unknown => "unknown",
+            Status::Pass => "passed",
+        };
+        summarize_as(&worst, word)
     } else {
         check.summary(cx, &passed)
     };

@@ -432,6 +432,15 @@ pub struct NvLinks {
 }
 
 impl NvLinks {
+    /// Direct links only, per ordered pair (as each GPU counts its own): for tests and the
+    /// pictures' callers that know the pairs.
+    pub fn from_direct(pairs: impl IntoIterator<Item = ((Bdf, Bdf), u32)>) -> NvLinks {
+        NvLinks {
+            direct: pairs.into_iter().collect(),
+            switch: BTreeMap::new(),
+        }
+    }
+
     /// The NVLinks between `a` and `b` (`None`: none).
     pub fn get(&self, a: Bdf, b: Bdf) -> Option<u32> {
         if a == b {

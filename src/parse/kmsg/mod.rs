@@ -123,6 +123,10 @@ pub enum EventKind {
     /// `rm_init_adapter failed, device minor number N`, printed after an `RmInitAdapter
     /// failed!`: with that line's status when it came before on the same GPU.
     RmInitAdapterMinor { status: Option<RmInitStatus> },
+    /// The driver's own report of a GPU that fell off the bus, without an Xid: `NVRM: The NVIDIA
+    /// GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus and
+    /// is not responding to commands.` (NVIDIA/NVSentinel#155 saw it with no Xid 79 beside it).
+    FallenOffBus,
 }
 
 /// A record that says something about a device on the GPU-NIC paths.
@@ -132,6 +136,39 @@ pub struct Event {
     /// The device the record is about (the one that printed it, or the GPU of an Xid).
     pub device: Option<Bdf>,
     pub record: Record,
+}
+
+/// The MIG instances an Xid names (`GPU-I:05`, `GPU-I:01 GPU-CI:02`), as printed.
+pub fn xid_instance(text: &str) -> Option<String> {
+    let inside = text.strip_prefix("NVRM: Xid (")?.split_once("): ")?.0;
+    let words: Vec<&str> = inside
+        .split_whitespace()
+        .skip(1)
+        .filter(|w| {
+            (w.starts_with("GPU-I:") || w.starts_with("GPU-CI:"))
+                && w.len() <= 12
+                && w.split_once(':')
+                    .is_some_and(|(_, n)| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// A GPU that fell off the bus, as the driver says it outside an Xid (see
+/// [`EventKind::FallenOffBus`]): the GPU the record names (`The NVIDIA GPU ADDR`, or NV_DEV_PRINTF's
+/// `NVRM: GPU ADDR: `), `Some(None)` when it names none.
+fn fallen_off(text: &str) -> Option<Option<Bdf>> {
+    if !text.starts_with("NVRM:")
+        || !text.contains("fallen off the bus")
+        || text.starts_with("NVRM: Xid")
+    {
+        return None;
+    }
+    let named = nvrm::gpu_named(text).map(|(b, _)| b).or_else(|| {
+        let rest = text.strip_prefix("NVRM: GPU ")?;
+        Bdf::parse(rest.split_once(": ")?.0)
+    });
+    Some(named)
 }
 
 /// `driver 0000:3b:00.0: message` (dev_printk's prefix): the device and the message.
@@ -145,13 +182,17 @@ fn dev_prefix(text: &str) -> Option<(&str, Bdf, &str)> {
 
 /// `NVRM: Xid (PCI:0000:18:00): 79, ...` or `NVRM: Xid (0000:18:00): 79, ...`: the GPU (function
 /// 0) and the number.
+/// On a MIG GPU the parenthesis carries the GPU instance (and compute instance) after the
+/// address: `NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, ...` (NVIDIA's A100 memory error
+/// management guide; open-gpu-kernel-modules prints `PCI:%04x:%02x:%02x GPU-I:%02u GPU-CI:%02u`).
 fn xid(text: &str) -> Option<(Option<Bdf>, u32)> {
     let rest = text.strip_prefix("NVRM: Xid ")?;
     let (addr, rest) = match rest.strip_prefix('(') {
         Some(r) => {
             let (inside, after) = r.split_once("): ")?;
             let inside = inside.strip_prefix("PCI:").unwrap_or(inside);
-            (Bdf::parse(&format!("{inside}.0")), after)
+            let addr = inside.split_whitespace().next().unwrap_or("");
+            (Bdf::parse(&format!("{addr}.0")), after)
         }
         None => (None, rest),
     };
@@ -243,7 +284,7 @@ pub fn events(records: &[Record]) -> Vec<Event> {
     // came as a record of its own.
     let mut named: Option<(Bdf, Option<String>)> = None;
     // Each GPU's last `RmInitAdapter failed!` status, for the `rm_init_adapter failed` after it.
-    let mut last_status: std::collections::BTreeMap<Bdf, RmInitStatus> = Default::default();
+    let mut last_status: std::collections::BTreeMap<Option<Bdf>, RmInitStatus> = Default::default();
     for r in records {
         let text = r.text.as_str();
         if let Some(own) = open_module_refusal(text) {
@@ -253,6 +294,16 @@ pub fn events(records: &[Record]) -> Vec<Event> {
             };
             out.push(Event {
                 kind: EventKind::OpenModuleRequired { pci_id },
+                device,
+                record: r.clone(),
+            });
+            continue;
+        }
+        if let Some(own) = fallen_off(text) {
+            // Its lines split into records: the GPU the first named.
+            let device = own.or_else(|| named.take().map(|(b, _)| b));
+            out.push(Event {
+                kind: EventKind::FallenOffBus,
                 device,
                 record: r.clone(),
             });
@@ -274,7 +325,7 @@ pub fn events(records: &[Record]) -> Vec<Event> {
             };
             out.push(Event {
                 kind,
-                device: Some(bdf),
+                device: bdf,
                 record: r.clone(),
             });
             continue;
@@ -334,6 +385,7 @@ pub fn events(records: &[Record]) -> Vec<Event> {
 pub fn kept(record: &Record) -> bool {
     let text = record.text.as_str();
     if xid(text).is_some()
+        || fallen_off(text).is_some()
         || peer_memory(text)
         || text.contains(REFUSAL)
         || text.starts_with(NVIDIA_GPU)

@@ -85,10 +85,17 @@ pub(super) fn open_module_refusal(text: &str) -> Option<Option<(Bdf, Option<Stri
 /// `NVRM: GPU 0000:02:00.0: RmInitAdapter failed! (0x22:0x56:884)` -> the GPU and the status;
 /// `NVRM: GPU 0000:02:00.0: rm_init_adapter failed, device minor number 0` -> the GPU and
 /// `None`. OGKM's `NV_DEV_PRINTF` prefixes `NVRM: GPU %04x:%02x:%02x.%x: `.
-pub(super) fn rm_init_adapter(text: &str) -> Option<(Bdf, Option<RmInitStatus>)> {
-    let rest = text.strip_prefix("NVRM: GPU ")?;
-    let (addr, msg) = rest.split_once(": ")?;
-    let bdf = Bdf::parse(addr)?;
+/// Drivers before NV_DEV_PRINTF print it without the GPU: `NVRM: RmInitAdapter failed!
+/// (0x26:0xffff:1211)` and `NVRM: rm_init_adapter failed for device bearing minor number 0`:
+/// the GPU is then `None`.
+pub(super) fn rm_init_adapter(text: &str) -> Option<(Option<Bdf>, Option<RmInitStatus>)> {
+    let (bdf, msg) = match text.strip_prefix("NVRM: GPU ") {
+        Some(rest) => {
+            let (addr, msg) = rest.split_once(": ")?;
+            (Some(Bdf::parse(addr)?), msg)
+        }
+        None => (None, text.strip_prefix("NVRM: ")?),
+    };
     if msg.starts_with("rm_init_adapter failed") {
         return Some((bdf, None));
     }
@@ -302,12 +309,16 @@ mod tests {
         ] {
             assert!(events(&[rec(1, junk)]).is_empty(), "{junk}");
         }
-        // OGKM osapi.c's fallen-off-the-bus message starts the same way.
+        // OGKM osapi.c's fallen-off-the-bus message starts the same way: an event of its own,
+        // the GPU it names (issue 40: it passed kernel-log).
         let off = rec(
             1,
             "NVRM: The NVIDIA GPU 0000:18:00.0\\x0aNVRM: (PCI ID: 10de:2901) installed in this system has\\x0aNVRM: fallen off the bus and is not responding to commands.",
         );
         assert!(kept(&off));
-        assert!(events(&[off]).is_empty());
+        let e = events(&[off]);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].kind, EventKind::FallenOffBus);
+        assert_eq!(e[0].device, crate::parse::pci::Bdf::parse("0000:18:00.0"));
     }
 }

@@ -617,7 +617,7 @@ mod tests {
             .iter()
             .flat_map(|&(a, b, c)| [((bdf(a), bdf(b)), c), ((bdf(b), bdf(a)), c)])
             .collect();
-        nvlink_groups(&gpus, &links)
+        nvlink_groups(&gpus, &crate::model::gpu::NvLinks::from_direct(links))
     }
 
     /// Every pair of `set` (positions) with `links` links.
