@@ -260,3 +260,142 @@ fn a_sites_lifetime_limits_and_rates() {
     );
     assert_eq!(code(&out), 1, "{}", stdout(&out));
 }
+
+/// Issue 40: `symbol_error`, a 16-bit counter (the kernel's drivers/infiniband/core/sysfs.c
+/// `PORT_PMA_ATTR(symbol_error, 0, 16, 32)`), pinned at 65535 in both readings, as an
+/// ibqueryerrors report of a real fabric shows switch ports (`[SymbolErrorCounter == 65535]`): it
+/// can never show growth, so "no link error in the window" would be a claim it cannot make. A
+/// warning says it, with how to reset the counter; the quiet finding says what it could not see.
+#[test]
+fn a_counter_pinned_at_its_maximum_is_said() {
+    let (_dir, root) = fixture_copy("link-healthy-sampled");
+    let first = "sys/class/infiniband/mlx5_2/ports/1/counters/symbol_error";
+    for p in [first.to_owned(), format!("gdrdoctor/sample/{first}")] {
+        std::fs::write(root.join(&p), "65535\n").unwrap();
+    }
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "check",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let sat = findings_with(&r, "link-counter-saturated");
+    assert_eq!(sat.len(), 1, "{:?}", codes(&r));
+    let f = sat[0];
+    assert_eq!(
+        (f["status"].as_str(), f["subject"].as_str()),
+        (Some("warn"), Some("mlx5_2 port 1"))
+    );
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("symbol_error reads 65535, the most its 16-bit counter holds"),
+        "{f}"
+    );
+    assert!(
+        f["fix"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("reset only when its driver reloads"),
+        "{f}"
+    );
+    let quiet: Vec<_> = findings_with(&r, "link-quiet")
+        .into_iter()
+        .filter(|q| q["subject"] == "mlx5_2 port 1")
+        .collect();
+    assert!(
+        quiet[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("except symbol_error, pinned at its maximum"),
+        "{}",
+        quiet[0]
+    );
+}
+
+/// Issue 40: the NIC's own drops in a window, both recorded: `rx_discards_phy` +5000 (NVIDIA's
+/// "Understanding mlx5 ethtool Counters": received packets dropped for lack of buffer at the
+/// physical port, the adapter congested) and `rx_out_of_buffer` +777 (the receive queue had no
+/// software buffer: luigirizzo/netmap#649, https://github.com/luigirizzo/netmap/issues/649, found
+/// its ConnectX drops there), a warning each port; uncorrected PHY symbol errors warn too; the
+/// bits FEC corrected are said with their rate, not judged.
+#[test]
+fn nic_drops_and_phy_counters_in_the_window() {
+    let (_dir, root) = fixture_copy("roce-lossless-ok");
+    let path = root.join("gdrdoctor/qos.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for (_, nd) in v["netdevs"].as_object_mut().unwrap().iter_mut() {
+        nd["ethtool"]["stats"]["ok"] = serde_json::json!([
+            ["rx_discards_phy", 120],
+            ["rx_out_of_buffer", 3],
+            ["rx_symbol_err_phy", 0],
+            ["rx_corrected_bits_phy", 100]
+        ]);
+    }
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    std::fs::create_dir_all(root.join("gdrdoctor/sample/gdrdoctor")).unwrap();
+    std::fs::write(root.join("gdrdoctor/sample/window"), "5.0\n").unwrap();
+    std::fs::write(
+        root.join("gdrdoctor/sample/gdrdoctor/pause.json"),
+        r#"{"ens1np0":[["rx_discards_phy",5120],["rx_out_of_buffer",780],["rx_symbol_err_phy",3],["rx_corrected_bits_phy",600]],
+            "ens2np0":[["rx_discards_phy",120],["rx_out_of_buffer",3],["rx_symbol_err_phy",0],["rx_corrected_bits_phy",100]]}"#,
+    )
+    .unwrap();
+    let out = gdrdoctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "check",
+        "--format",
+        "json",
+    ]);
+    let r = json(&out);
+    let drops = findings_with(&r, "link-drops-growing");
+    assert_eq!(drops.len(), 1, "{:?}", codes(&r));
+    let m = drops[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains("rx_discards_phy +5000 (120 -> 5120), rx_out_of_buffer +777 (3 -> 780)")
+            && m.contains("PFC is not holding the sender back")
+            && m.contains("did not keep up"),
+        "{m}"
+    );
+    assert_eq!(drops[0]["subject"], "mlx5_0 port 1");
+    assert_eq!(drops[0]["status"], "warn");
+    let phy = findings_with(&r, "link-phy-errors-growing");
+    assert_eq!(phy.len(), 1, "{:?}", codes(&r));
+    assert!(
+        phy[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rx_symbol_err_phy +3")
+    );
+    let fec = findings_with(&r, "link-fec-corrected");
+    assert_eq!(fec.len(), 1);
+    assert_eq!(fec[0]["status"], "pass");
+    assert!(
+        fec[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(100.0 corrected bits a second)"),
+        "{}",
+        fec[0]
+    );
+}
+
+/// Issue 40: "a kernel before 4.19" was said of functions without AER on Linux 6.18 (a VM's
+/// emulated PCIe): on 4.19 and later the absence is the functions'.
+#[test]
+fn no_aer_on_a_new_kernel_is_the_functions() {
+    let out = gdrdoctor(&["--root", fixture("h200x2-vm"), "check", "--format", "json"]);
+    let r = json(&out);
+    let f = findings_with(&r, "aer-none");
+    assert_eq!(f.len(), 1, "{:?}", codes(&r));
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains("they have no AER capability") && !m.contains("before 4.19"),
+        "{m}"
+    );
+}

@@ -15,6 +15,10 @@ use crate::model::health::{Aer, Counter, PortCounters, Sample, Sign, growth};
 use crate::model::{Code, Evidence, Finding, Fix, Status};
 use crate::parse::pci::Bdf;
 
+mod nic;
+
+use nic::{DROPS_GROWING, FEC_CORRECTED, PHY_ERRORS_GROWING, SATURATED};
+
 pub struct LinkHealth;
 
 const QUIET: Code = Code {
@@ -83,7 +87,7 @@ const AER_CORRECTABLE: Code = Code {
 };
 const AER_NONE: Code = Code {
     id: "aer-none",
-    summary: "no function of the GPU-NIC paths shows AER statistics (a kernel before 4.19, or no AER)",
+    summary: "no function of the GPU-NIC paths shows AER statistics (no AER capability, as in most VMs, or a kernel before 4.19)",
 };
 const AER_UNREADABLE: Code = Code {
     id: "aer-unreadable",
@@ -98,6 +102,10 @@ const CODES: &[Code] = &[
     ERRORS_GROWING,
     RETRIES_GROWING,
     LIFETIME_OVER,
+    SATURATED,
+    DROPS_GROWING,
+    PHY_ERRORS_GROWING,
+    FEC_CORRECTED,
     COUNTERS_NONE,
     COUNTERS_UNREADABLE,
     PORT_NOT_ACTIVE,
@@ -121,6 +129,10 @@ const ACTIONS: &[Rule] = &[
     Rule::new(ERRORS_GROWING, Action::ReplacePart),
     Rule::new(RETRIES_GROWING, Action::ReplacePart),
     Rule::new(LIFETIME_OVER, Action::ReplacePart),
+    Rule::new(SATURATED, Action::None),
+    Rule::new(DROPS_GROWING, Action::FixInPlace),
+    Rule::new(PHY_ERRORS_GROWING, Action::ReplacePart),
+    Rule::new(FEC_CORRECTED, Action::None),
     Rule::new(COUNTERS_NONE, Action::None),
     Rule::new(COUNTERS_UNREADABLE, Action::None),
     Rule::new(PORT_NOT_ACTIVE, Action::None),
@@ -139,7 +151,7 @@ const META: Meta = Meta {
     title: "Links not failing now: no flaps, growing errors or retries, no PCIe AER errors",
     codes: CODES,
     actions: ACTIONS,
-    readme: include_str!("../../checks/link-health/README.md"),
+    readme: include_str!("../../../checks/link-health/README.md"),
     live_only: false,
     reads: &[],
 };
@@ -152,12 +164,46 @@ impl Check for LinkHealth {
     fn run(&self, cx: &Context) -> Vec<Finding> {
         let inv = cx.inv;
         let sample = cx.runs.sample.as_ref();
-        let mut out: Vec<Finding> = inv
-            .rdma
-            .iter()
-            .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
-            .flat_map(|(d, p)| judge_port(inv, d, p, sample, &cx.config.thresholds))
-            .collect();
+        let mut out: Vec<Finding> = Vec::new();
+        for d in &inv.rdma {
+            for p in &d.ports {
+                let mut found = judge_port(inv, d, p, sample, &cx.config.thresholds);
+                if p.is_active() {
+                    // The latest reading: the window's second, else this run's own.
+                    let latest = sample
+                        .and_then(|s| {
+                            s.port(&d.name, p.num)
+                                .map(|other| s.order(&p.counters, other).1)
+                        })
+                        .unwrap_or(&p.counters);
+                    if let Some(sat) = nic::saturated(d, p, &latest.counters) {
+                        // A quiet or clean port says what it could not see.
+                        let names: Vec<&str> = nic::pinned(&latest.counters)
+                            .iter()
+                            .map(|(c, ..)| c.watched.name)
+                            .collect();
+                        for f in found
+                            .iter_mut()
+                            .filter(|f| f.code == QUIET.id || f.code == CLEAN.id)
+                        {
+                            f.message.push_str(&format!(
+                                "; except {}, pinned at its maximum, on which nothing can show (link-counter-saturated)",
+                                names.join(", ")
+                            ));
+                        }
+                        found.push(sat);
+                    }
+                    let first = p
+                        .netdev
+                        .as_ref()
+                        .and_then(|n| cx.runs.qos.netdev(&n.name))
+                        .and_then(|a| a.ethtool.stats.as_ref().ok())
+                        .map(Vec::as_slice);
+                    found.extend(nic::judge_stats(d, p, first, sample));
+                }
+                out.extend(found);
+            }
+        }
         if out.is_empty() {
             out.push(
                 Finding::skip(NO_PORTS, "node", "no RDMA port (see rdma-link)")
@@ -471,11 +517,11 @@ fn judge_growth(
         .collect()
 }
 
-fn window(sample: &Sample) -> String {
+pub(super) fn window(sample: &Sample) -> String {
     sample.span()
 }
 
-fn cable_fix(dev: &RdmaDevice, port: u32, netdev: Option<&str>) -> Fix {
+pub(super) fn cable_fix(dev: &RdmaDevice, port: u32, netdev: Option<&str>) -> Fix {
     let mut fix = Fix::new(
         format!(
             "Find the failing part of {} port {port}'s link (cable, transceiver, this port or the switch port) and reseat or replace it",
@@ -584,8 +630,18 @@ fn judge_aer(inv: &Inventory, sample: Option<&Sample>) -> Vec<Finding> {
             AER_NONE,
             "node",
             format!(
-                "none of the {} functions of the GPU-NIC paths shows AER statistics (a kernel before 4.19, or no AER capability)",
-                functions.len()
+                "none of the {} functions of the GPU-NIC paths shows AER statistics: {}",
+                functions.len(),
+                // The aer_dev_* files came with Linux 4.19: on a later kernel their absence is
+                // the functions' (no AER capability, as a VM's emulated PCIe has), not the
+                // kernel's (issue 40: "a kernel before 4.19" on 6.18).
+                match inv.kernel.version {
+                    Some(v) if v >= crate::parse::kernel::KernelVersion(4, 19, 0) => format!(
+                        "they have no AER capability (kernel {v} shows the statistics of those that do; a VM's emulated PCIe usually has none)"
+                    ),
+                    Some(v) => format!("kernel {v} predates them (Linux 4.19)"),
+                    None => "no AER capability, or a kernel before 4.19 (the kernel's release could not be read)".to_owned(),
+                }
             ),
         )
         .evidence(aer.correctable.path.clone(), aer.correctable.shown())
