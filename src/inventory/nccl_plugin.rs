@@ -31,8 +31,8 @@ pub const EFA_INSTALLER_OFI: &str = "/opt/amazon/ofi-nccl";
 pub const EFA_INSTALLER_LIBFABRIC: &str = "/opt/amazon/efa";
 pub const LD_SO_CONF: &str = "/etc/ld.so.conf";
 /// How much of a library is read for its version string, at most; a capture keeps it, and a
-/// capture archive takes a library's prefix up to this size (`archive::MAX_LIBRARY_MEMBER_BYTES`).
-pub const VERSION_SCAN_MAX: u64 = crate::archive::MAX_LIBRARY_MEMBER_BYTES;
+/// capture archive takes a library's prefix up to this size (`root::LIBRARY_PREFIX_LIMIT`).
+pub const VERSION_SCAN_MAX: u64 = crate::root::LIBRARY_PREFIX_LIMIT;
 
 /// aws-ofi-nccl's platforms with a topology file of their own (src/platform-aws.cpp
 /// `platform_data_map`, `.topology`; topology/Makefile.am `dist_xml_DATA`): DMI product_name,

@@ -43,6 +43,10 @@ pub use write::{BACKUP_SUFFIX, Written};
 /// Default cap on one file read: the limit a capture archive is held to as well.
 pub const DEFAULT_READ_LIMIT: u64 = crate::archive::FILE_READ_LIMIT;
 
+/// The most of a library's prefix read for a version string: what a capture archive takes of an
+/// ELF file (issue 41).
+pub const LIBRARY_PREFIX_LIMIT: u64 = crate::archive::MAX_LIBRARY_MEMBER_BYTES;
+
 // What a read error is lives with the other model types (crate::model::ReadError): the facts
 // that keep one are model types too. How an I/O error becomes one is the root's.
 pub use crate::model::ReadError;
