@@ -262,8 +262,10 @@ fn a_sites_lifetime_limits_and_rates() {
 }
 
 /// Issue 40: `symbol_error`, a 16-bit counter (the kernel's drivers/infiniband/core/sysfs.c
-/// `PORT_PMA_ATTR(symbol_error, 0, 16, 32)`), pinned at 65535 in both readings, as an
-/// ibqueryerrors report of a real fabric shows switch ports (`[SymbolErrorCounter == 65535]`): it
+/// `PORT_PMA_ATTR(symbol_error, 0, 16, 32)`), pinned at 65535 in both readings, as the
+/// ibqueryerrors report posted to linux-rdma (2021-03-16, "opensm + ceph RDMA = Down OSDs",
+/// https://lore.kernel.org/linux-rdma/CAMCTd2ncDaqfgSOov67rAX6-YekFwe_eME-t62ERHiFAEPZ7EA@mail.gmail.com/,
+/// the `link-history` fixture's source) shows ports (`[SymbolErrorCounter == 65535]`): it
 /// can never show growth, so "no link error in the window" would be a claim it cannot make. A
 /// warning says it, with how to reset the counter; the quiet finding says what it could not see.
 #[test]
