@@ -19,7 +19,7 @@ fn case<A: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = A>) -> Gdrdoct
         .cpu_limit()
 }
 
-/// 1. A capture's qos.json whose APP table maps NCCL's DSCP to priority 9: the 8-entry PFC and
+/// Item 1: A capture's qos.json whose APP table maps NCCL's DSCP to priority 9: the 8-entry PFC and
 /// buffer lists were indexed with it (a panic that killed check, fix and a whole fleet). The
 /// entry is no priority: passed over, and the chain judged as the firmware's DSCP >> 3 says.
 #[test]
@@ -72,7 +72,7 @@ fn an_app_priority_past_seven_is_no_priority() {
     assert_ne!(ran.code, 2, "{}", ran.stderr);
 }
 
-/// 2 and 3. /etc/ld.so.conf's includes: 30 files that all include each other (followed four
+/// Item 2 and 3: /etc/ld.so.conf's includes: 30 files that all include each other (followed four
 /// deep without remembering what was read: 35 s), and 3,000 includes of one 20,000-line file
 /// (its lines kept per visit: gigabytes). Each file is read once now; the directories are taken
 /// each once.
@@ -115,7 +115,7 @@ fn ld_so_conf_includes_that_loop_or_repeat() {
     assert_ne!(ran.code, 2, "{}", ran.stderr);
 }
 
-/// 9. NCCL_NET_PLUGIN naming 40,000 plugins with an LD_LIBRARY_PATH of 20,000 directories: every
+/// Item 9: NCCL_NET_PLUGIN naming 40,000 plugins with an LD_LIBRARY_PATH of 20,000 directories: every
 /// name was looked for in every directory (past 60 s). At most 16 names, each once, in at most
 /// 1,024 directories.
 #[test]
@@ -148,7 +148,7 @@ fn plugin_names_times_library_directories_are_bounded() {
     assert_ne!(ran.code, 2, "{}", ran.stderr);
 }
 
-/// 15. Text from captures and the environment was escaped but never shortened: a 900 KB
+/// Item 15: Text from captures and the environment was escaped but never shortened: a 900 KB
 /// NCCL_IB_HCA printed 5.4 MB (in the subject, the message and the evidence of several
 /// findings). Every finding's text is bounded now, and says where it was cut.
 #[test]
@@ -176,7 +176,7 @@ fn text_from_the_node_is_bounded() {
     }
 }
 
-/// 4. NVML's recorded answer (`gdrdoctor/nvml.json`) of 4,600 devices, each with a link to an
+/// Item 4: NVML's recorded answer (`gdrdoctor/nvml.json`) of 4,600 devices, each with a link to an
 /// NVSwitch (under 1 MiB): the NVLink map held every pair (880 MB and 8 s for topo). It holds links per GPU
 /// now, and the pairs of the GPUs sysfs has are asked of it.
 #[test]
@@ -220,7 +220,7 @@ fn a_recorded_nvml_answer_of_thousands_of_devices() {
     assert!(ran.stdout.contains("NV18"), "{}", ran.stdout);
 }
 
-/// 5 and 6. Counter and AER files of a sampled capture as a hostile one holds them: every
+/// Item 5 and 6: Counter and AER files of a sampled capture as a hostile one holds them: every
 /// counter file a megabyte of digits, every AER table 50,000 error types, in both readings. Each
 /// was read up to 1 MiB, kept and printed whole, twice (378 MB RSS, a 91 MB JSON report), and the
 /// AER growth text was quadratic in the types (past 60 s). A counter is read up to 64 bytes and
@@ -293,7 +293,7 @@ fn baseline_run(file: &std::path::Path, extra: &[&str]) -> Ran {
     case(&args).within(Duration::from_secs(10), 200).run()
 }
 
-/// 7 and 8. `--baseline FILE` renamed its new archive over whatever FILE was (as root, a device
+/// Item 7 and 8: `--baseline FILE` renamed its new archive over whatever FILE was (as root, a device
 /// node was replaced) and opened a FIFO for ever. Anything but a regular file of the caller's,
 /// in a directory others cannot write, is refused now, untouched, within the run's time.
 #[test]
@@ -353,7 +353,7 @@ fn a_baseline_that_is_not_a_regular_file_of_ours_is_refused() {
     assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
 }
 
-/// 11. A baseline that cannot be written left a ready node at exit 0 with one stderr line: the
+/// Item 11: A baseline that cannot be written left a ready node at exit 0 with one stderr line: the
 /// metrics timer never learnt that growth was no longer judged. The report and the metric say it.
 #[test]
 fn a_baseline_not_written_is_said_in_the_report_and_the_metric() {
@@ -383,7 +383,7 @@ fn a_baseline_not_written_is_said_in_the_report_and_the_metric() {
     );
 }
 
-/// 16. A baseline's `taken_at` was trusted: one before 1970 gave a span of 1e300 s and every rate
+/// Item 16: A baseline's `taken_at` was trusted: one before 1970 gave a span of 1e300 s and every rate
 /// about 0. A reading of this boot cannot predate it: not compared.
 #[test]
 fn a_baseline_older_than_the_boot_is_not_compared() {
@@ -437,7 +437,7 @@ fn a_baseline_older_than_the_boot_is_not_compared() {
     );
 }
 
-/// 10. `capture` kept up to 64 MiB of a libnccl-net.so (its scan for the version grew 256 KiB x
+/// Item 10: `capture` kept up to 64 MiB of a libnccl-net.so (its scan for the version grew 256 KiB x
 /// 4 past its own 32 MiB limit), and gdrdoctor then refused its own archive ("over the read
 /// limit"). The scan stops at 32 MiB, and an archive takes an ELF library's prefix up to that:
 /// the copy is read, and finds the same plugin, as the node did.
@@ -500,7 +500,7 @@ fn a_large_plugin_library_is_captured_and_read_back() {
     assert_eq!(plugin_line(&copy.stdout), plugin_line(&live.stdout));
 }
 
-/// 12. `thresholds.link_lifetime` took any key: a misspelt counter was accepted and never
+/// Item 12: `thresholds.link_lifetime` took any key: a misspelt counter was accepted and never
 /// matched, though the README says the config is checked. 13. `check --root DIR --sample N`
 /// ignored --sample without a word. Both are refused, saying why.
 #[test]

@@ -555,7 +555,7 @@ fn relaxed_ordering_and_p2p_level_shown_and_judged() {
     let conf = std::fs::read_to_string(n.root.join("etc/nccl.conf")).unwrap();
     n.write(
         "etc/nccl.conf",
-        &format!(
+        format!(
             "{}NCCL_P2P_LEVEL=LOC\n",
             conf.replace(
                 "NCCL_IB_PCI_RELAXED_ORDERING=1",

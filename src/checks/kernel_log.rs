@@ -183,7 +183,7 @@ fn peermem_context_harmless(inv: &Inventory, e: &Event) -> bool {
         n.get(1).copied().unwrap_or(0),
         n.get(2).copied().unwrap_or(0),
     );
-    at >= (535, 129, 3) && at < (560, 0, 0)
+    ((535, 129, 3)..(560, 0, 0)).contains(&at)
 }
 
 fn hardware_xid(code: u32) -> Option<&'static str> {

@@ -195,7 +195,7 @@ fn fix(inv: &Inventory) -> Fix {
     let proprietary = inv.kernel.nvidia.value().filter(|v| !v.open);
     let new_kernel = inv.kernel.version.filter(|k| *k >= EFA_OPEN_ONLY_KERNEL);
     if let (Some(nv), Some(k)) = (proprietary, new_kernel) {
-        return Fix::new(
+        Fix::new(
             format!(
                 "Install the open NVIDIA kernel modules of the same release ({}, nvidia-open / kernel-open): on Linux {k} (>= {EFA_OPEN_ONLY_KERNEL}) the efa driver's P2P provider, efa_nv_peermem, refuses the proprietary module, so reinstalling the efa driver cannot help; the open modules give efa_nv_peermem its provider and the DMA-BUF path both",
                 nv.version
@@ -204,7 +204,7 @@ fn fix(inv: &Inventory) -> Fix {
         )
         .by_hand("# install the open NVIDIA kernel modules of the installed release (e.g. apt install nvidia-open / nvidia-driver-<release>-open; dnf module install nvidia-driver:<release>-open)")
         .manual("cat /proc/driver/nvidia/version   # \"Open Kernel Module\" once it is the open one")
-        .manual("cat /sys/class/infiniband/*/device/p2p   # the efa driver's P2P provider");
+        .manual("cat /sys/class/infiniband/*/device/p2p   # the efa driver's P2P provider")
     } else {
         Fix::new(
             "Install the efa driver with its P2P provider (the EFA installer builds it; /sys/class/infiniband/*/device/p2p then reads NVIDIA), with the NVIDIA module loaded before it, or use the open NVIDIA kernel modules (R515+) on Linux 5.16 or later for the DMA-BUF path",
