@@ -135,9 +135,11 @@ start=$SECONDS
 # timeout(1) is the backstop: TERM at deadline+3 s, KILL 2 s later, to gdrdoctor's process group.
 # We stop waiting 2 s after the KILL, so a gdrdoctor stuck in an uninterruptible driver call
 # cannot hold the prolog either (it is left behind, and logged).
-timeout -k "$BACKSTOP_KILL" "$limit" \
+# In a subshell (not exec-ed into: `; exit`) whose own standard error is dropped: bash reports a
+# command a signal ended ("Killed") there, which is not gdrdoctor's to log.
+(timeout -k "$BACKSTOP_KILL" "$limit" \
     "$GDRDOCTOR" --deadline "$deadline" check "${args[@]}" --format reason "${out_args[@]}" \
-    </dev/null >"$tmp/reason" 2>"$errfile" &
+    </dev/null >"$tmp/reason" 2>"$errfile"; exit $?) 2>/dev/null &
 pid=$!
 end=$((start + limit + BACKSTOP_KILL + 2))
 rc=''
