@@ -1468,3 +1468,24 @@ fn real_h100x4_capture_topo_matches_nvidia_smi() {
         "{down}"
     );
 }
+
+/// Issue 40 (2x H200): both GPUs' evidence said "CUDA device 0" (each GPU's probe process sees
+/// that GPU alone), and the dma-buf export read "exported 2 MiB as /dmabuf:". Each GPU is named by
+/// its bus id, and the export says it is a dma-buf.
+#[test]
+fn each_gpus_evidence_names_that_gpu() {
+    let r = Libs::nvidia().check_at(fixture(H200));
+    let text = r.to_string();
+    for bdf in ["0000:00:06.0", "0000:00:07.0"] {
+        assert!(
+            text.contains(&format!("CUDA on {bdf}: device ")),
+            "{bdf}: {text}"
+        );
+        assert!(text.contains(&format!("CUDA on {bdf} (device ")), "{bdf}");
+    }
+    assert!(!text.contains("CUDA device 0:"), "{text}");
+    assert!(
+        text.contains("exported 2 MiB as a dma-buf (its fd links to"),
+        "{text}"
+    );
+}
