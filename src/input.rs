@@ -76,6 +76,14 @@ impl Input {
     }
 }
 
+impl Input {
+    /// The open file itself, to read past the length it had when opened (a log that grows:
+    /// `nccl explain --follow`). Only a regular file was opened, so reads never block.
+    pub fn into_file(self) -> std::fs::File {
+        self.file.into_inner()
+    }
+}
+
 impl std::io::Read for Input {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.file.read(buf)

@@ -649,3 +649,83 @@ fn evidence_beyond_the_fixtures() {
     let f = temp_log(b"# NCCL WARN something\n");
     assert_eq!(code(&explain(&[f.path().to_str().unwrap()])), 2);
 }
+
+/// Issue 42: `--follow` on a log written line by line prints a rank's transport verdict as soon
+/// as its lines arrive, before the writer ends (NVIDIA/nccl#1412's log, `fixtures/nccl-logs`),
+/// and ends with the whole explanation once the file stops growing for --idle seconds.
+#[test]
+fn follow_prints_a_ranks_verdict_before_the_writer_ends() {
+    use std::io::{BufRead as _, Write as _};
+    let log =
+        std::fs::read_to_string(crate_dir().join("fixtures/nccl-logs/nccl-1412-no-gdrdma.log"))
+            .unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    let first = lines.iter().position(|l| l.contains("via NET/")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.log");
+    let mut w = std::fs::File::create(&path).unwrap();
+    let mut child = Gdrdoctor::new()
+        .args([
+            "nccl",
+            "explain",
+            "--follow",
+            "--idle",
+            "3",
+            path.to_str().unwrap(),
+        ])
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stdout).lines() {
+            if tx.send(l.unwrap_or_default()).is_err() {
+                break;
+            }
+        }
+    });
+    for l in &lines[..=first] {
+        writeln!(w, "{l}").unwrap();
+        w.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The writer has not finished: the verdict of the rank whose line arrived is already out,
+    // and gdrdoctor still follows the file.
+    let is_verdict =
+        |l: &String| l.starts_with("swat1-04 rank ") && l.ends_with("-> NIC 3 over IB: no GDR");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = Vec::new();
+    while !seen.iter().any(is_verdict) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => seen.push(l),
+            Err(_) => panic!("no verdict while the writer runs: {seen:?}"),
+        }
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "it ended before the log did"
+    );
+    assert_eq!(seen.iter().filter(|l| is_verdict(l)).count(), 1, "{seen:?}");
+    for l in &lines[first + 1..] {
+        writeln!(w, "{l}").unwrap();
+    }
+    w.flush().unwrap();
+    let started = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1), "no GDR: not ready");
+    let rest: Vec<String> = rx.iter().collect();
+    // The other ranks' verdicts came as their lines did, then the whole explanation.
+    assert!(
+        rest.iter().filter(|l| is_verdict(l)).count() >= 1,
+        "{rest:?}"
+    );
+    assert!(
+        rest.iter().any(|l| l.starts_with("node swat1-04")),
+        "{rest:?}"
+    );
+}

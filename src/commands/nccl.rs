@@ -104,6 +104,23 @@ struct ExplainArgs {
     /// human, or json (docs/nccl-explain-json.md).
     #[arg(long, default_value_t = Format::Human, value_parser = FORMATS)]
     format: Format,
+    /// Follow growing files (a job's log, a pod's stdout): print each rank's transport to each
+    /// NIC, with GDR or not, as soon as its lines arrive; end on a signal, or once no file has
+    /// grown for --idle seconds, with the whole explanation.
+    #[arg(long)]
+    follow: bool,
+    /// With --follow: end after this many seconds without a file growing.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, requires = "follow", value_parser = idle_seconds)]
+    idle: f64,
+}
+
+fn idle_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.1..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds from 0.1 to 86400"
+        )),
+    }
 }
 
 /// The formats of `nccl explain` and `nccl verify`.
@@ -334,11 +351,14 @@ fn lossless_tc(
 /// explanation (a job's log is often one file per node or per rank).
 fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     use crate::nccl::explain;
-    use crate::report::nccl::explain as render;
     if global.root.is_some() {
         bail!("nccl explain reads NCCL logs, not a node: leave out --root");
     }
     let mut collector = explain::Collector::new();
+    if args.follow {
+        follow(&mut collector, args)?;
+        return finish(collector, args);
+    }
     // A log that is not a regular file (a FIFO, /dev/zero) is refused, as every input is: the
     // stream of a pipe is what `-` is for.
     let refused = |name: String, e: crate::input::InputError| {
@@ -358,6 +378,15 @@ fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             collector.read(&path.display().to_string(), file);
         }
     }
+    finish(collector, args)
+}
+
+/// The whole explanation of what was read.
+fn finish(
+    collector: crate::nccl::explain::Collector,
+    args: &ExplainArgs,
+) -> anyhow::Result<ExitCode> {
+    use crate::report::nccl::explain as render;
     stage(Stage::Judging);
     match collector.finish() {
         Ok(e) => {
@@ -372,6 +401,94 @@ fn explain(global: &Global, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         Err(not_nccl) => {
             errln!("gdrdoctor: {not_nccl}");
             Ok(ExitCode::from(2))
+        }
+    }
+}
+
+/// `nccl explain --follow`: each file read as it grows, its complete lines handed to the
+/// collector; after each read that brought lines, every rank's transport to a NIC not printed
+/// before is printed (`host rank 3 (GPU 2) -> NIC 0 over IB: GDR`). Ends once no file has grown
+/// for `--idle` seconds (or on a signal, which ends the process as it always does).
+fn follow(
+    collector: &mut crate::nccl::explain::Collector,
+    args: &ExplainArgs,
+) -> anyhow::Result<()> {
+    use std::collections::BTreeSet;
+    use std::io::Read as _;
+    let mut files = Vec::new();
+    for path in &args.logs {
+        if path.as_os_str() == "-" {
+            bail!(
+                "nccl explain --follow reads files that grow; standard input is read to its end without it"
+            );
+        }
+        let input = crate::input::open(path).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot read {}: {e}; --follow reads regular files",
+                path.display()
+            )
+        })?;
+        files.push((
+            path.display().to_string(),
+            input.into_file(),
+            Vec::<u8>::new(),
+        ));
+    }
+    let mut shown: BTreeSet<String> = BTreeSet::new();
+    let idle = std::time::Duration::from_secs_f64(args.idle);
+    let mut last_growth = std::time::Instant::now();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let mut grew = false;
+        for (name, file, pending) in &mut files {
+            loop {
+                let n = match file.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => bail!("{name}: {e}"),
+                };
+                grew = true;
+                pending.extend_from_slice(&buf[..n]);
+                // Complete lines only: the rest waits for its newline.
+                if let Some(end) = pending.iter().rposition(|&b| b == b'\n') {
+                    collector.read_chunk(name, &pending[..=end]);
+                    pending.drain(..=end);
+                }
+                // A line that never ends is not held whole (MAX_LINE): it is skipped.
+                if pending.len() > crate::nccl::explain::MAX_LINE {
+                    pending.clear();
+                }
+            }
+        }
+        if grew {
+            last_growth = std::time::Instant::now();
+            if let Ok(e) = collector.clone().finish() {
+                for node in &e.nodes {
+                    for c in &node.connections {
+                        let gpu = match (c.cuda_dev, &c.bus) {
+                            (_, Some(bus)) => format!(" (GPU {bus})"),
+                            (Some(d), None) => format!(" (CUDA device {d})"),
+                            _ => String::new(),
+                        };
+                        let line = format!(
+                            "{} rank {}{gpu} -> NIC {} over {}: {}",
+                            node.name,
+                            c.rank,
+                            c.nic,
+                            c.net,
+                            if c.gdr { "GDR" } else { "no GDR" }
+                        );
+                        if shown.insert(line.clone()) {
+                            out!("{}\n", crate::sanitize::text(&line));
+                        }
+                    }
+                }
+            }
+        } else if last_growth.elapsed() >= idle {
+            return Ok(());
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
 }

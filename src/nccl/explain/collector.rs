@@ -9,7 +9,7 @@ use super::{
 use crate::parse::nccl_log::{self as log, Dir, Era, Event, HcaVia, Level, Version};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct ConnAcc {
     pub(super) sends: u64,
     pub(super) receives: u64,
@@ -38,7 +38,7 @@ pub(super) type NicInfo = (String, Option<u32>, Option<String>);
 /// An HCA decision's key: network, NIC index, and the GPU for 2.4's per-GPU line.
 pub(super) type HcaKey = (String, u32, Option<String>);
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct HcaAcc {
     pub(super) name: String,
     pub(super) enabled: bool,
@@ -46,7 +46,7 @@ pub(super) struct HcaAcc {
     pub(super) lines: u64,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct GpuAcc {
     pub(super) enabled: bool,
     pub(super) distance: u32,
@@ -58,7 +58,7 @@ pub(super) struct GpuAcc {
     pub(super) lines: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct NodeAcc {
     pub(super) key: String,
     pub(super) versions: BTreeMap<Version, String>,
@@ -247,7 +247,7 @@ impl NodeAcc {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct PathAcc {
     pub(super) hops: u32,
     pub(super) bw: f64,
@@ -255,6 +255,7 @@ pub(super) struct PathAcc {
     pub(super) lines: u64,
 }
 
+#[derive(Clone)]
 pub(super) struct WarnAcc {
     pub(super) text: String,
     pub(super) count: u64,
@@ -262,7 +263,7 @@ pub(super) struct WarnAcc {
 }
 
 /// Reads NCCL logs and keeps what the explanation needs.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Collector {
     pub(super) nodes: Vec<NodeAcc>,
     pub(super) by_host: HashMap<String, usize>,

@@ -39,6 +39,35 @@ impl Collector {
         self.inputs.push(summary);
     }
 
+    /// Reads complete lines that arrived at the end of `name` (`explain --follow`): counted
+    /// into that input's summary, which the first chunk makes. Plain text only (a growing gzip
+    /// file has no end to read up to).
+    pub fn read_chunk(&mut self, name: &str, chunk: &[u8]) {
+        let key = clean(name);
+        let at = match self.inputs.iter().position(|i| i.name == key) {
+            Some(at) => at,
+            None => {
+                self.inputs.push(Input {
+                    name: key,
+                    gzip: false,
+                    bytes: 0,
+                    lines: 0,
+                    nccl_lines: 0,
+                    unprefixed: 0,
+                    commented: 0,
+                    long_lines_skipped: 0,
+                    error: None,
+                });
+                self.inputs.len() - 1
+            }
+        };
+        let mut summary = self.inputs[at].clone();
+        if let Err(e) = self.read_lines(chunk, &mut summary) {
+            summary.error = Some(e.to_string());
+        }
+        self.inputs[at] = summary;
+    }
+
     fn read_lines<R: BufRead>(&mut self, mut r: R, s: &mut Input) -> io::Result<()> {
         let mut carry: Vec<u8> = Vec::new();
         // Inside a line already found too long: its rest is skipped up to the newline.
