@@ -28,6 +28,7 @@ for unit in gdrdoctor.service gdrdoctor-metrics.service gdrdoctor-metrics.timer;
 done
 install -D -m 0644 "$here/default/gdrdoctor" "$dest/etc/default/gdrdoctor"
 install -D -m 0755 "$here/slurm/prolog.sh" "$dest/usr/lib/gdrdoctor/slurm-prolog"
+install -D -m 0755 "$here/slurm/task-prolog.sh" "$dest/usr/lib/gdrdoctor/slurm-task-prolog"
 install -D -m 0644 "$here/nhc/gdrdoctor.nhc" "$dest/usr/share/gdrdoctor/nhc/gdrdoctor.nhc"
 install -D -m 0644 "$here/ansible/library/gdrdoctor_check.py" \
   "$dest/usr/share/gdrdoctor/ansible/library/gdrdoctor_check.py"

@@ -29,6 +29,7 @@ mod hostile_inputs;
 mod hostile_peers;
 mod hostile_recent;
 mod io;
+mod jobs;
 mod kernel_log;
 mod layers;
 mod link_health;
