@@ -547,14 +547,11 @@ fn since_boot(
     };
     // Why a warning and not a failure, in the report itself (issue 40: a capture whose log held
     // Xid 79 read READY with a warning, and nothing said why).
+    // The same words live and on a capture (offline must equal live on the same data): a
+    // capture's log ends when it was captured, which the words cover.
     let why_warn = |asked: &str| {
-        let capture = if inv.live {
-            String::new()
-        } else {
-            "; this is a captured root, whose log ends when it was captured: the node may have been reset or rebooted since".to_owned()
-        };
         format!(
-            "; {asked}, and the log cannot tell whether that happened since: a warning, not a failure{capture} (the site's config fails it: `severity: {{{}: fail}}`)",
+            "; {asked}, and the log cannot tell whether that happened since (a captured root's log ends at the capture): a warning, not a failure (the site's config fails it: `severity: {{{}: fail}}`)",
             class.code().id
         )
     };
