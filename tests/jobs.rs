@@ -18,7 +18,11 @@ fn task_prolog(jobs: &Path, env: &[(&str, &str)]) -> String {
         c.env(k, v);
     }
     let out = c.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -42,12 +46,27 @@ fn the_task_prolog_sets_what_the_job_has_not() {
             dir.display()
         )
     );
-    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
     // The job's own subsystems are kept.
-    let out = task_prolog(&jobs, &[("SLURM_JOB_ID", "4242"), ("NCCL_DEBUG_SUBSYS", "GRAPH")]);
-    assert!(!out.contains("NCCL_DEBUG_SUBSYS") && out.contains("NCCL_DEBUG=INFO"), "{out}");
+    let out = task_prolog(
+        &jobs,
+        &[("SLURM_JOB_ID", "4242"), ("NCCL_DEBUG_SUBSYS", "GRAPH")],
+    );
+    assert!(
+        !out.contains("NCCL_DEBUG_SUBSYS") && out.contains("NCCL_DEBUG=INFO"),
+        "{out}"
+    );
     // The job's own NCCL_DEBUG_FILE (or NCCL_DEBUG) wins: nothing set, the reason kept.
-    let out = task_prolog(&jobs, &[("SLURM_JOB_ID", "4243"), ("NCCL_DEBUG_FILE", "/tmp/mine.%h")]);
+    let out = task_prolog(
+        &jobs,
+        &[
+            ("SLURM_JOB_ID", "4243"),
+            ("NCCL_DEBUG_FILE", "/tmp/mine.%h"),
+        ],
+    );
     assert_eq!(out, "");
     assert_eq!(
         std::fs::read_to_string(jobs.join("4243/not-recorded")).unwrap(),
@@ -55,7 +74,11 @@ fn the_task_prolog_sets_what_the_job_has_not() {
     );
     let out = task_prolog(&jobs, &[("SLURM_JOB_ID", "4244"), ("NCCL_DEBUG", "WARN")]);
     assert_eq!(out, "");
-    assert!(std::fs::read_to_string(jobs.join("4244/not-recorded")).unwrap().contains("NCCL_DEBUG=WARN"));
+    assert!(
+        std::fs::read_to_string(jobs.join("4244/not-recorded"))
+            .unwrap()
+            .contains("NCCL_DEBUG=WARN")
+    );
     // Not a job id; a job directory that is a link: nothing recorded, the task runs.
     assert_eq!(task_prolog(&jobs, &[("SLURM_JOB_ID", "../x")]), "");
     std::os::unix::fs::symlink(d.path(), jobs.join("4245")).unwrap();
