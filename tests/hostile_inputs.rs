@@ -18,7 +18,7 @@ const ADDRESS_SPACE: u64 = 2 << 30;
 
 /// A run of gdrdoctor with `args` under the address-space bound and a CPU limit, held to 20 s
 /// and 200 MiB unless the case says otherwise ([`Gdrdoctor::within`]).
-fn case<A: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = A>) -> Gdrdoctor {
+pub(crate) fn case<A: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = A>) -> Gdrdoctor {
     Gdrdoctor::new()
         .args(args)
         .within(Duration::from_secs(20), 200)

@@ -8,16 +8,8 @@
 use crate::common::*;
 use std::time::Duration;
 
-/// The address space a run may map: far above what a case needs, far below what hurts.
-const ADDRESS_SPACE: u64 = 2 << 30;
-
-fn case<A: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = A>) -> Gdrdoctor {
-    Gdrdoctor::new()
-        .args(args)
-        .within(Duration::from_secs(20), 200)
-        .address_space(ADDRESS_SPACE)
-        .cpu_limit()
-}
+// A bounded run: the same bounds as tests/hostile_inputs.rs's cases.
+use crate::hostile_inputs::case;
 
 /// Item 1: A capture's qos.json whose APP table maps NCCL's DSCP to priority 9: the 8-entry PFC and
 /// buffer lists were indexed with it (a panic that killed check, fix and a whole fleet). The

@@ -6,6 +6,21 @@ use super::{Collector, Input, MAX_LINE, clean};
 use crate::parse::nccl_log::{self as log, Level};
 use std::io::{self, BufRead, Read};
 
+/// An input's summary before anything of it was read.
+fn empty_input(name: &str, gzip: bool) -> Input {
+    Input {
+        name: clean(name),
+        gzip,
+        bytes: 0,
+        lines: 0,
+        nccl_lines: 0,
+        unprefixed: 0,
+        commented: 0,
+        long_lines_skipped: 0,
+        error: None,
+    }
+}
+
 impl Collector {
     /// Reads one input to its end: plain text or gzip (told by its first bytes), line by line,
     /// never holding more than one line of [`MAX_LINE`] bytes. A read error ends this input and
@@ -13,17 +28,7 @@ impl Collector {
     pub fn read<R: Read>(&mut self, name: &str, input: R) {
         let mut input = io::BufReader::with_capacity(256 * 1024, input);
         let gzip = matches!(input.fill_buf(), Ok(b) if b.starts_with(&[0x1f, 0x8b]));
-        let mut summary = Input {
-            name: clean(name),
-            gzip,
-            bytes: 0,
-            lines: 0,
-            nccl_lines: 0,
-            unprefixed: 0,
-            commented: 0,
-            long_lines_skipped: 0,
-            error: None,
-        };
+        let mut summary = empty_input(name, gzip);
         let result = if gzip {
             let decoder = flate2::bufread::MultiGzDecoder::new(input);
             self.read_lines(
@@ -47,17 +52,7 @@ impl Collector {
         let at = match self.inputs.iter().position(|i| i.name == key) {
             Some(at) => at,
             None => {
-                self.inputs.push(Input {
-                    name: key,
-                    gzip: false,
-                    bytes: 0,
-                    lines: 0,
-                    nccl_lines: 0,
-                    unprefixed: 0,
-                    commented: 0,
-                    long_lines_skipped: 0,
-                    error: None,
-                });
+                self.inputs.push(empty_input(name, false));
                 self.inputs.len() - 1
             }
         };
