@@ -29,6 +29,8 @@ done
 install -D -m 0644 "$here/default/gdrdoctor" "$dest/etc/default/gdrdoctor"
 install -D -m 0755 "$here/slurm/prolog.sh" "$dest/usr/lib/gdrdoctor/slurm-prolog"
 install -D -m 0755 "$here/slurm/task-prolog.sh" "$dest/usr/lib/gdrdoctor/slurm-task-prolog"
+install -D -m 0755 "$here/slurm/epilog.sh" "$dest/usr/lib/gdrdoctor/slurm-epilog"
+install -D -m 0644 "$here/systemd/gdrdoctor-tmpfiles.conf" "$dest/usr/lib/tmpfiles.d/gdrdoctor.conf"
 install -D -m 0644 "$here/nhc/gdrdoctor.nhc" "$dest/usr/share/gdrdoctor/nhc/gdrdoctor.nhc"
 install -D -m 0644 "$here/ansible/library/gdrdoctor_check.py" \
   "$dest/usr/share/gdrdoctor/ansible/library/gdrdoctor_check.py"

@@ -63,6 +63,9 @@ enum Command {
     /// NCCL: the settings that follow from this node (environment exports and /etc/nccl.conf),
     /// or, with `explain`, what a job's NCCL log says about GPUDirect RDMA and why.
     Nccl(commands::nccl::Args),
+    /// What jobs' NCCL did about GPUDirect RDMA: the journal the Slurm Epilog writes
+    /// (`jobs record`), ranked by node and NIC over a time range (docs/jobs.md).
+    Jobs(commands::jobs::Args),
     /// Check many captures (files, directories, globs) and compare nodes of the same model.
     Fleet(commands::fleet::Args),
     /// Run the GPUDirect RDMA write test alone, with its options (the gdr-test check).
@@ -140,6 +143,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         },
         stage: match &cli.command {
             Command::Fleet(_) => watchdog::Stage::AnalysingCaptures,
+            Command::Jobs(_) => watchdog::Stage::ReadingLogs,
             Command::Capture(_) => watchdog::Stage::CopyingNode { live },
             _ => watchdog::Stage::ReadingNode { live },
         },
@@ -163,6 +167,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Edit(args) => commands::edit::run(&global, args),
         Command::Nccl(args) => commands::nccl::run(&global, args),
         Command::Fleet(args) => commands::fleet::run(&global, args),
+        Command::Jobs(args) => commands::jobs::run(&global, args),
         Command::GdrTest(args) => commands::gdr_test::run(&global, args),
         Command::GdrPair(args) => Ok(commands::internal::gdr_pair(args)),
         Command::NcclChild(args) => Ok(commands::internal::nccl_child(args)),

@@ -29,6 +29,7 @@ pub mod fleet;
 pub mod gdr;
 pub mod input;
 pub mod inventory;
+pub mod jobs;
 pub mod model;
 pub mod nccl;
 pub mod output;

@@ -9,6 +9,7 @@ mod fact;
 pub mod gdr;
 pub mod gpu;
 pub mod health;
+pub mod jobs;
 pub mod nccl;
 pub mod qos;
 mod runs;

@@ -84,6 +84,12 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
             "sanitize",
         ],
     ),
+    // The job journal: NCCL's own decisions per job, from the logs the TaskProlog kept.
+    (
+        "jobs",
+        9,
+        &["input", "model", "nccl", "output", "sanitize", "sys"],
+    ),
     // The runs above the facts: GPU session and worker, access probe, write test, NCCL's run,
     // two-node session.
     (
@@ -195,6 +201,7 @@ const FLOORS: &[(&str, u8, &[&str])] = &[
             "ffi",
             "fixscript",
             "fleet",
+            "jobs",
             "gdr",
             "input",
             "inventory",

@@ -49,6 +49,10 @@ set -e
 if [ "$1" = configure ] && [ -d /run/systemd/system ]; then
   systemctl daemon-reload >/dev/null 2>&1 || true
 fi
+# The job journal's directories (docs/jobs.md), made now rather than at the next boot.
+if [ "$1" = configure ]; then
+  systemd-tmpfiles --create /usr/lib/tmpfiles.d/gdrdoctor.conf >/dev/null 2>&1 || true
+fi
 POSTINST
 cat > "$root/DEBIAN/postrm" <<'POSTRM'
 #!/bin/sh

@@ -41,7 +41,9 @@ dir=$GDRDOCTOR_JOBS_DIR/$job
 if [ ! -d "$dir" ] || [ -L "$dir" ]; then
     mkdir -m 0700 -- "$dir" 2>/dev/null || exit 0
 fi
-[ -O "$dir" ] && [ ! -L "$dir" ] || exit 0
+# Writable too: NCCL writes its lines to standard output, into the job's own output, when it
+# cannot open NCCL_DEBUG_FILE (src/debug.cc), so an unwritable directory records nothing.
+[ -O "$dir" ] && [ ! -L "$dir" ] && [ -w "$dir" ] || exit 0
 
 why=
 if [ -n "${NCCL_DEBUG_FILE:-}" ]; then

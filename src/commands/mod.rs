@@ -16,6 +16,7 @@ pub mod fix;
 pub mod fleet;
 pub mod gdr_test;
 pub mod internal;
+pub mod jobs;
 pub mod list;
 pub mod man;
 pub mod nccl;

@@ -5,6 +5,7 @@ pub mod dot;
 pub mod format;
 mod group;
 pub mod human;
+pub mod jobs;
 pub mod json;
 pub mod junit;
 pub mod nccl;

@@ -6,6 +6,7 @@
 //! nothing of the crate, so the I/O plumbing at the bottom of the house (`child`, `input`,
 //! `output`, `stdio`, `archive`, `root`) can use it.
 
+pub mod dir;
 pub mod ethtool;
 pub mod fd;
 pub mod malloc;

@@ -33,7 +33,7 @@ else
 fi
 
 check "shellcheck: the shipped scripts (prolog, NHC check, build scripts)" \
-  shellcheck packaging/slurm/prolog.sh packaging/slurm/task-prolog.sh packaging/stage.sh packaging/deb/build.sh packaging/rpm/build.sh
+  shellcheck packaging/slurm/prolog.sh packaging/slurm/task-prolog.sh packaging/slurm/epilog.sh packaging/stage.sh packaging/deb/build.sh packaging/rpm/build.sh
 check "shellcheck: the NHC check function (bash)" shellcheck -s bash packaging/nhc/gdrdoctor.nhc
 
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -117,7 +117,7 @@ check "dpkg -P purges it" bash -c 'dpkg -P gdrdoctor >/dev/null && [ ! -e /etc/d
 files=$(rpm -qpl "$rpm")
 check "the rpm carries the binary, units, man pages, completions, prolog" bash -c '
   for f in /usr/bin/gdrdoctor /usr/lib/systemd/system/gdrdoctor.service /usr/share/man/man1/gdrdoctor.1.gz \
-           /usr/share/bash-completion/completions/gdrdoctor /usr/lib/gdrdoctor/slurm-prolog /usr/lib/gdrdoctor/slurm-task-prolog /etc/default/gdrdoctor; do
+           /usr/share/bash-completion/completions/gdrdoctor /usr/lib/gdrdoctor/slurm-prolog /usr/lib/gdrdoctor/slurm-task-prolog /usr/lib/gdrdoctor/slurm-epilog /usr/lib/tmpfiles.d/gdrdoctor.conf /etc/default/gdrdoctor; do
     grep -qx "$f" <<<"$1" || { echo "missing $f"; exit 1; }; done' _ "$files"
 reqs=$(rpm -qp --requires "$rpm")
 check "the rpm requires no GPU or RDMA library (found: $(grep -ciE 'ibverbs|cuda|nvidia|amdhip|hsa' <<<"$reqs" || true))" \

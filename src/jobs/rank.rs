@@ -1,0 +1,246 @@
+//! `gdrdoctor jobs`: journal lines over a time range, ranked by node and by NIC, worst first:
+//! the jobs whose NCCL went without GPUDirect RDMA, the ones of them the node's check had said
+//! ready for, and the cause that repeats.
+
+use crate::model::jobs::{JobRecord, Ranking, Status, Tally};
+use std::collections::{BTreeMap, HashMap};
+
+/// Examples kept of lines that are not journal lines.
+const MAX_EXAMPLES: usize = 5;
+
+/// Builds the ranking from journal lines, one at a time.
+#[derive(Default)]
+pub struct Ranker {
+    since: Option<u64>,
+    until: Option<u64>,
+    lines: u64,
+    malformed: u64,
+    examples: Vec<String>,
+    /// The last line per (job, node): an Epilog run twice counts once.
+    latest: HashMap<(String, String), JobRecord>,
+}
+
+impl Ranker {
+    pub fn new(since: Option<u64>, until: Option<u64>) -> Self {
+        Ranker {
+            since,
+            until,
+            ..Default::default()
+        }
+    }
+
+    pub fn add(&mut self, r: JobRecord) {
+        self.lines += 1;
+        if self.since.is_some_and(|s| r.time < s) || self.until.is_some_and(|u| r.time > u) {
+            return;
+        }
+        let key = (r.job.clone(), r.node.clone());
+        match self.latest.get(&key) {
+            Some(old) if old.time > r.time => {}
+            _ => {
+                self.latest.insert(key, r);
+            }
+        }
+    }
+
+    pub fn malformed(&mut self, why: String) {
+        self.lines += 1;
+        self.malformed += 1;
+        if self.examples.len() < MAX_EXAMPLES {
+            self.examples.push(why);
+        }
+    }
+
+    pub fn finish(self) -> Ranking {
+        let mut nodes: BTreeMap<String, Acc> = BTreeMap::new();
+        let mut nics: BTreeMap<(String, String), Acc> = BTreeMap::new();
+        let mut jobs = std::collections::BTreeSet::new();
+        let mut records: Vec<&JobRecord> = self.latest.values().collect();
+        records.sort_by(|a, b| (a.time, &a.job, &a.node).cmp(&(b.time, &b.job, &b.node)));
+        for r in &records {
+            jobs.insert(r.job.as_str());
+            let cause = main_cause(r);
+            nodes
+                .entry(r.node.clone())
+                .or_default()
+                .add(r, r.status, cause);
+            // Per NIC: the job's ranks on it, GDR on all of them or not.
+            let mut per_nic: BTreeMap<String, (bool, Option<&str>)> = BTreeMap::new();
+            for k in &r.ranks {
+                let name = k
+                    .nic_name
+                    .clone()
+                    .unwrap_or_else(|| format!("{} {}", k.net, k.nic));
+                let e = per_nic.entry(name).or_insert((true, None));
+                if !k.gdr {
+                    e.0 = false;
+                    if e.1.is_none() {
+                        e.1 = k.cause.as_deref();
+                    }
+                }
+            }
+            for (nic, (gdr, cause)) in per_nic {
+                let status = if gdr { Status::Gdr } else { Status::NoGdr };
+                let cause = cause.map(|c| (c, see_of(r, c)));
+                nics.entry((r.node.clone(), nic))
+                    .or_default()
+                    .add(r, status, cause);
+            }
+        }
+        let mut nodes: Vec<Tally> = nodes
+            .into_iter()
+            .map(|(node, acc)| acc.tally(node, None))
+            .collect();
+        let mut nics: Vec<Tally> = nics
+            .into_iter()
+            .map(|((node, nic), acc)| acc.tally(node, Some(nic)))
+            .collect();
+        let worst = |a: &Tally, b: &Tally| {
+            (b.without_gdr, b.contradicted)
+                .cmp(&(a.without_gdr, a.contradicted))
+                .then_with(|| (&a.node, &a.nic).cmp(&(&b.node, &b.nic)))
+        };
+        nodes.sort_by(worst);
+        nics.sort_by(worst);
+        Ranking {
+            schema: "gdrdoctor.jobs",
+            schema_version: 1,
+            since: self.since,
+            until: self.until,
+            lines: self.lines,
+            taken: records.len() as u64,
+            malformed: self.malformed,
+            malformed_examples: self.examples,
+            jobs: jobs.len() as u64,
+            nodes,
+            nics,
+        }
+    }
+}
+
+/// The cause of a line without GDR that counts: the first of the node's own, else the first.
+fn main_cause(r: &JobRecord) -> Option<(&str, Vec<String>)> {
+    r.causes
+        .iter()
+        .find(|c| !c.job_setting)
+        .or(r.causes.first())
+        .map(|c| (c.cause.as_str(), c.see.clone()))
+}
+
+fn see_of(r: &JobRecord, cause: &str) -> Vec<String> {
+    r.causes
+        .iter()
+        .find(|c| c.cause == cause)
+        .map(|c| c.see.clone())
+        .unwrap_or_default()
+}
+
+#[derive(Default)]
+struct Acc {
+    t: Tally,
+    causes: BTreeMap<String, (u64, Vec<String>)>,
+}
+
+impl Acc {
+    fn add(&mut self, r: &JobRecord, status: Status, cause: Option<(&str, Vec<String>)>) {
+        let t = &mut self.t;
+        match status {
+            Status::Gdr => t.with_gdr += 1,
+            Status::Partial | Status::NoGdr => {
+                t.without_gdr += 1;
+                t.contradicted += u64::from(r.contradicted);
+                t.last_job = Some(r.job.clone());
+                t.last_time = Some(r.time);
+                let (c, see) = cause.unwrap_or(("not-explained", Vec::new()));
+                let e = self.causes.entry(c.to_owned()).or_insert((0, see));
+                e.0 += 1;
+            }
+            Status::NotExercised | Status::NoNccl => t.not_exercised += 1,
+            Status::NotRecorded | Status::Error => t.not_recorded += 1,
+        }
+        t.exercised += u64::from(status.exercised());
+    }
+
+    fn tally(mut self, node: String, nic: Option<String>) -> Tally {
+        // The cause most jobs had; the first in name order among equals.
+        if let Some((c, (n, see))) = self
+            .causes
+            .into_iter()
+            .max_by(|a, b| a.1.0.cmp(&b.1.0).then_with(|| b.0.cmp(&a.0)))
+        {
+            self.t.top_cause = Some((c, n));
+            self.t.see = see;
+        }
+        self.t.node = node;
+        self.t.nic = nic;
+        self.t
+    }
+}
+
+/// A time as `--since`/`--until` take it: seconds since the epoch, `YYYY-MM-DD` or
+/// `YYYY-MM-DDTHH:MM[:SS]` (UTC), or an age before `now` (`90m`, `24h`, `7d`).
+pub fn parse_time(s: &str, now: u64) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "{s:?}: a time is seconds since the epoch, YYYY-MM-DD[THH:MM[:SS]] (UTC), or an age (90m, 24h, 7d)"
+        )
+    };
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse().map_err(|_| bad());
+    }
+    if let Some(unit) = s.chars().last().filter(|c| "smhd".contains(*c)) {
+        let n: u64 = s[..s.len() - 1].parse().map_err(|_| bad())?;
+        let secs = match unit {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            _ => 86_400,
+        };
+        return Ok(now.saturating_sub(n.saturating_mul(secs)));
+    }
+    let (date, time) = s.split_once('T').unwrap_or((s, "00:00:00"));
+    let d: Vec<&str> = date.split('-').collect();
+    let t: Vec<&str> = time.trim_end_matches('Z').split(':').collect();
+    if d.len() != 3 || !(2..=3).contains(&t.len()) {
+        return Err(bad());
+    }
+    let num = |x: &str, max: i64| -> Result<i64, String> {
+        match x.parse::<i64>() {
+            Ok(v) if (0..=max).contains(&v) && !x.is_empty() && x.len() <= 4 => Ok(v),
+            _ => Err(bad()),
+        }
+    };
+    let (y, m, day) = (num(d[0], 9999)?, num(d[1], 12)?, num(d[2], 31)?);
+    let (hh, mm) = (num(t[0], 23)?, num(t[1], 59)?);
+    let ss = t.get(2).map(|x| num(x, 60)).transpose()?.unwrap_or(0);
+    if m == 0 || day == 0 || y < 1970 {
+        return Err(bad());
+    }
+    // Howard Hinnant's days-from-civil.
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Ok((days * 86_400 + hh * 3600 + mm * 60 + ss) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times() {
+        let now = 1_795_350_896;
+        assert_eq!(parse_time("1795350896", now), Ok(now));
+        assert_eq!(parse_time("2026-11-22T12:34:56Z", now), Ok(now));
+        assert_eq!(parse_time("2000-02-29", now), Ok(951_782_400));
+        assert_eq!(parse_time("24h", now), Ok(now - 86_400));
+        assert_eq!(parse_time("7d", now), Ok(now - 7 * 86_400));
+        for bad in ["", "yesterday", "2026-13-01", "2026-11-22T25:00", "h", "-5"] {
+            assert!(parse_time(bad, now).is_err(), "{bad}");
+        }
+    }
+}
