@@ -67,6 +67,20 @@ fn the_task_prolog_sets_what_the_job_has_not() {
         !out.contains("NCCL_DEBUG_SUBSYS") && out.contains("NCCL_DEBUG=INFO"),
         "{out}"
     );
+    // A step inside a batch script inherits the batch step's settings, which are ours: kept,
+    // and no "not recorded".
+    let ours = format!("{}/nccl.%h.%p.log", dir.display());
+    let out = task_prolog(
+        &jobs,
+        &[
+            ("SLURM_JOB_ID", "4242"),
+            ("NCCL_DEBUG", "INFO"),
+            ("NCCL_DEBUG_SUBSYS", "INIT,NET,ENV"),
+            ("NCCL_DEBUG_FILE", &ours),
+        ],
+    );
+    assert!(out.contains(&format!("NCCL_DEBUG_FILE={ours}")), "{out}");
+    assert!(!dir.join("not-recorded").exists());
     // The job's own NCCL_DEBUG_FILE (or NCCL_DEBUG) wins: nothing set, the reason kept.
     let out = task_prolog(
         &jobs,

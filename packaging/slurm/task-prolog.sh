@@ -46,7 +46,11 @@ fi
 [ -O "$dir" ] && [ ! -L "$dir" ] && [ -w "$dir" ] || exit 0
 
 why=
-if [ -n "${NCCL_DEBUG_FILE:-}" ]; then
+ours=$dir/nccl.%h.%p.log
+if [ "${NCCL_DEBUG_FILE:-}" = "$ours" ]; then
+    # Ours, inherited: an srun step inside a batch script whose own TaskProlog set it.
+    :
+elif [ -n "${NCCL_DEBUG_FILE:-}" ]; then
     why="the job set NCCL_DEBUG_FILE"
 elif [ -n "${NCCL_DEBUG:-}" ]; then
     why="the job set NCCL_DEBUG=${NCCL_DEBUG//[^A-Za-z]/}"
@@ -57,5 +61,5 @@ if [ -n "$why" ]; then
 fi
 echo "export NCCL_DEBUG=INFO"
 [ -n "${NCCL_DEBUG_SUBSYS:-}" ] || echo "export NCCL_DEBUG_SUBSYS=INIT,NET,ENV"
-echo "export NCCL_DEBUG_FILE=$dir/nccl.%h.%p.log"
+echo "export NCCL_DEBUG_FILE=$ours"
 exit 0
