@@ -17,7 +17,7 @@ if [ "$(id -u)" = 0 ] && [ "$(stat -c %a /)" != 755 ] && [ "$(stat -c %u /)" = 0
   echo "integrations: / is mode $(stat -c %a /), which no other user can enter: setting 755, as a real root directory is"
   chmod 755 /
 fi
-[ ${#names[@]} -gt 0 ] || names=(package formats slurm nhc systemd ansible kubernetes)
+[ ${#names[@]} -gt 0 ] || names=(package formats slurm slurm-jobs nhc systemd ansible kubernetes)
 failed=()
 for n in "${names[@]}"; do
   printf '\n-- integrations: %s\n' "$n"
