@@ -20,11 +20,14 @@
 # `not-recorded` saying why, which the Epilog reports ("not recorded: the job set ...").
 #
 # Settings (environment, or the shell assignments of ${GDRDOCTOR_DEFAULTS:-/etc/default/gdrdoctor}):
-#   GDRDOCTOR_JOBS_DIR=/var/spool/gdrdoctor/jobs   # a directory the Prolog made, sticky (1777)
+#   GDRDOCTOR_JOBS_DIR=/var/spool/gdrdoctor/jobs   # sticky (1777): packaging/systemd/gdrdoctor-tmpfiles.conf
+#   GDRDOCTOR_NCCL_DEBUG_SUBSYS=INIT,NET,ENV       # add GRAPH for the GPU-NIC paths NCCL 2.29+
+#                                                  # prints instead of its distance lines
 # Only bash and coreutils (mkdir). Never fails the task: every error leaves the job unrecorded.
 
 set -u
 GDRDOCTOR_JOBS_DIR=${GDRDOCTOR_JOBS_DIR:-/var/spool/gdrdoctor/jobs}
+GDRDOCTOR_NCCL_DEBUG_SUBSYS=${GDRDOCTOR_NCCL_DEBUG_SUBSYS:-INIT,NET,ENV}
 defaults=${GDRDOCTOR_DEFAULTS:-/etc/default/gdrdoctor}
 if [ -r "$defaults" ]; then
     # shellcheck source=/dev/null
@@ -60,6 +63,7 @@ if [ -n "$why" ]; then
     exit 0
 fi
 echo "export NCCL_DEBUG=INFO"
-[ -n "${NCCL_DEBUG_SUBSYS:-}" ] || echo "export NCCL_DEBUG_SUBSYS=INIT,NET,ENV"
+# Only the characters of subsystem lists (INIT,NET,^GRAPH): the line is an export Slurm sets.
+[ -n "${NCCL_DEBUG_SUBSYS:-}" ] || echo "export NCCL_DEBUG_SUBSYS=${GDRDOCTOR_NCCL_DEBUG_SUBSYS//[^A-Za-z,^]/}"
 echo "export NCCL_DEBUG_FILE=$ours"
 exit 0
