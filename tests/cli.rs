@@ -46,7 +46,8 @@ fn list_shows_every_check_in_order() {
             "nccl-config",
             "rdma-access",
             "gdr-test",
-            "nccl-verify"
+            "nccl-verify",
+            "job-history"
         ]
     );
     assert!(stdout(&out).contains("rdma-access") && stdout(&out).contains("(live only)"));
@@ -172,7 +173,7 @@ fn human_output_ends_with_the_verdict() {
     let out = stdout(&gdrdoctor(&["--root", h200(), "check"]));
     assert_eq!(
         out.lines().last().unwrap(),
-        "NOT READY rdma-link (rdma-no-device); 6 passed, 8 skipped"
+        "NOT READY rdma-link (rdma-no-device); 6 passed, 9 skipped"
     );
     let ok = stdout(&gdrdoctor(&[
         "--root",

@@ -199,7 +199,7 @@ fn junit_one_testcase_per_finding() {
         .sum();
     assert_eq!(xml.matches("<testcase ").count(), findings);
     assert!(
-        xml.contains("tests=\"19\" failures=\"1\" errors=\"0\""),
+        xml.contains("tests=\"20\" failures=\"1\" errors=\"0\""),
         "{xml}"
     );
     // Ready: no failure, no error. Unknown is skipped, or an error under --strict.

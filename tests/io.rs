@@ -437,7 +437,7 @@ fn nfd_expiry_is_bounded_and_lies_in_the_future() {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs();
-        gdrdoctor::report::nfd::rfc3339(now + plus)
+        gdrdoctor::parse::time::rfc3339(now + plus)
     };
     for (seconds, plus) in [("3600", 3600), ("31536000", 31_536_000)] {
         let before = unix(plus);

@@ -170,10 +170,11 @@ impl Spool {
         std::fs::write(
             &defaults,
             format!(
-                "GDRDOCTOR={}\nGDRDOCTOR_JOBS_DIR={}\nGDRDOCTOR_JOURNAL={}\nGDRDOCTOR_TEXTFILE={}\nGDRDOCTOR_REPORT_DIR={}\n{extra}\n",
+                "GDRDOCTOR={}\nGDRDOCTOR_JOBS_DIR={}\nGDRDOCTOR_JOURNAL={}\nGDRDOCTOR_JOBS_RECENT={}\nGDRDOCTOR_TEXTFILE={}\nGDRDOCTOR_REPORT_DIR={}\n{extra}\n",
                 gdrdoctor.display(),
                 self.jobs.display(),
                 self.journal.display(),
+                self.recent().display(),
                 self.textfile.display(),
                 self.reports.display()
             ),
@@ -194,6 +195,11 @@ impl Spool {
         assert!(out.status.success(), "the Epilog failed: {err}");
         assert!(took.as_secs() < wall, "the Epilog took {took:?}: {err}");
         err
+    }
+
+    /// The node's recent jobs' file, as the Epilog keeps it.
+    fn recent(&self) -> std::path::PathBuf {
+        self.journal.with_file_name("jobs-recent.json")
     }
 
     /// The journal's lines, each parsed (a line that is not JSON fails the test).
@@ -620,4 +626,155 @@ fn jobs_ranks_nodes_and_nics_by_jobs_without_gdr() {
     // Only lines before any job without GDR: exit 0.
     let out = gdrdoctor(&["jobs", "--until", "2026-11-22T12:00:30", j]);
     assert_eq!(out.status.code(), Some(0));
+}
+
+/// The `job-history` check on a captured node whose Epilog kept its recent jobs: the newest job
+/// that used the network went without GDR on a node the Prolog called ready (warn, the cause
+/// and the checks that explain it, a fix that reads); a later job with GDR clears it and the
+/// earlier one is shown; a job without GDR that the check had predicted (not ready) passes; the
+/// capture of the node carries the file and is judged the same.
+#[test]
+fn job_history_holds_the_jobs_against_the_check() {
+    let (_d, root) = fixture_copy("healthy-8gpu-roce");
+    let lib = root.join("var/lib/gdrdoctor");
+    std::fs::create_dir_all(&lib).unwrap();
+    let s = spool();
+    std::fs::create_dir_all(s.journal.parent().unwrap()).unwrap();
+    let ready = s.reports.join("ready.json");
+    std::fs::write(
+        &ready,
+        r#"{"verdict":{"ready":true,"state":"ready","summary":"ready: 9 passed"}}"#,
+    )
+    .unwrap();
+    let not_ready = s.reports.join("not-ready.json");
+    std::fs::write(&not_ready, r#"{"verdict":{"ready":false,"state":"not-ready","summary":"not ready: peer-memory (peermem-not-loaded)"}}"#).unwrap();
+    let record = |id: &str, file: &str, predicted: &Path| {
+        s.job(id, &[("nccl.h.1.log", &log(file))]);
+        let out = gdrdoctor(&[
+            "jobs",
+            "record",
+            s.jobs.join(id).to_str().unwrap(),
+            "--journal",
+            s.journal.to_str().unwrap(),
+            "--recent",
+            lib.join("jobs-recent.json").to_str().unwrap(),
+            "--predicted",
+            predicted.to_str().unwrap(),
+            "--remove",
+            "--job",
+            id,
+            "--node",
+            "node17",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Fixed times, so that the report is the same on every run.
+        let p = lib.join("jobs-recent.json");
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        for (i, j) in v["jobs"].as_array_mut().unwrap().iter_mut().enumerate() {
+            j["time"] = (1_795_348_800 + 60 * i as u64).into();
+        }
+        std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    };
+    let check = |root: &Path| {
+        let out = Gdrdoctor::new()
+            .root_at(root)
+            .args(["check", "--select", "job-history"])
+            .output();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // No file yet: skipped, saying why.
+    assert!(
+        check(&root).contains("jobs-none-recorded")
+            || check(&root).contains("no recent jobs' file"),
+        "{}",
+        check(&root)
+    );
+    record("1001", "nccl-707-gdrdma-ib.log", &ready);
+    record("1002", "nccl-899-no-module.log", &ready);
+    let warned = check(&root).replace(&*root.to_string_lossy(), "ROOT");
+    insta::assert_snapshot!("job-history-contradicted", warned);
+    let json = Gdrdoctor::new()
+        .root_at(&root)
+        .args(["check", "--select", "job-history", "--format", "json"])
+        .output();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let f = &v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "job-history")
+        .unwrap()["findings"][0];
+    assert_eq!(
+        (f["code"].as_str(), f["status"].as_str()),
+        (Some("jobs-without-gdr"), Some("warn"))
+    );
+    assert!(
+        f["fix"]["commands"][0]["run"]
+            .as_str()
+            .unwrap()
+            .contains("--select peer-memory"),
+        "{f}"
+    );
+    assert_eq!(f["action"], "fix-in-place");
+    // The capture carries the file, and is judged the same.
+    let cap = s.jobs.parent().unwrap().join("cap");
+    let out = Gdrdoctor::new()
+        .root_at(&root)
+        .args(["capture"])
+        .arg(&cap)
+        .output();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(cap.join("var/lib/gdrdoctor/jobs-recent.json").exists());
+    assert_eq!(check(&cap).replace(&*cap.to_string_lossy(), "ROOT"), warned);
+    // A later job with GDR: as predicted, the earlier one shown.
+    record("1003", "nccl-707-gdrdma-ib.log", &ready);
+    let out = check(&root);
+    assert!(out.contains("used GPUDirect RDMA on every NET connection (1 earlier without GDR where the check had said ready: job 1002"), "{out}");
+    let code_of = |root: &Path| {
+        let out = Gdrdoctor::new()
+            .root_at(root)
+            .args(["check", "--select", "job-history", "--format", "json"])
+            .output();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let c = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "job-history")
+            .unwrap()
+            .clone();
+        (
+            c["findings"][0]["code"].as_str().unwrap().to_owned(),
+            c["findings"][0]["status"].as_str().unwrap().to_owned(),
+        )
+    };
+    assert_eq!(
+        code_of(&root),
+        ("jobs-as-predicted".to_owned(), "pass".to_owned())
+    );
+    // Without GDR where the check had said not ready: the prediction held.
+    record("1004", "nccl-899-no-module.log", &not_ready);
+    let out = check(&root);
+    assert!(
+        out.contains("as the node's check had said it would"),
+        "{out}"
+    );
+    assert_eq!(
+        code_of(&root),
+        ("jobs-as-predicted".to_owned(), "pass".to_owned())
+    );
+    // A file that is not the Epilog's: unknown, never a pass.
+    std::fs::write(lib.join("jobs-recent.json"), "{\"jobs\": 5}").unwrap();
+    assert_eq!(
+        code_of(&root),
+        ("jobs-journal-unreadable".to_owned(), "unknown".to_owned())
+    );
 }

@@ -6,7 +6,7 @@
 # slurm.conf:   Epilog=/usr/lib/gdrdoctor/slurm-epilog
 #
 # Runs   gdrdoctor jobs record JOBS_DIR/JOBID --journal FILE --remove [--textfile FILE]
-#                  [--predicted REPORT_DIR/prolog.json]
+#                  [--predicted REPORT_DIR/prolog.json] [--recent FILE]
 # (docs/jobs.md has the journal's fields). It never fails the job or the node: slurmd drains a
 # node whose Epilog exits non-zero, so every problem here is logged, a line saying why goes to
 # the journal where gdrdoctor could not write one, and the script exits 0.
@@ -16,6 +16,7 @@
 #   GDRDOCTOR_JOBS_DIR=/var/spool/gdrdoctor/jobs     # the TaskProlog's
 #   GDRDOCTOR_JOURNAL=/var/lib/gdrdoctor/jobs.jsonl  # moved to .1 at GDRDOCTOR_JOURNAL_MAX_MIB
 #   GDRDOCTOR_JOURNAL_MAX_MIB=64
+#   GDRDOCTOR_JOBS_RECENT=/var/lib/gdrdoctor/jobs-recent.json  # the job-history check's
 #   GDRDOCTOR_TEXTFILE=                 # e.g. /var/lib/node_exporter/textfile/gdrdoctor-job.prom
 #   GDRDOCTOR_EPILOG_SECONDS=20         # reading stops after this; the backstop kills 5 s later
 #   GDRDOCTOR_REPORT_DIR=/run/gdrdoctor # where the Prolog keeps prolog.json (the prediction)
@@ -29,6 +30,7 @@ GDRDOCTOR=/usr/bin/gdrdoctor
 GDRDOCTOR_JOBS_DIR=/var/spool/gdrdoctor/jobs
 GDRDOCTOR_JOURNAL=/var/lib/gdrdoctor/jobs.jsonl
 GDRDOCTOR_JOURNAL_MAX_MIB=64
+GDRDOCTOR_JOBS_RECENT=/var/lib/gdrdoctor/jobs-recent.json
 GDRDOCTOR_TEXTFILE=
 GDRDOCTOR_EPILOG_SECONDS=20
 GDRDOCTOR_REPORT_DIR=/run/gdrdoctor
@@ -56,12 +58,14 @@ args=(jobs record "$dir" --journal "$GDRDOCTOR_JOURNAL" --remove
       --journal-max-mib "$GDRDOCTOR_JOURNAL_MAX_MIB" --read-seconds "$GDRDOCTOR_EPILOG_SECONDS"
       --job "$job" --node "$node")
 [ -n "$GDRDOCTOR_TEXTFILE" ] && args+=(--textfile "$GDRDOCTOR_TEXTFILE")
+[ -n "$GDRDOCTOR_JOBS_RECENT" ] && args+=(--recent "$GDRDOCTOR_JOBS_RECENT")
 [ -f "$GDRDOCTOR_REPORT_DIR/prolog.json" ] && args+=(--predicted "$GDRDOCTOR_REPORT_DIR/prolog.json")
 
 out=$(timeout -k 2 "$((GDRDOCTOR_EPILOG_SECONDS + 5))" "$GDRDOCTOR" "${args[@]}" 2>&1)
 rc=$?
 if [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ]; then
-    # 3: the journal line was written, the textfile was not (said in the output).
+    # 3: the journal line was written, the textfile or the recent jobs' file was not (said in
+    # the output).
     log "${out:0:500}"
     exit 0
 fi

@@ -10,6 +10,7 @@ mod gdr_test;
 mod gpu;
 mod gpu_driver;
 mod iommu;
+mod job_history;
 mod kernel_log;
 mod link_health;
 mod nccl_config;
@@ -243,6 +244,7 @@ pub static ALL: &[&dyn Check] = &[
     &rdma_access::RdmaAccess,
     &gdr_test::GdrTestCheck,
     &nccl_verify::NcclVerifyCheck,
+    &job_history::JobHistory,
 ];
 
 /// NCCL's run held against gdrdoctor's view of the same node (what `nccl-verify` reports and

@@ -43,7 +43,7 @@ enum Command {
     /// Read one job's NCCL logs (the files the TaskProlog had NCCL write in DIR), append one
     /// JSON line for the job on this node to the journal, and write the last job's metrics for
     /// node_exporter's textfile collector. Exit 0: the line was written (whatever the job did);
-    /// 2: it could not be; 3: it was, but the textfile was not.
+    /// 2: it could not be; 3: it was, but the textfile or the recent jobs' file was not.
     Record(RecordArgs),
 }
 
@@ -59,6 +59,10 @@ struct RecordArgs {
     /// that).
     #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65536))]
     journal_max_mib: u64,
+    /// Keep the node's last jobs in this file too, for the `job-history` check (it reads
+    /// /var/lib/gdrdoctor/jobs-recent.json).
+    #[arg(long, value_name = "FILE")]
+    recent: Option<PathBuf>,
     /// Write the last job's metrics here (a .prom file in node_exporter's textfile directory).
     #[arg(long, value_name = "FILE")]
     textfile: Option<PathBuf>,
@@ -147,12 +151,24 @@ fn record(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     };
     let predicted = a.predicted.as_deref().and_then(jobs::prediction);
     let r = jobs::record(&a.dir, job, limits, predicted, a.remove, now());
-    if let Err(e) = journal::append(&a.journal, &r, a.journal_max_mib << 20) {
-        errln!(
-            "gdrdoctor: the journal {} was not written: {e}",
-            crate::sanitize::text(&a.journal.to_string_lossy())
-        );
-        return Ok(ExitCode::from(2));
+    let mut partly = false;
+    match journal::append(&a.journal, &r, a.journal_max_mib << 20, a.recent.as_deref()) {
+        Err(e) => {
+            errln!(
+                "gdrdoctor: the journal {} was not written: {e}",
+                crate::sanitize::text(&a.journal.to_string_lossy())
+            );
+            return Ok(ExitCode::from(2));
+        }
+        Ok(done) => {
+            if let (Some(e), Some(p)) = (done.recent_error, &a.recent) {
+                errln!(
+                    "gdrdoctor: {} was not written: {e}",
+                    crate::sanitize::text(&p.to_string_lossy())
+                );
+                partly = true;
+            }
+        }
     }
     if let Some(t) = &a.textfile {
         if let Err(e) = crate::output::write_atomic(t, render::textfile(&r).as_bytes()) {
@@ -165,7 +181,7 @@ fn record(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out!("{}", render::one_line(&r));
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(if partly { 3 } else { 0 }))
 }
 
 fn ranking(a: &RankArgs) -> anyhow::Result<ExitCode> {
@@ -175,7 +191,7 @@ fn ranking(a: &RankArgs) -> anyhow::Result<ExitCode> {
     let now = now();
     let when = |s: &Option<String>| {
         s.as_deref()
-            .map(|s| rank::parse_time(s, now))
+            .map(|s| crate::parse::time::parse_time(s, now))
             .transpose()
             .map_err(anyhow::Error::msg)
     };

@@ -8,6 +8,7 @@ pub mod c2c;
 pub mod gpu;
 pub mod grace;
 pub mod iommu;
+pub mod jobs;
 pub mod kernel;
 pub mod nccl;
 pub mod nccl_plugin;
@@ -82,6 +83,8 @@ pub struct Inventory {
     pub nccl: nccl::Nccl,
     /// The GPUs and NICs are virtual PCI (a VM that hides the host's switches), and how.
     pub virtual_pci: Option<vm::Virtual>,
+    /// The node's last jobs, as the Slurm Epilog kept them (the `job-history` check's).
+    pub jobs: crate::model::jobs::History,
     /// A Grace or Vera system as rdma-core's rdma_topo models it (its complexes, the role of each
     /// port), which the `acs` check judges by rdma_topo's values; `None` on every other node.
     pub grace: Option<grace::Grace>,
@@ -363,8 +366,10 @@ impl Partial {
                 grace::libmlx5(root, &search)
             })
         });
+        let jobs = jobs::load(root);
         Inventory {
             live,
+            jobs,
             kernel,
             pci,
             gpus,

@@ -22,6 +22,33 @@ pub const MAX_LINE: usize = 4 << 20;
 pub struct Appended {
     /// The previous journal was moved to this path first.
     pub rotated: Option<PathBuf>,
+    /// The recent jobs' file could not be rewritten (the line is in the journal all the same).
+    pub recent_error: Option<io::Error>,
+}
+
+/// Adds `record` to the recent jobs' file at `path` (the last [`RECENT_MAX`], newest last); a
+/// file that is not one (or is too large) is started again.
+fn update_recent(path: &Path, record: &JobRecord) -> io::Result<()> {
+    use crate::model::jobs::{RECENT_MAX, RECENT_SCHEMA, RecentFile, RecentJob, SCHEMA_VERSION};
+    let mut jobs = crate::input::read(path, 1 << 20)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<RecentFile>(&b).ok())
+        .filter(|f| f.schema == RECENT_SCHEMA)
+        .map(|f| f.jobs)
+        .unwrap_or_default();
+    // The same job again (an Epilog run twice) replaces its line.
+    jobs.retain(|j| j.job != record.job);
+    jobs.push(RecentJob::from(record));
+    let drop = jobs.len().saturating_sub(RECENT_MAX);
+    jobs.drain(..drop);
+    let file = RecentFile {
+        schema: RECENT_SCHEMA.to_owned(),
+        schema_version: SCHEMA_VERSION,
+        jobs,
+    };
+    let mut text = serde_json::to_vec_pretty(&file).map_err(io::Error::other)?;
+    text.push(b'\n');
+    crate::output::write_atomic(path, &text)
 }
 
 fn open(path: &Path) -> io::Result<std::fs::File> {
@@ -42,9 +69,15 @@ fn open(path: &Path) -> io::Result<std::fs::File> {
 }
 
 /// Appends `record` as one line to the journal at `path`, moving a journal of `max_bytes` or
-/// more to `path.1` first.
+/// more to `path.1` first; with `recent`, rewrites that file with the node's last jobs (the
+/// `job-history` check's), under the same lock.
 #[allow(clippy::disallowed_methods)] // the operator's journal, not the node's files
-pub fn append(path: &Path, record: &JobRecord, max_bytes: u64) -> io::Result<Appended> {
+pub fn append(
+    path: &Path,
+    record: &JobRecord,
+    max_bytes: u64,
+    recent: Option<&Path>,
+) -> io::Result<Appended> {
     let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
     line.push(b'\n');
     let mut done = Appended::default();
@@ -79,6 +112,9 @@ pub fn append(path: &Path, record: &JobRecord, max_bytes: u64) -> io::Result<App
             // Never half a line: the next one must start a line of its own.
             let _ = f.set_len(at);
             return Err(e);
+        }
+        if let Some(r) = recent {
+            done.recent_error = update_recent(r, record).err();
         }
         return Ok(done);
     }
@@ -167,11 +203,17 @@ mod tests {
     fn appends_whole_lines_and_rotates_at_the_limit() {
         let d = tempfile::tempdir().unwrap();
         let j = d.path().join("jobs.jsonl");
-        append(&j, &rec("1"), 1 << 20).unwrap();
-        append(&j, &rec("2"), 1 << 20).unwrap();
+        let recent = d.path().join("recent.json");
+        append(&j, &rec("1"), 1 << 20, Some(&recent)).unwrap();
+        append(&j, &rec("2"), 1 << 20, Some(&recent)).unwrap();
+        append(&j, &rec("2"), 1 << 20, Some(&recent)).unwrap();
+        let r: crate::model::jobs::RecentFile =
+            serde_json::from_slice(&std::fs::read(&recent).unwrap()).unwrap();
+        let ids: Vec<&str> = r.jobs.iter().map(|j| j.job.as_str()).collect();
+        assert_eq!(ids, ["1", "2"]);
         let size = std::fs::metadata(&j).unwrap().len();
         // Past the limit: the journal moves to .1, the new line starts a new one.
-        let a = append(&j, &rec("3"), size + 10).unwrap();
+        let a = append(&j, &rec("3"), size + 10, None).unwrap();
         assert_eq!(
             a.rotated.as_deref(),
             Some(d.path().join("jobs.jsonl.1").as_path())
@@ -184,11 +226,11 @@ mod tests {
             })
             .unwrap();
         }
-        assert_eq!(jobs, ["1", "2", "3"]);
+        assert_eq!(jobs, ["1", "2", "2", "3"]);
         // A link in the journal's place is not followed.
         let link = d.path().join("link.jsonl");
         std::os::unix::fs::symlink(d.path().join("elsewhere"), &link).unwrap();
-        assert!(append(&link, &rec("4"), 1 << 20).is_err());
+        assert!(append(&link, &rec("4"), 1 << 20, None).is_err());
         assert!(!d.path().join("elsewhere").exists());
     }
 

@@ -204,3 +204,64 @@ pub struct Ranking {
     /// NICs, worst first.
     pub nics: Vec<Tally>,
 }
+
+/// The node's last jobs, as the Epilog keeps them for the `job-history` check: a small file
+/// rewritten with each journal line (`jobs record --recent`), read through the root like every
+/// other file, so that a capture carries it.
+pub const RECENT_PATH: &str = "/var/lib/gdrdoctor/jobs-recent.json";
+pub const RECENT_SCHEMA: &str = "gdrdoctor.jobs-recent";
+/// Jobs kept in it, newest last.
+pub const RECENT_MAX: usize = 16;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecentFile {
+    pub schema: String,
+    pub schema_version: u32,
+    pub jobs: Vec<RecentJob>,
+}
+
+/// A journal line, without its ranks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecentJob {
+    pub job: String,
+    pub time: u64,
+    pub status: Status,
+    pub summary: String,
+    pub connections: Connections,
+    pub causes: Vec<Cause>,
+    /// What the node's check said before the job, where it was kept.
+    pub predicted_ready: Option<bool>,
+    pub contradicted: bool,
+}
+
+impl From<&JobRecord> for RecentJob {
+    fn from(r: &JobRecord) -> Self {
+        RecentJob {
+            job: r.job.clone(),
+            time: r.time,
+            status: r.status,
+            summary: r.summary.clone(),
+            connections: r.connections.clone(),
+            causes: r.causes.clone(),
+            predicted_ready: r.predicted.as_ref().map(|p| p.ready),
+            contradicted: r.contradicted,
+        }
+    }
+}
+
+/// What the `job-history` check reads.
+#[derive(Debug, Clone)]
+pub enum History {
+    /// No file: no job recorded here (or the Epilog is not set up).
+    Absent {
+        path: String,
+    },
+    Unreadable {
+        path: String,
+        reason: String,
+    },
+    Read {
+        path: String,
+        jobs: Vec<RecentJob>,
+    },
+}

@@ -16,6 +16,7 @@ pub mod nccl_topo;
 pub mod pci;
 pub mod rdma;
 pub mod slurm;
+pub mod time;
 pub mod vpd;
 
 /// `0x10de` or `10de` (sysfs writes hex with `0x`; configs may not).

@@ -46,7 +46,7 @@ fn row(t: &Tally) -> String {
     if let Some(j) = &t.last_job {
         let _ = write!(s, "; last: job {j}");
         if let Some(at) = t.last_time {
-            let _ = write!(s, " at {}", super::nfd::rfc3339(at));
+            let _ = write!(s, " at {}", crate::parse::time::rfc3339(at));
         }
     }
     s
@@ -61,9 +61,10 @@ pub fn human(r: &Ranking) -> String {
         (None, None) => String::new(),
         (a, b) => format!(
             ", {} to {}",
-            a.map(super::nfd::rfc3339)
+            a.map(crate::parse::time::rfc3339)
                 .unwrap_or_else(|| "the start".into()),
-            b.map(super::nfd::rfc3339).unwrap_or_else(|| "now".into())
+            b.map(crate::parse::time::rfc3339)
+                .unwrap_or_else(|| "now".into())
         ),
     };
     let _ = writeln!(

@@ -20,7 +20,10 @@ pub fn render(report: &Report, expires: Option<u64>) -> String {
     let mut out = String::new();
     out.push_str("# gdrdoctor: GPUDirect RDMA readiness (gdrdoctor check --format nfd)\n");
     if let Some(t) = expires {
-        out.push_str(&format!("# +expiry-time={}\n", rfc3339(t)));
+        out.push_str(&format!(
+            "# +expiry-time={}\n",
+            crate::parse::time::rfc3339(t)
+        ));
     }
     out.push_str(&format!("{PREFIX}gdr.ready={}\n", v.ready));
     out.push_str(&format!("{PREFIX}gdr.verified={}\n", v.verified));
@@ -63,37 +66,5 @@ pub fn path(report: &Report) -> &'static str {
         (false, false) if c.findings.iter().any(|f| f.code == "peer-memory-no-gpu") => "no-gpu",
         (false, false) if c.status == Status::Fail => "none",
         (false, false) => "unknown",
-    }
-}
-
-/// `2026-11-22T10:00:00Z` for Unix seconds (UTC), for NFD's `# +expiry-time=` directive.
-pub fn rfc3339(unix_s: u64) -> String {
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rfc3339_dates() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(super::rfc3339(1_795_350_896), "2026-11-22T12:34:56Z");
     }
 }

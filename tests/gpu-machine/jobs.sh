@@ -32,6 +32,7 @@ cat > "$spool/defaults" <<EOF
 GDRDOCTOR=$bin
 GDRDOCTOR_JOBS_DIR=$spool/jobs
 GDRDOCTOR_JOURNAL=$spool/lib/jobs.jsonl
+GDRDOCTOR_JOBS_RECENT=$spool/lib/jobs-recent.json
 GDRDOCTOR_TEXTFILE=$out/gdrdoctor-job.prom
 GDRDOCTOR_REPORT_DIR=$spool/run
 EOF

@@ -63,6 +63,7 @@ defaults() {   # defaults [gdrdoctor=PATH]: a missing binary lets the Prolog pas
     printf 'GDRDOCTOR_REPORT_DIR=%q\n' "$LAB/report"
     printf 'GDRDOCTOR_JOBS_DIR=%q\n' "$LAB/jobs"
     printf 'GDRDOCTOR_JOURNAL=%q\n' "$JOURNAL"
+    printf 'GDRDOCTOR_JOBS_RECENT=%q\n' "$LAB/lib/jobs-recent.json"
     printf 'GDRDOCTOR_TEXTFILE=%q\n' "$PROM"
   } > "$LAB/defaults.new" && mv "$LAB/defaults.new" "$LAB/defaults"
 }
