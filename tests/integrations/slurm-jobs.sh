@@ -176,6 +176,14 @@ l6=$(journal_line "$j6") || true
 expect_eq "missing binary: the journal says why" "$(field "$l6" 'd["status"], "exit 127" in d["summary"]')" "('error', True)"
 expect_eq "missing binary: the node is not drained" "$(state)" idle
 check "missing binary: the logs were removed all the same" test ! -e "$LAB/jobs/$j6"
+# 7. The job-history check on the node as the Epilog left it: the newest job that used the
+# network (job 2) went without GDR where the Prolog had said ready.
+mkdir -p "$LAB/fixtures/healthy-8gpu-roce/var/lib/gdrdoctor"
+cp "$LAB/lib/jobs-recent.json" "$LAB/fixtures/healthy-8gpu-roce/var/lib/gdrdoctor/" 2>/dev/null
+out=$("$BIN" --root "$LAB/fixtures/healthy-8gpu-roce" check --select job-history --format json)
+expect_eq "job-history: the Epilog's recent jobs make the check warn jobs-without-gdr on job $j2" \
+  "$(field "$out" '[(f["code"], f["status"], "job '"$j2"' at" in f["message"]) for c in d["checks"] if c["id"] == "job-history" for f in c["findings"]]')" \
+  "[('jobs-without-gdr', 'warn', True)]"
 check "the journal is whole JSON lines" python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$JOURNAL"
 
 echo "TIME total: $(ms "$T0") ms"
