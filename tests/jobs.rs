@@ -197,6 +197,31 @@ impl Spool {
         err
     }
 
+    /// `gdrdoctor jobs record` on job `id`'s directory as the Epilog runs it (the logs removed),
+    /// with `extra` arguments; it must succeed.
+    fn record(&self, id: &str, node: &str, extra: &[&str]) {
+        let dir = self.jobs.join(id);
+        let mut args = vec![
+            "jobs",
+            "record",
+            dir.to_str().unwrap(),
+            "--journal",
+            self.journal.to_str().unwrap(),
+            "--remove",
+            "--job",
+            id,
+            "--node",
+            node,
+        ];
+        args.extend_from_slice(extra);
+        let out = gdrdoctor(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The node's recent jobs' file, as the Epilog keeps it.
     fn recent(&self) -> std::path::PathBuf {
         self.journal.with_file_name("jobs-recent.json")
@@ -561,28 +586,17 @@ fn jobs_ranks_nodes_and_nics_by_jobs_without_gdr() {
         } else {
             s.job(id, &[("nccl.h.1.log", &log(file))]);
         }
-        let out = gdrdoctor(&[
-            "jobs",
-            "record",
-            s.jobs.join(id).to_str().unwrap(),
-            "--journal",
-            s.journal.to_str().unwrap(),
-            "--remove",
-            "--predicted",
-            ready.to_str().unwrap(),
-            "--job",
+        s.record(
             id,
-            "--node",
             node,
-            "--user",
-            "alice",
-            "--job-nodes",
-            "node[17-19]",
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            &[
+                "--predicted",
+                ready.to_str().unwrap(),
+                "--user",
+                "alice",
+                "--job-nodes",
+                "node[17-19]",
+            ],
         );
     }
     // Fixed times, a minute apart from 2026-11-22T12:00:00Z, and one line that is not one.
@@ -650,26 +664,15 @@ fn job_history_holds_the_jobs_against_the_check() {
     std::fs::write(&not_ready, r#"{"verdict":{"ready":false,"state":"not-ready","summary":"not ready: peer-memory (peermem-not-loaded)"}}"#).unwrap();
     let record = |id: &str, file: &str, predicted: &Path| {
         s.job(id, &[("nccl.h.1.log", &log(file))]);
-        let out = gdrdoctor(&[
-            "jobs",
-            "record",
-            s.jobs.join(id).to_str().unwrap(),
-            "--journal",
-            s.journal.to_str().unwrap(),
-            "--recent",
-            lib.join("jobs-recent.json").to_str().unwrap(),
-            "--predicted",
-            predicted.to_str().unwrap(),
-            "--remove",
-            "--job",
+        s.record(
             id,
-            "--node",
             "node17",
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            &[
+                "--recent",
+                lib.join("jobs-recent.json").to_str().unwrap(),
+                "--predicted",
+                predicted.to_str().unwrap(),
+            ],
         );
         // Fixed times, so that the report is the same on every run.
         let p = lib.join("jobs-recent.json");

@@ -111,11 +111,7 @@ impl Check for JobHistory {
             n => format!(
                 "; {n} earlier of the last {} such jobs likewise (job {})",
                 exercised.len(),
-                earlier
-                    .iter()
-                    .map(|j| j.job.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", job ")
+                ids(&earlier)
             ),
         };
         let at = format!("job {} at {}", newest.job, rfc3339(newest.time));
@@ -180,11 +176,7 @@ impl Check for JobHistory {
             format!(
                 " ({} earlier without GDR where the check had said ready: job {}; the newest did not repeat it)",
                 earlier.len(),
-                earlier
-                    .iter()
-                    .map(|j| j.job.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", job ")
+                ids(&earlier)
             )
         };
         vec![
@@ -196,6 +188,14 @@ impl Check for JobHistory {
             .evidence(path.clone(), evidence),
         ]
     }
+}
+
+/// `1002, job 1001`: the jobs' ids, for "job {ids}".
+fn ids(jobs: &[&&RecentJob]) -> String {
+    jobs.iter()
+        .map(|j| j.job.as_str())
+        .collect::<Vec<_>>()
+        .join(", job ")
 }
 
 /// `cause no-peer-memory (see peer-memory/peermem-not-loaded)`, each cause once.

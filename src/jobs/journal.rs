@@ -7,7 +7,7 @@
 //! lock, so that the journal takes at most twice the limit on disk.
 
 use crate::model::jobs::{JobRecord, SCHEMA};
-use std::io::{self, BufRead as _, Write as _};
+use std::io::{self, BufRead as _, Read as _, Write as _};
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -184,8 +184,6 @@ pub fn read(path: &Path, mut each: impl FnMut(Line)) -> io::Result<()> {
         }
     }
 }
-
-use std::io::Read as _;
 
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // a scratch directory, not a node

@@ -149,12 +149,11 @@ pub fn record(
         r.logs.cut |= len > take;
         total += len.min(take);
         r.logs.files += 1;
-        let timed = Timed {
+        let mut timed = Timed {
             inner: file.take(take),
             until: limits.until,
             cut: false,
         };
-        let mut timed = timed;
         collector.read(&n, &mut timed);
         r.logs.cut |= timed.cut;
     }

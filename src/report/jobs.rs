@@ -2,7 +2,7 @@
 //! NIC), and the node_exporter textfile `jobs record --textfile` writes for the last job.
 
 use super::prometheus::escape_label;
-use crate::model::jobs::{JobRecord, Ranking, Status, Tally};
+use crate::model::jobs::{JobRecord, Ranking, Tally};
 use crate::sanitize::text;
 use std::fmt::Write as _;
 
@@ -231,10 +231,8 @@ pub fn one_line(r: &JobRecord) -> String {
     if r.contradicted {
         s.push_str(" (the node's check had said ready: the prediction contradicted)");
     }
-    if r.status == Status::Error || !r.logs.refused.is_empty() {
-        for why in &r.logs.refused {
-            let _ = write!(s, "; {why}");
-        }
+    for why in &r.logs.refused {
+        let _ = write!(s, "; {why}");
     }
     let mut s = text(&s).into_owned();
     s.push('\n');
