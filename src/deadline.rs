@@ -12,6 +12,13 @@ use std::time::{Duration, Instant};
 pub const RESERVE: Duration = Duration::from_millis(300);
 pub const RESERVE_MIN: Duration = Duration::from_millis(100);
 
+/// Now, as seconds since the epoch (0 on a clock before it): the time a record is stamped with.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// The reserve a deadline of `seconds` keeps back.
 pub fn reserve_for(seconds: f64) -> Duration {
     Duration::try_from_secs_f64((seconds / 10.0).max(0.0))

@@ -34,6 +34,8 @@ pub struct Input {
     file: std::io::Take<std::fs::File>,
     len: u64,
     mode: u32,
+    /// Modification time, seconds since the epoch.
+    mtime: i64,
 }
 
 impl Input {
@@ -44,6 +46,11 @@ impl Input {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// When it was last modified, seconds since the epoch (from the open file, not its path).
+    pub fn modified(&self) -> i64 {
+        self.mtime
     }
 
     /// Its permission bits (`0o600`), for inputs that must be private (a token).
@@ -74,9 +81,7 @@ impl Input {
         }
         Ok(bytes)
     }
-}
 
-impl Input {
     /// The open file itself, to read past the length it had when opened (a log that grows:
     /// `nccl explain --follow`). Only a regular file was opened, so reads never block.
     pub fn into_file(self) -> std::fs::File {
@@ -106,7 +111,7 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
     } else if ft.is_file() {
         meta.len()
     } else {
-        return Err(InputError::NotRegular(kind(&ft)));
+        return Err(InputError::NotRegular(kind_of(&ft)));
     };
     // A regular file never blocks: reads are the ordinary kind again.
     crate::sys::fd::set_blocking(&file).map_err(InputError::Open)?;
@@ -114,6 +119,7 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
         file: file.take(len),
         len,
         mode: meta.mode(),
+        mtime: meta.mtime(),
     })
 }
 
@@ -141,28 +147,12 @@ pub fn check_stdin() -> Result<(), InputError> {
     if ft.is_file() || ft.is_fifo() || ft.is_socket() || null || terminal {
         return Ok(());
     }
-    Err(InputError::NotRegular(kind(&ft)))
+    Err(InputError::NotRegular(kind_of(&ft)))
 }
 
 /// What a file that is not a regular one is, in words (`a FIFO`, `a directory`).
 pub fn kind_of(ft: &std::fs::FileType) -> &'static str {
-    kind(ft)
-}
-
-fn kind(ft: &std::fs::FileType) -> &'static str {
-    if ft.is_dir() {
-        "a directory"
-    } else if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else if ft.is_socket() {
-        "a socket"
-    } else {
-        "something"
-    }
+    crate::sys::fd::kind(ft)
 }
 
 #[cfg(test)]

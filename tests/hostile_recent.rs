@@ -499,20 +499,23 @@ fn a_large_plugin_library_is_captured_and_read_back() {
 fn a_misspelt_lifetime_counter_and_sample_on_a_capture_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let config = d.path().join("c.yaml");
-    std::fs::write(
-        &config,
-        "thresholds:\n  link_lifetime: {symbol_eror: 1000}\n",
-    )
-    .unwrap();
     let root = fixture("link-symbol-errors");
-    let ran = case([
-        "--root",
-        root,
-        "--config",
-        config.to_str().unwrap(),
-        "check",
-    ])
-    .run();
+    let with_lifetime = |counter: &str| {
+        std::fs::write(
+            &config,
+            format!("thresholds:\n  link_lifetime: {{{counter}: 1000}}\n"),
+        )
+        .unwrap();
+        case([
+            "--root",
+            root,
+            "--config",
+            config.to_str().unwrap(),
+            "check",
+        ])
+        .run()
+    };
+    let ran = with_lifetime("symbol_eror");
     assert_eq!(ran.code, 2, "{}", ran.stdout);
     assert!(
         ran.stderr
@@ -520,19 +523,7 @@ fn a_misspelt_lifetime_counter_and_sample_on_a_capture_are_refused() {
         "{}",
         ran.stderr
     );
-    std::fs::write(
-        &config,
-        "thresholds:\n  link_lifetime: {symbol_error: 1000}\n",
-    )
-    .unwrap();
-    let ran = case([
-        "--root",
-        root,
-        "--config",
-        config.to_str().unwrap(),
-        "check",
-    ])
-    .run();
+    let ran = with_lifetime("symbol_error");
     assert_ne!(ran.code, 2, "{}", ran.stderr);
     let ran = case(["--root", root, "check", "--sample", "1"]).run();
     assert_eq!(ran.code, 2, "{}", ran.stdout);

@@ -111,22 +111,18 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+fn now_secs() -> u64 {
+    crate::deadline::unix_now() as u64
 }
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// The host name, as the kernel has it.
-#[allow(clippy::disallowed_methods)] // this process's host name, not a node under a root
+/// The host name, as the kernel has it (read through the live root, as every read of the node).
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
+    crate::root::Root::live()
+        .read_text("/proc/sys/kernel/hostname")
         .unwrap_or_default()
 }
 
@@ -150,7 +146,7 @@ fn record(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         ..Limits::default()
     };
     let predicted = a.predicted.as_deref().and_then(jobs::prediction);
-    let r = jobs::record(&a.dir, job, limits, predicted, a.remove, now());
+    let r = jobs::record(&a.dir, job, limits, predicted, a.remove, now_secs());
     let mut partly = false;
     match journal::append(&a.journal, &r, a.journal_max_mib << 20, a.recent.as_deref()) {
         Err(e) => {
@@ -188,7 +184,7 @@ fn ranking(a: &RankArgs) -> anyhow::Result<ExitCode> {
     if a.journals.is_empty() {
         bail!("name the journal files to read (gdrdoctor jobs /var/lib/gdrdoctor/jobs.jsonl)");
     }
-    let now = now();
+    let now = now_secs();
     let when = |s: &Option<String>| {
         s.as_deref()
             .map(|s| crate::parse::time::parse_time(s, now))

@@ -6,23 +6,7 @@ use crate::report::Format;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-fn csv_field(s: &str) -> String {
-    // Text read off a capture (a firmware version, a hostname) never reaches a spreadsheet or
-    // a terminal raw: control characters are escaped as the human output shows them
-    // (`\u{1b}`); JSON escapes them its own way.
-    let s = clean(s);
-    // Formula injection in spreadsheets: a leading = + - @ is quoted with a tab-free apostrophe.
-    let s = if s.starts_with(['=', '+', '-', '@']) {
-        format!("'{s}")
-    } else {
-        s
-    };
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s
-    }
-}
+use crate::report::csv_field;
 
 fn clean(s: &str) -> String {
     crate::sanitize::text(s).into_owned()
@@ -289,14 +273,13 @@ fn unsupported(format: Format) -> std::io::Error {
 
 #[cfg(test)]
 mod tests {
+    use super::csv_field;
+
     #[test]
     fn csv_quoting() {
-        assert_eq!(super::csv_field("a,b"), "\"a,b\"");
-        assert_eq!(super::csv_field("=cmd()"), "'=cmd()");
-        assert_eq!(super::csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(
-            super::csv_field("20.39\u{1b}[2J\r\n"),
-            "20.39\\u{1b}[2J\\r\\n"
-        );
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("=cmd()"), "'=cmd()");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("20.39\u{1b}[2J\r\n"), "20.39\\u{1b}[2J\\r\\n");
     }
 }

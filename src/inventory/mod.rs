@@ -38,9 +38,7 @@ pub use crate::model::{Fact, Problem, UNSAFE_NAME};
 
 impl<T> Fact<T> {
     pub fn read(root: &Root, path: String, parse: impl FnOnce(&str) -> Option<T>) -> Fact<T> {
-        let raw = root.read_text(&path);
-        let value = raw.as_ref().ok().and_then(|s| parse(s));
-        Fact { path, raw, value }
+        Fact::read_small(root, path, crate::root::DEFAULT_READ_LIMIT, parse)
     }
 
     /// [`Fact::read`] of a file that holds at most `limit` bytes ([`Root::read_text_limited`]).

@@ -358,13 +358,11 @@ fn from_explanation(r: &mut JobRecord, e: &Explanation) {
 /// What the node's own check said: the `verdict` of a report written with `--output
 /// json:FILE` (the Prolog's), read up to 16 MiB; `None` when there is none to read.
 pub fn prediction(path: &Path) -> Option<Prediction> {
-    use std::os::unix::fs::MetadataExt as _;
-    let bytes = crate::input::read(path, 16 << 20).ok()?;
+    let input = crate::input::open(path).ok()?;
+    let time = input.modified().max(0) as u64;
+    let bytes = input.read_all(16 << 20).ok()?;
     let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let verdict = v.get("verdict")?;
-    let time = std::fs::symlink_metadata(path)
-        .map(|m| m.mtime().max(0) as u64)
-        .unwrap_or(0);
     Some(Prediction {
         report: crate::sanitize::text(&path.to_string_lossy()).into_owned(),
         ready: verdict.get("ready")?.as_bool()?,

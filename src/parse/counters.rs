@@ -52,11 +52,11 @@ impl AerTable {
     }
 }
 
-/// One of the AER files. Without a `TOTAL_ERR_` line (a kernel that prints only the types),
-/// the total is the sum of the types. `None` when a line is not "name count".
 /// The most lines an AER statistics table is taken to have.
 pub const MAX_AER_TYPES: usize = 128;
 
+/// One of the AER files. Without a `TOTAL_ERR_` line (a kernel that prints only the types),
+/// the total is the sum of the types. `None` when a line is not "name count".
 pub fn aer_table(s: &str) -> Option<AerTable> {
     let mut table = AerTable::default();
     let mut total = None;

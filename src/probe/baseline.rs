@@ -25,12 +25,6 @@ pub enum Loaded {
     None(String),
 }
 
-fn now_unix() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 fn boot_id(root: &Root) -> Option<String> {
     root.read_text(BOOT_ID)
         .ok()
@@ -126,7 +120,7 @@ pub fn load(path: &Path, live: &Root, inv: &Inventory) -> Loaded {
             "{shown}: read on another boot (boot_id {then}): the counters restarted since, not compared"
         ));
     }
-    let seconds = now_unix() - taken;
+    let seconds = crate::deadline::unix_now() - taken;
     if !seconds.is_finite() || seconds < 0.0 {
         return Loaded::None(format!(
             "{shown}: taken_at {taken} is in the future: the clock moved, not compared"
@@ -191,7 +185,7 @@ pub fn save(
         META.to_owned(),
         format!(
             "taken_at={:.3}\nboot_id={}\nkernel_last_seq={}\n",
-            now_unix(),
+            crate::deadline::unix_now(),
             boot_id(live).unwrap_or_default(),
             last_seq.unwrap_or_else(|| "none".into())
         )

@@ -1,23 +1,18 @@
 //! The job journal's views: `gdrdoctor jobs` in human, JSON and CSV (one row per node and per
 //! NIC), and the node_exporter textfile `jobs record --textfile` writes for the last job.
 
+use super::csv_field;
 use super::prometheus::escape_label;
 use crate::model::jobs::{JobRecord, Ranking, Tally};
 use crate::sanitize::text;
 use std::fmt::Write as _;
 
 pub fn json(r: &Ranking) -> String {
-    let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
-    s.push('\n');
-    s
+    super::nccl::pretty_json(r)
 }
 
 fn plural(n: u64, one: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {one}s")
-    }
+    super::nccl::plural(n, one, &format!("{one}s"))
 }
 
 fn row(t: &Tally) -> String {
@@ -120,15 +115,6 @@ pub fn human(r: &Ranking) -> String {
         }
     }
     s
-}
-
-fn csv_field(s: &str) -> String {
-    let s = text(s);
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.into_owned()
-    }
 }
 
 pub fn csv(r: &Ranking) -> String {

@@ -543,3 +543,23 @@ fn summarise(inv: &Inventory, runs: &Runs, checks: &[CheckResult]) -> InventoryS
         problems,
     }
 }
+
+/// One CSV field (`fleet`, `jobs`): text from a node escaped as the human output shows it,
+/// a spreadsheet formula defused, quoted where it holds a separator.
+pub fn csv_field(s: &str) -> String {
+    // Text read off a capture (a firmware version, a hostname) never reaches a spreadsheet or
+    // a terminal raw: control characters are escaped as the human output shows them
+    // (`\u{1b}`); JSON escapes them its own way.
+    let s = crate::sanitize::text(s).into_owned();
+    // Formula injection in spreadsheets: a leading = + - @ is quoted with a tab-free apostrophe.
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}

@@ -93,7 +93,6 @@ impl Dir {
     /// Opens the entry `name` for reading: a regular file, never through a link, never
     /// waiting on a FIFO; anything else is refused with what it is.
     pub fn open_file(&self, name: &OsStr) -> io::Result<std::fs::File> {
-        use std::os::unix::fs::FileTypeExt as _;
         let n = c_string(name.as_bytes())?;
         // SAFETY: a descriptor this Dir keeps open and a NUL-terminated name.
         let fd = unsafe {
@@ -118,18 +117,9 @@ impl Dir {
         let f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         let ft = f.metadata()?.file_type();
         if !ft.is_file() {
-            let what = if ft.is_dir() {
-                "a directory"
-            } else if ft.is_fifo() {
-                "a FIFO"
-            } else if ft.is_socket() {
-                "a socket"
-            } else {
-                "a device"
-            };
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{what}, not a regular file"),
+                format!("{}, not a regular file", super::fd::kind(&ft)),
             ));
         }
         super::fd::set_blocking(&f)?;

@@ -47,6 +47,24 @@ pub fn set_blocking(file: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
+/// What a file that is not a regular one is, in words (`a FIFO`): for the messages that refuse it.
+pub fn kind(ft: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "something"
+    }
+}
+
 /// The effective user id of this process (who owns what it creates).
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid takes no argument, cannot fail and touches no memory.

@@ -40,12 +40,12 @@ fn sees(s: &[See]) -> String {
         .join(", ")
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
+pub(super) fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A document as pretty JSON with a final newline; an error (none is expected) as a JSON object.
-fn pretty_json<T: serde::Serialize>(doc: &T) -> String {
+pub(super) fn pretty_json<T: serde::Serialize>(doc: &T) -> String {
     let mut s = serde_json::to_string_pretty(doc).unwrap_or_else(|err| {
         format!(
             "{{\"error\": {}}}",
