@@ -74,8 +74,9 @@ pub struct PciDetail {
     pub numa_node: Fact<i32>,
     pub local_cpulist: Option<String>,
     pub link: Link,
-    /// Configuration space as far as this process could read it: 64 bytes unprivileged, 256 or
-    /// 4096 as root.
+    /// Configuration space as far as this process could read it and the inventory asked for
+    /// it ([`ConfigSpan`]): 64 bytes unprivileged; as root 256 (an endpoint) or 4096 (a bridge,
+    /// or any function of a Grace system).
     pub config: Result<Vec<u8>, crate::root::ReadError>,
     pub config_path: String,
     pub port_type: Option<PortType>,
@@ -87,10 +88,32 @@ pub struct PciDetail {
     pub problems: Vec<Problem>,
 }
 
+/// How much of a function's config space the checks use, so how much is read. A GPU's config
+/// space on a cloud VM is passed through by the hypervisor one trapped access at a time: 0.2 ms
+/// for 64 bytes, 0.8 ms for 256, 19 ms for 4 KiB on an H200 VM (BENCHMARKS.md), so the extended
+/// space is read only where a check reads an extended capability: ACS on the bridges of a path
+/// (acs, iommu), and every rdma_topo function of a Grace system (ACS, and ATS on its NICs).
+/// GPUs and NICs elsewhere are judged on the standard header and the PCI Express capability,
+/// both in the first 256 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigSpan {
+    Standard,
+    Extended,
+}
+
+impl ConfigSpan {
+    pub fn bytes(self) -> u64 {
+        match self {
+            ConfigSpan::Standard => 256,
+            ConfigSpan::Extended => 4096,
+        }
+    }
+}
+
 impl PciDetail {
-    pub fn load(root: &Root, dir: &str) -> PciDetail {
+    pub fn load(root: &Root, dir: &str, span: ConfigSpan) -> PciDetail {
         let config_path = format!("{dir}/config");
-        let config = root.read_prefix(&config_path, 4096);
+        let config = root.read_prefix(&config_path, span.bytes());
         let port_type = config.as_deref().ok().and_then(pp::pcie_port_type);
         let numa_node = Fact::read(root, format!("{dir}/numa_node"), |s| {
             int::<i32>(s).filter(|n| (-1..4096).contains(n))
