@@ -195,7 +195,7 @@ impl Inventory {
                 let mut problems = Vec::new();
                 let kernel = Kernel::load(root, &mut problems);
                 let rdma = rdma::load(root, &mut problems);
-                let netdevs = net::load(root, &mut problems);
+                let netdevs = net::load(root, &mut problems, &rdma.0);
                 let nccl = nccl::load(root, &config.nccl, &kernel);
                 (problems, kernel, (rdma, netdevs, nccl))
             },

@@ -1,6 +1,7 @@
 //! Network interfaces (`/sys/class/net`): for `gdrdoctor nccl`'s NCCL_SOCKET_IFNAME, and so that
 //! a name no fix script may carry (`$(reboot)`) is seen and refused wherever it appears.
 
+use super::rdma::RdmaDevice;
 use super::{Fact, Problem, list};
 use crate::parse::int;
 use crate::root::Root;
@@ -89,7 +90,9 @@ impl NetIf {
     }
 }
 
-pub fn load(root: &Root, problems: &mut Vec<Problem>) -> Vec<NetIf> {
+/// Every interface of /sys/class/net. An RDMA port's netdev was read already
+/// ([`super::rdma::Netdev`]): its `operstate` is taken from there, so the file is read once.
+pub fn load(root: &Root, problems: &mut Vec<Problem>, rdma: &[RdmaDevice]) -> Vec<NetIf> {
     let mut out = Vec::new();
     let route = root.read_text(PROC_ROUTE).ok();
     let v6 = root.read_text(PROC_INET6).ok();
@@ -116,11 +119,25 @@ pub fn load(root: &Root, problems: &mut Vec<Problem>) -> Vec<NetIf> {
             problems.push(Problem::unsafe_name(path, "interface name"));
             continue;
         }
-        let operstate = Fact::read(root, format!("{path}/operstate"), |s| {
+        let parse = |s: &str| {
             let s = s.trim();
             (!s.is_empty() && s.len() < 32 && s.bytes().all(|b| b.is_ascii_lowercase()))
                 .then(|| s.to_owned())
-        });
+        };
+        let read = format!("{path}/operstate");
+        let known = rdma
+            .iter()
+            .flat_map(|d| &d.ports)
+            .filter_map(|p| p.netdev.as_ref())
+            .find(|n| n.operstate.path == read);
+        let operstate = match known {
+            Some(n) => Fact {
+                value: n.operstate.raw.as_deref().ok().and_then(parse),
+                raw: n.operstate.raw.clone(),
+                path: read,
+            },
+            None => Fact::read(root, read, parse),
+        };
         let kind = Fact::read(root, format!("{path}/type"), int::<u32>);
         let virtual_device = root
             .canonical(&path)

@@ -300,8 +300,17 @@ fn link_under(root: &Root, path: &str, parent: &str) -> Result<Option<String>, P
     }
 }
 
-/// Vendor, device and class: from the config header (one read), else the sysfs attributes.
+/// Vendor, device and class: from `uevent` (one small read that never touches the device, so
+/// the config space is read once, and only for the functions the checks look at), else the
+/// config header (a capture without `uevent`), else the sysfs attributes.
 fn identity(root: &Root, dir: &str) -> Result<(u16, u16, u32), Problem> {
+    if let Some(id) = root
+        .read_text_limited(&format!("{dir}/uevent"), 4096)
+        .ok()
+        .and_then(|t| pp::uevent_identity(&t))
+    {
+        return Ok(id);
+    }
     if let Ok(bytes) = root.read_prefix(&format!("{dir}/config"), 64) {
         if let Some(h) = pp::header(&bytes) {
             return Ok((h.vendor, h.device, h.class));

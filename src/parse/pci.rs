@@ -135,6 +135,31 @@ pub fn header(config: &[u8]) -> Option<Header> {
     })
 }
 
+/// Vendor, device and class from a function's sysfs `uevent` (`PCI_ID=10DE:2335`,
+/// `PCI_CLASS=30200`): the kernel's own record of the identity, the same values as its `vendor`,
+/// `device` and `class` files, in one read and without touching the device. `None` unless all
+/// three are there and well formed.
+pub fn uevent_identity(text: &str) -> Option<(u16, u16, u32)> {
+    let (mut id, mut class) = (None, None);
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("PCI_ID=") {
+            let (vendor, device) = v.split_once(':')?;
+            id = Some((hex4(vendor)?, hex4(device)?));
+        } else if let Some(v) = line.strip_prefix("PCI_CLASS=") {
+            let ok = !v.is_empty() && v.len() <= 6 && v.bytes().all(|b| b.is_ascii_hexdigit());
+            class = Some(u32::from_str_radix(v, 16).ok().filter(|_| ok)?);
+        }
+    }
+    let (vendor, device) = id?;
+    Some((vendor, device, class?))
+}
+
+fn hex4(s: &str) -> Option<u16> {
+    (s.len() == 4 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u16::from_str_radix(s, 16).ok())
+        .flatten()
+}
+
 /// Whether configuration space says the function does not answer: its vendor ID reads 0xffff.
 /// No vendor has that ID; it is what the root complex returns for a read that no device
 /// completes (a device that fell off the bus, or is held in reset), so every byte reads 0xff.
@@ -494,6 +519,24 @@ mod tests {
         assert!(extended_capabilities(&cfg[..256]).is_empty());
         assert!(capabilities(&[]).is_empty());
         assert!(header(&[0xff; 64]).is_none());
+    }
+
+    #[test]
+    fn identity_from_uevent() {
+        let real = "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=10DE:2335\nPCI_SUBSYS_ID=10DE:18BE\nPCI_SLOT_NAME=0000:00:06.0\n";
+        assert_eq!(uevent_identity(real), Some((0x10de, 0x2335, 0x030200)));
+        assert_eq!(uevent_identity("PCI_CLASS=60400\nPCI_ID=8086:a0bc"), Some((0x8086, 0xa0bc, 0x060400)));
+        for bad in [
+            "",
+            "PCI_ID=10DE:2335\n",
+            "PCI_CLASS=30200\n",
+            "PCI_CLASS=1030200\nPCI_ID=10DE:2335",
+            "PCI_CLASS=30200\nPCI_ID=10DE2335",
+            "PCI_CLASS=30200\nPCI_ID=10DE:+335",
+            "PCI_CLASS=-3\nPCI_ID=10DE:2335",
+        ] {
+            assert_eq!(uevent_identity(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

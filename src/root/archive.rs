@@ -2,7 +2,7 @@
 //! extracted; its reads are answered from the tree in `read.rs` and `resolve.rs`.
 
 use super::{Root, RootError};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -46,7 +46,7 @@ impl Root {
             dirs: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
-            unread: HashMap::new(),
+            unread: HashMap::default(),
             unread_problem: None,
         }
         .with_unread())

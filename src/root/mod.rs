@@ -29,7 +29,8 @@ mod resolve;
 mod tests;
 mod write;
 
-use std::collections::HashMap;
+// Lookups are most of a capture's cost in the fleet: foldhash's seeded hash, not SipHash (issue 43).
+use foldhash::HashMap;
 use std::io::ErrorKind;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -188,7 +189,7 @@ impl Root {
             dirs: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
-            unread: HashMap::new(),
+            unread: HashMap::default(),
             unread_problem: None,
         }
     }
@@ -213,7 +214,7 @@ impl Root {
             dirs: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
-            unread: HashMap::new(),
+            unread: HashMap::default(),
             unread_problem: None,
         }
         .with_unread())

@@ -7,7 +7,7 @@ use super::{
     DEFAULT_READ_LIMIT, Entry, Kind, Listed, Listing, ReadError, Root, SIZE_UNKNOWN, entry_of,
     tree_entry,
 };
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
 
@@ -168,7 +168,7 @@ impl Root {
             return Err(e);
         }
         let mut listing = Listing::default();
-        let mut kinds = HashMap::new();
+        let mut kinds = HashMap::default();
         if let Some(tree) = &self.tree {
             let Some(crate::archive::Node::Dir(entries)) = tree.get(&resolved) else {
                 return Err(ReadError::NotDir {

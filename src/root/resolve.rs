@@ -24,9 +24,49 @@ impl Root {
     }
 
     pub(super) fn lookup_sized(&self, path: &str) -> Result<(String, Kind, u64), ReadError> {
+        if let Some(found) = self.in_tree(path) {
+            return found;
+        }
         let mut links = 0;
         self.resolve_sized(path, &mut links)
             .map_err(|e| e.asked(path))
+    }
+
+    /// The answer for a capture read into memory when no link is on the way, without walking:
+    /// a tree holds a node only below directories (`archive::Tree` refuses a member under a
+    /// link or a file), so a plain path (absolute, no empty, `.` or `..` component) that is a
+    /// file or directory there, or names no entry of a directory there, resolves to exactly
+    /// what the walk would find. Links, and roots that record or replay, take the walk. The
+    /// fleet looks up thousands of paths per capture (issue 43).
+    fn in_tree(&self, path: &str) -> Option<Result<(String, Kind, u64), ReadError>> {
+        use crate::archive::{EntryKind, Node};
+        let tree = self.tree.as_ref()?;
+        let plain = path.len() <= PATH_MAX
+            && path.len() > 1
+            && path.starts_with('/')
+            && path[1..]
+                .split('/')
+                .all(|c| !c.is_empty() && c != "." && c != ".." && c.len() <= NAME_MAX);
+        if !plain || self.recording.is_some() || !self.unread.is_empty() {
+            return None;
+        }
+        match tree.get(path) {
+            Some(Node::File(d)) => return Some(Ok((path.to_owned(), Kind::File, d.len() as u64))),
+            Some(Node::Dir(_)) => return Some(Ok((path.to_owned(), Kind::Dir, 0))),
+            Some(Node::Link(_)) => return None,
+            None => {}
+        }
+        let (parent, name) = split_last(path);
+        match tree.get(parent)? {
+            Node::Dir(entries) => match entries.get(name) {
+                None => Some(Err(ReadError::NotFound {
+                    path: path.to_owned(),
+                })),
+                Some(EntryKind::Link | EntryKind::Dir | EntryKind::File) => None,
+            },
+            // A file's parent that is a file: the walk's NotDir.
+            _ => None,
+        }
     }
 
     /// Resolves `path` fully: the link-free node path, what it is, and the size a regular file
