@@ -35,10 +35,31 @@ fn only<'a>(findings: &'a [serde_json::Value], code: &str) -> &'a serde_json::Va
 }
 
 /// The copy's config space of `dir`, patched.
+/// The function's config space edited, and, as on a real node (the kernel reads the IDs once,
+/// at enumeration), the `uevent`, `vendor` and `device` it shows beside it.
 fn patch_config(n: &NodeCopy, dir: &str, edit: impl FnOnce(&mut Vec<u8>)) {
     let path = n.root.join(dir).join("config");
     let mut bytes = std::fs::read(&path).unwrap();
     edit(&mut bytes);
+    let id = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    let (vendor, device) = (id(0), id(2));
+    let uevent = std::fs::read_to_string(n.root.join(dir).join("uevent")).unwrap();
+    let uevent: String = uevent
+        .lines()
+        .map(|l| match l.starts_with("PCI_ID=") {
+            true => format!("PCI_ID={vendor:04X}:{device:04X}\n"),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    n.write(&format!("{dir}/uevent"), uevent.into_bytes());
+    n.write(
+        &format!("{dir}/vendor"),
+        format!("0x{vendor:04x}\n").into_bytes(),
+    );
+    n.write(
+        &format!("{dir}/device"),
+        format!("0x{device:04x}\n").into_bytes(),
+    );
     n.write(&format!("{dir}/config"), bytes);
 }
 

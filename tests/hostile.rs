@@ -92,7 +92,9 @@ fn config_space_of_all_ones_is_not_responding() {
     for f in &gpus {
         assert_eq!(f["status"], "fail");
         assert!(
-            evidence_has(f, "/config", "4096 bytes, all 0xff (vendor ID 0xffff)"),
+            // A GPU's standard config space (256 bytes) is all the checks read of it
+            // (inventory::pci::ConfigSpan, issue 43); the bridges above it are read whole.
+            evidence_has(f, "/config", "256 bytes, all 0xff (vendor ID 0xffff)"),
             "{f}"
         );
         assert!(evidence_has(f, "/vendor", "0x10de"), "{f}");

@@ -124,7 +124,12 @@ impl Threads {
     /// threads. A captured root's reads are page-cache copies, two threads are plenty; a live
     /// node's config space reads wait on the device (or, on a cloud VM, on the hypervisor), so
     /// there up to 8 threads read at once.
-    fn spread<T: Sync, R: Send>(self, live: bool, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    fn spread<T: Sync, R: Send>(
+        self,
+        live: bool,
+        items: &[T],
+        f: impl Fn(&T) -> R + Sync,
+    ) -> Vec<R> {
         let threads = match self {
             Threads::One => 1,
             Threads::Two if live => items.len().min(8),

@@ -525,7 +525,10 @@ mod tests {
     fn identity_from_uevent() {
         let real = "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=10DE:2335\nPCI_SUBSYS_ID=10DE:18BE\nPCI_SLOT_NAME=0000:00:06.0\n";
         assert_eq!(uevent_identity(real), Some((0x10de, 0x2335, 0x030200)));
-        assert_eq!(uevent_identity("PCI_CLASS=60400\nPCI_ID=8086:a0bc"), Some((0x8086, 0xa0bc, 0x060400)));
+        assert_eq!(
+            uevent_identity("PCI_CLASS=60400\nPCI_ID=8086:a0bc"),
+            Some((0x8086, 0xa0bc, 0x060400))
+        );
         for bad in [
             "",
             "PCI_ID=10DE:2335\n",

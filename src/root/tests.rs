@@ -315,3 +315,87 @@ fn split_and_normalise() {
     assert_eq!(split_last("/"), ("/", ""));
     assert_eq!(normalise_slashes("//sys///class/"), "/sys/class");
 }
+
+/// A capture in memory answers a plain path without walking it (`Root::in_tree`, issue 43);
+/// the walk (taken when recording) must say the same of every path: files, directories,
+/// absent names, paths through relative, `..`, dangling and looping links (an archive refuses
+/// absolute targets and targets out of it), a file
+/// used as a directory, and paths that are not plain.
+#[test]
+fn paths_in_memory_resolve_as_the_walk_does() {
+    let (d, _) = tree();
+    let p = d.path();
+    std::fs::create_dir_all(p.join("sys/class/infiniband")).unwrap();
+    std::fs::create_dir_all(p.join("proc/driver/nvidia")).unwrap();
+    std::fs::write(p.join("proc/driver/nvidia/version"), "NVRM 580\n").unwrap();
+    let links = [
+        (
+            "sys/class/infiniband/mlx5_0",
+            "../../devices/pci0000:00/0000:00:06.0",
+        ),
+        ("sys/class/up", "../.."),
+        ("sys/class/dangling", "../nothing/here"),
+        ("sys/class/loop", "loop"),
+        ("sys/class/tofile", "../../proc/driver/nvidia/version"),
+    ];
+    for (at, to) in links {
+        symlink(to, p.join(at)).unwrap();
+    }
+    let archive = p.join("capture.tar.gz");
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&archive).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut tar = tar::Builder::new(gz);
+    tar.follow_symlinks(false);
+    tar.append_dir_all("sys", p.join("sys")).unwrap();
+    tar.append_dir_all("proc", p.join("proc")).unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+    let fast = Root::archive(&archive).unwrap();
+    let walk = Root::archive(&archive).unwrap().recording();
+    let paths = [
+        "/sys/devices/pci0000:00/0000:00:06.0/vendor",
+        "/sys/devices/pci0000:00/0000:00:06.0",
+        "/sys/devices/pci0000:00/0000:00:06.0/absent",
+        "/sys/devices/pci0000:00/absent/vendor",
+        "/sys/bus/pci/devices/0000:00:06.0/vendor",
+        "/sys/class/infiniband/mlx5_0/vendor",
+        "/sys/class/up/proc/driver/nvidia/version",
+        "/sys/class/dangling",
+        "/sys/class/dangling/x",
+        "/sys/class/loop/x",
+        "/sys/class/tofile",
+        "/sys/class/tofile/x",
+        "/proc/driver/nvidia/version",
+        "/proc/driver/nvidia/version/x",
+        "/proc/driver/nvidia/version/x/y",
+        "/proc//driver/nvidia/version",
+        "/proc/./driver/nvidia/version",
+        "/proc/driver/../driver/nvidia/version",
+        "/proc/driver/nvidia/",
+        "/",
+        "",
+        "/nothing",
+        "/sys",
+    ];
+    let long = format!("/sys/{}", "x".repeat(300));
+    for path in paths.iter().copied().chain([long.as_str()]) {
+        let (a, b) = (fast.read_prefix(path, 4096), walk.read_prefix(path, 4096));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "read {path:?}");
+        let (a, b) = (fast.kind(path), walk.kind(path));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "kind {path:?}");
+        let (a, b) = (fast.canonical(path), walk.canonical(path));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "canonical {path:?}");
+    }
+    // The fast answers are not all errors: the test reads something.
+    assert_eq!(
+        fast.read_prefix("/sys/class/infiniband/mlx5_0/vendor", 64)
+            .unwrap(),
+        b"0x10de\n"
+    );
+    assert!(
+        fast.read_prefix("/proc/driver/nvidia/absent", 64)
+            .unwrap_err()
+            .is_not_found()
+    );
+}
