@@ -32,12 +32,13 @@ impl Root {
             .map_err(|e| e.asked(path))
     }
 
-    /// The answer for a capture read into memory when no link is on the way, without walking:
-    /// a tree holds a node only below directories (`archive::Tree` refuses a member under a
-    /// link or a file), so a plain path (absolute, no empty, `.` or `..` component) that is a
-    /// file or directory there, or names no entry of a directory there, resolves to exactly
-    /// what the walk would find. Links, and roots that record or replay, take the walk. The
-    /// fleet looks up thousands of paths per capture (issue 43).
+    /// The answer for a capture read into memory without walking the path: a tree holds a node
+    /// only below directories (`archive::Tree` refuses a member under a link or a file), so a
+    /// plain path (absolute, no empty, `.` or `..` component) that is a file or directory
+    /// there, or names no entry of a directory there, resolves to exactly what the walk would
+    /// find; so does a name in a parent directory the walk resolved before (the memo of
+    /// [`Root::resolve_dir`]). A link as the last component, and roots that record or replay,
+    /// take the walk. The fleet looks up thousands of paths per capture (issue 43).
     fn in_tree(&self, path: &str) -> Option<Result<(String, Kind, u64), ReadError>> {
         use crate::archive::{EntryKind, Node};
         let tree = self.tree.as_ref()?;
@@ -56,16 +57,30 @@ impl Root {
             Some(Node::Link(_)) => return None,
             None => {}
         }
+        // Not a node as written: a link may be on the way (`/sys/class/infiniband/mlx5_0/...`).
+        // The parent as the walk resolved it before, if it did; else the parent as written.
         let (parent, name) = split_last(path);
-        match tree.get(parent)? {
-            Node::Dir(entries) => match entries.get(name) {
-                None => Some(Err(ReadError::NotFound {
-                    path: path.to_owned(),
-                })),
-                Some(EntryKind::Link | EntryKind::Dir | EntryKind::File) => None,
-            },
-            // A file's parent that is a file: the walk's NotDir.
-            _ => None,
+        let resolved = self.cached(parent);
+        let parent = resolved.as_deref().unwrap_or(parent);
+        let Some(Node::Dir(entries)) = tree.get(parent) else {
+            return None;
+        };
+        match entries.get(name) {
+            None => Some(Err(ReadError::NotFound {
+                path: path.to_owned(),
+            })),
+            Some(EntryKind::Link) => None,
+            Some(EntryKind::Dir) => Some(Ok((join(parent, name), Kind::Dir, 0))),
+            Some(EntryKind::File) => {
+                let here = join(parent, name);
+                match tree.get(&here) {
+                    Some(Node::File(d)) => {
+                        let size = d.len() as u64;
+                        Some(Ok((here, Kind::File, size)))
+                    }
+                    _ => None,
+                }
+            }
         }
     }
 
