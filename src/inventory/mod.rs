@@ -88,8 +88,8 @@ pub struct Inventory {
     pub grace: Option<grace::Grace>,
 }
 
-/// How the inventory reads: on two threads (one `check`, whose time is almost all system calls),
-/// or all on the calling thread (`fleet`, which already reads one capture per core: there the
+/// How the inventory reads: on two threads (one `check`, whose time is almost all system calls;
+/// a live node's details on up to 8, [`Threads::spread`]), or all on the calling thread (`fleet`, which already reads one capture per core: there the
 /// second thread only added its start and stop, twice per capture).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Threads {
@@ -117,9 +117,7 @@ impl Threads {
             (a, b)
         })
     }
-}
 
-impl Threads {
     /// `f` over `items`, in order: on the calling thread when `One`; else in as many slices as
     /// threads. A captured root's reads are page-cache copies, two threads are plenty; a live
     /// node's config space reads wait on the device (or, on a cloud VM, on the hypervisor), so
