@@ -89,8 +89,9 @@ pub struct Inventory {
 }
 
 /// How the inventory reads: on two threads (one `check`, whose time is almost all system calls;
-/// a live node's details on up to 8, [`Threads::spread`]), or all on the calling thread (`fleet`, which already reads one capture per core: there the
-/// second thread only added its start and stop, twice per capture).
+/// a live node's details on up to 8, [`Threads::spread`]), or all on the calling thread
+/// (`fleet`, which already reads one capture per core: there the second thread only added its
+/// start and stop, twice per capture).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Threads {
     #[default]
