@@ -73,6 +73,12 @@ fn clean(s: &str) -> String {
     crate::sanitize::cut(s, MAX_TEXT)
 }
 
+/// [`clean`], borrowed when the text is shown as it is (nearly always): to look up what was
+/// kept without a copy per line.
+fn clean_cow(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::sanitize::cut_cow(s, MAX_TEXT)
+}
+
 /// A host name as nodes are told apart: whole up to MAX_TEXT characters, cut there as every
 /// other name from a log is (`clean`), the cut marked. No host name is that long (DNS allows 253
 /// bytes); a log whose hosts agree that far and differ after is hostile, and its nodes are one.
