@@ -22,6 +22,7 @@ mod evidence;
 mod explanation;
 mod reader;
 mod release;
+mod repeats;
 
 #[cfg(test)]
 use crate::model::nccl::explain::see;
