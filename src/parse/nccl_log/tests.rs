@@ -699,3 +699,42 @@ fn rccl_and_version_only_lines() {
     );
     assert_eq!(tests_rank_host("# Rank of the matrix"), None);
 }
+
+/// The communicator lines' words, cut byte by byte, are `split_ascii_whitespace`'s (issue 43).
+#[test]
+fn ascii_words_are_split_ascii_whitespaces() {
+    let pieces = [
+        "comm",
+        "0x55cc8aa86c70",
+        "rank",
+        "3",
+        " ",
+        "  ",
+        "\t",
+        "\r",
+        "\x0c",
+        "\n",
+        "é",
+        "\u{a0}",
+        "nRanks",
+        "busId",
+        "1c000",
+        "",
+        "\u{3000}",
+        "x\u{2028}y",
+        "\u{b}",
+    ];
+    let mut seed = 17u64;
+    for _ in 0..20_000 {
+        let mut s = String::new();
+        for _ in 0..(seed % 9) {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+        }
+        let ours: Vec<&str> = message::ascii_words(&s).collect();
+        let std: Vec<&str> = s.split_ascii_whitespace().collect();
+        assert_eq!(ours, std, "{s:?}");
+    }
+}
