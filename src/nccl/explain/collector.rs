@@ -395,11 +395,19 @@ impl Collector {
             None => self.node(&host)?,
         };
         debug_assert_eq!(self.nodes[n].key, host);
-        if !l.era.is_any() {
-            self.nodes[n].narrow_era(l.era);
+        self.apply_at(n, l.origin.dev, l.era, l.event);
+        Some(n)
+    }
+
+    /// What a line of node `n`'s host says, kept there (`dev`: the CUDA device of the line's
+    /// prefix; `era`: the releases of its wording): [`Collector::apply_known`] once the node is
+    /// known. For an INFO line whose event is not [`Event::Unrecognised`] it is all of it.
+    pub(super) fn apply_at(&mut self, n: usize, dev: Option<u32>, era: Era, event: Event<'_>) {
+        if !era.is_any() {
+            self.nodes[n].narrow_era(era);
         }
-        match l.event {
-            Event::Connection(c) => self.connection(n, l.origin.dev, c),
+        match event {
+            Event::Connection(c) => self.connection(n, dev, c),
             Event::NetDevices { net, devices } => self.net_devices(n, net, devices),
             Event::HcaGdr {
                 net,
@@ -448,7 +456,6 @@ impl Collector {
             Event::GpuPaths { gpu, paths, .. } => self.gpu_paths(n, gpu, &paths),
             other => self.nodes[n].note(other),
         }
-        Some(n)
     }
 
     /// What a warning says of its node's network: a plugin that failed to initialize or
