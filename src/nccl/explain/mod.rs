@@ -10,7 +10,8 @@
 //! was not used, the cause and the gdrdoctor check and code that explain it, with the fix.
 //!
 //! In steps: [`reader`] splits inputs (plain or gzip) into lines and hands NCCL's to the line
-//! parser (`parse::nccl_log`); [`collector`] keeps what each line says, within bounds;
+//! parser (`parse::nccl_log`), what it made of a prefix or a message kept for when the same
+//! comes again ([`repeats`]); [`collector`] keeps what each line says, within bounds;
 //! [`explanation`] builds the answer from it, reading distances in the numbering of the NCCL
 //! release that wrote them ([`release`]); [`diagnosis`] says why GDR was not used; [`model`] is
 //! the answer's types, as printed by `report::nccl::explain` and documented in

@@ -1,5 +1,6 @@
 //! Reading: an input (plain text or gzip, told by its first bytes) cut into lines of at most
-//! [`MAX_LINE`] bytes, and NCCL's lines among them parsed and handed to the collector. Only the
+//! [`MAX_LINE`] bytes, and NCCL's lines among them parsed and handed to the collector, the
+//! prefixes and messages of INFO lines read once and found again ([`Repeats`]). Only the
 //! reading happens here; what a line means is the line parser's (`parse::nccl_log`).
 
 use super::repeats::{Head, Repeats, Said};
@@ -177,11 +178,12 @@ impl Collector {
         s.lines += 1;
         // The fast test: most lines of a big log are NCCL's, but anything without `NCCL `
         // needs no decoding at all, unless it may be a message body quoted without NCCL's
-        // prefix (a few searches, only on the lines that are not NCCL's).
-        let last = repeats.after_last_head(bytes);
-        let at = last.map(|(at, _)| at).or_else(|| log::find_nccl(bytes));
+        // prefix (a few searches, only on the lines that are not NCCL's). A line whose prefix
+        // was read before has its `NCCL ` where that prefix ends: no search.
+        let known = repeats.known_head(bytes);
+        let at = known.map(|(at, _)| at).or_else(|| log::find_nccl(bytes));
         if let Some(at) = at {
-            let head = last.map(|(_, i)| i);
+            let head = known.map(|(_, i)| i);
             if self.info_line(bytes, at, head, s, repeats).is_some() {
                 return;
             }
@@ -237,14 +239,9 @@ impl Collector {
     ) -> Option<()> {
         let raw = bytes.get(at + 5..)?.strip_prefix(b"INFO ")?;
         let head = &bytes[..at];
-        let Repeats {
-            heads,
-            messages,
-            last_head,
-        } = repeats;
         // Who printed it. The prefix alone tells a comment: the line starts as it does.
         let mut origin = None;
-        let h = match head_entry.or_else(|| heads.find(head)) {
+        let h = match head_entry.or_else(|| repeats.heads.find(head)) {
             Some(i) => Some(i),
             None => {
                 let text = std::str::from_utf8(head).ok()?;
@@ -253,19 +250,45 @@ impl Collector {
                 }
                 let o = log::info_origin(text);
                 origin = Some(o);
-                Head::of(text, o).and_then(|v| heads.put(text, v))
+                Head::of(text, o).and_then(|v| repeats.heads.put(text, v))
             }
         };
+        repeats.last_head = h;
         // What it says.
+        let m = repeats.messages.find(raw);
+        // A prefix and a message both read before, the prefix's node known: the line goes
+        // straight to the node, as `apply_known` does for an INFO line once it found the node
+        // (it does nothing else before but count an unrecognised message).
+        if let (Some(hi), Some(mi)) = (h, m) {
+            let head = repeats.heads.value(hi)?;
+            if let (Some(n), Some((key, said))) = (head.node, repeats.messages.entry(mi)) {
+                if !said.unrecognised() {
+                    let (event, era) = said.event(key)?;
+                    s.nccl_lines += 1;
+                    self.apply_at(n, head.dev, era, event);
+                    return Some(());
+                }
+            }
+        }
         let mut said = None;
-        let m = match messages.find(raw) {
+        let m = match m {
             Some(i) => Some(i),
             None => {
                 let text = std::str::from_utf8(raw).ok()?;
                 let read = log::info_message(text);
-                let i = Said::of(text, &read).and_then(|v| messages.put(text, v));
+                let i = Said::of(text, &read).and_then(|v| repeats.messages.put(text, v));
                 said = Some(read);
                 i
+            }
+        };
+        let Repeats {
+            heads, messages, ..
+        } = repeats;
+        let said = match said {
+            Some(x) => x,
+            None => {
+                let (key, v) = messages.entry(m?)?;
+                v.read(key)?
             }
         };
         let origin = match origin {
@@ -275,15 +298,7 @@ impl Collector {
                 v.origin(key)?
             }
         };
-        let said = match said {
-            Some(x) => x,
-            None => {
-                let (key, v) = messages.entry(m?)?;
-                v.read(key)?
-            }
-        };
-        *last_head = h;
-        let known = h.and_then(|i| heads.entry(i)).and_then(|(_, v)| v.node);
+        let known = h.and_then(|i| heads.value(i)).and_then(|v| v.node);
         s.nccl_lines += 1;
         let used = self.apply_known(log::info_line(origin, said), known);
         if let (Some(i), None, Some(n)) = (h, known, used) {

@@ -1,22 +1,26 @@
 //! Lines read again (issue 43). NCCL prints the same messages for every communicator it makes,
 //! each rank behind the same prefix (`host:pid:tid [dev] NCCL INFO `), so a big log is mostly
 //! repeats: in bench/nccl-log.py's, 9 messages in 10 were read before, a few thousand lines
-//! earlier. What the line parser makes of a prefix ([`info_origin`](crate::parse::nccl_log::info_origin)) depends on the
-//! prefix's bytes alone, and what it makes of a message ([`info_message`](crate::parse::nccl_log::info_message)) on the
-//! message's alone; both are kept in two tables of fixed size and used again when the same
-//! bytes come back, compared whole. A repeated line then costs a hash and a comparison, not a
-//! UTF-8 check and a parse; what the collector does with the line is the same either way.
+//! earlier. What the line parser makes of a prefix ([`info_origin`]) depends on the prefix's
+//! bytes alone, and what it makes of a message ([`info_message`]) on the message's alone; both
+//! are kept in two tables of fixed size and used again when the same bytes come back, compared
+//! whole. A repeated line then costs a hash and a comparison, not a UTF-8 check and a parse;
+//! what the collector does with the line is the same either way.
 //!
 //! The tables hold at most [`HEADS`] prefixes and [`MESSAGES`] messages of at most [`MAX_KEY`]
-//! bytes each (about 2.5 MiB at most, whatever the log): a log whose lines do not repeat, or a
-//! hostile one whose lines all land in one place of a table, only finds nothing there.
+//! bytes each (about 1.4 MiB, whatever the log): a log whose lines do not repeat, or a hostile
+//! one whose lines all land in one place of a table, only finds nothing there.
+//!
+//! [`info_origin`]: crate::parse::nccl_log::info_origin
+//! [`info_message`]: crate::parse::nccl_log::info_message
 
 use crate::parse::nccl_log::{Connection, Dir, Era, Event, GpuGdr, HcaVia, Origin};
 
 /// Entries looked at for one key: the table is cut into sets of this many.
 const WAYS: usize = 4;
-/// Prefixes kept: a rank's (host, process, thread and device) per entry; 1,024 ranks' worth.
-const HEADS: usize = 1024;
+/// Prefixes kept: a rank's (host, process, thread and device) per entry. bench/nccl-log.py's
+/// 128 ranks print from 7 threads each: 896 prefixes, which 1,024 entries held only in part.
+const HEADS: usize = 2048;
 /// Messages kept: the lines of one communicator on 128 ranks come back after some 5,000
 /// others; 8,192 keep 9 in 10 of bench/nccl-log.py's (4,096: 8 in 10).
 const MESSAGES: usize = 8192;
@@ -38,12 +42,28 @@ impl Repeats {
     /// did: that prefix came from a line whose first `NCCL ` followed it, so a line with the
     /// same bytes up to `NCCL INFO ` has its first there too. A rank often prints several lines
     /// in a row; this saves it the search.
+    #[inline]
     pub(super) fn after_last_head(&self, line: &[u8]) -> Option<(usize, usize)> {
         let i = self.last_head?;
-        let (key, _) = self.heads.entry(i)?;
+        let key = self.heads.key_bytes(i)?;
         let at = key.len();
-        let same_head = same(line.get(..at)?, key.as_bytes());
+        let same_head = same(line.get(..at)?, key);
         (same_head && line.get(at..at + 10)? == b"NCCL INFO ").then_some((at, i))
+    }
+
+    /// The line's first `NCCL ` and its prefix's entry, when its prefix is one kept: the last
+    /// line's, or the bytes up to the first `] ` (NCCL's own prefix ends in its `[dev] `). Every
+    /// prefix kept came from a line whose first `NCCL ` followed it, so a line with the same
+    /// bytes up to `NCCL INFO ` has its first there too; the search for it is saved.
+    #[inline]
+    pub(super) fn known_head(&self, line: &[u8]) -> Option<(usize, usize)> {
+        if let Some(found) = self.after_last_head(line) {
+            return Some(found);
+        }
+        let at = memchr::memchr(b']', line)? + 2;
+        let marked = line.get(at - 1) == Some(&b' ') && line.get(at..at + 10)? == b"NCCL INFO ";
+        marked.then_some(())?;
+        Some((at, self.heads.find(&line[..at])?))
     }
 
     /// Empty tables, their room taken at the first line kept.
@@ -91,10 +111,12 @@ impl Span {
         }
     }
 
+    #[inline]
     fn text(self, base: &str) -> Option<&str> {
         base.get(usize::from(self.start)..usize::from(self.end))
     }
 
+    #[inline]
     fn text_opt(span: Option<Span>, base: &str) -> Option<Option<&str>> {
         match span {
             Some(s) => s.text(base).map(Some),
@@ -103,13 +125,13 @@ impl Span {
     }
 }
 
-/// What [`info_origin`](crate::parse::nccl_log::info_origin) read from a prefix, and the collector's node of its host once a
-/// line with it was kept (a host's node never changes).
+/// What [`info_origin`] read from a prefix, and the collector's node of its host once a line
+/// with it was kept (a host's node never changes).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Head {
     host: Option<Span>,
     pid: Option<u32>,
-    dev: Option<u32>,
+    pub(super) dev: Option<u32>,
     pub(super) node: Option<usize>,
 }
 
@@ -123,6 +145,7 @@ impl Head {
         })
     }
 
+    #[inline]
     pub(super) fn origin(self, head: &str) -> Option<Origin<'_>> {
         Some(Origin {
             host: Span::text_opt(self.host, head)?,
@@ -132,8 +155,8 @@ impl Head {
     }
 }
 
-/// What [`info_message`](crate::parse::nccl_log::info_message) read from a message: the message without Ray's suffix, the
-/// event with its texts as spans, the releases.
+/// What [`info_message`] read from a message: the message without Ray's suffix, the event
+/// with its texts as spans, the releases.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Said {
     message: Span,
@@ -152,8 +175,19 @@ impl Said {
         })
     }
 
+    #[inline]
     pub(super) fn read(self, raw: &str) -> Option<(&str, Event<'_>, Era)> {
         Some((self.message.text(raw)?, self.event.event(raw)?, self.era))
+    }
+
+    /// [`Said::read`] without the message, which only an unrecognised one is kept with.
+    #[inline(always)]
+    pub(super) fn event(self, raw: &str) -> Option<(Event<'_>, Era)> {
+        Some((self.event.event(raw)?, self.era))
+    }
+
+    pub(super) fn unrecognised(self) -> bool {
+        matches!(self.event, Kept::Unrecognised)
     }
 }
 
@@ -280,6 +314,9 @@ impl Kept {
         })
     }
 
+    // Always inlined: called out of line, its event came back through memory and the reader
+    // waited on it (a tenth of the reader's time, issue 43).
+    #[inline(always)]
     fn event(self, m: &str) -> Option<Event<'_>> {
         let text = |s: Span| s.text(m);
         let opt = |s| Span::text_opt(s, m);
@@ -363,14 +400,16 @@ impl Kept {
 }
 
 /// Keys (a prefix or a message, as text) and what was read from each, in sets of [`WAYS`]
-/// entries picked by the key's hash, each set's oldest entry put out first. The keys are
-/// written one after the other into one text, which is emptied with the whole table once full:
-/// a key costs its length, not [`MAX_KEY`], and the keys of lines read together lie together.
+/// entries picked by the key's hash, each set's oldest entry put out first. The keys and what
+/// was read from them are written one after the other, the keys into one text, the values into
+/// one vector, both emptied with the whole table once full: a key costs its length, not
+/// [`MAX_KEY`], and what was read together lies together in memory, as it is read again
+/// together (values placed by their hash made one cache miss a line).
 pub(super) struct Table<V> {
-    /// Per entry: its key's hash with the key's length in the low byte (0: empty), and where
-    /// the key starts in `keys`. A set's side by side.
-    tags: Vec<(u64, u32)>,
-    values: Vec<Option<V>>,
+    /// Per entry: its key's hash with the key's length in the low byte (0: empty), where the
+    /// key starts in `keys` and its value's index in `values`. A set's side by side.
+    tags: Vec<(u64, u32, u32)>,
+    values: Vec<V>,
     keys: String,
     /// Per set: the entry to put out next.
     next: Vec<u8>,
@@ -396,29 +435,43 @@ impl<V: Copy> Table<V> {
     }
 
     /// The first entry of the set of a key with this tag.
+    #[inline]
     fn set(&self, tag: u64) -> usize {
         // A power of two sets: the hash's high bits (its best mixed) pick one.
         let sets = self.size / WAYS;
         ((tag >> 32) as usize & (sets - 1)) * WAYS
     }
 
-    /// The bytes of entry `i`'s key.
+    /// Entry `i`'s key; `None` for an empty entry.
+    #[inline]
     fn key(&self, i: usize) -> Option<&str> {
-        let (tag, start) = *self.tags.get(i)?;
+        let (tag, start, _) = *self.tags.get(i)?;
         let start = start as usize;
+        (tag != 0).then_some(())?;
         self.keys.get(start..start + (tag & 0xff) as usize)
     }
 
+    /// The bytes of entry `i`'s key, to compare; `None` for an empty entry.
+    #[inline]
+    fn key_bytes(&self, i: usize) -> Option<&[u8]> {
+        let (tag, start, _) = *self.tags.get(i)?;
+        let start = start as usize;
+        (tag != 0).then_some(())?;
+        self.keys
+            .as_bytes()
+            .get(start..start + (tag & 0xff) as usize)
+    }
+
     /// The entry of `key` (its index), if kept.
+    #[inline]
     pub(super) fn find(&self, key: &[u8]) -> Option<usize> {
         if self.tags.is_empty() || key.is_empty() || key.len() > MAX_KEY {
             return None;
         }
         let tag = tag(key);
         let start = self.set(tag);
-        (start..start + WAYS).find(|&i| {
-            self.tags[i].0 == tag && self.key(i).is_some_and(|k| same(k.as_bytes(), key))
-        })
+        (start..start + WAYS)
+            .find(|&i| self.tags[i].0 == tag && self.key_bytes(i).is_some_and(|k| same(k, key)))
     }
 
     /// Keeps `value` for `key` (its index), unless the key is empty or too long to keep.
@@ -427,10 +480,11 @@ impl<V: Copy> Table<V> {
             return None;
         }
         let room = self.size * KEY_ROOM;
-        if self.tags.is_empty() || self.keys.len() + key.len() > room {
-            // First use, or the keys' text is full: everything is put out at once.
-            self.tags = vec![(0, 0); self.size];
-            self.values = vec![None; self.size];
+        let full = self.keys.len() + key.len() > room || self.values.len() >= self.size;
+        if self.tags.is_empty() || full {
+            // First use, or the keys' text or the values are full: everything is put out.
+            self.tags = vec![(0, 0, 0); self.size];
+            self.values = Vec::with_capacity(self.size);
             self.next = vec![0; self.size / WAYS];
             self.keys = String::with_capacity(room);
         }
@@ -439,19 +493,33 @@ impl<V: Copy> Table<V> {
         let set = start / WAYS;
         let i = start + usize::from(self.next[set]);
         self.next[set] = ((usize::from(self.next[set]) + 1) % WAYS) as u8;
-        self.tags[i] = (tag, u32::try_from(self.keys.len()).ok()?);
+        let start = u32::try_from(self.keys.len()).ok()?;
+        let value_at = u32::try_from(self.values.len()).ok()?;
+        self.tags[i] = (tag, start, value_at);
         self.keys.push_str(key);
-        self.values[i] = Some(value);
+        self.values.push(value);
         Some(i)
     }
 
     /// The key of entry `i` and what was read from it.
+    #[inline]
     pub(super) fn entry(&self, i: usize) -> Option<(&str, V)> {
-        Some((self.key(i)?, (*self.values.get(i)?)?))
+        let (_, _, at) = *self.tags.get(i)?;
+        Some((self.key(i)?, *self.values.get(at as usize)?))
+    }
+
+    /// What was read from entry `i`'s key.
+    #[inline]
+    pub(super) fn value(&self, i: usize) -> Option<&V> {
+        let (tag, _, at) = *self.tags.get(i)?;
+        (tag != 0).then_some(())?;
+        self.values.get(at as usize)
     }
 
     pub(super) fn entry_mut(&mut self, i: usize) -> Option<&mut V> {
-        self.values.get_mut(i)?.as_mut()
+        let (tag, _, at) = *self.tags.get(i)?;
+        (tag != 0).then_some(())?;
+        self.values.get_mut(at as usize)
     }
 }
 
@@ -495,17 +563,23 @@ fn hash(b: &[u8]) -> u64 {
 
 /// Whether two keys are the same, 8 bytes at a time: keys are short, and most that differ
 /// differ early (the prefixes of one node's ranks).
-#[inline]
+#[inline(always)]
 fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
+    let n = a.len();
+    if n != b.len() {
         return false;
     }
-    for (p, q) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        if word(p) != word(q) {
+    if n < 8 {
+        return a == b;
+    }
+    let mut at = 0;
+    while at + 8 < n {
+        if word(&a[at..at + 8]) != word(&b[at..at + 8]) {
             return false;
         }
+        at += 8;
     }
-    last_word(a) == last_word(b)
+    word(&a[n - 8..]) == word(&b[n - 8..])
 }
 
 #[cfg(test)]
@@ -545,30 +619,42 @@ mod tests {
 
     #[test]
     fn tables_find_what_they_kept_and_put_the_oldest_out() {
-        let mut t: Table<u32> = Table::new(WAYS);
-        assert_eq!(t.find(b"a"), None);
-        for (i, k) in ["a", "b", "c", "d"].iter().enumerate() {
-            t.put(k, i as u32);
-        }
         fn found<'t>(t: &'t Table<u32>, k: &str) -> Option<(&'t str, u32)> {
             t.find(k.as_bytes()).and_then(|i| t.entry(i))
         }
-        assert_eq!(found(&t, "a"), Some(("a", 0)));
-        assert_eq!(found(&t, "d"), Some(("d", 3)));
-        t.put("e", 4);
-        assert_eq!(found(&t, "a"), None);
-        assert_eq!(found(&t, "b"), Some(("b", 1)));
-        assert_eq!(found(&t, "e"), Some(("e", 4)));
+        // Two sets of four: five keys of the first, the fifth puts the first out.
+        let mut t: Table<u32> = Table::new(2 * WAYS);
+        assert_eq!(t.find(b"k0"), None);
+        let keys: Vec<String> = (0..)
+            .map(|i| format!("k{i}"))
+            .filter(|k| t.set(tag(k.as_bytes())) == 0)
+            .take(WAYS + 1)
+            .collect();
+        for (i, k) in keys.iter().enumerate().take(WAYS) {
+            t.put(k, i as u32);
+        }
+        assert!(keys[..WAYS].iter().zip(0..).all(|(k, i)| found(&t, k) == Some((k, i))));
+        t.put(&keys[WAYS], 9);
+        assert_eq!(found(&t, &keys[0]), None);
+        assert_eq!(found(&t, &keys[1]), Some((keys[1].as_str(), 1)));
+        assert_eq!(found(&t, &keys[WAYS]), Some((keys[WAYS].as_str(), 9)));
         let long = "x".repeat(MAX_KEY + 1);
         assert_eq!(t.put(&long, 5), None);
         assert_eq!(t.find(long.as_bytes()), None);
-        // Its keys' text full (4 entries, 256 bytes): everything is put out at once.
-        let (y, z) = ("y".repeat(MAX_KEY), "z".repeat(MAX_KEY));
-        t.put(&y, 6);
-        assert_eq!(found(&t, &y), Some((y.as_str(), 6)));
-        t.put(&z, 7);
-        assert_eq!(found(&t, &z), Some((z.as_str(), 7)));
-        assert_eq!((found(&t, &y), found(&t, "e")), (None, None));
+        // Its keys' text full (8 entries, 512 bytes): everything is put out at once.
+        let texts: Vec<String> = "xyzw".chars().map(|c| c.to_string().repeat(MAX_KEY)).collect();
+        for (i, k) in texts.iter().enumerate() {
+            t.put(k, 10 + i as u32);
+        }
+        assert_eq!(found(&t, &texts[3]), Some((texts[3].as_str(), 13)));
+        assert!(texts[..3].iter().all(|k| found(&t, k).is_none()));
+        assert!(keys.iter().all(|k| found(&t, k).is_none()));
+        assert!((0..2 * WAYS).filter_map(|i| t.entry(i)).eq([(texts[3].as_str(), 13)]));
+        // As many values as entries: the same.
+        for (i, k) in keys.iter().chain(&keys[..3]).enumerate() {
+            t.put(k, i as u32);
+        }
+        assert_eq!((0..2 * WAYS).filter_map(|i| t.entry(i)).count(), 1);
         let mut none: Table<u32> = Table::new(0);
         assert_eq!(none.put("a", 1), None);
         assert_eq!(none.find(b"a"), None);
