@@ -3,7 +3,7 @@
 //! prefixes and messages of INFO lines read once and found again ([`Repeats`]). Only the
 //! reading happens here; what a line means is the line parser's (`parse::nccl_log`).
 
-use super::repeats::{Head, Repeats, Said};
+use super::repeats::{Head, Repeats, Said, marked_at};
 use super::{Collector, Input, MAX_LINE, clean};
 use crate::parse::nccl_log::{self as log, Level};
 use std::io::{self, BufRead, Read};
@@ -237,7 +237,9 @@ impl Collector {
         s: &mut Input,
         repeats: &mut Repeats,
     ) -> Option<()> {
-        let raw = bytes.get(at + 5..)?.strip_prefix(b"INFO ")?;
+        // `NCCL ` is at `at`: an INFO line has `INFO ` after it.
+        marked_at(bytes, at).then_some(())?;
+        let raw = &bytes[at + 10..];
         let head = &bytes[..at];
         // Who printed it. The prefix alone tells a comment: the line starts as it does.
         let mut origin = None;

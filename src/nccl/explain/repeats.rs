@@ -47,8 +47,7 @@ impl Repeats {
         let i = self.last_head?;
         let key = self.heads.key_bytes(i)?;
         let at = key.len();
-        let same_head = same(line.get(..at)?, key);
-        (same_head && line.get(at..at + 10)? == b"NCCL INFO ").then_some((at, i))
+        (same(line.get(..at)?, key) && marked_at(line, at)).then_some((at, i))
     }
 
     /// The line's first `NCCL ` and its prefix's entry, when its prefix is one kept: the last
@@ -61,8 +60,7 @@ impl Repeats {
             return Some(found);
         }
         let at = memchr::memchr(b']', line)? + 2;
-        let marked = line.get(at - 1) == Some(&b' ') && line.get(at..at + 10)? == b"NCCL INFO ";
-        marked.then_some(())?;
+        (line.get(at - 1) == Some(&b' ') && marked_at(line, at)).then_some(())?;
         Some((at, self.heads.find(&line[..at])?))
     }
 
@@ -83,6 +81,13 @@ impl Repeats {
             last_head: None,
         }
     }
+}
+
+/// Whether `line` has `NCCL INFO ` at `at`: two comparisons, no call.
+#[inline]
+pub(super) fn marked_at(line: &[u8], at: usize) -> bool {
+    line.get(at..at + 10)
+        .is_some_and(|m| word(&m[..8]) == word(b"NCCL INF") && m[8] == b'O' && m[9] == b' ')
 }
 
 /// Where a part of a kept key lies in it.
@@ -633,7 +638,12 @@ mod tests {
         for (i, k) in keys.iter().enumerate().take(WAYS) {
             t.put(k, i as u32);
         }
-        assert!(keys[..WAYS].iter().zip(0..).all(|(k, i)| found(&t, k) == Some((k, i))));
+        assert!(
+            keys[..WAYS]
+                .iter()
+                .zip(0..)
+                .all(|(k, i)| found(&t, k) == Some((k, i)))
+        );
         t.put(&keys[WAYS], 9);
         assert_eq!(found(&t, &keys[0]), None);
         assert_eq!(found(&t, &keys[1]), Some((keys[1].as_str(), 1)));
@@ -642,14 +652,21 @@ mod tests {
         assert_eq!(t.put(&long, 5), None);
         assert_eq!(t.find(long.as_bytes()), None);
         // Its keys' text full (8 entries, 512 bytes): everything is put out at once.
-        let texts: Vec<String> = "xyzw".chars().map(|c| c.to_string().repeat(MAX_KEY)).collect();
+        let texts: Vec<String> = "xyzw"
+            .chars()
+            .map(|c| c.to_string().repeat(MAX_KEY))
+            .collect();
         for (i, k) in texts.iter().enumerate() {
             t.put(k, 10 + i as u32);
         }
         assert_eq!(found(&t, &texts[3]), Some((texts[3].as_str(), 13)));
         assert!(texts[..3].iter().all(|k| found(&t, k).is_none()));
         assert!(keys.iter().all(|k| found(&t, k).is_none()));
-        assert!((0..2 * WAYS).filter_map(|i| t.entry(i)).eq([(texts[3].as_str(), 13)]));
+        assert!(
+            (0..2 * WAYS)
+                .filter_map(|i| t.entry(i))
+                .eq([(texts[3].as_str(), 13)])
+        );
         // As many values as entries: the same.
         for (i, k) in keys.iter().chain(&keys[..3]).enumerate() {
             t.put(k, i as u32);
