@@ -58,7 +58,17 @@ pub fn text(s: &str) -> Cow<'_, str> {
 /// [`text`] of at most `max` characters as shown (escapes count by what they print): a longer
 /// one ends in `…`, so that a name cannot stretch a line, a layout or a log.
 pub fn cut(s: &str, max: usize) -> String {
-    shown(s, max, false)
+    cut_cow(s, max).into_owned()
+}
+
+/// [`cut`], borrowed when `s` is shown as it is: printable ASCII that fits, nothing in it
+/// escaped or cut. Nearly every name in a log is; `nccl explain` looks up several a line
+/// (issue 43).
+pub fn cut_cow(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max && s.bytes().all(|b| matches!(b, b' '..=b'~')) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(shown(s, max, false))
 }
 
 /// `s` kept to at most `max` bytes (at a character boundary), its end saying how much was cut:
@@ -156,6 +166,17 @@ mod tests {
         assert_eq!(text("x\u{ffff}\u{e0041}"), "x\\u{ffff}\\u{e0041}");
         // A backslash alone is not hostile: only quoting escapes it.
         assert_eq!(text("a\\b"), "a\\b");
+    }
+
+    #[test]
+    fn plain_ascii_is_cut_as_any_text() {
+        let text = "a ~b}c\"d";
+        for len in 0..=text.len() {
+            for max in 0..=text.len() + 1 {
+                let s = &text[..len];
+                assert_eq!(cut(s, max), shown(s, max, false), "{s:?} {max}");
+            }
+        }
     }
 
     #[test]

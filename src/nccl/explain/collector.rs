@@ -4,7 +4,7 @@
 
 use super::{
     ENV_KEPT, Input, MAX_KEPT, MAX_LIST, MAX_SAMPLES, MAX_TEXT, MAX_WARNINGS, Unrecognised, clean,
-    host_key, node_name,
+    clean_cow, host_key, node_name,
 };
 use crate::parse::nccl_log::{self as log, Dir, Era, Event, HcaVia, Level, Version};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -222,13 +222,19 @@ impl NodeAcc {
                         self.nnodes.insert(n);
                     }
                 }
+                // Every communicator prints them again: the same value is not written again.
                 if let Some(b) = bus_id {
-                    if self.rank_bus.len() < 4096 {
-                        self.rank_bus.insert(rank, clean(b));
+                    let b = clean_cow(b);
+                    if self.rank_bus.len() < 4096
+                        && self.rank_bus.get(&rank).map(String::as_str) != Some(&*b)
+                    {
+                        self.rank_bus.insert(rank, b.to_string());
                     }
                     if let Some(d) = cuda_dev {
-                        if self.dev_bus.len() < 4096 {
-                            self.dev_bus.insert(d, clean(b));
+                        if self.dev_bus.len() < 4096
+                            && self.dev_bus.get(&d).map(String::as_str) != Some(&*b)
+                        {
+                            self.dev_bus.insert(d, b.into_owned());
                         }
                     }
                 }
@@ -280,6 +286,16 @@ pub struct Collector {
     pub(super) bare_rccl: bool,
     /// The hosts nccl-tests listed its ranks on (`#  Rank  0 ... on node7 device 0`).
     pub(super) tests_hosts: BTreeSet<String>,
+    /// The key of the last HCA and GPU-NIC decision looked up, its text written in place: every
+    /// rank prints them for every communicator, a lookup each (issue 43).
+    hca_key: HcaKey,
+    gpu_key: (String, String),
+}
+
+/// `to` made `from`'s [`clean`] text, in the room it already has.
+fn set_clean(to: &mut String, from: &str) {
+    to.clear();
+    to.push_str(&clean_cow(from));
 }
 
 /// The node of lines quoted without NCCL's prefix (`parse_bare`); no host is this key.
@@ -337,6 +353,13 @@ impl Collector {
 
     /// One parsed line: kept where it belongs (a bare version line, a warning, a node's fact).
     pub(super) fn apply(&mut self, l: log::Line<'_>) {
+        self.apply_known(l, None);
+    }
+
+    /// [`Collector::apply`], `known` being the node of the line's host when the reader knows it
+    /// already (it keeps it per prefix: a host's node never changes). Returns the node the
+    /// line went to.
+    pub(super) fn apply_known(&mut self, l: log::Line<'_>, known: Option<usize>) -> Option<usize> {
         if l.level == Level::Version && l.origin.host.is_none() {
             if let Event::Version {
                 version,
@@ -349,7 +372,7 @@ impl Collector {
                     self.bare_versions.insert(version, clean(text));
                 }
             }
-            return;
+            return None;
         }
         if let Event::Unrecognised = l.event {
             self.unrecognised.count += 1;
@@ -365,14 +388,26 @@ impl Collector {
         if let Event::Warn { text } = l.event {
             self.warn(&host, text);
             self.warning_facts(&host, text);
-            return;
+            return None;
         }
-        let Some(n) = self.node(&host) else { return };
-        if !l.era.is_any() {
-            self.nodes[n].narrow_era(l.era);
+        let n = match known {
+            Some(n) => n,
+            None => self.node(&host)?,
+        };
+        debug_assert_eq!(self.nodes[n].key, host);
+        self.apply_at(n, l.origin.dev, l.era, l.event);
+        Some(n)
+    }
+
+    /// What a line of node `n`'s host says, kept there (`dev`: the CUDA device of the line's
+    /// prefix; `era`: the releases of its wording): [`Collector::apply_known`] once the node is
+    /// known. For an INFO line whose event is not [`Event::Unrecognised`] it is all of it.
+    pub(super) fn apply_at(&mut self, n: usize, dev: Option<u32>, era: Era, event: Event<'_>) {
+        if !era.is_any() {
+            self.nodes[n].narrow_era(era);
         }
-        match l.event {
-            Event::Connection(c) => self.connection(n, l.origin.dev, c),
+        match event {
+            Event::Connection(c) => self.connection(n, dev, c),
             Event::NetDevices { net, devices } => self.net_devices(n, net, devices),
             Event::HcaGdr {
                 net,
@@ -382,15 +417,20 @@ impl Collector {
                 via,
                 gpu,
             } => {
-                let key = (clean(net), index, gpu.map(clean));
+                set_clean(&mut self.hca_key.0, net);
+                self.hca_key.1 = index;
+                match (gpu, &mut self.hca_key.2) {
+                    (Some(g), Some(k)) => set_clean(k, g),
+                    (g, k) => *k = g.map(clean),
+                }
                 self.nodes[n].net_subsys = true;
-                if let Some(h) = self.nodes[n].hcas.get_mut(&key) {
+                if let Some(h) = self.nodes[n].hcas.get_mut(&self.hca_key) {
                     h.lines += 1;
                     h.enabled = enabled;
                     h.via = via;
                 } else if self.keep() {
                     self.nodes[n].hcas.insert(
-                        key,
+                        self.hca_key.clone(),
                         HcaAcc {
                             name: clean(name),
                             enabled,
@@ -521,8 +561,9 @@ impl Collector {
     /// `GPU Direct RDMA Enabled|Disabled for GPU ... / HCA ...`: the last word on each pair.
     fn gpu_gdr(&mut self, n: usize, g: log::GpuGdr<'_>) {
         self.nodes[n].net_subsys = true;
-        let key = (clean(g.gpu), clean(g.hca));
-        if let Some(a) = self.nodes[n].gpus.get_mut(&key) {
+        set_clean(&mut self.gpu_key.0, g.gpu);
+        set_clean(&mut self.gpu_key.1, g.hca);
+        if let Some(a) = self.nodes[n].gpus.get_mut(&self.gpu_key) {
             a.lines += 1;
             a.enabled = g.enabled;
             a.distance = g.distance;
@@ -532,7 +573,7 @@ impl Collector {
             }
         } else if self.keep() {
             self.nodes[n].gpus.insert(
-                key,
+                self.gpu_key.clone(),
                 GpuAcc {
                     enabled: g.enabled,
                     distance: g.distance,

@@ -10,7 +10,8 @@
 //! was not used, the cause and the gdrdoctor check and code that explain it, with the fix.
 //!
 //! In steps: [`reader`] splits inputs (plain or gzip) into lines and hands NCCL's to the line
-//! parser (`parse::nccl_log`); [`collector`] keeps what each line says, within bounds;
+//! parser (`parse::nccl_log`), what it made of a prefix or a message kept for when the same
+//! comes again ([`repeats`]); [`collector`] keeps what each line says, within bounds;
 //! [`explanation`] builds the answer from it, reading distances in the numbering of the NCCL
 //! release that wrote them ([`release`]); [`diagnosis`] says why GDR was not used; [`model`] is
 //! the answer's types, as printed by `report::nccl::explain` and documented in
@@ -22,6 +23,7 @@ mod evidence;
 mod explanation;
 mod reader;
 mod release;
+mod repeats;
 
 #[cfg(test)]
 use crate::model::nccl::explain::see;
@@ -71,6 +73,12 @@ pub const BARE_NODE: &str = "(no prefix: host and rank unknown)";
 /// long text cut.
 fn clean(s: &str) -> String {
     crate::sanitize::cut(s, MAX_TEXT)
+}
+
+/// [`clean`], borrowed when the text is shown as it is (nearly always): to look up what was
+/// kept without a copy per line.
+fn clean_cow(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::sanitize::cut_cow(s, MAX_TEXT)
 }
 
 /// A host name as nodes are told apart: whole up to MAX_TEXT characters, cut there as every

@@ -653,22 +653,46 @@ fn env(m: &str) -> Option<Event<'_>> {
     Some(Event::Env { name, value })
 }
 
+/// The words of `s` as [`str::split_ascii_whitespace`] cuts them, found byte by byte: the
+/// communicator lines, one per rank and communicator and each different, are cut into some
+/// twenty words each (issue 43).
+pub(super) fn ascii_words(s: &str) -> impl Iterator<Item = &str> {
+    // A byte above the space is never ASCII whitespace: one comparison for nearly every byte.
+    let space = |b: u8| b <= b' ' && b.is_ascii_whitespace();
+    let b = s.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < b.len() && space(b[at]) {
+            at += 1;
+        }
+        let start = at;
+        while at < b.len() && !space(b[at]) {
+            at += 1;
+        }
+        // Both ends are at an ASCII byte or an end of `s`: character boundaries.
+        s.get(start..at).filter(|w| !w.is_empty())
+    })
+}
+
 /// `comm 0x55cc8aa86c70 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 1c000 commId 0x... - Init
 /// START` and its variants (src/init.cc).
 fn comm_init(m: &str) -> Option<(Event<'_>, Era)> {
     // One pass over the words, `key value` pairs: the first of each key counts.
     let (mut rank, mut nranks, mut cuda_dev, mut bus_id) = (None, None, None, None);
     let mut nnodes = None;
-    let mut words = m.split_ascii_whitespace();
+    let mut words = ascii_words(m);
     let mut prev = words.next()?;
     for w in words {
-        match prev {
-            "rank" if rank.is_none() => rank = w.parse().ok(),
-            "nranks" | "nRanks" if nranks.is_none() => nranks = w.parse().ok(),
-            "cudaDev" if cuda_dev.is_none() => cuda_dev = w.parse().ok(),
-            "busId" if bus_id.is_none() => bus_id = Some(w),
-            "nNodes" if nnodes.is_none() => nnodes = w.parse().ok(),
-            _ => {}
+        // Every key is 4 to 7 bytes long: the other words are passed over at once.
+        if (4..=7).contains(&prev.len()) {
+            match prev {
+                "rank" if rank.is_none() => rank = w.parse().ok(),
+                "nranks" | "nRanks" if nranks.is_none() => nranks = w.parse().ok(),
+                "cudaDev" if cuda_dev.is_none() => cuda_dev = w.parse().ok(),
+                "busId" if bus_id.is_none() => bus_id = Some(w),
+                "nNodes" if nnodes.is_none() => nnodes = w.parse().ok(),
+                _ => {}
+            }
         }
         prev = w;
     }

@@ -455,8 +455,7 @@ pub fn parse_from(line: &str, first: usize) -> Option<Line<'_>> {
         let at = start + i;
         let after = &line[at + 5..];
         if let Some(message) = after.strip_prefix("INFO ") {
-            let (origin, _) = origin(&line[..at], false);
-            return Some(info(origin, undecorate(message)));
+            return Some(info_line(info_origin(&line[..at]), info_message(message)));
         }
         if let Some(message) = after.strip_prefix("WARN ") {
             let (origin, _) = origin(&line[..at], true);
@@ -709,8 +708,27 @@ fn version(message: &str) -> Option<Event<'_>> {
     })
 }
 
-fn info<'a>(origin: Origin<'a>, message: &'a str) -> Line<'a> {
+/// Who printed an INFO line, read from what comes before its `NCCL INFO` alone: [`parse`]'s
+/// origin of `head NCCL INFO message`, whatever the message.
+pub fn info_origin(head: &str) -> Origin<'_> {
+    origin(head, false).0
+}
+
+/// What an INFO line's message says (the text after `NCCL INFO `), read from the message
+/// alone: the message without Ray's suffix, its event and the releases that print it.
+pub fn info_message(raw: &str) -> (&str, Event<'_>, Era) {
+    let message = undecorate(raw);
     let (event, era) = message::classify(message);
+    (message, event, era)
+}
+
+/// The INFO line of an [`info_origin`] and an [`info_message`]: what [`parse`] gives for
+/// `head NCCL INFO message`, the two parts read apart (the reader of big logs keeps each, as
+/// NCCL prints the same prefix and the same messages again and again).
+pub fn info_line<'a>(
+    origin: Origin<'a>,
+    (message, event, era): (&'a str, Event<'a>, Era),
+) -> Line<'a> {
     Line {
         level: Level::Info,
         origin,

@@ -699,3 +699,98 @@ fn rccl_and_version_only_lines() {
     );
     assert_eq!(tests_rank_host("# Rank of the matrix"), None);
 }
+
+/// The communicator lines' words, cut byte by byte, are `split_ascii_whitespace`'s (issue 43).
+#[test]
+fn ascii_words_are_split_ascii_whitespaces() {
+    let pieces = [
+        "comm",
+        "0x55cc8aa86c70",
+        "rank",
+        "3",
+        " ",
+        "  ",
+        "\t",
+        "\r",
+        "\x0c",
+        "\n",
+        "é",
+        "\u{a0}",
+        "nRanks",
+        "busId",
+        "1c000",
+        "",
+        "\u{3000}",
+        "x\u{2028}y",
+        "\u{b}",
+    ];
+    let mut seed = 17u64;
+    for _ in 0..20_000 {
+        let mut s = String::new();
+        for _ in 0..(seed % 9) {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+        }
+        let ours: Vec<&str> = message::ascii_words(&s).collect();
+        let std: Vec<&str> = s.split_ascii_whitespace().collect();
+        assert_eq!(ours, std, "{s:?}");
+    }
+}
+
+/// The communicator line read with the words cut byte by byte is what the reading with
+/// `split_ascii_whitespace` gave (the version before issue 43, kept here as the reference).
+#[test]
+fn comm_init_reads_as_it_did() {
+    fn reference(m: &str) -> Option<Event<'_>> {
+        let (mut rank, mut nranks, mut cuda_dev, mut bus_id) = (None, None, None, None);
+        let mut nnodes = None;
+        let mut words = m.split_ascii_whitespace();
+        let mut prev = words.next()?;
+        for w in words {
+            match prev {
+                "rank" if rank.is_none() => rank = w.parse().ok(),
+                "nranks" | "nRanks" if nranks.is_none() => nranks = w.parse().ok(),
+                "cudaDev" if cuda_dev.is_none() => cuda_dev = w.parse().ok(),
+                "busId" if bus_id.is_none() => bus_id = Some(w),
+                "nNodes" if nnodes.is_none() => nnodes = w.parse().ok(),
+                _ => {}
+            }
+            prev = w;
+        }
+        Some(Event::CommInit {
+            rank: rank?,
+            nranks: nranks?,
+            cuda_dev,
+            bus_id,
+            nnodes,
+        })
+    }
+    // Words, pairs and blanks to build the lines from, `|` between them.
+    let pieces: Vec<&str> = "comm |ncclCommInitRank |rank |nranks |nRanks |cudaDev |busId |\
+        nNodes |3 |+7 |-1 |99999999999 |1c000 |x| |\t|é |rank|0x55 |  |\u{a0}|localRank |\
+        rank 3 |nranks 16 |nRanks 8\t|cudaDev 2 |busId 1c000 |nNodes 4 "
+        .split('|')
+        .collect();
+    let mut seed = 43u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    };
+    let mut read = 0;
+    for _ in 0..50_000 {
+        let mut m = String::from(["comm ", "ncclCommInitRank "][next() % 2]);
+        for _ in 0..next() % 13 {
+            m.push_str(pieces[next() % pieces.len()]);
+        }
+        let (event, _) = message::classify(&m);
+        let expected = reference(&m);
+        read += usize::from(expected.is_some());
+        let got = Some(event).filter(|e| matches!(e, Event::CommInit { .. }));
+        assert_eq!(got, expected, "{m:?}");
+    }
+    assert!(read > 1_000, "{read}");
+}
