@@ -42,13 +42,7 @@ impl Root {
     fn in_tree(&self, path: &str) -> Option<Result<(String, Kind, u64), ReadError>> {
         use crate::archive::{EntryKind, Node};
         let tree = self.tree.as_ref()?;
-        let plain = path.len() <= PATH_MAX
-            && path.len() > 1
-            && path.starts_with('/')
-            && path[1..]
-                .split('/')
-                .all(|c| !c.is_empty() && c != "." && c != ".." && c.len() <= NAME_MAX);
-        if !plain || self.recording.is_some() || !self.unread.is_empty() {
+        if !plain(path) || self.recording.is_some() || !self.unread.is_empty() {
             return None;
         }
         match tree.get(path) {
@@ -361,17 +355,37 @@ pub(super) fn shortened(path: &str) -> String {
 
 /// `a` joined with `b` using `/`; `a` is a node path.
 pub fn join(a: &str, b: &str) -> String {
-    if a.ends_with('/') {
-        format!("{a}{b}")
-    } else {
-        format!("{a}/{b}")
+    // Pushed, not formatted: the walk joins a path per component it looks at.
+    let mut p = String::with_capacity(a.len() + 1 + b.len());
+    p.push_str(a);
+    if !a.ends_with('/') {
+        p.push('/');
     }
+    p.push_str(b);
+    p
+}
+
+/// An absolute path with no empty, `.` or `..` component, within PATH_MAX and NAME_MAX: one
+/// that names a tree's node as written. The slashes are found with `memchr` (split as a `str`,
+/// a search per component, it was 4% of a fleet run's instructions).
+fn plain(path: &str) -> bool {
+    let b = path.as_bytes();
+    if b.len() > PATH_MAX || b.len() < 2 || b[0] != b'/' {
+        return false;
+    }
+    let mut start = 1;
+    let ends = memchr::memchr_iter(b'/', &b[1..]).map(|i| i + 1);
+    ends.chain(std::iter::once(b.len())).all(|end| {
+        let c = &b[start..end];
+        start = end + 1;
+        !c.is_empty() && c != b"." && c != b".." && c.len() <= NAME_MAX
+    })
 }
 
 /// Splits a node path into its parent and last component: `/sys/class` -> (`/sys`, `class`).
 pub(super) fn split_last(path: &str) -> (&str, &str) {
     let trimmed = path.trim_end_matches('/');
-    match trimmed.rfind('/') {
+    match memchr::memrchr(b'/', trimmed.as_bytes()) {
         Some(0) => ("/", &trimmed[1..]),
         Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
         None if trimmed.is_empty() => ("/", ""),
