@@ -44,6 +44,7 @@ impl Root {
             live: false,
             tree: Some(std::sync::Arc::new(tree)),
             dirs: Mutex::default(),
+            missing: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
             unread: HashMap::default(),

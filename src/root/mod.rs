@@ -109,6 +109,10 @@ pub struct Root {
     tree: Option<std::sync::Arc<crate::archive::Tree>>,
     /// Node directory path -> resolved node directory path (no links left in it).
     dirs: Mutex<HashMap<String, String>>,
+    /// Node directory paths found missing, as the walk found them (their last component not
+    /// there): the counters a port does not have are asked one by one, each below the same
+    /// absent `hw_counters` (the bench root looked at each such directory 14 times).
+    missing: Mutex<foldhash::HashSet<String>>,
     /// Resolved directory -> what each of its entries is, for directories already listed (GID
     /// tables, /sys/bus/pci/devices): a lookup in them needs no stat.
     listed: Mutex<HashMap<String, HashMap<String, Entry>>>,
@@ -187,6 +191,7 @@ impl Root {
             live: true,
             tree: None,
             dirs: Mutex::default(),
+            missing: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
             unread: HashMap::default(),
@@ -212,6 +217,7 @@ impl Root {
             live: false,
             tree: None,
             dirs: Mutex::default(),
+            missing: Mutex::default(),
             listed: Mutex::default(),
             recording: None,
             unread: HashMap::default(),

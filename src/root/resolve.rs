@@ -96,6 +96,12 @@ impl Root {
         if key == "/" {
             return Ok(key);
         }
+        // Found missing before: the walk would fail here again, the same way. Not for roots
+        // that record (each failed lookup is kept) or replay (a path may fail otherwise).
+        let remember = self.recording.is_none() && self.unread.is_empty();
+        if remember && self.lock_missing().contains(key.as_str()) {
+            return Err(ReadError::NotFound { path: key });
+        }
         // The longest prefix already resolved, then the rest one component at a time, each
         // prefix remembered.
         let (mut dir, mut at) = {
@@ -114,9 +120,20 @@ impl Root {
         while at < key.len() {
             let next = key[at + 1..].find('/').map_or(key.len(), |i| at + 1 + i);
             let prefix = &key[..next];
-            dir = self
-                .follow(&dir, &key[at + 1..next], prefix, true, links)?
-                .0;
+            dir = match self.follow(&dir, &key[at + 1..next], prefix, true, links) {
+                Ok(found) => found.0,
+                Err(e) => {
+                    // Its last component is not there: every error of the walk names the
+                    // prefix it was resolving, here the whole path.
+                    if remember
+                        && next == key.len()
+                        && matches!(&e, ReadError::NotFound { path } if *path == key)
+                    {
+                        self.lock_missing().insert(key.clone());
+                    }
+                    return Err(e);
+                }
+            };
             self.dirs
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -124,6 +141,10 @@ impl Root {
             at = next;
         }
         Ok(dir)
+    }
+
+    pub(super) fn lock_missing(&self) -> std::sync::MutexGuard<'_, foldhash::HashSet<String>> {
+        self.missing.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn cached(&self, key: &str) -> Option<String> {
@@ -179,6 +200,15 @@ impl Root {
             match self.step(&dir, &name, key)? {
                 Step::Found(here, kind, size) => {
                     if !dir_needed {
+                        // A directory found as the last component is remembered by its physical
+                        // path too: the files in it are asked next (a PCI function's directory,
+                        // found through its /sys/bus/pci/devices link, was looked at twice).
+                        if kind == Kind::Dir && !matches!(name.as_str(), "" | "." | "..") {
+                            self.dirs
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .insert(here.clone(), here.clone());
+                        }
                         return Ok((here, kind, size));
                     }
                     if kind != Kind::Dir {

@@ -402,3 +402,57 @@ fn paths_in_memory_resolve_as_the_walk_does() {
             .is_not_found()
     );
 }
+
+/// A directory the walk found missing, or found through a link, is not looked at again, and
+/// every lookup through it answers as the walk did: the path asked in a not-found error, a
+/// file below a directory found through a link (issue 43: the bench root looked at an absent
+/// `hw_counters` once per counter, and at each PCI function's directory twice).
+#[test]
+fn directories_found_or_missing_answer_again_as_the_walk_did() {
+    let (dir, _) = tree();
+    std::fs::create_dir_all(dir.path().join("sys/class/infiniband")).unwrap();
+    let root = Root::captured(dir.path()).unwrap();
+    for name in ["a", "b", "c"] {
+        assert_eq!(
+            root.read(&format!("/sys/class/infiniband/hw_counters/{name}")),
+            Err(ReadError::NotFound {
+                path: format!("/sys/class/infiniband/hw_counters/{name}")
+            })
+        );
+    }
+    assert!(
+        root.lock_missing()
+            .contains("/sys/class/infiniband/hw_counters")
+    );
+    // The directory through a link, looked up as the last component, then a file in it.
+    let (found, kind) = root.lookup("/sys/bus/pci/devices/0000:00:06.0").unwrap();
+    assert_eq!(
+        (found.as_str(), kind),
+        ("/sys/devices/pci0000:00/0000:00:06.0", Kind::Dir)
+    );
+    assert_eq!(
+        root.read_text("/sys/bus/pci/devices/0000:00:06.0/vendor")
+            .as_deref(),
+        Ok("0x10de")
+    );
+    // A root of the same tree that remembers nothing answers the same.
+    let fresh = Root::captured(dir.path()).unwrap();
+    assert_eq!(
+        fresh.read("/sys/class/infiniband/hw_counters/a"),
+        root.read("/sys/class/infiniband/hw_counters/a")
+    );
+    // A root that records keeps each failed lookup: it remembers none of them.
+    let recording = Root::captured(dir.path()).unwrap().recording();
+    for _ in 0..2 {
+        assert!(
+            recording
+                .read("/sys/class/infiniband/hw_counters/a")
+                .is_err()
+        );
+    }
+    assert!(
+        !recording
+            .lock_missing()
+            .contains("/sys/class/infiniband/hw_counters")
+    );
+}
