@@ -134,13 +134,18 @@ impl Root {
                     return Err(e);
                 }
             };
-            self.dirs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(prefix.to_owned(), dir.clone());
+            self.remember_dir(prefix.to_owned(), dir.clone());
             at = next;
         }
         Ok(dir)
+    }
+
+    /// Remembers that node directory path `key` resolves to `dir`.
+    fn remember_dir(&self, key: String, dir: String) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, dir);
     }
 
     pub(super) fn lock_missing(&self) -> std::sync::MutexGuard<'_, foldhash::HashSet<String>> {
@@ -180,10 +185,7 @@ impl Root {
             let name = match next {
                 Todo::Name(n) => n,
                 Todo::Led(link) => {
-                    self.dirs
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(link, dir.clone());
+                    self.remember_dir(link, dir.clone());
                     continue;
                 }
             };
@@ -204,10 +206,7 @@ impl Root {
                         // path too: the files in it are asked next (a PCI function's directory,
                         // found through its /sys/bus/pci/devices link, was looked at twice).
                         if kind == Kind::Dir && !matches!(name.as_str(), "" | "." | "..") {
-                            self.dirs
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .insert(here.clone(), here.clone());
+                            self.remember_dir(here.clone(), here.clone());
                         }
                         return Ok((here, kind, size));
                     }
@@ -217,10 +216,7 @@ impl Root {
                         });
                     }
                     if let Some(p) = physical {
-                        self.dirs
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(p, here.clone());
+                        self.remember_dir(p, here.clone());
                     }
                     dir = here;
                 }

@@ -677,10 +677,17 @@ pub(super) fn ascii_words(s: &str) -> impl Iterator<Item = &str> {
 /// `comm 0x55cc8aa86c70 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 1c000 commId 0x... - Init
 /// START` and its variants (src/init.cc).
 fn comm_init(m: &str) -> Option<(Event<'_>, Era)> {
+    comm_init_words(ascii_words(m))
+}
+
+/// [`comm_init`] of a line already cut into words (a test cuts it with the standard library's
+/// splitter, to compare).
+pub(super) fn comm_init_words<'a>(
+    mut words: impl Iterator<Item = &'a str>,
+) -> Option<(Event<'a>, Era)> {
     // One pass over the words, `key value` pairs: the first of each key counts.
     let (mut rank, mut nranks, mut cuda_dev, mut bus_id) = (None, None, None, None);
     let mut nnodes = None;
-    let mut words = ascii_words(m);
     let mut prev = words.next()?;
     for w in words {
         // Every key is 4 to 7 bytes long: the other words are passed over at once.

@@ -739,33 +739,12 @@ fn ascii_words_are_split_ascii_whitespaces() {
     }
 }
 
-/// The communicator line read with the words cut byte by byte is what the reading with
-/// `split_ascii_whitespace` gave (the version before issue 43, kept here as the reference).
+/// The communicator line read with the words cut byte by byte is what the same reading gives
+/// with the words cut by `split_ascii_whitespace` (as before issue 43).
 #[test]
 fn comm_init_reads_as_it_did() {
     fn reference(m: &str) -> Option<Event<'_>> {
-        let (mut rank, mut nranks, mut cuda_dev, mut bus_id) = (None, None, None, None);
-        let mut nnodes = None;
-        let mut words = m.split_ascii_whitespace();
-        let mut prev = words.next()?;
-        for w in words {
-            match prev {
-                "rank" if rank.is_none() => rank = w.parse().ok(),
-                "nranks" | "nRanks" if nranks.is_none() => nranks = w.parse().ok(),
-                "cudaDev" if cuda_dev.is_none() => cuda_dev = w.parse().ok(),
-                "busId" if bus_id.is_none() => bus_id = Some(w),
-                "nNodes" if nnodes.is_none() => nnodes = w.parse().ok(),
-                _ => {}
-            }
-            prev = w;
-        }
-        Some(Event::CommInit {
-            rank: rank?,
-            nranks: nranks?,
-            cuda_dev,
-            bus_id,
-            nnodes,
-        })
+        message::comm_init_words(m.split_ascii_whitespace()).map(|(e, _)| e)
     }
     // Words, pairs and blanks to build the lines from, `|` between them.
     let pieces: Vec<&str> = "comm |ncclCommInitRank |rank |nranks |nRanks |cudaDev |busId |\
