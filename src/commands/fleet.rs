@@ -36,7 +36,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     // Captures and the two-node test's reports (recognised by content, wherever they come
     // from) make one fleet report: one document per format, the worst verdict decides the exit
     // code (docs/fleet.md).
-    let (captures, reports) = fleet::split(fleet::expand(&args.captures));
+    let (captures, reports) = fleet::expand(&args.captures);
     let two = fleet::two_node::TwoNode::read(&reports);
     let with_captures = !captures.is_empty() || two.is_empty();
     let workers = args

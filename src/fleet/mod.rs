@@ -18,7 +18,7 @@ mod tally;
 pub mod two_node;
 
 pub use analyse::analyse;
-pub use expand::{Input, expand, split};
+pub use expand::{Captures, expand};
 pub use pictures::{PictureWriter, Pictures, slug};
 pub use render::{CSV_HEADER, write_header, write_node, write_summary};
 pub use run::run;

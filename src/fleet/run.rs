@@ -1,16 +1,15 @@
 //! The captures analysed on worker threads, the results emitted in input order.
 
-use super::{NodeResult, Pictures, Tally, Unreadable, analyse};
+use super::{Captures, NodeResult, Pictures, Tally, Unreadable, analyse};
 use crate::archive;
 use crate::config::Config;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 /// Analyses the captures on `workers` threads; `emit` gets each result in input order as soon
 /// as it and every earlier one are done. With `pictures`, the first capture of each model comes
 /// with the picture of its tree (`NodeResult::picture`). Returns the tally.
 pub fn run(
-    captures: Vec<Result<PathBuf, Unreadable>>,
+    captures: Captures,
     config: &Config,
     workers: usize,
     pictures: bool,
@@ -46,10 +45,12 @@ pub fn run(
                     while i >= emitted.load(Ordering::Relaxed) + window {
                         std::thread::sleep(std::time::Duration::from_millis(1));
                     }
-                    let r = match &captures[i] {
-                        Err(u) => Err(u.clone()),
+                    let Some(capture) = captures.get(i) else {
+                        break;
+                    };
+                    let r = match capture {
+                        Err(u) => Err(u),
                         Ok(path) => {
-                            let path = path.clone();
                             // A capture that panics the analysis is reported, never fatal.
                             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                 analyse(&path, config, budget, claims.map(|c| (c, i)))
