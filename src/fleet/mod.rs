@@ -1,7 +1,8 @@
 //! `gdrdoctor fleet CAPTURE...`: many captures, one view. Each capture is checked as
 //! `check --root` would (in parallel, in memory for `.tar.gz` ones); the result per node is
 //! written out as it comes, in the order given, and only small per-model tallies are kept, so
-//! memory does not grow with the number of captures. What no single report can say comes from the
+//! memory grows with the number of captures only by their list ([`Captures`]: a name and 16
+//! bytes each). What no single report can say comes from the
 //! tallies: nodes of one model that differ from their siblings (GID index, RoCE version, driver,
 //! firmware, kernel, placement, peermem).
 //!
