@@ -57,8 +57,8 @@ impl Captures {
         (self.dirs.len() - 1) as u32
     }
 
-    /// Keeps a name; `None` past 4 GiB of names (or 4 billion directories), which no fleet
-    /// reaches: the caller reports it rather than wrap.
+    /// Keeps a name; `None` past 4 GiB of names, which no fleet reaches: the caller reports it
+    /// rather than wrap.
     fn name(&mut self, name: &OsStr) -> Option<(u32, u32)> {
         let start = u32::try_from(self.names.len()).ok()?;
         let end = u32::try_from(self.names.len() + name.len()).ok()?;
