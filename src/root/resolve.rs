@@ -392,20 +392,14 @@ pub fn join(a: &str, b: &str) -> String {
 }
 
 /// An absolute path with no empty, `.` or `..` component, within PATH_MAX and NAME_MAX: one
-/// that names a tree's node as written. The slashes are found with `memchr` (split as a `str`,
-/// a search per component, it was 4% of a fleet run's instructions).
+/// that names a tree's node as written. Split with `slash_parts` (split as a `str`, a search
+/// per component, it was 4% of a fleet run's instructions).
 fn plain(path: &str) -> bool {
-    let b = path.as_bytes();
-    if b.len() > PATH_MAX || b.len() < 2 || b[0] != b'/' {
-        return false;
-    }
-    let mut start = 1;
-    let ends = memchr::memchr_iter(b'/', &b[1..]).map(|i| i + 1);
-    ends.chain(std::iter::once(b.len())).all(|end| {
-        let c = &b[start..end];
-        start = end + 1;
-        !c.is_empty() && c != b"." && c != b".." && c.len() <= NAME_MAX
-    })
+    path.len() <= PATH_MAX
+        && path.len() > 1
+        && path.starts_with('/')
+        && crate::archive::slash_parts(&path[1..])
+            .all(|c| !c.is_empty() && c != "." && c != ".." && c.len() <= NAME_MAX)
 }
 
 /// Splits a node path into its parent and last component: `/sys/class` -> (`/sys`, `class`).
