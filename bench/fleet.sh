@@ -5,7 +5,7 @@
 # for N/10: memory grows with the number of captures only by their list (a name and 16 bytes
 # each). Targets (BENCHMARKS.md): 10,000 captures in under 60 s on the 2-core development
 # machine (issue 8, met); 100,000 in under 60 s (issue 43, not met: inflating them alone takes
-# 24 s there, `cargo run --release --example inflate_floor -- bench/out/fleet/seed/*.tar.gz`).
+# 24 s there, `cargo run --release --example floors -- inflate bench/out/fleet/seed/*.tar.gz`).
 #
 #   bench/fleet.sh [N]     # default 10000
 set -euo pipefail
