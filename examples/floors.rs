@@ -201,32 +201,9 @@ impl Table {
     }
 }
 
-fn word(b: &[u8]) -> u64 {
-    u64::from_le_bytes(b.try_into().unwrap_or_default())
-}
-
-/// FxHash's step, 8 bytes at a time in two lanes (as src/nccl/explain/repeats.rs hashes).
+/// foldhash's fast hash (the crate's maps use it): at least as fast as the reader's own, so the
+/// floor stays a floor.
 fn hash(b: &[u8]) -> u64 {
-    const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-    let step = |h: u64, w: u64| (h.rotate_left(5) ^ w).wrapping_mul(K);
-    let (mut h, mut g) = (step(0, b.len() as u64), K);
-    let mut pairs = b.chunks_exact(16);
-    for p in &mut pairs {
-        h = step(h, word(&p[..8]));
-        g = step(g, word(&p[8..]));
-    }
-    let rest = pairs.remainder();
-    if rest.len() >= 8 {
-        h = step(h, word(&rest[..8]));
-    }
-    if !rest.is_empty() {
-        let n = b.len();
-        let last = if n >= 8 {
-            word(&b[n - 8..])
-        } else {
-            rest.iter().fold(0, |w, &x| (w << 8) | u64::from(x))
-        };
-        g = step(g, last);
-    }
-    step(h, g)
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x51_7c_c1_b7).hash_one(b)
 }
