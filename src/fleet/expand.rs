@@ -85,19 +85,28 @@ impl Captures {
         }
     }
 
-    /// The entries of `dir` that `keep` takes, sorted by name as the paths they make sort.
+    /// The entries of `dir` as `pick` finds them: the captures kept, sorted by name as the
+    /// paths they make sort, and the reports appended to `reports`, sorted alike. Whether any
+    /// was found.
     fn push_listed(
         &mut self,
+        reports: &mut Vec<PathBuf>,
         dir: &Path,
         entries: impl Iterator<Item = std::ffi::OsString>,
-        mut keep: impl FnMut(&Path) -> bool,
-    ) -> usize {
+        pick: impl Fn(&Path) -> Found,
+    ) -> bool {
         let d = self.dir(dir);
+        let reports_before = reports.len();
         let mut hits: Vec<(u32, u32)> = Vec::new();
         for name in entries {
             let path = dir.join(&name);
-            if !keep(&path) {
-                continue;
+            match pick(&path) {
+                Found::Capture => {}
+                Found::Report => {
+                    reports.push(path);
+                    continue;
+                }
+                Found::Neither => continue,
             }
             match self.name(&name) {
                 Some(n) => hits.push(n),
@@ -111,12 +120,30 @@ impl Captures {
         hits.sort_by(|a, b| {
             names[a.0 as usize..a.1 as usize].cmp(&names[b.0 as usize..b.1 as usize])
         });
-        let found = hits.len();
+        let found = !hits.is_empty() || reports.len() > reports_before;
         for n in hits {
             self.push(d, n);
         }
+        reports[reports_before..].sort();
         found
     }
+}
+
+/// What an entry of a listed directory or pattern is to a fleet run.
+enum Found {
+    Capture,
+    Report,
+    Neither,
+}
+
+/// The names in `dir`; none when it cannot be listed.
+#[allow(clippy::disallowed_methods)] // the operator's files, not a node
+fn names_in(dir: &Path) -> impl Iterator<Item = std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
 }
 
 fn too_many(path: &Path) -> Unreadable {
@@ -156,49 +183,33 @@ pub fn expand(args: &[PathBuf]) -> (Captures, Vec<PathBuf>) {
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            let entries = std::fs::read_dir(dir)
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name())
-                .filter(|n| glob(&name, &n.to_string_lossy()));
-            let before = reports.len();
-            let listed = captures.push_listed(dir, entries, |p| {
+            let entries = names_in(dir).filter(|n| glob(&name, &n.to_string_lossy()));
+            let found = captures.push_listed(&mut reports, dir, entries, |p| {
                 if is_report(p) {
-                    reports.push(p.to_owned());
-                    false
+                    Found::Report
                 } else {
-                    true
+                    Found::Capture
                 }
             });
-            let added = reports.len() - before;
-            sort_tail(&mut reports, added);
-            if listed + added == 0 {
+            if !found {
                 captures.push_unreadable(Unreadable {
                     capture: text.into_owned(),
                     reason: "no capture matches this pattern".into(),
                 });
             }
         } else if a.is_dir() && !is_root_dir(a) {
-            let entries = std::fs::read_dir(a)
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name());
-            let before = reports.len();
-            let listed = captures.push_listed(a, entries, |p| {
-                if (p.is_file() && is_capture_file(p)) || (p.is_dir() && is_root_dir(p)) {
-                    true
-                } else {
-                    if p.is_file() && two_node::sniff(p) == two_node::Looks::Report {
-                        reports.push(p.to_owned());
+            // One look at each entry: what it is decides how it is taken.
+            let found = captures.push_listed(&mut reports, a, names_in(a), |p| {
+                match std::fs::metadata(p) {
+                    Ok(m) if m.is_file() && is_capture_file(p) => Found::Capture,
+                    Ok(m) if m.is_dir() && is_root_dir(p) => Found::Capture,
+                    Ok(m) if m.is_file() && two_node::sniff(p) == two_node::Looks::Report => {
+                        Found::Report
                     }
-                    false
+                    _ => Found::Neither,
                 }
             });
-            let added = reports.len() - before;
-            sort_tail(&mut reports, added);
-            if listed + added == 0 {
+            if !found {
                 captures.push_unreadable(Unreadable {
                     capture: text.into_owned(),
                     reason: "neither a capture nor a directory of captures".into(),
@@ -211,12 +222,6 @@ pub fn expand(args: &[PathBuf]) -> (Captures, Vec<PathBuf>) {
         }
     }
     (captures, reports)
-}
-
-/// Sorts the last `n` reports: those of one directory or pattern, in the order of their paths.
-fn sort_tail(reports: &mut [PathBuf], n: usize) {
-    let at = reports.len() - n;
-    reports[at..].sort();
 }
 
 /// `*` and `?` over one path component. In a loop that backtracks only to the last `*`, as
